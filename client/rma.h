@@ -1,0 +1,252 @@
+/**
+ * @file rma.h
+ * @brief librma: remote memory access through the local rmad daemon.
+ *
+ * A process connects to the rmad on its host, allocates regions (memory
+ * shared with the daemon), hands a region's descriptor to other hosts, and
+ * puts or gets bytes between its regions and regions that other processes
+ * exposed, on this host or another. Every transfer is asynchronous and
+ * modelled on ucxx::RequestMem: it returns a request that can be polled,
+ * waited on with a timeout and checked for an error, and it can carry a
+ * completion callback with user data.
+ *
+ * Threads: a client handle is not thread-safe. Use one rma_client_t per
+ * thread, or serialize every call on a handle (its regions, remotes and
+ * requests included) with your own lock. Callbacks run inside
+ * rma_progress(), rma_request_wait() and the blocking wrappers, in the
+ * calling thread; a callback must not call rma_disconnect().
+ *
+ * Event loops: rma_fd() is readable when the daemon has sent something;
+ * call rma_progress() then. Submissions are sent at once while nothing is
+ * in flight and are otherwise coalesced into one frame until the next
+ * rma_progress() call (a completion always wakes the fd first, so nothing
+ * waits forever).
+ *
+ * Errors: functions return RMA_OK (0) or a negative rma_status_t;
+ * rma_strerror() names it and rma_last_error() gives the daemon's detail
+ * for the last failed call on a handle.
+ */
+#ifndef RMA_H
+#define RMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes: the negated wire Status of rma.proto, 1:1. */
+typedef enum rma_status {
+	RMA_OK = 0,
+	RMA_ERR_INVALID = -1,           /**< bad argument or request */
+	RMA_ERR_PROTOCOL = -2,          /**< daemon and library disagree on framing */
+	RMA_ERR_VERSION = -3,           /**< protocol version mismatch */
+	RMA_ERR_UNKNOWN_REQUEST = -4,   /**< the daemon does not know the request */
+	RMA_ERR_NO_MEMORY = -5,         /**< out of memory (here or in the daemon) */
+	RMA_ERR_NO_REGION = -6,         /**< region unknown, freed or not yours */
+	RMA_ERR_OUT_OF_BOUNDS = -7,     /**< offset + length outside a region */
+	RMA_ERR_BAD_DESCRIPTOR = -8,    /**< descriptor corrupt or malformed */
+	RMA_ERR_STALE_DESCRIPTOR = -9,  /**< region freed or owner restarted */
+	RMA_ERR_NO_PEER = -10,          /**< unknown peer or remote */
+	RMA_ERR_UNREACHABLE = -11,      /**< peer cannot be reached */
+	RMA_ERR_REJECTED = -12,         /**< peer refused the connection */
+	RMA_ERR_CONNECTION_RESET = -13, /**< peer failed while in use */
+	RMA_ERR_TIMEOUT = -14,          /**< deadline passed */
+	RMA_ERR_CANCELED = -15,         /**< operation canceled */
+	RMA_ERR_NOT_RMAD = -16,         /**< address answered but is not an rmad */
+	RMA_ERR_SHUTDOWN = -17,         /**< the daemon is shutting down */
+	RMA_ERR_LIMIT = -18,            /**< a per-client limit was reached */
+	RMA_ERR_PERMISSION = -19,       /**< not allowed */
+	RMA_ERR_TRANSPORT = -20,        /**< other transport (UCX) error */
+	RMA_ERR_DAEMON_GONE = -21,      /**< the connection to the daemon is closed */
+	RMA_ERR_INTERNAL = -22,         /**< a bug: please report */
+	RMA_INPROGRESS = 1              /**< request not completed yet (not an error) */
+} rma_status_t;
+
+typedef struct rma_client rma_client_t;   /**< a connection to rmad */
+typedef struct rma_region rma_region_t;   /**< memory shared with rmad */
+typedef struct rma_peer rma_peer_t;       /**< another host's rmad */
+typedef struct rma_remote rma_remote_t;   /**< a resolved remote region */
+typedef struct rma_request rma_request_t; /**< one put, get or flush */
+
+/**
+ * Completion callback: runs once per request, with its final status.
+ * The request stays valid during the call.
+ */
+typedef void (*rma_callback_t)(rma_request_t *req, rma_status_t status,
+			       void *user_data);
+
+/** Put flag: complete only once the data has reached the target memory. */
+#define RMA_FLAG_REMOTE_COMPLETION 1u
+
+/** Default socket: $RMAD_SOCKET, else $XDG_RUNTIME_DIR/rmad.sock, else /tmp/rmad-UID.sock. */
+const char *rma_default_socket(void);
+
+/**
+ * Connect to rmad.
+ * @param socket_path  NULL for rma_default_socket().
+ * @param client_p     set on success; free with rma_disconnect().
+ * @return RMA_OK, RMA_ERR_DAEMON_GONE (no daemon at the socket),
+ *         RMA_ERR_PERMISSION, RMA_ERR_VERSION, RMA_ERR_NO_MEMORY.
+ */
+rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
+
+/**
+ * Close the connection. Outstanding requests complete with
+ * RMA_ERR_DAEMON_GONE (callbacks run), regions are unmapped here and freed
+ * by the daemon, and every handle of this client becomes invalid except
+ * requests the caller still holds, which must be released.
+ */
+void rma_disconnect(rma_client_t *client);
+
+/** Text of the daemon's or library's detail for the last failure. */
+const char *rma_last_error(const rma_client_t *client);
+
+/** Name of a status. Never NULL. */
+const char *rma_strerror(rma_status_t status);
+
+/** Identity of the connected daemon (changes with every start). */
+const char *rma_daemon_id(const rma_client_t *client);
+
+/**
+ * Allocate a zeroed region of @p length bytes, shared with the daemon.
+ * @return RMA_OK, RMA_ERR_INVALID (length 0), RMA_ERR_LIMIT,
+ *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE.
+ */
+rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
+			      rma_region_t **region_p);
+
+/** Local address of the region's memory, valid until the region is freed. */
+void *rma_region_ptr(const rma_region_t *region);
+size_t rma_region_length(const rma_region_t *region);
+
+/** The printable descriptor to hand to other hosts (NUL-terminated, owned by the region). */
+const char *rma_region_descriptor(const rma_region_t *region);
+
+/**
+ * Free a region: the daemon releases it once its in-flight operations are
+ * done; later operations naming it fail with RMA_ERR_NO_REGION locally and
+ * RMA_ERR_STALE_DESCRIPTOR remotely. The local mapping goes at once.
+ */
+rma_status_t rma_region_free(rma_client_t *client, rma_region_t *region);
+
+/**
+ * Connect the daemon to the rmad listening at "host:port" (or reuse its
+ * connection). Blocks until the peer answered or the daemon's connect
+ * deadline passed.
+ * @return RMA_OK, RMA_ERR_INVALID (bad address), RMA_ERR_UNREACHABLE,
+ *         RMA_ERR_REJECTED, RMA_ERR_NOT_RMAD, RMA_ERR_TIMEOUT,
+ *         RMA_ERR_DAEMON_GONE.
+ */
+rma_status_t rma_peer_connect(rma_client_t *client, const char *address,
+			      rma_peer_t **peer_p);
+
+/**
+ * Resolve a descriptor with its owning daemon through @p peer. Only the
+ * owner's answer is trusted for bounds.
+ * @return RMA_OK, RMA_ERR_BAD_DESCRIPTOR, RMA_ERR_STALE_DESCRIPTOR,
+ *         RMA_ERR_NO_PEER, peer failures, RMA_ERR_DAEMON_GONE.
+ */
+rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
+			       const char *descriptor, rma_remote_t **remote_p);
+
+/** Length of the remote region, as its owner answered. */
+uint64_t rma_remote_length(const rma_remote_t *remote);
+
+/** Forget a remote. Operations already submitted on it are not affected. */
+void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
+
+/**
+ * Start a put of @p length bytes from @p region at @p offset to @p remote
+ * at @p remote_offset. Completion means the local bytes may be reused; with
+ * RMA_FLAG_REMOTE_COMPLETION it means the data is at the target.
+ *
+ * @param cb         optional completion callback.
+ * @param user_data  passed to @p cb; must live until it runs.
+ * @param req_p      if not NULL, receives the request, which the caller
+ *                   must rma_request_release(); if NULL the library
+ *                   releases it after the callback.
+ * @return RMA_OK when submitted (errors found by the daemon, such as
+ *         RMA_ERR_OUT_OF_BOUNDS, arrive as the request's status), or an
+ *         error when nothing was submitted (RMA_ERR_INVALID,
+ *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE).
+ */
+rma_status_t rma_put(rma_client_t *client, rma_region_t *region,
+		     uint64_t offset, rma_remote_t *remote,
+		     uint64_t remote_offset, uint64_t length, unsigned flags,
+		     rma_callback_t cb, void *user_data, rma_request_t **req_p);
+
+/** Start a get from @p remote into @p region; as rma_put(). */
+rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
+		     uint64_t offset, rma_remote_t *remote,
+		     uint64_t remote_offset, uint64_t length, rma_callback_t cb,
+		     void *user_data, rma_request_t **req_p);
+
+/**
+ * Start a flush: completes when everything issued before it to @p peer
+ * (every peer if NULL) is complete at the target.
+ */
+rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
+		       rma_callback_t cb, void *user_data,
+		       rma_request_t **req_p);
+
+/** Nonzero once the request completed (successfully or not). */
+int rma_request_is_completed(const rma_request_t *req);
+
+/** RMA_INPROGRESS, or the final status. */
+rma_status_t rma_request_status(const rma_request_t *req);
+
+/** Bytes moved by a completed request. */
+uint64_t rma_request_bytes(const rma_request_t *req);
+
+/** Daemon's detail for a failed request ("" if none). */
+const char *rma_request_detail(const rma_request_t *req);
+
+/**
+ * Wait until @p req completes or @p timeout_ms passes (-1: no limit),
+ * making progress meanwhile (other callbacks may run).
+ * @return the request's final status, or RMA_ERR_TIMEOUT if still in
+ *         progress (the request stays valid and may complete later).
+ */
+rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
+			      int timeout_ms);
+
+/** Release a request obtained through req_p; an in-flight one is detached and completes silently. */
+void rma_request_release(rma_request_t *req);
+
+/** File descriptor to poll for readability. */
+int rma_fd(const rma_client_t *client);
+
+/**
+ * Send coalesced submissions and handle whatever the daemon sent, without
+ * blocking; runs completion callbacks.
+ * @return RMA_OK, or RMA_ERR_DAEMON_GONE once the daemon is gone (every
+ *         outstanding request has then completed with that status).
+ */
+rma_status_t rma_progress(rma_client_t *client);
+
+/** Number of requests submitted and not yet completed. */
+size_t rma_in_flight(const rma_client_t *client);
+
+/** Blocking put: rma_put() + rma_request_wait(); returns the final status. */
+rma_status_t rma_put_sync(rma_client_t *client, rma_region_t *region,
+			  uint64_t offset, rma_remote_t *remote,
+			  uint64_t remote_offset, uint64_t length,
+			  unsigned flags, int timeout_ms);
+
+/** Blocking get. */
+rma_status_t rma_get_sync(rma_client_t *client, rma_region_t *region,
+			  uint64_t offset, rma_remote_t *remote,
+			  uint64_t remote_offset, uint64_t length,
+			  int timeout_ms);
+
+/** Blocking flush. */
+rma_status_t rma_flush_sync(rma_client_t *client, rma_peer_t *peer,
+			    int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

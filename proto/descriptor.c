@@ -1,0 +1,112 @@
+#include "descriptor.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#define BODY_SIZE (DAEMON_ID_SIZE + 3 * 8)
+
+uint32_t
+descriptor_crc32(const uint8_t *p, size_t n)
+{
+	uint32_t crc = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= p[i];
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t
+get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void
+descriptor_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void
+descriptor_format(const struct descriptor *d, char *out)
+{
+	uint8_t raw[BODY_SIZE + 4];
+	uint32_t crc;
+
+	memcpy(raw, d->daemon_id, DAEMON_ID_SIZE);
+	put_u64(raw + DAEMON_ID_SIZE, d->region_id);
+	put_u64(raw + DAEMON_ID_SIZE + 8, d->generation);
+	put_u64(raw + DAEMON_ID_SIZE + 16, d->length);
+	crc = descriptor_crc32(raw, BODY_SIZE);
+	for (int i = 0; i < 4; i++)
+		raw[BODY_SIZE + i] = (uint8_t)(crc >> (24 - 8 * i));
+	memcpy(out, DESCRIPTOR_PREFIX, strlen(DESCRIPTOR_PREFIX));
+	descriptor_hex(raw, sizeof(raw), out + strlen(DESCRIPTOR_PREFIX));
+}
+
+int
+descriptor_parse(const char *text, size_t len, struct descriptor *d)
+{
+	const size_t prefix = strlen(DESCRIPTOR_PREFIX);
+	uint8_t raw[BODY_SIZE + 4];
+	uint32_t crc;
+
+	while (len > 0 && isspace((unsigned char)text[0])) {
+		text++;
+		len--;
+	}
+	while (len > 0 && isspace((unsigned char)text[len - 1]))
+		len--;
+	if (len != prefix + 2 * sizeof(raw) ||
+	    memcmp(text, DESCRIPTOR_PREFIX, prefix) != 0)
+		return -1;
+	text += prefix;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		int hi = hex_value(text[2 * i]);
+		int lo = hex_value(text[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		raw[i] = (uint8_t)(hi << 4 | lo);
+	}
+	crc = (uint32_t)raw[BODY_SIZE] << 24 | (uint32_t)raw[BODY_SIZE + 1] << 16 |
+	      (uint32_t)raw[BODY_SIZE + 2] << 8 | raw[BODY_SIZE + 3];
+	if (crc != descriptor_crc32(raw, BODY_SIZE))
+		return -1;
+	memcpy(d->daemon_id, raw, DAEMON_ID_SIZE);
+	d->region_id = get_u64(raw + DAEMON_ID_SIZE);
+	d->generation = get_u64(raw + DAEMON_ID_SIZE + 8);
+	d->length = get_u64(raw + DAEMON_ID_SIZE + 16);
+	return 0;
+}

@@ -1,0 +1,317 @@
+/* rmad's objects and the functions each subsystem offers the others.
+ * One daemon context is passed down everywhere; there are no other globals
+ * besides signal state. Sections follow the files: config.c, conn.c,
+ * region.c, peer.c, op.c, worker.c, status.c. */
+#ifndef RMAD_DAEMON_H
+#define RMAD_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/listener.h>
+#include <ucp/api/ucp.h>
+
+#include "descriptor.h"
+#include "frame.h"
+#include "idmap.h"
+#include "log.h"
+#include "rma.pb-c.h"
+
+typedef Rma__V1__Status wire_status_t;
+
+/* ---- config.c ---------------------------------------------------------- */
+
+struct config {
+	char socket_path[108];
+	char listen_host[64];
+	uint16_t listen_port;
+	enum log_level log_level;
+	double op_timeout;      /* seconds until an operation fails */
+	double connect_timeout; /* seconds for connect + handshake */
+	double shutdown_timeout;
+	uint32_t max_frame;
+	size_t max_queued_bytes; /* outbound bytes queued for one client */
+	char transports[64];     /* UCX_TLS */
+	char net_devices[128];   /* UCX_NET_DEVICES, "" = all */
+	int ready_fd;            /* written and closed once serving, -1 */
+};
+
+void config_defaults(struct config *cfg);
+/* Returns 0, 1 when the caller should exit 0 (--help), -1 on a bad flag. */
+int config_parse_args(struct config *cfg, int argc, char **argv);
+int config_parse_hostport(const char *s, char *host, size_t host_len,
+			  uint16_t *port_p);
+
+/* ---- conn.c: one local client on the Unix socket ------------------------ */
+
+struct out_fd {
+	uint64_t pos; /* stream offset of the frame carrying it */
+	int fd;
+};
+
+struct conn {
+	struct daemon *d;
+	uint32_t id;
+	int fd;
+	int refs;  /* the table's, plus one per operation in flight */
+	bool dead; /* closed: completions are dropped, freed at refs 0 */
+	bool closing; /* flush what is queued, then close */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+	bool hello_done;
+	struct event *read_ev;
+	struct event *write_ev;
+	struct frame_reader in;
+	struct evbuffer *out;
+	uint64_t out_written;
+	struct out_fd *out_fds;
+	size_t out_fds_len, out_fds_cap;
+	bool read_paused;
+	Rma__V1__Completion *done; /* completions waiting for the next flush */
+	size_t done_len, done_cap;
+	bool dirty; /* on d->dirty_conns */
+	struct idmap regions; /* region id -> struct region (owned) */
+	struct idmap remotes; /* remote id -> struct remote (owned) */
+	uint64_t next_remote_id;
+	uint64_t in_flight;
+	uint64_t ops;
+	uint64_t region_bytes;
+	TAILQ_ENTRY(conn) link;
+	TAILQ_ENTRY(conn) dirty_link;
+};
+
+TAILQ_HEAD(conn_list, conn);
+
+int conn_server_start(struct daemon *d);
+void conn_server_stop(struct daemon *d);
+void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
+void conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void conn_send_event(struct conn *c, Rma__V1__Event *event);
+/* Queue a completion; sent in one Completions event at the next flush. */
+void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
+		   uint64_t bytes, const char *detail);
+void conn_flush_dirty(struct daemon *d);
+void conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+void conn_close(struct conn *c, const char *why);
+
+/* ---- region.c: memory shared with one client ------------------------------ */
+
+struct region {
+	struct daemon *d;
+	uint64_t id;
+	uint64_t generation;
+	size_t length;
+	void *addr;
+	ucp_mem_h memh;
+	void *rkey;
+	size_t rkey_len;
+	struct conn *owner; /* NULL once freed */
+	int refs; /* the owner's table entry, plus one per operation */
+	uint64_t in_flight;
+	char descriptor[DESCRIPTOR_TEXT_SIZE];
+};
+
+struct quarantine {
+	void *addr;
+	size_t length;
+	struct event *timer;
+	struct daemon *d;
+	TAILQ_ENTRY(quarantine) link;
+};
+
+TAILQ_HEAD(quarantine_list, quarantine);
+
+/* Creates the region and its memfd; *memfd_p goes to the client. */
+wire_status_t region_create(struct daemon *d, struct conn *owner,
+			    uint64_t length, struct region **region_p,
+			    int *memfd_p, char *detail, size_t detail_len);
+struct region *region_lookup(struct daemon *d, uint64_t id);
+/* Drops the owner's claim; memory goes once in-flight operations are done. */
+void region_free(struct region *r);
+void region_ref(struct region *r);
+void region_unref(struct region *r);
+void region_quarantine_drain_all(struct daemon *d);
+
+/* ---- peer.c: other daemons ------------------------------------------------ */
+
+enum peer_state { PEER_CONNECTING, PEER_UP, PEER_DOWN };
+
+/* A connect or import waiting for the peer. */
+struct peer_waiter {
+	struct conn *conn;
+	uint64_t request_id;
+	uint64_t token;                /* resolve: matches the answer */
+	struct descriptor descriptor;  /* resolve: what was asked */
+	TAILQ_ENTRY(peer_waiter) link;
+};
+
+TAILQ_HEAD(waiter_list, peer_waiter);
+
+/* What the owner answered for one of its regions: the only bounds the
+ * initiator trusts. Shared by every remote handle naming that region. */
+struct resolved {
+	struct peer *peer; /* NULL for a region of this daemon */
+	uint64_t region_id;
+	uint64_t generation;
+	uint64_t addr;
+	uint64_t length;
+	ucp_rkey_h rkey;
+	bool valid;
+	int refs;
+	TAILQ_ENTRY(resolved) link;
+};
+
+TAILQ_HEAD(resolved_list, resolved);
+
+struct op;
+TAILQ_HEAD(op_list, op);
+
+struct peer {
+	struct daemon *d;
+	uint32_t id;
+	char address[96];
+	struct sockaddr_storage sa;
+	socklen_t sa_len;
+	enum peer_state state;
+	bool self;    /* our own listen address: transfers are local copies */
+	bool inbound; /* accepted from another daemon's connect */
+	ucp_ep_h ep;
+	bool ep_failed; /* error callback ran: close at the next tick */
+	ucs_status_t ep_status;
+	uint8_t remote_id[DAEMON_ID_SIZE];
+	char remote_id_hex[2 * DAEMON_ID_SIZE + 1];
+	uint64_t hello_token;
+	struct event *connect_timer;
+	struct waiter_list connect_waiters;
+	struct waiter_list resolve_waiters;
+	struct resolved_list resolved;
+	struct op_list ops; /* in flight, oldest first (deadline order) */
+	uint64_t in_flight;
+	uint64_t stat_ops, stat_bytes, stat_errors;
+	wire_status_t last_status;
+	char last_error[160];
+	TAILQ_ENTRY(peer) link;
+};
+
+TAILQ_HEAD(peer_list, peer);
+
+struct remote {
+	uint64_t id;
+	struct peer *peer;
+	struct resolved *res;
+};
+
+int peer_system_start(struct daemon *d);
+void peer_system_stop(struct daemon *d);
+struct peer *peer_lookup(struct daemon *d, uint32_t id);
+void peer_handle_connect(struct conn *c, uint64_t req_id, const char *address);
+void peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
+			const char *descriptor);
+void remote_release(struct remote *rem);
+void resolved_unref(struct resolved *res);
+void peer_conn_gone(struct daemon *d, struct conn *c);
+/* Owner side: tell peers a region is gone, so their resolves go stale. */
+void peer_broadcast_freed(struct daemon *d, const struct region *r);
+void peer_close_failed(struct daemon *d);
+bool peer_all_closed(struct daemon *d);
+void peer_check_deadlines(struct daemon *d);
+const char *peer_state_name(enum peer_state s);
+
+/* ---- op.c: puts, gets and flushes ----------------------------------------- */
+
+struct op {
+	struct daemon *d;
+	struct conn *conn; /* ref held */
+	uint64_t op_id;
+	Rma__V1__OpKind kind;
+	struct region *region; /* ref held (PUT/GET) */
+	struct resolved *res;  /* ref held (PUT/GET) */
+	struct peer *peer;     /* NULL for local copies and flush-all */
+	uint64_t length;
+	int pending; /* UCX requests outstanding */
+	ucs_status_t status;
+	bool timed_out;
+	double deadline;
+	struct op *flush_all_parent; /* flush of every peer: the aggregate */
+	TAILQ_ENTRY(op) link; /* peer->ops */
+};
+
+void op_submit(struct conn *c, const Rma__V1__Submit *submit);
+/* A peer's endpoint went away: its ops complete through UCX callbacks. */
+void op_pool_cleanup(struct daemon *d);
+wire_status_t op_status_from_ucs(ucs_status_t st);
+
+/* ---- worker.c: UCX context, worker, listener, progress ---------------------- */
+
+int worker_start(struct daemon *d);
+void worker_stop(struct daemon *d);
+/* Ask for a progress pass and output flush before the loop sleeps. */
+void worker_kick(struct daemon *d);
+double daemon_now(void);
+void worker_drain(struct daemon *d, double seconds);
+
+/* ---- status.c ---------------------------------------------------------------- */
+
+void status_handle(struct conn *c, uint64_t req_id);
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+struct counters {
+	uint64_t ops_put, ops_get, ops_flush;
+	uint64_t bytes_put, bytes_get;
+	uint64_t ops_failed;
+	uint64_t clients_accepted;
+	uint64_t protocol_errors;
+	uint64_t regions_created;
+	uint64_t resolves_served;
+};
+
+struct daemon {
+	struct config cfg;
+	struct event_base *base;
+	uint8_t id[DAEMON_ID_SIZE];
+	char id_hex[2 * DAEMON_ID_SIZE + 1];
+	double started;
+	bool shutting_down;
+
+	int listen_fd;
+	struct event *accept_ev;
+	struct conn_list conns;
+	struct conn_list dirty_conns;
+	uint32_t next_conn_id;
+
+	ucp_context_h ucp;
+	ucp_worker_h worker;
+	ucp_listener_h listener;
+	struct event *worker_ev;
+	struct event *tick_ev;
+	struct event *deadline_ev;
+	char ucx_version[32];
+
+	struct idmap regions; /* every live region, by id */
+	uint64_t next_region_id;
+	uint64_t next_generation;
+	struct quarantine_list quarantine;
+
+	struct peer_list peers;
+	uint32_t closing_eps; /* endpoint closes not yet completed */
+	uint32_t next_peer_id;
+	uint64_t next_token;
+	struct sockaddr_storage listen_sa;
+
+	struct op *op_free; /* free list of operation records */
+	uint64_t ops_in_flight;
+
+	struct counters counters;
+};
+
+#endif

@@ -1,0 +1,398 @@
+/* Operations: every put, get and flush a client submits is validated
+ * against the client's own region and the owner-resolved remote region
+ * before UCX sees it, then issued at once from the loop (we are the
+ * worker's thread), and its completion queued for the client's next
+ * Completions event. Records come from a free list: no malloc per op. */
+#include "daemon.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+wire_status_t
+op_status_from_ucs(ucs_status_t st)
+{
+	switch (st) {
+	case UCS_OK:
+		return RMA__V1__STATUS__OK;
+	case UCS_ERR_CONNECTION_RESET:
+	case UCS_ERR_ENDPOINT_TIMEOUT:
+	case UCS_ERR_IO_ERROR:
+		return RMA__V1__STATUS__ERR_CONNECTION_RESET;
+	case UCS_ERR_CANCELED:
+		return RMA__V1__STATUS__ERR_CANCELED;
+	case UCS_ERR_REJECTED:
+		return RMA__V1__STATUS__ERR_REJECTED;
+	case UCS_ERR_UNREACHABLE:
+		return RMA__V1__STATUS__ERR_UNREACHABLE;
+	case UCS_ERR_TIMED_OUT:
+		return RMA__V1__STATUS__ERR_TIMEOUT;
+	case UCS_ERR_NO_MEMORY:
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	default:
+		return RMA__V1__STATUS__ERR_TRANSPORT;
+	}
+}
+
+static struct op *
+op_alloc(struct daemon *d)
+{
+	struct op *op = d->op_free;
+
+	if (op != NULL)
+		d->op_free = op->flush_all_parent;
+	else
+		op = malloc(sizeof(*op));
+	if (op != NULL)
+		memset(op, 0, sizeof(*op));
+	return op;
+}
+
+void
+op_pool_cleanup(struct daemon *d)
+{
+	while (d->op_free != NULL) {
+		struct op *op = d->op_free;
+		d->op_free = op->flush_all_parent;
+		free(op);
+	}
+}
+
+static void
+op_finish(struct op *op)
+{
+	struct daemon *d = op->d;
+	struct conn *c = op->conn;
+	wire_status_t ws = op_status_from_ucs(op->status);
+	char detail[200] = "";
+
+	if (op->timed_out) {
+		ws = RMA__V1__STATUS__ERR_TIMEOUT;
+		snprintf(detail, sizeof(detail),
+			 "no completion within %.1f s", d->cfg.op_timeout);
+	} else if (d->shutting_down && op->status == UCS_ERR_CANCELED) {
+		ws = RMA__V1__STATUS__ERR_SHUTDOWN;
+		snprintf(detail, sizeof(detail), "daemon shutting down");
+	} else if (ws != RMA__V1__STATUS__OK) {
+		if (op->peer && op->peer->last_error[0])
+			snprintf(detail, sizeof(detail), "%s (%s)",
+				 op->peer->last_error,
+				 ucs_status_string(op->status));
+		else
+			snprintf(detail, sizeof(detail), "%s",
+				 ucs_status_string(op->status));
+	}
+	if (op->peer) {
+		TAILQ_REMOVE(&op->peer->ops, op, link);
+		op->peer->in_flight--;
+		op->peer->stat_ops++;
+		if (ws == RMA__V1__STATUS__OK)
+			op->peer->stat_bytes += op->length;
+		else
+			op->peer->stat_errors++;
+	}
+	if (ws != RMA__V1__STATUS__OK)
+		d->counters.ops_failed++;
+	else if (op->kind == RMA__V1__OP_KIND__PUT)
+		d->counters.bytes_put += op->length;
+	else if (op->kind == RMA__V1__OP_KIND__GET)
+		d->counters.bytes_get += op->length;
+	c->in_flight--;
+	d->ops_in_flight--;
+	conn_complete(c, op->op_id, ws,
+		      ws == RMA__V1__STATUS__OK ? op->length : 0, detail);
+	if (op->region) {
+		op->region->in_flight--;
+		region_unref(op->region);
+	}
+	if (op->res)
+		resolved_unref(op->res);
+	conn_unref(c);
+	op->flush_all_parent = d->op_free;
+	d->op_free = op;
+}
+
+static void
+op_on_ucx_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct op *op = user_data;
+
+	if (status != UCS_OK && op->status == UCS_OK)
+		op->status = status;
+	ucp_request_free(request);
+	if (--op->pending == 0)
+		op_finish(op);
+}
+
+/* Accounts for one UCX call: done now, failed now, or pending. */
+static void
+op_track(struct op *op, ucs_status_ptr_t sp)
+{
+	if (UCS_PTR_IS_ERR(sp)) {
+		if (op->status == UCS_OK)
+			op->status = UCS_PTR_STATUS(sp);
+	} else if (sp != NULL) {
+		op->pending++;
+	}
+}
+
+static struct op *
+op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
+{
+	struct daemon *d = c->d;
+	struct op *op = op_alloc(d);
+
+	if (op == NULL)
+		return NULL;
+	op->d = d;
+	op->conn = c;
+	op->op_id = o->op_id;
+	op->kind = o->kind;
+	op->length = o->length;
+	op->peer = p;
+	op->deadline = daemon_now() + d->cfg.op_timeout;
+	/* Held until UCX is done, so the pending request never dangles. */
+	op->pending = 1;
+	conn_ref(c);
+	c->in_flight++;
+	c->ops++;
+	d->ops_in_flight++;
+	if (p) {
+		TAILQ_INSERT_TAIL(&p->ops, op, link);
+		p->in_flight++;
+	}
+	return op;
+}
+
+static void
+op_end_submit(struct op *op)
+{
+	if (--op->pending == 0)
+		op_finish(op);
+}
+
+static void
+op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
+	const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
+	const char *fmt, ...)
+{
+	char detail[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	c->d->counters.ops_failed++;
+	c->ops++;
+	conn_complete(c, o->op_id, st, 0, detail);
+}
+
+static bool
+op_range_ok(uint64_t offset, uint64_t length, uint64_t size)
+{
+	return offset <= size && length <= size - offset;
+}
+
+static void
+op_start_flush(struct conn *c, const Rma__V1__Op *o)
+{
+	struct daemon *d = c->d;
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.send = op_on_ucx_done,
+	};
+	struct peer *p = NULL;
+	struct op *op;
+
+	d->counters.ops_flush++;
+	if (o->peer_id != 0) {
+		p = peer_lookup(d, o->peer_id);
+		if (p == NULL) {
+			op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
+				"no peer %u", o->peer_id);
+			return;
+		}
+		if (p->state != PEER_UP) {
+			op_fail(c, o, p->last_status ? p->last_status
+						     : RMA__V1__STATUS__ERR_INVALID,
+				"peer %s is %s", p->address,
+				peer_state_name(p->state));
+			return;
+		}
+	}
+	op = op_begin(c, o, p && !p->self ? p : NULL);
+	if (op == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
+		return;
+	}
+	op->length = 0;
+	param.user_data = op;
+	if (p == NULL)
+		op_track(op, ucp_worker_flush_nbx(d->worker, &param));
+	else if (!p->self)
+		op_track(op, ucp_ep_flush_nbx(p->ep, &param));
+	op_end_submit(op);
+}
+
+/* Both regions live here: the daemon copies, no UCX involved. */
+static void
+op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
+	      const struct resolved *res)
+{
+	struct region *target = region_lookup(c->d, res->region_id);
+
+	if (target == NULL || target->generation != res->generation) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"region %llu was freed",
+			(unsigned long long)res->region_id);
+		return;
+	}
+	if (o->kind == RMA__V1__OP_KIND__PUT)
+		memmove((char *)target->addr + o->remote_offset,
+			(char *)local->addr + o->offset, o->length);
+	else
+		memmove((char *)local->addr + o->offset,
+			(char *)target->addr + o->remote_offset, o->length);
+	if (o->kind == RMA__V1__OP_KIND__PUT)
+		c->d->counters.bytes_put += o->length;
+	else
+		c->d->counters.bytes_get += o->length;
+	c->ops++;
+	conn_complete(c, o->op_id, RMA__V1__STATUS__OK, o->length, NULL);
+}
+
+static void
+op_start_rma(struct conn *c, const Rma__V1__Op *o)
+{
+	struct daemon *d = c->d;
+	bool put = o->kind == RMA__V1__OP_KIND__PUT;
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_MEMH,
+		.cb.send = op_on_ucx_done,
+	};
+	struct region *local;
+	struct remote *rem;
+	struct resolved *res;
+	struct op *op;
+	void *buf;
+
+	if (put)
+		d->counters.ops_put++;
+	else
+		d->counters.ops_get++;
+	if (o->length == 0) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"length must be greater than 0");
+		return;
+	}
+	local = idmap_get(&c->regions, o->region_id);
+	if (local == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_REGION,
+			"region %llu is not a region of this client",
+			(unsigned long long)o->region_id);
+		return;
+	}
+	if (!op_range_ok(o->offset, o->length, local->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
+			"local range [%llu, +%llu) is outside region %llu of "
+			"%zu bytes",
+			(unsigned long long)o->offset,
+			(unsigned long long)o->length,
+			(unsigned long long)local->id, local->length);
+		return;
+	}
+	rem = idmap_get(&c->remotes, o->remote_id);
+	if (rem == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
+			"remote %llu is not a remote of this client",
+			(unsigned long long)o->remote_id);
+		return;
+	}
+	res = rem->res;
+	if (!op_range_ok(o->remote_offset, o->length, res->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
+			"remote range [%llu, +%llu) is outside remote region "
+			"%llu of %llu bytes",
+			(unsigned long long)o->remote_offset,
+			(unsigned long long)o->length,
+			(unsigned long long)res->region_id,
+			(unsigned long long)res->length);
+		return;
+	}
+	if (rem->peer == NULL) {
+		op_copy_local(c, o, local, res);
+		return;
+	}
+	if (!res->valid) {
+		struct peer *p = rem->peer;
+		if (p->state == PEER_UP)
+			op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+				"remote region %llu was freed by its owner",
+				(unsigned long long)res->region_id);
+		else
+			op_fail(c, o, p->last_status, "%s; import the "
+				"descriptor again once it is back",
+				p->last_error);
+		return;
+	}
+	op = op_begin(c, o, rem->peer);
+	if (op == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
+		return;
+	}
+	op->region = local;
+	region_ref(local);
+	local->in_flight++;
+	op->res = res;
+	res->refs++;
+	param.user_data = op;
+	param.memh = local->memh;
+	buf = (char *)local->addr + o->offset;
+	if (put)
+		op_track(op, ucp_put_nbx(rem->peer->ep, buf, o->length,
+					 res->addr + o->remote_offset,
+					 res->rkey, &param));
+	else
+		op_track(op, ucp_get_nbx(rem->peer->ep, buf, o->length,
+					 res->addr + o->remote_offset,
+					 res->rkey, &param));
+	if (put && (o->flags & 1u) && op->status == UCS_OK) {
+		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
+		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
+	}
+	op_end_submit(op);
+}
+
+void
+op_submit(struct conn *c, const Rma__V1__Submit *submit)
+{
+	for (size_t i = 0; i < submit->n_ops && !c->dead; i++) {
+		const Rma__V1__Op *o = submit->ops[i];
+
+		if (c->d->shutting_down) {
+			op_fail(c, o, RMA__V1__STATUS__ERR_SHUTDOWN,
+				"daemon shutting down");
+			continue;
+		}
+		switch (o->kind) {
+		case RMA__V1__OP_KIND__PUT:
+		case RMA__V1__OP_KIND__GET:
+			op_start_rma(c, o);
+			break;
+		case RMA__V1__OP_KIND__FLUSH:
+			op_start_flush(c, o);
+			break;
+		default:
+			op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+				"unknown operation kind %d", (int)o->kind);
+			break;
+		}
+	}
+}

@@ -1,0 +1,209 @@
+/* Regions: sealed memfds mapped here and in the owning client, registered
+ * with UCX. A freed region leaves its address range in quarantine: a
+ * private anonymous mapping absorbs any late remote write (over tcp UCX
+ * writes to the raw address) until twice the operation deadline passed. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+wire_status_t
+region_create(struct daemon *d, struct conn *owner, uint64_t length,
+	      struct region **region_p, int *memfd_p, char *detail,
+	      size_t detail_len)
+{
+	ucp_mem_map_params_t params;
+	struct descriptor desc;
+	struct region *r;
+	ucs_status_t st;
+	int fd;
+
+	if (length == 0 || length > ((uint64_t)1 << 40)) {
+		snprintf(detail, detail_len,
+			 "region length %llu must be in [1, 1 TiB]",
+			 (unsigned long long)length);
+		return RMA__V1__STATUS__ERR_INVALID;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		goto err_nomem;
+	fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		snprintf(detail, detail_len, "memfd_create: %s", strerror(errno));
+		goto err_free;
+	}
+	if (ftruncate(fd, (off_t)length) < 0) {
+		snprintf(detail, detail_len, "ftruncate %llu: %s",
+			 (unsigned long long)length, strerror(errno));
+		goto err_close;
+	}
+	/* Nobody may shrink it under a remote write (SIGBUS in UCX). */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		snprintf(detail, detail_len, "seal: %s", strerror(errno));
+		goto err_close;
+	}
+	r->addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->addr == MAP_FAILED) {
+		snprintf(detail, detail_len, "mmap %llu bytes: %s",
+			 (unsigned long long)length, strerror(errno));
+		goto err_close;
+	}
+	params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+			    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+	params.address = r->addr;
+	params.length = length;
+	st = ucp_mem_map(d->ucp, &params, &r->memh);
+	if (st != UCS_OK) {
+		snprintf(detail, detail_len, "ucp_mem_map: %s",
+			 ucs_status_string(st));
+		goto err_unmap;
+	}
+	st = ucp_rkey_pack(d->ucp, r->memh, &r->rkey, &r->rkey_len);
+	if (st != UCS_OK) {
+		snprintf(detail, detail_len, "ucp_rkey_pack: %s",
+			 ucs_status_string(st));
+		goto err_memh;
+	}
+	r->d = d;
+	r->id = d->next_region_id++;
+	r->generation = d->next_generation++;
+	r->length = length;
+	r->owner = owner;
+	r->refs = 1;
+	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
+	desc.region_id = r->id;
+	desc.generation = r->generation;
+	desc.length = length;
+	descriptor_format(&desc, r->descriptor);
+	if (idmap_put(&d->regions, r->id, r) < 0)
+		goto err_rkey;
+	if (idmap_put(&owner->regions, r->id, r) < 0) {
+		idmap_remove(&d->regions, r->id);
+		goto err_rkey;
+	}
+	owner->region_bytes += length;
+	d->counters.regions_created++;
+	log_debug("region_create: region %llu, %llu bytes, client %u",
+		  (unsigned long long)r->id, (unsigned long long)length,
+		  owner->id);
+	*region_p = r;
+	*memfd_p = fd;
+	return RMA__V1__STATUS__OK;
+
+err_rkey:
+	ucp_rkey_buffer_release(r->rkey);
+	snprintf(detail, detail_len, "out of memory");
+err_memh:
+	ucp_mem_unmap(d->ucp, r->memh);
+err_unmap:
+	munmap(r->addr, length);
+err_close:
+	close(fd);
+err_free:
+	free(r);
+	return errno == ENOMEM ? RMA__V1__STATUS__ERR_NO_MEMORY
+			       : RMA__V1__STATUS__ERR_INTERNAL;
+err_nomem:
+	snprintf(detail, detail_len, "out of memory");
+	return RMA__V1__STATUS__ERR_NO_MEMORY;
+}
+
+struct region *
+region_lookup(struct daemon *d, uint64_t id)
+{
+	return idmap_get(&d->regions, id);
+}
+
+void
+region_ref(struct region *r)
+{
+	r->refs++;
+}
+
+static void
+region_on_quarantine_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct quarantine *q = arg;
+
+	munmap(q->addr, q->length);
+	TAILQ_REMOVE(&q->d->quarantine, q, link);
+	event_free(q->timer);
+	free(q);
+}
+
+/* The last reference: no operation of ours uses the memory any more. */
+static void
+region_release(struct region *r)
+{
+	struct daemon *d = r->d;
+	struct quarantine *q;
+	double hold = 2 * d->cfg.op_timeout;
+	struct timeval tv = {(time_t)hold,
+			     (suseconds_t)((hold - (double)(time_t)hold) * 1e6)};
+	void *p;
+
+	ucp_rkey_buffer_release(r->rkey);
+	ucp_mem_unmap(d->ucp, r->memh);
+	p = mmap(r->addr, r->length, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	q = calloc(1, sizeof(*q));
+	if (p == MAP_FAILED || q == NULL) {
+		/* Cannot quarantine: leaking the range beats reusing it. */
+		log_warn("region_release: region %llu: cannot quarantine, "
+			 "keeping its mapping",
+			 (unsigned long long)r->id);
+		free(q);
+		free(r);
+		return;
+	}
+	q->d = d;
+	q->addr = r->addr;
+	q->length = r->length;
+	q->timer = evtimer_new(d->base, region_on_quarantine_end, q);
+	if (q->timer == NULL) {
+		free(q);
+		free(r);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&d->quarantine, q, link);
+	evtimer_add(q->timer, &tv);
+	log_debug("region_release: region %llu released",
+		  (unsigned long long)r->id);
+	free(r);
+}
+
+void
+region_unref(struct region *r)
+{
+	if (--r->refs == 0)
+		region_release(r);
+}
+
+void
+region_free(struct region *r)
+{
+	struct daemon *d = r->d;
+
+	if (r->owner == NULL)
+		return;
+	idmap_remove(&d->regions, r->id);
+	idmap_remove(&r->owner->regions, r->id);
+	r->owner->region_bytes -= r->length;
+	r->owner = NULL;
+	peer_broadcast_freed(d, r);
+	region_unref(r);
+}
+
+void
+region_quarantine_drain_all(struct daemon *d)
+{
+	struct quarantine *q;
+
+	while ((q = TAILQ_FIRST(&d->quarantine)) != NULL)
+		region_on_quarantine_end(-1, 0, q);
+}

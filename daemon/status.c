@@ -1,0 +1,130 @@
+/* The status request: everything an operator asks "what is rmad doing". */
+#include "daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void
+status_handle(struct conn *c, uint64_t req_id)
+{
+	struct daemon *d = c->d;
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	Rma__V1__StatusReply st = RMA__V1__STATUS_REPLY__INIT;
+	Rma__V1__Counters counters = RMA__V1__COUNTERS__INIT;
+	Rma__V1__PeerInfo *peers = NULL, **peer_ptrs = NULL;
+	Rma__V1__ClientInfo *clients = NULL, **client_ptrs = NULL;
+	Rma__V1__RegionInfo *regions = NULL, **region_ptrs = NULL;
+	char listen[96];
+	size_t n, pos;
+	struct peer *p;
+	struct conn *k;
+	struct region *r;
+
+	snprintf(listen, sizeof(listen), "%s:%u", d->cfg.listen_host,
+		 d->cfg.listen_port);
+	st.daemon_id = d->id_hex;
+	st.version = RMA_VERSION;
+	st.ucx_version = d->ucx_version;
+	st.transports = d->cfg.transports;
+	st.listen_address = listen;
+	st.uptime_ms = (uint64_t)((daemon_now() - d->started) * 1000);
+	st.pid = (int32_t)getpid();
+	st.progress_mode = "blocking";
+
+	n = 0;
+	TAILQ_FOREACH(p, &d->peers, link)
+		n++;
+	peers = calloc(n + 1, sizeof(*peers));
+	peer_ptrs = calloc(n + 1, sizeof(*peer_ptrs));
+	n = 0;
+	if (peers && peer_ptrs) {
+		TAILQ_FOREACH(p, &d->peers, link) {
+			Rma__V1__PeerInfo *pi = &peers[n];
+			rma__v1__peer_info__init(pi);
+			pi->peer_id = p->id;
+			pi->address = p->address;
+			pi->state = p->state == PEER_UP ? RMA__V1__PEER_STATE__PEER_UP
+				    : p->state == PEER_CONNECTING
+					    ? RMA__V1__PEER_STATE__PEER_CONNECTING
+					    : RMA__V1__PEER_STATE__PEER_DOWN;
+			pi->daemon_id = p->remote_id_hex;
+			pi->ops = p->stat_ops;
+			pi->bytes = p->stat_bytes;
+			pi->errors = p->stat_errors;
+			pi->in_flight = p->in_flight;
+			pi->last_error = p->last_error;
+			pi->inbound = p->inbound;
+			peer_ptrs[n++] = pi;
+		}
+	}
+	st.n_peers = n;
+	st.peers = peer_ptrs;
+
+	n = 0;
+	TAILQ_FOREACH(k, &d->conns, link)
+		n++;
+	clients = calloc(n + 1, sizeof(*clients));
+	client_ptrs = calloc(n + 1, sizeof(*client_ptrs));
+	n = 0;
+	if (clients && client_ptrs) {
+		TAILQ_FOREACH(k, &d->conns, link) {
+			Rma__V1__ClientInfo *ci = &clients[n];
+			rma__v1__client_info__init(ci);
+			ci->client_id = k->id;
+			ci->pid = (int32_t)k->pid;
+			ci->uid = (uint32_t)k->uid;
+			ci->gid = (uint32_t)k->gid;
+			ci->name = k->name;
+			ci->regions = (uint32_t)k->regions.count;
+			ci->region_bytes = k->region_bytes;
+			ci->in_flight = k->in_flight;
+			ci->ops = k->ops;
+			client_ptrs[n++] = ci;
+		}
+	}
+	st.n_clients = n;
+	st.clients = client_ptrs;
+
+	regions = calloc(d->regions.count + 1, sizeof(*regions));
+	region_ptrs = calloc(d->regions.count + 1, sizeof(*region_ptrs));
+	n = 0;
+	pos = 0;
+	if (regions && region_ptrs) {
+		while (idmap_next(&d->regions, &pos, (void **)&r)) {
+			Rma__V1__RegionInfo *ri = &regions[n];
+			rma__v1__region_info__init(ri);
+			ri->region_id = r->id;
+			ri->generation = r->generation;
+			ri->length = r->length;
+			ri->client_id = r->owner ? r->owner->id : 0;
+			ri->in_flight = r->in_flight;
+			region_ptrs[n++] = ri;
+		}
+	}
+	st.n_regions = n;
+	st.regions = region_ptrs;
+
+	counters.ops_put = d->counters.ops_put;
+	counters.ops_get = d->counters.ops_get;
+	counters.ops_flush = d->counters.ops_flush;
+	counters.bytes_put = d->counters.bytes_put;
+	counters.bytes_get = d->counters.bytes_get;
+	counters.ops_failed = d->counters.ops_failed;
+	counters.clients_accepted = d->counters.clients_accepted;
+	counters.protocol_errors = d->counters.protocol_errors;
+	counters.regions_created = d->counters.regions_created;
+	counters.resolves_served = d->counters.resolves_served;
+	st.counters = &counters;
+
+	reply.id = req_id;
+	reply.body_case = RMA__V1__REPLY__BODY_STATUS_REPLY;
+	reply.status_reply = &st;
+	conn_send_reply(c, &reply, -1);
+	free(peers);
+	free(peer_ptrs);
+	free(clients);
+	free(client_ptrs);
+	free(regions);
+	free(region_ptrs);
+}

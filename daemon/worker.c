@@ -1,0 +1,200 @@
+/* The UCX context and worker, progressed from the libevent loop: the
+ * worker's event fd sits in the loop, and every loop turn that did work
+ * ends with a tick that progresses until idle, flushes client output and
+ * re-arms the worker (UCS_ERR_BUSY from arm means: progress again). */
+#include "daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+double
+daemon_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+worker_progress_idle(struct daemon *d)
+{
+	/* Bounded, so a flood from one peer cannot starve the clients. */
+	for (int i = 0; i < 4096 && ucp_worker_progress(d->worker) != 0; i++)
+		;
+}
+
+static void
+worker_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	for (int round = 0; round < 64; round++) {
+		ucs_status_t st;
+
+		worker_progress_idle(d);
+		peer_close_failed(d);
+		worker_progress_idle(d);
+		conn_flush_dirty(d);
+		st = ucp_worker_arm(d->worker);
+		if (st == UCS_OK)
+			break;
+		if (st != UCS_ERR_BUSY) {
+			log_error("worker_tick: ucp_worker_arm: %s",
+				  ucs_status_string(st));
+			break;
+		}
+	}
+	if (d->shutting_down && d->ops_in_flight == 0)
+		event_base_loopbreak(d->base);
+}
+
+void
+worker_kick(struct daemon *d)
+{
+	if (!event_pending(d->tick_ev, EV_TIMEOUT, NULL))
+		event_active(d->tick_ev, EV_TIMEOUT, 0);
+}
+
+static void
+worker_on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	peer_check_deadlines(d);
+	worker_kick(d);
+}
+
+int
+worker_start(struct daemon *d)
+{
+	ucp_params_t params = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES |
+			      UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM |
+			    UCP_FEATURE_WAKEUP,
+		.mt_workers_shared = 0,
+	};
+	ucp_worker_params_t wparams = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucp_config_t *config;
+	ucs_status_t st;
+	unsigned major, minor, release;
+	int efd;
+	double period;
+	struct timeval tv;
+
+	ucp_get_version(&major, &minor, &release);
+	snprintf(d->ucx_version, sizeof(d->ucx_version), "%u.%u.%u", major,
+		 minor, release);
+
+	st = ucp_config_read(NULL, NULL, &config);
+	if (st != UCS_OK) {
+		log_error("worker_start: ucp_config_read: %s",
+			  ucs_status_string(st));
+		return -1;
+	}
+	/* The environment wins, as UCX users expect. */
+	if (getenv("UCX_TLS") == NULL)
+		ucp_config_modify(config, "TLS", d->cfg.transports);
+	else
+		snprintf(d->cfg.transports, sizeof(d->cfg.transports), "%s",
+			 getenv("UCX_TLS"));
+	if (getenv("UCX_NET_DEVICES") == NULL && d->cfg.net_devices[0] != '\0')
+		ucp_config_modify(config, "NET_DEVICES", d->cfg.net_devices);
+	st = ucp_init(&params, config, &d->ucp);
+	ucp_config_release(config);
+	if (st != UCS_OK) {
+		log_error("worker_start: ucp_init: %s", ucs_status_string(st));
+		return -1;
+	}
+	st = ucp_worker_create(d->ucp, &wparams, &d->worker);
+	if (st != UCS_OK) {
+		log_error("worker_start: ucp_worker_create: %s",
+			  ucs_status_string(st));
+		goto err_cleanup;
+	}
+	st = ucp_worker_get_efd(d->worker, &efd);
+	if (st != UCS_OK) {
+		log_error("worker_start: ucp_worker_get_efd: %s",
+			  ucs_status_string(st));
+		goto err_worker;
+	}
+	d->worker_ev = event_new(d->base, efd, EV_READ | EV_PERSIST,
+				 worker_tick, d);
+	d->tick_ev = event_new(d->base, -1, 0, worker_tick, d);
+	d->deadline_ev = event_new(d->base, -1, EV_PERSIST, worker_on_deadline,
+				   d);
+	if (d->worker_ev == NULL || d->tick_ev == NULL ||
+	    d->deadline_ev == NULL || event_add(d->worker_ev, NULL) < 0)
+		goto err_events;
+	period = d->cfg.op_timeout / 10;
+	period = period < 0.05 ? 0.05 : period > 1.0 ? 1.0 : period;
+	tv.tv_sec = (time_t)period;
+	tv.tv_usec = (suseconds_t)((period - (double)tv.tv_sec) * 1e6);
+	event_add(d->deadline_ev, &tv);
+	worker_kick(d);
+	log_info("worker_start: UCX %s, transports %s", d->ucx_version,
+		 d->cfg.transports);
+	return 0;
+
+err_events:
+	log_error("worker_start: cannot set up worker events");
+	if (d->worker_ev)
+		event_free(d->worker_ev);
+	if (d->tick_ev)
+		event_free(d->tick_ev);
+	if (d->deadline_ev)
+		event_free(d->deadline_ev);
+	d->worker_ev = d->tick_ev = d->deadline_ev = NULL;
+err_worker:
+	ucp_worker_destroy(d->worker);
+	d->worker = NULL;
+err_cleanup:
+	ucp_cleanup(d->ucp);
+	d->ucp = NULL;
+	return -1;
+}
+
+void
+worker_stop(struct daemon *d)
+{
+	if (d->worker_ev)
+		event_free(d->worker_ev);
+	if (d->tick_ev)
+		event_free(d->tick_ev);
+	if (d->deadline_ev)
+		event_free(d->deadline_ev);
+	d->worker_ev = d->tick_ev = d->deadline_ev = NULL;
+	if (d->worker)
+		ucp_worker_destroy(d->worker);
+	if (d->ucp)
+		ucp_cleanup(d->ucp);
+	d->worker = NULL;
+	d->ucp = NULL;
+}
+
+/* Progress until nothing is in flight or the deadline passes: used when
+ * closing endpoints outside the loop, at shutdown. */
+void
+worker_drain(struct daemon *d, double seconds)
+{
+	double deadline = daemon_now() + seconds;
+
+	while (daemon_now() < deadline) {
+		worker_progress_idle(d);
+		peer_close_failed(d);
+		conn_flush_dirty(d);
+		if (d->ops_in_flight == 0 && peer_all_closed(d))
+			break;
+		/* Wait on the worker fd so draining does not spin. */
+		if (ucp_worker_arm(d->worker) == UCS_OK) {
+			struct timeval tv = {0, 10000};
+			event_base_loopexit(d->base, &tv);
+			event_base_loop(d->base, EVLOOP_ONCE);
+		}
+	}
+}

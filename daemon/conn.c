@@ -651,7 +651,7 @@ conn_close(struct conn *c, const char *why)
 	conn_unref(c);
 }
 
-static void
+void
 conn_create(struct daemon *d, int fd)
 {
 	struct conn *c;

@@ -91,6 +91,8 @@ TAILQ_HEAD(conn_list, conn);
 
 int conn_server_start(struct daemon *d);
 void conn_server_stop(struct daemon *d);
+/* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
+void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
 void conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -313,5 +315,9 @@ struct daemon {
 
 	struct counters counters;
 };
+
+/* daemon.c: context, UCX worker and listener; the client socket apart. */
+int daemon_start(struct daemon *d, const struct config *cfg);
+void daemon_stop(struct daemon *d);
 
 #endif

@@ -4,6 +4,7 @@
  * worker's thread), and its completion queued for the client's next
  * Completions event. Records come from a free list: no malloc per op. */
 #include "daemon.h"
+#include "bounds.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -191,12 +192,6 @@ op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
 	conn_complete(c, o->op_id, st, 0, detail);
 }
 
-static bool
-op_range_ok(uint64_t offset, uint64_t length, uint64_t size)
-{
-	return offset <= size && length <= size - offset;
-}
-
 static void
 op_start_flush(struct conn *c, const Rma__V1__Op *o)
 {
@@ -299,7 +294,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 			(unsigned long long)o->region_id);
 		return;
 	}
-	if (!op_range_ok(o->offset, o->length, local->length)) {
+	if (!bounds_within(o->offset, o->length, local->length)) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
 			"local range [%llu, +%llu) is outside region %llu of "
 			"%zu bytes",
@@ -316,7 +311,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 		return;
 	}
 	res = rem->res;
-	if (!op_range_ok(o->remote_offset, o->length, res->length)) {
+	if (!bounds_within(o->remote_offset, o->length, res->length)) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
 			"remote range [%llu, +%llu) is outside remote region "
 			"%llu of %llu bytes",

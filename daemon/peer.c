@@ -718,23 +718,32 @@ peer_connect_start(struct peer *p)
 }
 
 static int
-peer_resolve_address(const char *address, struct sockaddr_storage *sa,
-		     socklen_t *len_p)
+peer_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *sa,
+	      socklen_t *len_p)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-	char host[64], port[8];
-	uint16_t portnum;
+	char service[8];
 
-	if (config_parse_hostport(address, host, sizeof(host), &portnum) < 0)
-		return -1;
-	snprintf(port, sizeof(port), "%u", portnum);
+	snprintf(service, sizeof(service), "%u", port);
 	hints.ai_flags = AI_NUMERICSERV;
-	if (getaddrinfo(host, port, &hints, &ai) != 0)
+	if (getaddrinfo(host, service, &hints, &ai) != 0)
 		return -1;
 	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
 	*len_p = ai->ai_addrlen;
 	freeaddrinfo(ai);
 	return 0;
+}
+
+static int
+peer_resolve_address(const char *address, struct sockaddr_storage *sa,
+		     socklen_t *len_p)
+{
+	char host[64];
+	uint16_t port;
+
+	if (config_parse_hostport(address, host, sizeof(host), &port) < 0)
+		return -1;
+	return peer_sockaddr(host, port, sa, len_p);
 }
 
 void
@@ -1025,6 +1034,9 @@ peer_system_start(struct daemon *d)
 		.conn_handler.cb = peer_on_conn_request,
 		.conn_handler.arg = d,
 	};
+	ucp_listener_attr_t lattr = {
+		.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR,
+	};
 	char address[96];
 	ucs_status_t st;
 	socklen_t len;
@@ -1047,7 +1059,8 @@ peer_system_start(struct daemon *d)
 	}
 	snprintf(address, sizeof(address), "%s:%u", d->cfg.listen_host,
 		 d->cfg.listen_port);
-	if (peer_resolve_address(address, &d->listen_sa, &len) < 0) {
+	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port,
+			  &d->listen_sa, &len) < 0) {
 		log_error("peer_system_start: cannot resolve listen address %s",
 			  address);
 		return -1;
@@ -1059,6 +1072,16 @@ peer_system_start(struct daemon *d)
 		log_error("peer_system_start: cannot listen on %s: %s", address,
 			  ucs_status_string(st));
 		return -1;
+	}
+	/* Port 0 asks for any free port: learn which one we got. */
+	if (ucp_listener_query(d->listener, &lattr) == UCS_OK) {
+		struct sockaddr_storage *ss = &lattr.sockaddr;
+		if (ss->ss_family == AF_INET)
+			d->cfg.listen_port =
+				ntohs(((struct sockaddr_in *)ss)->sin_port);
+		else if (ss->ss_family == AF_INET6)
+			d->cfg.listen_port =
+				ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
 	}
 	return 0;
 }

@@ -1,0 +1,151 @@
+/* Unit: descriptor encoding (proto/descriptor.c), bounds checks
+ * (daemon/bounds.h) and the id map (daemon/idmap.c). */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "descriptor.h"
+#include "idmap.h"
+
+static struct descriptor
+sample(void)
+{
+	struct descriptor d;
+
+	for (int i = 0; i < DAEMON_ID_SIZE; i++)
+		d.daemon_id[i] = (uint8_t)(i * 17 + 3);
+	d.region_id = 42;
+	d.generation = 7;
+	d.length = (1u << 20) + 3;
+	return d;
+}
+
+START_TEST(test_roundtrip)
+{
+	struct descriptor in = sample(), out;
+	char text[DESCRIPTOR_TEXT_SIZE];
+
+	descriptor_format(&in, text);
+	ck_assert_uint_eq(strlen(text), DESCRIPTOR_TEXT_SIZE - 1);
+	ck_assert_int_eq(strncmp(text, "rma1:", 5), 0);
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), 0);
+	ck_assert_int_eq(memcmp(&in, &out, sizeof(in)), 0);
+}
+END_TEST
+
+START_TEST(test_whitespace_accepted)
+{
+	struct descriptor in = sample(), out;
+	char text[DESCRIPTOR_TEXT_SIZE], padded[DESCRIPTOR_TEXT_SIZE + 8];
+
+	descriptor_format(&in, text);
+	snprintf(padded, sizeof(padded), "  %s\n", text);
+	ck_assert_int_eq(descriptor_parse(padded, strlen(padded), &out), 0);
+	ck_assert_uint_eq(out.region_id, 42);
+}
+END_TEST
+
+START_TEST(test_every_single_corruption_refused)
+{
+	struct descriptor in = sample(), out;
+	char text[DESCRIPTOR_TEXT_SIZE];
+
+	descriptor_format(&in, text);
+	/* Any one hex digit changed breaks the checksum. */
+	for (size_t i = 5; i < strlen(text); i++) {
+		char saved = text[i];
+		text[i] = saved == '0' ? '1' : '0';
+		ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), -1);
+		text[i] = saved;
+	}
+}
+END_TEST
+
+START_TEST(test_malformed_refused)
+{
+	struct descriptor in = sample(), out;
+	char text[DESCRIPTOR_TEXT_SIZE];
+
+	descriptor_format(&in, text);
+	ck_assert_int_eq(descriptor_parse(text, strlen(text) - 1, &out), -1);
+	ck_assert_int_eq(descriptor_parse("", 0, &out), -1);
+	ck_assert_int_eq(descriptor_parse("rma1:", 5, &out), -1);
+	text[3] = '2'; /* "rma2:" - another version */
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), -1);
+	text[3] = '1';
+	text[10] = 'g';
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), -1);
+}
+END_TEST
+
+START_TEST(test_bounds)
+{
+	ck_assert(bounds_within(0, 1, 1));
+	ck_assert(bounds_within(0, 0, 0));
+	ck_assert(bounds_within(4095, 1, 4096));
+	ck_assert(!bounds_within(4095, 2, 4096));
+	ck_assert(!bounds_within(4097, 0, 4096));
+	ck_assert(!bounds_within(1, UINT64_MAX, 4096));
+	ck_assert(!bounds_within(UINT64_MAX, 2, 4096));
+	ck_assert(!bounds_within(2, UINT64_MAX - 1, UINT64_MAX));
+	ck_assert(bounds_within(1, UINT64_MAX - 1, UINT64_MAX));
+}
+END_TEST
+
+START_TEST(test_idmap)
+{
+	struct idmap m;
+	size_t pos = 0, seen = 0;
+	void *v;
+
+	idmap_init(&m);
+	for (uintptr_t k = 1; k <= 10000; k++)
+		ck_assert_int_eq(idmap_put(&m, k, (void *)(k * 2)), 0);
+	ck_assert_uint_eq(m.count, 10000);
+	for (uintptr_t k = 1; k <= 10000; k += 2)
+		ck_assert_ptr_eq(idmap_remove(&m, k), (void *)(k * 2));
+	ck_assert_ptr_null(idmap_remove(&m, 1));
+	for (uintptr_t k = 1; k <= 10000; k++)
+		ck_assert_ptr_eq(idmap_get(&m, k),
+				 k % 2 ? NULL : (void *)(k * 2));
+	while (idmap_next(&m, &pos, &v)) {
+		ck_assert_uint_eq((uintptr_t)v % 4, 0);
+		seen++;
+	}
+	ck_assert_uint_eq(seen, 5000);
+	ck_assert_int_eq(idmap_put(&m, 0, NULL), -1);
+	ck_assert_ptr_null(idmap_get(&m, 0));
+	/* Churn: removed slots are reused without growing forever. */
+	for (uintptr_t k = 20000; k < 200000; k++) {
+		idmap_put(&m, k, (void *)k);
+		idmap_remove(&m, k);
+	}
+	ck_assert_uint_le(m.cap, 65536);
+	idmap_cleanup(&m);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("descriptor");
+	TCase *tc = tcase_create("descriptor");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_whitespace_accepted);
+	tcase_add_test(tc, test_every_single_corruption_refused);
+	tcase_add_test(tc, test_malformed_refused);
+	tcase_add_test(tc, test_bounds);
+	tcase_add_test(tc, test_idmap);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

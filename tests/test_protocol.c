@@ -1,0 +1,557 @@
+/* Protocol: the daemon's handlers driven over a socketpair, in process,
+ * with a real UCX worker but no peers: malformed, truncated, oversize and
+ * unknown input gets an error reply (and a close where the stream cannot
+ * be trusted any more), and other clients keep working. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static struct daemon d;
+
+static void
+setup(void)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cfg.listen_port = 0; /* any free port: no peers in these tests */
+	cfg.log_level = LOG_LEVEL_ERROR;
+	log_init(cfg.log_level);
+	ck_assert_int_eq(daemon_start(&d, &cfg), 0);
+}
+
+static void
+teardown(void)
+{
+	daemon_stop(&d);
+}
+
+static int
+client_new(void)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	conn_create(&d, sv[0]);
+	return sv[1];
+}
+
+static void
+send_raw(int fd, const void *buf, size_t n)
+{
+	ck_assert_int_eq(write(fd, buf, n), (ssize_t)n);
+}
+
+static void
+send_request(int fd, Rma__V1__Request *req)
+{
+	size_t n = frame_packed_size(&req->base);
+	uint8_t *buf = malloc(n);
+
+	frame_pack(&req->base, buf);
+	send_raw(fd, buf, n);
+	free(buf);
+}
+
+/* Runs the daemon's loop until fd has data or EOF, for at most 5 s. */
+static int
+pump(int fd)
+{
+	double deadline = daemon_now() + 5;
+
+	while (daemon_now() < deadline) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		event_base_loop(d.base, EVLOOP_NONBLOCK);
+		if (poll(&pfd, 1, 1) > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Reads one DaemonMessage; *fd_p gets a passed fd or -1. NULL on EOF. */
+static Rma__V1__DaemonMessage *
+recv_message(int fd, int *fd_p)
+{
+	uint8_t hdr[4], *buf;
+	size_t len, got = 0;
+	Rma__V1__DaemonMessage *m;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {hdr, 4};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf.buf,
+			    .msg_controllen = sizeof(cbuf.buf)};
+	ssize_t n;
+
+	if (fd_p)
+		*fd_p = -1;
+	ck_assert(pump(fd));
+	n = recvmsg(fd, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	if (n == 0)
+		return NULL;
+	ck_assert_int_eq(n, 4);
+	if (mh.msg_controllen > 0) {
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		ck_assert_ptr_nonnull(fd_p);
+		memcpy(fd_p, CMSG_DATA(cm), sizeof(int));
+	}
+	len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
+	      (size_t)hdr[2] << 8 | hdr[3];
+	buf = malloc(len + 1);
+	while (got < len) {
+		ck_assert(pump(fd));
+		n = read(fd, buf + got, len - got);
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	m = rma__v1__daemon_message__unpack(NULL, len, buf);
+	free(buf);
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+static Rma__V1__Reply *
+expect_reply(int fd, uint64_t id, Rma__V1__Status status,
+	     Rma__V1__DaemonMessage **m_p)
+{
+	Rma__V1__DaemonMessage *m = recv_message(fd, NULL);
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->id, id);
+	ck_assert_msg(m->reply->status == status, "status %d, want %d: %s",
+		      m->reply->status, status, m->reply->detail);
+	if (status != RMA__V1__STATUS__OK)
+		ck_assert_uint_gt(strlen(m->reply->detail), 0);
+	*m_p = m;
+	return m->reply;
+}
+
+static void
+expect_closed(int fd)
+{
+	char c;
+
+	ck_assert(pump(fd));
+	ck_assert_int_eq(read(fd, &c, 1), 0);
+}
+
+static void
+hello(int fd, uint32_t version, Rma__V1__Status want)
+{
+	Rma__V1__Hello h = RMA__V1__HELLO__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+
+	h.protocol_version = version;
+	h.client_name = "test";
+	req.id = 1;
+	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	send_request(fd, &req);
+	expect_reply(fd, 1, want, &m);
+	if (want == RMA__V1__STATUS__OK)
+		ck_assert_str_eq(m->reply->hello->daemon_id, d.id_hex);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+}
+
+static void
+status_ok(int fd)
+{
+	Rma__V1__StatusRequest s = RMA__V1__STATUS_REQUEST__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+
+	req.id = 77;
+	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+	req.status = &s;
+	send_request(fd, &req);
+	expect_reply(fd, 77, RMA__V1__STATUS__OK, &m);
+	ck_assert_str_eq(m->reply->status_reply->daemon_id, d.id_hex);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+}
+
+START_TEST(test_hello_and_status)
+{
+	int fd = client_new();
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	status_ok(fd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_wrong_version_closed)
+{
+	int fd = client_new();
+
+	hello(fd, RMA_PROTOCOL_VERSION + 1, RMA__V1__STATUS__ERR_VERSION);
+	expect_closed(fd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_request_before_hello)
+{
+	int fd = client_new();
+	Rma__V1__DaemonMessage *m;
+
+	{
+		Rma__V1__StatusRequest s = RMA__V1__STATUS_REQUEST__INIT;
+		Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+		req.id = 5;
+		req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+		req.status = &s;
+		send_request(fd, &req);
+	}
+	expect_reply(fd, 5, RMA__V1__STATUS__ERR_PROTOCOL, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(fd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_garbage_closed_others_unaffected)
+{
+	int bad = client_new(), good = client_new();
+	const uint8_t garbage[] = {0, 0, 0, 6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	Rma__V1__DaemonMessage *m;
+
+	hello(good, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	send_raw(bad, garbage, sizeof(garbage));
+	expect_reply(bad, 0, RMA__V1__STATUS__ERR_PROTOCOL, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(bad);
+	status_ok(good);
+	close(bad);
+	close(good);
+}
+END_TEST
+
+START_TEST(test_oversize_length_closed)
+{
+	int fd = client_new();
+	const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff, 1, 2, 3};
+	Rma__V1__DaemonMessage *m;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	send_raw(fd, huge, sizeof(huge));
+	expect_reply(fd, 0, RMA__V1__STATUS__ERR_PROTOCOL, &m);
+	ck_assert_ptr_nonnull(strstr(m->reply->detail, "maximum"));
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(fd);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_truncated_frame_then_close)
+{
+	int fd = client_new(), good = client_new();
+	const uint8_t partial[] = {0, 0, 0, 100, 8, 1};
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	send_raw(fd, partial, sizeof(partial));
+	close(fd);
+	/* The daemon notices the close, drops the client, serves others. */
+	hello(good, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	status_ok(good);
+	ck_assert_int_eq(TAILQ_FIRST(&d.conns)->id, 2);
+	close(good);
+}
+END_TEST
+
+START_TEST(test_unknown_request_answered)
+{
+	int fd = client_new();
+	/* field 15 (unknown to rma.v1.Request), varint 1: body not set */
+	const uint8_t unknown[] = {0, 0, 0, 4, 0x08, 0x09, 0x78, 0x01};
+	Rma__V1__DaemonMessage *m;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	send_raw(fd, unknown, sizeof(unknown));
+	expect_reply(fd, 9, RMA__V1__STATUS__ERR_UNKNOWN_REQUEST, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	status_ok(fd); /* still served */
+	close(fd);
+}
+END_TEST
+
+static int
+count_devnull(void)
+{
+	char path[64], target[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			n += strcmp(target, "/dev/null") == 0;
+		}
+	}
+	return n;
+}
+
+START_TEST(test_client_fd_refused_and_closed)
+{
+	int fd = client_new();
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	uint8_t frame[4] = {0, 0, 0, 0};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {frame, sizeof(frame)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf.buf,
+			    .msg_controllen = sizeof(cbuf.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	Rma__V1__DaemonMessage *m;
+	int before = count_devnull();
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &devnull, sizeof(int));
+	ck_assert_int_eq(sendmsg(fd, &mh, 0), 4);
+	close(devnull);
+	expect_reply(fd, 0, RMA__V1__STATUS__ERR_PROTOCOL, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(fd);
+	/* The daemon closed the copy it was passed. */
+	ck_assert_int_eq(count_devnull(), before - 1);
+	close(fd);
+}
+END_TEST
+
+static uint64_t
+region_alloc(int fd, uint64_t length, int *memfd_p, char *descriptor)
+{
+	Rma__V1__RegionAlloc ra = RMA__V1__REGION_ALLOC__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+	uint64_t id;
+
+	ra.length = length;
+	req.id = 10;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_ALLOC;
+	req.region_alloc = &ra;
+	send_request(fd, &req);
+	m = recv_message(fd, memfd_p);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(m->reply->status, RMA__V1__STATUS__OK);
+	ck_assert_int_ge(*memfd_p, 0);
+	id = m->reply->region_alloc->region_id;
+	if (descriptor)
+		strcpy(descriptor, m->reply->region_alloc->descriptor);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	return id;
+}
+
+START_TEST(test_region_is_sealed_memfd)
+{
+	int fd = client_new(), memfd;
+	struct stat st;
+	int seals;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	region_alloc(fd, 12345, &memfd, NULL);
+	ck_assert_int_eq(fstat(memfd, &st), 0);
+	ck_assert_int_eq(st.st_size, 12345);
+	seals = fcntl(memfd, F_GET_SEALS);
+	ck_assert(seals & F_SEAL_SHRINK);
+	ck_assert(seals & F_SEAL_GROW);
+	ck_assert(seals & F_SEAL_SEAL);
+	ck_assert_int_eq(ftruncate(memfd, 10), -1);
+	close(memfd);
+	close(fd);
+}
+END_TEST
+
+static Rma__V1__Completion *
+submit_one(int fd, Rma__V1__Op *op, Rma__V1__DaemonMessage **m_p)
+{
+	Rma__V1__Op *ops[1] = {op};
+	Rma__V1__Submit s = RMA__V1__SUBMIT__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+
+	s.n_ops = 1;
+	s.ops = ops;
+	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
+	req.submit = &s;
+	send_request(fd, &req);
+	m = recv_message(fd, NULL);
+	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_EVENT);
+	ck_assert_int_eq(m->event->body_case,
+			 RMA__V1__EVENT__BODY_COMPLETIONS);
+	ck_assert_uint_eq(m->event->completions->n_completions, 1);
+	*m_p = m;
+	return m->event->completions->completions[0];
+}
+
+START_TEST(test_op_errors_are_completions)
+{
+	int fd = client_new(), other = client_new(), memfd, ofd;
+	Rma__V1__Op op = RMA__V1__OP__INIT;
+	Rma__V1__DaemonMessage *m;
+	Rma__V1__Completion *c;
+	uint64_t mine, theirs;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	hello(other, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	mine = region_alloc(fd, 4096, &memfd, NULL);
+	theirs = region_alloc(other, 4096, &ofd, NULL);
+
+	op.op_id = 1;
+	op.kind = RMA__V1__OP_KIND__PUT;
+	op.region_id = theirs; /* another client's region */
+	op.length = 8;
+	c = submit_one(fd, &op, &m);
+	ck_assert_uint_eq(c->op_id, 1);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__ERR_NO_REGION);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	op.op_id = 2;
+	op.region_id = mine;
+	op.offset = 4090; /* past the end */
+	c = submit_one(fd, &op, &m);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
+	ck_assert_ptr_nonnull(strstr(c->detail, "outside region"));
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	op.op_id = 3;
+	op.offset = 0;
+	op.remote_id = 99; /* never imported */
+	c = submit_one(fd, &op, &m);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__ERR_NO_PEER);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	op.op_id = 4;
+	op.kind = 42; /* unknown kind */
+	c = submit_one(fd, &op, &m);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__ERR_INVALID);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	op.op_id = 5;
+	op.kind = RMA__V1__OP_KIND__FLUSH;
+	op.peer_id = 12345;
+	c = submit_one(fd, &op, &m);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__ERR_NO_PEER);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	op.op_id = 6;
+	op.peer_id = 0; /* flush all: nothing to flush, completes */
+	c = submit_one(fd, &op, &m);
+	ck_assert_int_eq(c->status, RMA__V1__STATUS__OK);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	close(memfd);
+	close(ofd);
+	close(fd);
+	close(other);
+}
+END_TEST
+
+START_TEST(test_region_free_not_owner)
+{
+	int fd = client_new(), other = client_new(), memfd;
+	Rma__V1__RegionFree rf = RMA__V1__REGION_FREE__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	hello(other, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	rf.region_id = region_alloc(fd, 100, &memfd, NULL);
+	req.id = 3;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_FREE;
+	req.region_free = &rf;
+	send_request(other, &req);
+	expect_reply(other, 3, RMA__V1__STATUS__ERR_NO_REGION, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	send_request(fd, &req);
+	expect_reply(fd, 3, RMA__V1__STATUS__OK, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	send_request(fd, &req); /* twice */
+	expect_reply(fd, 3, RMA__V1__STATUS__ERR_NO_REGION, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	ck_assert_uint_eq(d.regions.count, 0);
+	close(memfd);
+	close(fd);
+	close(other);
+}
+END_TEST
+
+START_TEST(test_import_refusals)
+{
+	int fd = client_new(), memfd;
+	Rma__V1__RemoteImport ri = RMA__V1__REMOTE_IMPORT__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+	char text[DESCRIPTOR_TEXT_SIZE];
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	region_alloc(fd, 100, &memfd, text);
+	req.id = 4;
+	req.body_case = RMA__V1__REQUEST__BODY_REMOTE_IMPORT;
+	req.remote_import = &ri;
+	ri.peer_id = 1;
+	ri.descriptor = "rma1:nonsense";
+	send_request(fd, &req);
+	expect_reply(fd, 4, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	ri.descriptor = text; /* valid, but no such peer */
+	send_request(fd, &req);
+	expect_reply(fd, 4, RMA__V1__STATUS__ERR_NO_PEER, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	close(memfd);
+	close(fd);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("protocol");
+	TCase *tc = tcase_create("protocol");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_hello_and_status);
+	tcase_add_test(tc, test_wrong_version_closed);
+	tcase_add_test(tc, test_request_before_hello);
+	tcase_add_test(tc, test_garbage_closed_others_unaffected);
+	tcase_add_test(tc, test_oversize_length_closed);
+	tcase_add_test(tc, test_truncated_frame_then_close);
+	tcase_add_test(tc, test_unknown_request_answered);
+	tcase_add_test(tc, test_client_fd_refused_and_closed);
+	tcase_add_test(tc, test_region_is_sealed_memfd);
+	tcase_add_test(tc, test_op_errors_are_completions);
+	tcase_add_test(tc, test_region_free_not_owner);
+	tcase_add_test(tc, test_import_refusals);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,817 @@
+/* The connection to rmad: connect and hello, framing over the nonblocking
+ * socket (our own recvmsg, so passed memfds are not lost), dispatch of
+ * replies and events, synchronous calls, progress and failure. */
+#include "rma_internal.h"
+#include "socket_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* More than the daemon ever attaches to one frame; a bigger batch shows as
+ * MSG_CTRUNC, which is a protocol error anyway. */
+#define CLIENT_FDS_PER_READ 16
+
+/* rma_connect fails before there is a handle to hold the detail. */
+static __thread char client_connect_error[512];
+static __thread char client_socket_buf[PATH_MAX];
+
+int64_t
+client_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+client_deadline(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return -1;
+	return client_now_ms() + timeout_ms;
+}
+
+int
+client_remaining(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - client_now_ms();
+	if (left <= 0)
+		return 0;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+static const char *
+client_str(const char *s)
+{
+	return s != NULL ? s : "";
+}
+
+rma_status_t
+client_error(rma_client_t *c, rma_status_t status, const char *fmt, ...)
+{
+	va_list ap;
+	char *buf = c != NULL ? c->last_error : client_connect_error;
+	size_t len =
+	    c != NULL ? sizeof(c->last_error) : sizeof(client_connect_error);
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+rma_status_t
+client_gone_error(rma_client_t *c)
+{
+	return client_error(c, RMA_ERR_DAEMON_GONE, "%s", c->gone_detail);
+}
+
+void
+client_fail(rma_client_t *c, rma_status_t status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->gone)
+		return;
+	c->gone = 1;
+	c->gone_status = status;
+	va_start(ap, fmt);
+	vsnprintf(c->gone_detail, sizeof(c->gone_detail), fmt, ap);
+	va_end(ap);
+	snprintf(c->last_error, sizeof(c->last_error), "%s", c->gone_detail);
+	/* Keep the fd open (its number must not be reused under an epoll
+	 * user) but make it readable for good, so a poller wakes and sees
+	 * RMA_ERR_DAEMON_GONE from rma_progress(). */
+	shutdown(c->fd, SHUT_RDWR);
+	while (c->fds_count > 0) {
+		close(c->fds[c->fds_head]);
+		c->fds_head = (c->fds_head + 1) % c->fds_cap;
+		c->fds_count--;
+	}
+}
+
+void
+client_reap(rma_client_t *c)
+{
+	if (c->gone && c->in_flight > 0)
+		request_complete_all(c, RMA_ERR_DAEMON_GONE, c->gone_detail);
+}
+
+/* ---- received file descriptors, oldest first ---- */
+
+static int
+client_fd_push(rma_client_t *c, int fd)
+{
+	if (c->fds_count == c->fds_cap) {
+		size_t cap = c->fds_cap ? 2 * c->fds_cap : 8;
+		int *fds = malloc(cap * sizeof(*fds));
+
+		if (fds == NULL)
+			return -1;
+		for (size_t i = 0; i < c->fds_count; i++)
+			fds[i] = c->fds[(c->fds_head + i) % c->fds_cap];
+		free(c->fds);
+		c->fds = fds;
+		c->fds_cap = cap;
+		c->fds_head = 0;
+	}
+	c->fds[(c->fds_head + c->fds_count) % c->fds_cap] = fd;
+	c->fds_count++;
+	return 0;
+}
+
+static int
+client_fd_pop(rma_client_t *c)
+{
+	int fd;
+
+	if (c->fds_count == 0)
+		return -1;
+	fd = c->fds[c->fds_head];
+	c->fds_head = (c->fds_head + 1) % c->fds_cap;
+	c->fds_count--;
+	return fd;
+}
+
+/* ---- dispatch ---- */
+
+static void
+client_dispatch_reply(rma_client_t *c, Rma__V1__Reply *reply)
+{
+	struct client_call *call;
+	int fd = -1;
+
+	if (reply->status == RMA__V1__STATUS__OK &&
+	    reply->body_case == RMA__V1__REPLY__BODY_REGION_ALLOC) {
+		fd = client_fd_pop(c);
+		if (fd < 0) {
+			rma__v1__reply__free_unpacked(reply, NULL);
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "protocol error: region reply came without "
+				    "its file descriptor");
+			return;
+		}
+	}
+	for (call = c->calls; call != NULL; call = call->next) {
+		if (call->id == reply->id && call->reply == NULL) {
+			/* ownership of reply and fd moves to the waiter */
+			call->reply = reply;
+			call->fd = fd;
+			return;
+		}
+	}
+	/* No waiter: the late reply of a call that timed out, or an error
+	 * about a frame without id, which the daemon sends before it closes
+	 * the connection: keep its detail to say why. */
+	if (reply->id == 0 && reply->status != RMA__V1__STATUS__OK) {
+		free(c->shutdown_detail);
+		c->shutdown_detail = strdup(client_str(reply->detail));
+	}
+	if (fd >= 0)
+		close(fd);
+	rma__v1__reply__free_unpacked(reply, NULL);
+}
+
+static void
+client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
+{
+	switch (ev->body_case) {
+	case RMA__V1__EVENT__BODY_COMPLETIONS:
+		for (size_t i = 0; i < ev->completions->n_completions; i++)
+			request_complete_wire(c,
+					      ev->completions->completions[i]);
+		/* Callbacks may have queued submissions behind ops that
+		 * are now all complete: nothing would wake a poller to send
+		 * them. */
+		if (!c->gone && c->pending_n > 0 && c->sent_in_flight == 0)
+			request_flush(c);
+		break;
+	case RMA__V1__EVENT__BODY_PEER:
+		peer_event(c, ev->peer);
+		break;
+	case RMA__V1__EVENT__BODY_SHUTDOWN:
+		free(c->shutdown_detail);
+		c->shutdown_detail = strdup(client_str(ev->shutdown->detail));
+		break;
+	default:
+		/* an event of a newer daemon: nothing to do with it */
+		break;
+	}
+}
+
+/* Handle every whole frame in the reader. Reentrant: a callback may wait
+ * and so dispatch the frames after its own. */
+static void
+client_dispatch(rma_client_t *c)
+{
+	Rma__V1__DaemonMessage *msg;
+	Rma__V1__Reply *reply;
+	const uint8_t *payload;
+	size_t len;
+	int rc;
+
+	while (!c->gone) {
+		rc = frame_reader_next(&c->reader, &payload, &len);
+		if (rc == FRAME_MORE)
+			return;
+		if (rc < 0) {
+			client_fail(
+			    c, RMA_ERR_PROTOCOL,
+			    "protocol error: frame from the daemon over "
+			    "%u bytes",
+			    c->reader.max_frame);
+			return;
+		}
+		msg = rma__v1__daemon_message__unpack(NULL, len, payload);
+		if (msg == NULL) {
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "protocol error: undecodable message from "
+				    "the daemon");
+			return;
+		}
+		switch (msg->kind_case) {
+		case RMA__V1__DAEMON_MESSAGE__KIND_REPLY:
+			/* detach the reply so that it can outlive msg */
+			reply = msg->reply;
+			msg->reply = NULL;
+			msg->kind_case = RMA__V1__DAEMON_MESSAGE__KIND__NOT_SET;
+			rma__v1__daemon_message__free_unpacked(msg, NULL);
+			client_dispatch_reply(c, reply);
+			break;
+		case RMA__V1__DAEMON_MESSAGE__KIND_EVENT:
+			client_dispatch_event(c, msg->event);
+			rma__v1__daemon_message__free_unpacked(msg, NULL);
+			break;
+		default:
+			rma__v1__daemon_message__free_unpacked(msg, NULL);
+			break;
+		}
+	}
+}
+
+static void
+client_closed(rma_client_t *c)
+{
+	if (c->shutdown_detail != NULL && c->shutdown_detail[0] != '\0')
+		client_fail(c, RMA_ERR_DAEMON_GONE,
+			    "daemon closed the connection: %s",
+			    c->shutdown_detail);
+	else
+		client_fail(c, RMA_ERR_DAEMON_GONE,
+			    "daemon closed the connection");
+}
+
+/* Read everything the socket has, dispatching as frames complete, so that
+ * a RegionAllocReply always finds its fd already queued. */
+static void
+client_read(rma_client_t *c)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * CLIENT_FDS_PER_READ)];
+	} control;
+	struct msghdr msg;
+	struct cmsghdr *cmsg;
+	struct iovec iov;
+	uint8_t *p;
+	size_t avail;
+	ssize_t n;
+	int rc;
+
+	while (!c->gone) {
+		rc = frame_reader_space(&c->reader, &p, &avail);
+		if (rc == FRAME_OVERSIZE) {
+			client_fail(
+			    c, RMA_ERR_PROTOCOL,
+			    "protocol error: frame from the daemon over "
+			    "%u bytes",
+			    c->reader.max_frame);
+			return;
+		}
+		if (rc < 0) {
+			client_fail(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a frame from the daemon");
+			return;
+		}
+		iov.iov_base = p;
+		iov.iov_len = avail;
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = control.buf;
+		msg.msg_controllen = sizeof(control.buf);
+		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			client_fail(c, RMA_ERR_DAEMON_GONE,
+				    "read from the daemon: %s",
+				    strerror(errno));
+			return;
+		}
+		for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL;
+		     cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+			size_t nfds;
+			int fd;
+
+			if (cmsg->cmsg_level != SOL_SOCKET ||
+			    cmsg->cmsg_type != SCM_RIGHTS)
+				continue;
+			nfds = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < nfds; i++) {
+				memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int),
+				       sizeof(int));
+				/* after a failure, just close the rest */
+				if (c->gone || client_fd_push(c, fd) < 0) {
+					close(fd);
+					client_fail(c, RMA_ERR_NO_MEMORY,
+						    "no memory for a received "
+						    "file descriptor");
+				}
+			}
+		}
+		if (c->gone)
+			return;
+		if (msg.msg_flags & MSG_CTRUNC) {
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "protocol error: file descriptors from the "
+				    "daemon were truncated");
+			return;
+		}
+		if (n == 0) {
+			client_closed(c);
+			return;
+		}
+		frame_reader_commit(&c->reader, (size_t)n);
+		client_dispatch(c);
+	}
+}
+
+/* ---- sending ---- */
+
+static rma_status_t
+client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
+{
+	int64_t deadline = client_deadline(CLIENT_WRITE_TIMEOUT_MS);
+	struct pollfd pfd;
+	ssize_t w;
+	int rc;
+
+	while (n > 0) {
+		w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			deadline = client_deadline(CLIENT_WRITE_TIMEOUT_MS);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			client_fail(c, RMA_ERR_DAEMON_GONE,
+				    "write to the daemon: %s", strerror(errno));
+			return client_gone_error(c);
+		}
+		/* Never read here: a callback could then send in the middle
+		 * of this frame. The daemon always reads, so this ends. */
+		pfd.fd = c->fd;
+		pfd.events = POLLOUT;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, client_remaining(deadline));
+		if (rc < 0 && errno != EINTR) {
+			client_fail(c, RMA_ERR_DAEMON_GONE, "poll: %s",
+				    strerror(errno));
+			return client_gone_error(c);
+		}
+		if (rc == 0) {
+			/* a frame may be half written: the stream is lost */
+			client_fail(c, RMA_ERR_DAEMON_GONE,
+				    "daemon did not read for %d s",
+				    CLIENT_WRITE_TIMEOUT_MS / 1000);
+			return client_gone_error(c);
+		}
+	}
+	return RMA_OK;
+}
+
+rma_status_t
+client_send(rma_client_t *c, const Rma__V1__Request *req)
+{
+	size_t size;
+
+	if (c->gone)
+		return client_gone_error(c);
+	size = frame_packed_size(&req->base);
+	if (size - FRAME_HEADER_SIZE > c->max_frame)
+		return client_error(c, RMA_ERR_INVALID,
+				    "request of %zu bytes over the daemon's "
+				    "frame limit of %u bytes",
+				    size - FRAME_HEADER_SIZE, c->max_frame);
+	if (size > c->out_cap) {
+		uint8_t *out = realloc(c->out, size);
+
+		if (out == NULL)
+			return client_error(c, RMA_ERR_NO_MEMORY,
+					    "no memory for a %zu-byte request",
+					    size);
+		c->out = out;
+		c->out_cap = size;
+	}
+	frame_pack(&req->base, c->out);
+	return client_write_all(c, c->out, size);
+}
+
+/* ---- waiting ---- */
+
+rma_status_t
+client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
+	    const void *arg)
+{
+	struct pollfd pfd;
+	int left, rc;
+
+	for (;;) {
+		/* frames an outer dispatch left when it ran our caller */
+		client_dispatch(c);
+		if (done(arg))
+			return RMA_OK;
+		if (c->gone)
+			return c->gone_status;
+		if (c->pending_n > 0 && request_flush(c) != RMA_OK)
+			continue;
+		left = client_remaining(deadline);
+		pfd.fd = c->fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, left);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			client_fail(c, RMA_ERR_DAEMON_GONE, "poll: %s",
+				    strerror(errno));
+			continue;
+		}
+		if (rc == 0) {
+			if (client_remaining(deadline) == 0)
+				return RMA_ERR_TIMEOUT;
+			continue;
+		}
+		client_read(c);
+	}
+}
+
+static int
+client_call_done(const void *arg)
+{
+	const struct client_call *call = arg;
+
+	return call->reply != NULL;
+}
+
+static void
+client_call_unlink(rma_client_t *c, struct client_call *call)
+{
+	struct client_call **pp;
+
+	for (pp = &c->calls; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == call) {
+			*pp = call->next;
+			return;
+		}
+	}
+}
+
+rma_status_t
+client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
+	    Rma__V1__Reply **reply_p, int *fd_p)
+{
+	struct client_call call = {.fd = -1};
+	rma_status_t st;
+
+	if (c->gone) {
+		client_reap(c);
+		return client_gone_error(c);
+	}
+	/* ops queued before this call go first, as they were issued */
+	st = request_flush(c);
+	if (st != RMA_OK)
+		goto err_reap;
+	req->id = c->next_id++;
+	call.id = req->id;
+	st = client_send(c, req);
+	if (st != RMA_OK)
+		goto err_reap;
+
+	call.next = c->calls;
+	c->calls = &call;
+	st = client_wait(c, client_deadline(timeout_ms), client_call_done,
+			 &call);
+	client_call_unlink(c, &call);
+	if (st == RMA_ERR_TIMEOUT) {
+		client_error(c, st, "no reply from the daemon within %d s",
+			     timeout_ms / 1000);
+		goto err_reap;
+	}
+	if (st != RMA_OK) {
+		client_error(c, st, "%s", c->gone_detail);
+		goto err_reap;
+	}
+
+	st = status_from_wire(call.reply->status);
+	if (st != RMA_OK) {
+		client_error(c, st, "%s", client_str(call.reply->detail));
+		goto err_free_reply;
+	}
+	if (fd_p != NULL)
+		*fd_p = call.fd;
+	else if (call.fd >= 0)
+		close(call.fd);
+	*reply_p = call.reply;
+	client_reap(c);
+	return RMA_OK;
+
+err_free_reply:
+	if (call.fd >= 0)
+		close(call.fd);
+	rma__v1__reply__free_unpacked(call.reply, NULL);
+err_reap:
+	client_reap(c);
+	return st;
+}
+
+rma_status_t
+rma_client_call(rma_client_t *c, Rma__V1__Request *req,
+		Rma__V1__Reply **reply_p)
+{
+	if (c == NULL || req == NULL || reply_p == NULL)
+		return client_error(c, RMA_ERR_INVALID,
+				    "rma_client_call: missing argument");
+	return client_call(c, req, CLIENT_CALL_TIMEOUT_MS, reply_p, NULL);
+}
+
+/* ---- connect and disconnect ---- */
+
+static void
+client_free(rma_client_t *c)
+{
+	int fd;
+
+	while ((fd = client_fd_pop(c)) >= 0)
+		close(fd);
+	if (c->fd >= 0)
+		close(c->fd);
+	frame_reader_cleanup(&c->reader);
+	free(c->fds);
+	free(c->out);
+	free(c->socket_path);
+	free(c->daemon_id);
+	free(c->daemon_version);
+	free(c->shutdown_detail);
+	free(c);
+}
+
+static rma_status_t
+client_hello(rma_client_t *c, const char *name)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__Hello hello = RMA__V1__HELLO__INIT;
+	Rma__V1__Reply *reply;
+	Rma__V1__HelloReply *hr;
+	rma_status_t st;
+
+	hello.protocol_version = RMA_PROTOCOL_VERSION;
+	hello.client_name = (char *)name;
+	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	st = client_call(c, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
+	if (st != RMA_OK)
+		return st;
+	if (reply->body_case != RMA__V1__REPLY__BODY_HELLO) {
+		st = client_error(c, RMA_ERR_PROTOCOL,
+				  "protocol error: hello answered without a "
+				  "hello reply");
+		goto err_free_reply;
+	}
+	hr = reply->hello;
+	c->daemon_id = strdup(client_str(hr->daemon_id));
+	c->daemon_version = strdup(client_str(hr->version));
+	if (c->daemon_id == NULL || c->daemon_version == NULL) {
+		st = client_error(c, RMA_ERR_NO_MEMORY, "no memory");
+		goto err_free_reply;
+	}
+	/* The daemon's limit bounds what we send; what it sends may be
+	 * bigger than our default only if it says so. */
+	if (hr->max_frame >= 4096) {
+		c->max_frame = hr->max_frame;
+		if (hr->max_frame > c->reader.max_frame)
+			c->reader.max_frame = hr->max_frame;
+	}
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return RMA_OK;
+
+err_free_reply:
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+static rma_status_t
+client_attach(int fd, const char *name, const char *path,
+	      rma_client_t **client_p)
+{
+	rma_client_t *c;
+	rma_status_t st;
+	int flags;
+
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return client_error(NULL, RMA_ERR_NO_MEMORY,
+				    "no memory for a client");
+	}
+	c->fd = fd;
+	c->next_id = 1;
+	c->op_seq = 1;
+	c->max_frame = FRAME_MAX_DEFAULT;
+	frame_reader_init(&c->reader, FRAME_MAX_DEFAULT);
+	for (size_t i = 0; i < REQUEST_BATCH_MAX; i++) {
+		rma__v1__op__init(&c->pending_ops[i]);
+		c->pending_ptrs[i] = &c->pending_ops[i];
+	}
+	if (path != NULL) {
+		c->socket_path = strdup(path);
+		if (c->socket_path == NULL) {
+			st = client_error(NULL, RMA_ERR_NO_MEMORY,
+					  "no memory for a client");
+			goto err_free_client;
+		}
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		st = client_error(NULL, RMA_ERR_INTERNAL, "fcntl: %s",
+				  strerror(errno));
+		goto err_free_client;
+	}
+	st = client_hello(c, name);
+	if (st != RMA_OK) {
+		client_error(NULL, st, "%s", c->last_error);
+		goto err_free_client;
+	}
+	*client_p = c;
+	return RMA_OK;
+
+err_free_client:
+	/* no request, region or peer exists yet */
+	client_free(c);
+	return st;
+}
+
+rma_status_t
+rma_client_attach(int fd, const char *name, rma_client_t **client_p)
+{
+	if (fd < 0 || client_p == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return client_error(NULL, RMA_ERR_INVALID,
+				    "rma_client_attach: bad argument");
+	}
+	return client_attach(fd, name != NULL ? name : "", NULL, client_p);
+}
+
+RMA_API const char *
+rma_default_socket(void)
+{
+	/* too long a path stays truncated; connect then says so */
+	socket_path_default(client_socket_buf, sizeof(client_socket_buf));
+	return client_socket_buf;
+}
+
+RMA_API rma_status_t
+rma_connect(const char *socket_path, rma_client_t **client_p)
+{
+	struct sockaddr_un sa;
+	char name[128];
+	int fd, err;
+
+	if (client_p == NULL)
+		return client_error(NULL, RMA_ERR_INVALID,
+				    "rma_connect: client_p is NULL");
+	if (socket_path == NULL) {
+		if (socket_path_default(client_socket_buf,
+					sizeof(client_socket_buf)) < 0)
+			return client_error(NULL, RMA_ERR_INVALID,
+					    "default socket path too long");
+		socket_path = client_socket_buf;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (socket_path[0] == '\0' ||
+	    strlen(socket_path) >= sizeof(sa.sun_path))
+		return client_error(NULL, RMA_ERR_INVALID,
+				    "bad socket path \"%s\" (empty or over "
+				    "%zu bytes)",
+				    socket_path, sizeof(sa.sun_path) - 1);
+	strcpy(sa.sun_path, socket_path);
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return client_error(NULL, RMA_ERR_NO_MEMORY, "socket: %s",
+				    strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		close(fd);
+		switch (err) {
+		case EACCES:
+		case EPERM:
+			return client_error(NULL, RMA_ERR_PERMISSION,
+					    "cannot connect to %s: %s",
+					    socket_path, strerror(err));
+		case ENOENT:
+		case ECONNREFUSED:
+		case ENOTDIR:
+			return client_error(NULL, RMA_ERR_DAEMON_GONE,
+					    "no daemon at %s: %s", socket_path,
+					    strerror(err));
+		default:
+			return client_error(NULL, RMA_ERR_DAEMON_GONE,
+					    "cannot connect to %s: %s",
+					    socket_path, strerror(err));
+		}
+	}
+	snprintf(name, sizeof(name), "%s[%d]", program_invocation_short_name,
+		 (int)getpid());
+	return client_attach(fd, name, socket_path, client_p);
+}
+
+RMA_API void
+rma_disconnect(rma_client_t *client)
+{
+	if (client == NULL)
+		return;
+	client_fail(client, RMA_ERR_DAEMON_GONE, "client disconnected");
+	request_complete_all(client, RMA_ERR_DAEMON_GONE,
+			     "client disconnected");
+	region_cleanup(client);
+	peer_cleanup(client);
+	request_cleanup(client);
+	client_free(client);
+}
+
+RMA_API const char *
+rma_last_error(const rma_client_t *client)
+{
+	return client != NULL ? client->last_error : client_connect_error;
+}
+
+RMA_API const char *
+rma_daemon_id(const rma_client_t *client)
+{
+	return client != NULL ? client_str(client->daemon_id) : "";
+}
+
+RMA_API int
+rma_fd(const rma_client_t *client)
+{
+	return client != NULL ? client->fd : -1;
+}
+
+RMA_API size_t
+rma_in_flight(const rma_client_t *client)
+{
+	return client != NULL ? client->in_flight : 0;
+}
+
+RMA_API rma_status_t
+rma_progress(rma_client_t *client)
+{
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (!client->gone) {
+		request_flush(client);
+		client_dispatch(client);
+		client_read(client);
+		/* what callbacks submitted goes out now, as coalesced */
+		if (!client->gone)
+			request_flush(client);
+	}
+	if (client->gone) {
+		client_reap(client);
+		return client_gone_error(client);
+	}
+	return RMA_OK;
+}

@@ -1,0 +1,225 @@
+/* Peers (other hosts' daemons, as this daemon reaches them) and remotes
+ * (regions of other processes, resolved with their owner). */
+#include "rma_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct rma_peer *
+peer_find(rma_client_t *c, uint32_t peer_id)
+{
+	struct rma_peer *peer;
+
+	for (peer = c->peers; peer != NULL; peer = peer->next)
+		if (peer->peer_id == peer_id)
+			return peer;
+	return NULL;
+}
+
+static int
+peer_set_string(char **field, const char *value)
+{
+	char *s = strdup(value != NULL ? value : "");
+
+	if (s == NULL)
+		return -1;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
+RMA_API rma_status_t
+rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__PeerConnect body = RMA__V1__PEER_CONNECT__INIT;
+	Rma__V1__PeerConnectReply *pc;
+	Rma__V1__Reply *reply;
+	struct rma_peer *peer, *fresh;
+	rma_status_t st;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (address == NULL || peer_p == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "peer connect needs an address");
+	/* allocated first, so that no failure follows the daemon's yes */
+	fresh = calloc(1, sizeof(*fresh));
+	if (fresh == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a peer");
+	body.address = (char *)address;
+	req.body_case = RMA__V1__REQUEST__BODY_PEER_CONNECT;
+	req.peer_connect = &body;
+	st = client_call(client, &req, CLIENT_PEER_TIMEOUT_MS, &reply, NULL);
+	if (st != RMA_OK)
+		goto err_free_peer;
+	if (reply->body_case != RMA__V1__REPLY__BODY_PEER_CONNECT) {
+		st = client_error(client, RMA_ERR_PROTOCOL,
+				  "protocol error: peer connect answered "
+				  "without a peer");
+		goto err_free_reply;
+	}
+	pc = reply->peer_connect;
+	/* one handle per peer: the daemon reuses its endpoint */
+	peer = peer_find(client, pc->peer_id);
+	if (peer == NULL)
+		peer = fresh;
+	if (peer_set_string(&peer->address, address) < 0 ||
+	    peer_set_string(&peer->daemon_id, pc->daemon_id) < 0) {
+		st = client_error(client, RMA_ERR_NO_MEMORY,
+				  "no memory for a peer");
+		if (peer != fresh)
+			goto err_free_reply;
+		goto err_free_strings;
+	}
+	peer->state = RMA__V1__PEER_STATE__PEER_UP;
+	peer->status = RMA_OK;
+	if (peer == fresh) {
+		peer->client = client;
+		peer->peer_id = pc->peer_id;
+		peer->next = client->peers;
+		client->peers = peer;
+	} else {
+		free(fresh);
+	}
+	rma__v1__reply__free_unpacked(reply, NULL);
+	*peer_p = peer;
+	return RMA_OK;
+
+err_free_strings:
+	free(fresh->address);
+	free(fresh->daemon_id);
+err_free_reply:
+	rma__v1__reply__free_unpacked(reply, NULL);
+err_free_peer:
+	free(fresh);
+	return st;
+}
+
+void
+peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev)
+{
+	struct rma_peer *peer = peer_find(c, ev->peer_id);
+
+	/* a peer this client never asked for concerns it not */
+	if (peer == NULL)
+		return;
+	peer->state = ev->state;
+	peer->status = status_from_wire(ev->status);
+	peer_set_string(&peer->detail, ev->detail);
+}
+
+RMA_API rma_status_t
+rma_remote_import(rma_client_t *client, rma_peer_t *peer,
+		  const char *descriptor, rma_remote_t **remote_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RemoteImport body = RMA__V1__REMOTE_IMPORT__INIT;
+	Rma__V1__RemoteImportReply *ri;
+	Rma__V1__Reply *reply;
+	struct rma_remote *remote;
+	rma_status_t st;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (peer == NULL || descriptor == NULL || remote_p == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "remote import needs a peer and a "
+				    "descriptor");
+	if (peer->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "peer of another client");
+	remote = calloc(1, sizeof(*remote));
+	if (remote == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a remote");
+	body.peer_id = peer->peer_id;
+	body.descriptor = (char *)descriptor;
+	req.body_case = RMA__V1__REQUEST__BODY_REMOTE_IMPORT;
+	req.remote_import = &body;
+	st = client_call(client, &req, CLIENT_PEER_TIMEOUT_MS, &reply, NULL);
+	if (st != RMA_OK)
+		goto err_free_remote;
+	if (reply->body_case != RMA__V1__REPLY__BODY_REMOTE_IMPORT) {
+		st = client_error(client, RMA_ERR_PROTOCOL,
+				  "protocol error: remote import answered "
+				  "without a remote");
+		goto err_free_reply;
+	}
+	ri = reply->remote_import;
+	remote->client = client;
+	remote->peer = peer;
+	remote->remote_id = ri->remote_id;
+	remote->length = ri->length;
+	remote->local = ri->local;
+	remote->next = client->remotes;
+	if (client->remotes != NULL)
+		client->remotes->prev = remote;
+	client->remotes = remote;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	*remote_p = remote;
+	return RMA_OK;
+
+err_free_reply:
+	rma__v1__reply__free_unpacked(reply, NULL);
+err_free_remote:
+	free(remote);
+	return st;
+}
+
+RMA_API uint64_t
+rma_remote_length(const rma_remote_t *remote)
+{
+	return remote != NULL ? remote->length : 0;
+}
+
+static void
+peer_remote_destroy(rma_client_t *c, struct rma_remote *remote)
+{
+	if (remote->prev != NULL)
+		remote->prev->next = remote->next;
+	else
+		c->remotes = remote->next;
+	if (remote->next != NULL)
+		remote->next->prev = remote->prev;
+	free(remote);
+}
+
+RMA_API void
+rma_remote_release(rma_client_t *client, rma_remote_t *remote)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RemoteRelease body = RMA__V1__REMOTE_RELEASE__INIT;
+	Rma__V1__Reply *reply;
+
+	if (client == NULL || remote == NULL || remote->client != client)
+		return;
+	/* a failure leaves nothing to undo here: the daemon drops a
+	 * connection's remotes with it; rma_last_error() tells */
+	if (!client->gone) {
+		body.remote_id = remote->remote_id;
+		req.body_case = RMA__V1__REQUEST__BODY_REMOTE_RELEASE;
+		req.remote_release = &body;
+		if (client_call(client, &req, CLIENT_CALL_TIMEOUT_MS, &reply,
+				NULL) == RMA_OK)
+			rma__v1__reply__free_unpacked(reply, NULL);
+	}
+	peer_remote_destroy(client, remote);
+}
+
+void
+peer_cleanup(rma_client_t *c)
+{
+	struct rma_peer *peer;
+
+	while (c->remotes != NULL)
+		peer_remote_destroy(c, c->remotes);
+	while ((peer = c->peers) != NULL) {
+		c->peers = peer->next;
+		free(peer->address);
+		free(peer->daemon_id);
+		free(peer->detail);
+		free(peer);
+	}
+}

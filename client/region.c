@@ -1,0 +1,173 @@
+/* Regions: memory the daemon creates (a sealed memfd) and this process maps
+ * too, so puts and gets move its bytes without a copy through the socket. */
+#include "rma_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Ask the daemon to free a region; keeps the handle's last error as it
+ * was when this is a cleanup. */
+static rma_status_t
+region_free_daemon(rma_client_t *c, uint64_t region_id, int keep_error)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionFree body = RMA__V1__REGION_FREE__INIT;
+	Rma__V1__Reply *reply;
+	char saved[sizeof(c->last_error)];
+	rma_status_t st;
+
+	if (keep_error)
+		memcpy(saved, c->last_error, sizeof(saved));
+	body.region_id = region_id;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_FREE;
+	req.region_free = &body;
+	st = client_call(c, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
+	if (st == RMA_OK)
+		rma__v1__reply__free_unpacked(reply, NULL);
+	if (keep_error)
+		memcpy(c->last_error, saved, sizeof(saved));
+	return st;
+}
+
+RMA_API rma_status_t
+rma_region_alloc(rma_client_t *client, size_t length, rma_region_t **region_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionAlloc body = RMA__V1__REGION_ALLOC__INIT;
+	Rma__V1__RegionAllocReply *ra;
+	Rma__V1__Reply *reply;
+	struct rma_region *region;
+	rma_status_t st;
+	int fd = -1;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (region_p == NULL || length == 0)
+		return client_error(client, RMA_ERR_INVALID,
+				    "region length 0 or no region_p");
+	region = calloc(1, sizeof(*region));
+	if (region == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a region");
+
+	body.length = length;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_ALLOC;
+	req.region_alloc = &body;
+	st = client_call(client, &req, CLIENT_CALL_TIMEOUT_MS, &reply, &fd);
+	if (st != RMA_OK)
+		goto err_free_region;
+	if (reply->body_case != RMA__V1__REPLY__BODY_REGION_ALLOC || fd < 0) {
+		st = client_error(client, RMA_ERR_PROTOCOL,
+				  "protocol error: region allocation answered "
+				  "without a region");
+		goto err_free_reply;
+	}
+	ra = reply->region_alloc;
+	if (ra->length < length || ra->length > SIZE_MAX) {
+		st = client_error(client, RMA_ERR_PROTOCOL,
+				  "protocol error: asked for a region of %zu "
+				  "bytes, got %llu",
+				  length, (unsigned long long)ra->length);
+		goto err_free_daemon;
+	}
+	region->map_length = (size_t)ra->length;
+	region->base = mmap(NULL, region->map_length, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, 0);
+	if (region->base == MAP_FAILED) {
+		st = client_error(client, RMA_ERR_NO_MEMORY,
+				  "mmap of a %zu-byte region: %s",
+				  region->map_length, strerror(errno));
+		goto err_free_daemon;
+	}
+	region->descriptor = strdup(ra->descriptor ? ra->descriptor : "");
+	if (region->descriptor == NULL) {
+		st = client_error(client, RMA_ERR_NO_MEMORY,
+				  "no memory for a descriptor");
+		goto err_unmap;
+	}
+	/* the mapping keeps the memory; the fd is no longer needed */
+	close(fd);
+	region->client = client;
+	region->region_id = ra->region_id;
+	region->generation = ra->generation;
+	region->length = length;
+	region->next = client->regions;
+	if (client->regions != NULL)
+		client->regions->prev = region;
+	client->regions = region;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	*region_p = region;
+	return RMA_OK;
+
+err_unmap:
+	munmap(region->base, region->map_length);
+err_free_daemon:
+	region_free_daemon(client, ra->region_id, 1);
+err_free_reply:
+	if (fd >= 0)
+		close(fd);
+	rma__v1__reply__free_unpacked(reply, NULL);
+err_free_region:
+	free(region);
+	return st;
+}
+
+static void
+region_destroy(rma_client_t *c, struct rma_region *region)
+{
+	if (region->prev != NULL)
+		region->prev->next = region->next;
+	else
+		c->regions = region->next;
+	if (region->next != NULL)
+		region->next->prev = region->prev;
+	munmap(region->base, region->map_length);
+	free(region->descriptor);
+	free(region);
+}
+
+RMA_API rma_status_t
+rma_region_free(rma_client_t *client, rma_region_t *region)
+{
+	rma_status_t st;
+
+	if (client == NULL || region == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_region_free: no region");
+	if (region->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "region of another client");
+	/* The mapping goes whatever the daemon says: the handle is done. */
+	st = region_free_daemon(client, region->region_id, 0);
+	region_destroy(client, region);
+	return st;
+}
+
+void
+region_cleanup(rma_client_t *c)
+{
+	/* the daemon frees the regions of a closed connection itself */
+	while (c->regions != NULL)
+		region_destroy(c, c->regions);
+}
+
+RMA_API void *
+rma_region_ptr(const rma_region_t *region)
+{
+	return region != NULL ? region->base : NULL;
+}
+
+RMA_API size_t
+rma_region_length(const rma_region_t *region)
+{
+	return region != NULL ? region->length : 0;
+}
+
+RMA_API const char *
+rma_region_descriptor(const rma_region_t *region)
+{
+	return region != NULL ? region->descriptor : "";
+}

@@ -1,0 +1,462 @@
+/* Operations: puts, gets and flushes as requests, their coalescing into
+ * Submit frames, and their completion. A request in flight sits in the
+ * client's slot table, indexed by the low half of its op_id, so a
+ * completion finds it in O(1); the high half is a sequence number, so a
+ * stray or repeated completion never hits a newer request. */
+#include "rma_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Request structs kept for reuse; more are freed. */
+#define REQUEST_FREE_MAX 4096
+/* Room in a frame besides the ops: Request id, Submit and ops headers. */
+#define REQUEST_FRAME_SLACK 64
+
+static struct rma_request *
+request_alloc(rma_client_t *c)
+{
+	struct rma_request *req = c->req_free;
+
+	if (req != NULL) {
+		c->req_free = req->next;
+		c->req_nfree--;
+	} else {
+		req = malloc(sizeof(*req));
+		if (req == NULL)
+			return NULL;
+	}
+	memset(req, 0, sizeof(*req));
+	req->client = c;
+	req->status = RMA_INPROGRESS;
+	req->next = c->req_live;
+	if (c->req_live != NULL)
+		c->req_live->prev = req;
+	c->req_live = req;
+	return req;
+}
+
+static void
+request_unref(struct rma_request *req)
+{
+	rma_client_t *c = req->client;
+
+	if (--req->refs > 0)
+		return;
+	free(req->detail);
+	req->detail = NULL;
+	if (c == NULL) {
+		/* its client is gone; it was taken off every list then */
+		free(req);
+		return;
+	}
+	if (req->prev != NULL)
+		req->prev->next = req->next;
+	else
+		c->req_live = req->next;
+	if (req->next != NULL)
+		req->next->prev = req->prev;
+	if (c->req_nfree < REQUEST_FREE_MAX) {
+		req->next = c->req_free;
+		c->req_free = req;
+		c->req_nfree++;
+	} else {
+		free(req);
+	}
+}
+
+static int
+request_slot_get(rma_client_t *c, uint32_t *slot_p)
+{
+	if (c->slots_nfree > 0) {
+		*slot_p = c->slots_free[--c->slots_nfree];
+		return 0;
+	}
+	if (c->slots_used == c->slots_cap) {
+		uint32_t cap = c->slots_cap ? 2 * c->slots_cap : 256;
+		struct rma_request **slots;
+		uint32_t *free_list;
+
+		if (cap <= c->slots_cap)
+			return -1;
+		slots = realloc(c->slots, cap * sizeof(*slots));
+		if (slots == NULL)
+			return -1;
+		c->slots = slots;
+		free_list = realloc(c->slots_free, cap * sizeof(*free_list));
+		if (free_list == NULL)
+			return -1;
+		c->slots_free = free_list;
+		c->slots_cap = cap;
+	}
+	*slot_p = c->slots_used++;
+	return 0;
+}
+
+/* Take req out of the slot table; the library's reference goes with the
+ * caller of this. */
+static void
+request_slot_put(rma_client_t *c, struct rma_request *req)
+{
+	c->slots[req->slot] = NULL;
+	c->slots_free[c->slots_nfree++] = req->slot;
+	c->in_flight--;
+	if (req->sent)
+		c->sent_in_flight--;
+}
+
+rma_status_t
+request_flush(rma_client_t *c)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__Submit submit = RMA__V1__SUBMIT__INIT;
+	rma_status_t st;
+	size_t n = c->pending_n;
+
+	if (n == 0)
+		return RMA_OK;
+	if (c->gone)
+		return client_gone_error(c);
+	submit.n_ops = n;
+	submit.ops = c->pending_ptrs;
+	req.id = 0;
+	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
+	req.submit = &submit;
+	st = client_send(c, &req);
+	c->pending_n = 0;
+	c->pending_bytes = 0;
+	if (st != RMA_OK) {
+		/* The ops are lost to the daemon; they must not hang. They
+		 * complete with the connection's failure at the next reap. */
+		client_fail(c, st, "could not send operations: %s",
+			    c->last_error);
+		return st;
+	}
+	for (size_t i = 0; i < n; i++)
+		c->pending_reqs[i]->sent = 1;
+	c->sent_in_flight += n;
+	return RMA_OK;
+}
+
+static rma_status_t
+request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
+	       void *user_data, rma_request_t **req_p)
+{
+	struct rma_request *req;
+	Rma__V1__Op *slot_op;
+	uint32_t slot;
+	size_t size;
+
+	if (c->gone)
+		return client_gone_error(c);
+	req = request_alloc(c);
+	if (req == NULL)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	req->refs = 1;
+	if (request_slot_get(c, &slot) < 0) {
+		request_unref(req);
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	}
+	req->slot = slot;
+	req->op_id = (uint64_t)c->op_seq << 32 | slot;
+	/* op_id 0 never happens: the sequence skips 0 */
+	if (++c->op_seq == 0)
+		c->op_seq = 1;
+	req->cb = cb;
+	req->user_data = user_data;
+	c->slots[slot] = req;
+	c->in_flight++;
+
+	/* tag and length prefix of the op inside Submit */
+	size = rma__v1__op__get_packed_size(op) + 1 + 3;
+	if (c->pending_n > 0 &&
+	    c->pending_bytes + size + REQUEST_FRAME_SLACK > c->max_frame)
+		request_flush(c);
+	if (!c->gone) {
+		slot_op = &c->pending_ops[c->pending_n];
+		*slot_op = *op;
+		slot_op->op_id = req->op_id;
+		c->pending_reqs[c->pending_n] = req;
+		c->pending_n++;
+		c->pending_bytes += size;
+		/* Nothing in flight: send now, for latency. Otherwise a
+		 * completion will come and wake the caller, who sends the
+		 * batch from rma_progress(). */
+		if (c->sent_in_flight == 0 || c->pending_n == REQUEST_BATCH_MAX)
+			request_flush(c);
+	}
+	if (c->gone) {
+		/* Not submitted after all: take it back without a
+		 * callback. Others complete at the next reap. */
+		if (c->pending_n > 0 &&
+		    c->pending_reqs[c->pending_n - 1] == req)
+			c->pending_n--;
+		request_slot_put(c, req);
+		request_unref(req);
+		return client_gone_error(c);
+	}
+	if (req_p != NULL) {
+		/* the caller's reference, until rma_request_release */
+		req->refs++;
+		*req_p = req;
+	}
+	return RMA_OK;
+}
+
+static void
+request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
+		 uint64_t bytes, const char *detail)
+{
+	request_slot_put(c, req);
+	req->status = status;
+	req->bytes = bytes;
+	if (detail != NULL && detail[0] != '\0')
+		req->detail = strdup(detail);
+	if (req->cb != NULL)
+		req->cb(req, status, req->user_data);
+	/* the library's reference */
+	request_unref(req);
+}
+
+void
+request_complete_wire(rma_client_t *c, const Rma__V1__Completion *comp)
+{
+	uint32_t slot = (uint32_t)comp->op_id;
+	struct rma_request *req;
+
+	if (slot >= c->slots_used)
+		return;
+	req = c->slots[slot];
+	/* unknown, repeated, or for an op not even sent: ignore */
+	if (req == NULL || req->op_id != comp->op_id || !req->sent)
+		return;
+	request_complete(c, req, status_from_wire(comp->status), comp->bytes,
+			 comp->detail);
+}
+
+void
+request_complete_all(rma_client_t *c, rma_status_t status, const char *detail)
+{
+	c->pending_n = 0;
+	c->pending_bytes = 0;
+	/* callbacks cannot add requests: the client is gone */
+	for (uint32_t i = 0; i < c->slots_used; i++) {
+		if (c->slots[i] != NULL)
+			request_complete(c, c->slots[i], status, 0, detail);
+	}
+}
+
+void
+request_cleanup(rma_client_t *c)
+{
+	struct rma_request *req, *next;
+
+	/* requests the caller still holds outlive the client */
+	for (req = c->req_live; req != NULL; req = next) {
+		next = req->next;
+		req->client = NULL;
+		req->prev = req->next = NULL;
+	}
+	c->req_live = NULL;
+	for (req = c->req_free; req != NULL; req = next) {
+		next = req->next;
+		free(req);
+	}
+	c->req_free = NULL;
+	c->req_nfree = 0;
+	free(c->slots);
+	free(c->slots_free);
+	c->slots = NULL;
+	c->slots_free = NULL;
+	c->slots_cap = c->slots_used = c->slots_nfree = 0;
+}
+
+/* ---- public ---- */
+
+RMA_API rma_status_t
+rma_put(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	unsigned flags, rma_callback_t cb, void *user_data,
+	rma_request_t **req_p)
+{
+	Rma__V1__Op op = RMA__V1__OP__INIT;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (region == NULL || remote == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "put needs a region and a remote");
+	if (region->client != client || remote->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "region or remote of another client");
+	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
+		return client_error(client, RMA_ERR_INVALID,
+				    "unknown put flags 0x%x", flags);
+	op.kind = RMA__V1__OP_KIND__PUT;
+	op.region_id = region->region_id;
+	op.offset = offset;
+	op.remote_id = remote->remote_id;
+	op.remote_offset = remote_offset;
+	op.length = length;
+	op.flags = flags;
+	return request_submit(client, &op, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_get(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	rma_callback_t cb, void *user_data, rma_request_t **req_p)
+{
+	Rma__V1__Op op = RMA__V1__OP__INIT;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (region == NULL || remote == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "get needs a region and a remote");
+	if (region->client != client || remote->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "region or remote of another client");
+	op.kind = RMA__V1__OP_KIND__GET;
+	op.region_id = region->region_id;
+	op.offset = offset;
+	op.remote_id = remote->remote_id;
+	op.remote_offset = remote_offset;
+	op.length = length;
+	return request_submit(client, &op, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
+	  void *user_data, rma_request_t **req_p)
+{
+	Rma__V1__Op op = RMA__V1__OP__INIT;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (peer != NULL && peer->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "peer of another client");
+	op.kind = RMA__V1__OP_KIND__FLUSH;
+	op.peer_id = peer != NULL ? peer->peer_id : 0;
+	return request_submit(client, &op, cb, user_data, req_p);
+}
+
+RMA_API int
+rma_request_is_completed(const rma_request_t *req)
+{
+	return req != NULL && req->status != RMA_INPROGRESS;
+}
+
+RMA_API rma_status_t
+rma_request_status(const rma_request_t *req)
+{
+	return req != NULL ? req->status : RMA_ERR_INVALID;
+}
+
+RMA_API uint64_t
+rma_request_bytes(const rma_request_t *req)
+{
+	return req != NULL ? req->bytes : 0;
+}
+
+RMA_API const char *
+rma_request_detail(const rma_request_t *req)
+{
+	return req != NULL && req->detail != NULL ? req->detail : "";
+}
+
+static int
+request_done(const void *arg)
+{
+	const struct rma_request *req = arg;
+
+	return req->status != RMA_INPROGRESS;
+}
+
+RMA_API rma_status_t
+rma_request_wait(rma_client_t *client, rma_request_t *req, int timeout_ms)
+{
+	rma_status_t st;
+
+	if (req == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_request_wait: no request");
+	if (req->status == RMA_INPROGRESS) {
+		if (client == NULL || req->client != client)
+			return client_error(client, RMA_ERR_INVALID,
+					    "request of another client");
+		st = client_wait(client, client_deadline(timeout_ms),
+				 request_done, req);
+		/* a gone client completes everything, this one included */
+		client_reap(client);
+		if (st == RMA_ERR_TIMEOUT && req->status == RMA_INPROGRESS)
+			return client_error(client, RMA_ERR_TIMEOUT,
+					    "request not completed within %d "
+					    "ms",
+					    timeout_ms);
+	}
+	if (req->status < 0 && client != NULL)
+		client_error(client, req->status, "%s",
+			     rma_request_detail(req));
+	return req->status;
+}
+
+RMA_API void
+rma_request_release(rma_request_t *req)
+{
+	/* An in-flight request keeps the library's reference: it completes
+	 * (and its callback runs) unseen. */
+	if (req != NULL)
+		request_unref(req);
+}
+
+RMA_API rma_status_t
+rma_put_sync(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	     rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	     unsigned flags, int timeout_ms)
+{
+	rma_request_t *req;
+	rma_status_t st;
+
+	st = rma_put(client, region, offset, remote, remote_offset, length,
+		     flags, NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(client, req, timeout_ms);
+	rma_request_release(req);
+	return st;
+}
+
+RMA_API rma_status_t
+rma_get_sync(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	     rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	     int timeout_ms)
+{
+	rma_request_t *req;
+	rma_status_t st;
+
+	st = rma_get(client, region, offset, remote, remote_offset, length,
+		     NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(client, req, timeout_ms);
+	rma_request_release(req);
+	return st;
+}
+
+RMA_API rma_status_t
+rma_flush_sync(rma_client_t *client, rma_peer_t *peer, int timeout_ms)
+{
+	rma_request_t *req;
+	rma_status_t st;
+
+	st = rma_flush(client, peer, NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(client, req, timeout_ms);
+	rma_request_release(req);
+	return st;
+}

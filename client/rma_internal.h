@@ -1,0 +1,225 @@
+/* librma internals, shared by the library's files, rmactl and the tests
+ * (which link the static library). Nothing here is exported from the shared
+ * library: only functions marked RMA_API are. */
+#ifndef RMA_INTERNAL_H
+#define RMA_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rma.h"
+#include "rma.pb-c.h"
+#include "frame.h"
+
+#define RMA_API __attribute__((visibility("default")))
+
+/* Deadlines of synchronous calls. A peer connect or a remote import may
+ * wait for the daemon's own connect deadline, so they get longer. */
+#define CLIENT_CALL_TIMEOUT_MS 30000
+#define CLIENT_PEER_TIMEOUT_MS 60000
+/* A write that cannot progress for this long means the daemon stopped
+ * reading: the connection is given up. */
+#define CLIENT_WRITE_TIMEOUT_MS 30000
+
+/* Coalescing limit of one Submit frame. */
+#define REQUEST_BATCH_MAX 256
+
+struct rma_request {
+	struct rma_client *client; /* NULL once the client is gone */
+	uint64_t op_id;
+	uint32_t slot; /* index in client->slots while in flight */
+	int refs;      /* library (until completion) + caller */
+	int sent;      /* its Submit went out */
+	rma_status_t status;
+	uint64_t bytes;
+	char *detail; /* NULL for "" */
+	rma_callback_t cb;
+	void *user_data;
+	/* every live request of a client, so rma_disconnect can detach
+	 * the ones a caller still holds */
+	struct rma_request *prev, *next;
+};
+
+struct rma_region {
+	struct rma_client *client;
+	struct rma_region *prev, *next;
+	uint64_t region_id;
+	uint64_t generation;
+	void *base;
+	size_t length;	   /* as asked for */
+	size_t map_length; /* as the daemon made it */
+	char *descriptor;
+};
+
+struct rma_peer {
+	struct rma_client *client;
+	struct rma_peer *next;
+	uint32_t peer_id;
+	char *address;
+	char *daemon_id;
+	int state;	     /* Rma__V1__PeerState */
+	rma_status_t status; /* of the last PeerEvent */
+	char *detail;
+};
+
+struct rma_remote {
+	struct rma_client *client;
+	struct rma_remote *prev, *next;
+	struct rma_peer *peer;
+	uint64_t remote_id;
+	uint64_t length;
+	int local;
+};
+
+/* One synchronous call waiting for its Reply; on the waiter's stack.
+ * Several may wait at once when a callback makes a call. */
+struct client_call {
+	uint64_t id;
+	Rma__V1__Reply *reply; /* set by dispatch; owned by the waiter */
+	int fd;		       /* memfd that came with the reply, or -1 */
+	struct client_call *next;
+};
+
+struct rma_client {
+	int fd;
+	char *socket_path;
+	struct frame_reader reader;
+	uint32_t max_frame; /* for frames we send */
+
+	/* set once the connection is unusable; gone_status is what
+	 * outstanding requests complete with */
+	int gone;
+	rma_status_t gone_status;
+	char gone_detail[256];
+
+	uint64_t next_id;
+	uint32_t op_seq;
+
+	char *daemon_id;
+	char *daemon_version;
+	char *shutdown_detail; /* from Event.shutdown or an id-0 error Reply */
+	char last_error[512];
+
+	/* memfds received and not yet claimed by a RegionAllocReply, oldest
+	 * first (ring buffer) */
+	int *fds;
+	size_t fds_head, fds_count, fds_cap;
+
+	struct client_call *calls;
+
+	/* requests in flight (pending or sent), indexed by the low 32 bits
+	 * of their op_id */
+	struct rma_request **slots;
+	uint32_t *slots_free;
+	uint32_t slots_cap, slots_used, slots_nfree;
+	size_t sent_in_flight; /* sent and not completed */
+	size_t in_flight;      /* pending or sent, not completed */
+
+	/* the coalesced Submit not sent yet */
+	Rma__V1__Op pending_ops[REQUEST_BATCH_MAX];
+	Rma__V1__Op *pending_ptrs[REQUEST_BATCH_MAX];
+	struct rma_request *pending_reqs[REQUEST_BATCH_MAX];
+	size_t pending_n;
+	size_t pending_bytes;
+
+	struct rma_request *req_free; /* free list, linked by next */
+	size_t req_nfree;
+	struct rma_request *req_live;
+
+	struct rma_region *regions;
+	struct rma_peer *peers;
+	struct rma_remote *remotes;
+
+	/* output buffer for frames */
+	uint8_t *out;
+	size_t out_cap;
+};
+
+/* ---- client.c ---- */
+
+/**
+ * Synchronous request/reply: assigns req->id, sends, waits up to 30 s for
+ * the Reply with that id (handling events meanwhile).
+ * @return RMA_OK with *reply_p set (free it with
+ *         rma__v1__reply__free_unpacked(reply, NULL)), or the Reply's
+ *         non-OK status (negated wire status) with rma_last_error() set to
+ *         its detail, or a local failure (RMA_ERR_TIMEOUT,
+ *         RMA_ERR_DAEMON_GONE, ...).
+ */
+rma_status_t rma_client_call(rma_client_t *c, Rma__V1__Request *req,
+			     Rma__V1__Reply **reply_p);
+
+/**
+ * Take over a connected SOCK_STREAM fd (say one end of a socketpair, in
+ * tests) and say hello on it. The fd is closed on failure too.
+ */
+rma_status_t rma_client_attach(int fd, const char *name,
+			       rma_client_t **client_p);
+
+/* As rma_client_call with a timeout; *fd_p (if not NULL) receives the memfd
+ * that came with the reply, or -1. */
+rma_status_t client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
+			 Rma__V1__Reply **reply_p, int *fd_p);
+
+/* Record a failure's detail on the handle; returns status. */
+rma_status_t client_error(rma_client_t *c, rma_status_t status, const char *fmt,
+			  ...) __attribute__((format(printf, 3, 4)));
+
+/* The status a call returns on a client that is gone, detail set. */
+rma_status_t client_gone_error(rma_client_t *c);
+
+/* Pack and send one Request; fails the connection on write errors. */
+rma_status_t client_send(rma_client_t *c, const Rma__V1__Request *req);
+
+/* Give the connection up: later calls fail with RMA_ERR_DAEMON_GONE and
+ * outstanding requests complete (at the next client_reap) with it. */
+void client_fail(rma_client_t *c, rma_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Complete every outstanding request once the client is gone; callbacks
+ * run. Called only where callbacks may run. */
+void client_reap(rma_client_t *c);
+
+/* Make progress until done(arg) is true, the deadline passes
+ * (RMA_ERR_TIMEOUT) or the client is gone (its gone status). Callbacks run
+ * meanwhile. */
+rma_status_t client_wait(rma_client_t *c, int64_t deadline,
+			 int (*done)(const void *arg), const void *arg);
+
+/* ---- request.c ---- */
+
+/* Send the coalesced Submit, if any. */
+rma_status_t request_flush(rma_client_t *c);
+
+/* A Completion from the daemon. */
+void request_complete_wire(rma_client_t *c, const Rma__V1__Completion *comp);
+
+/* Complete every request in flight (or pending) with status. */
+void request_complete_all(rma_client_t *c, rma_status_t status,
+			  const char *detail);
+
+/* Free the free list and detach requests the caller still holds. */
+void request_cleanup(rma_client_t *c);
+
+/* ---- region.c, peer.c ---- */
+
+/* Unmap and free every region / peer / remote left at disconnect. */
+void region_cleanup(rma_client_t *c);
+void peer_cleanup(rma_client_t *c);
+void peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev);
+
+/* ---- status.c ---- */
+
+rma_status_t status_from_wire(int wire);
+
+/* ---- time ---- */
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t client_now_ms(void);
+/* timeout_ms < 0: no deadline (returns -1). */
+int64_t client_deadline(int timeout_ms);
+/* Time left for poll(): -1 without a deadline, 0 once passed. */
+int client_remaining(int64_t deadline);
+
+#endif

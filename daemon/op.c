@@ -26,6 +26,7 @@ op_status_from_ucs(ucs_status_t st)
 	case UCS_ERR_REJECTED:
 		return RMA__V1__STATUS__ERR_REJECTED;
 	case UCS_ERR_UNREACHABLE:
+	case UCS_ERR_NOT_CONNECTED:
 		return RMA__V1__STATUS__ERR_UNREACHABLE;
 	case UCS_ERR_TIMED_OUT:
 		return RMA__V1__STATUS__ERR_TIMEOUT;

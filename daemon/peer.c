@@ -126,11 +126,13 @@ peer_am_send(ucp_ep_h ep, unsigned id, const void *buf, size_t len)
 	return UCS_OK;
 }
 
-/* Messages are small and always eager: data is in hand, nothing to keep. */
+/* Our messages are small, so eager: the data is readable during the
+ * callback (FLAG_DATA would only mean it may be kept after). A rendezvous
+ * message is not one of ours and is dropped. */
 static int
 peer_am_usable(const ucp_am_recv_param_t *param, size_t length, size_t min)
 {
-	return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
+	return !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) &&
 	       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
 	       length >= min;
 }
@@ -440,8 +442,7 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 	struct am_freed in;
 	struct peer *p;
 
-	if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) ||
-	    length < sizeof(in))
+	if (!peer_am_usable(param, length, sizeof(in)))
 		return UCS_OK;
 	memcpy(&in, data, sizeof(in));
 	if (in.magic != PEER_AM_MAGIC)

@@ -1,0 +1,141 @@
+#include "harness.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+double
+harness_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint16_t
+harness_free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+void
+harness_fill(void *buf, size_t n, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+void
+harness_daemon_start(struct daemon_proc *p, const char *const *extra)
+{
+	static int serial;
+	const char *bin = getenv("RMAD_BIN");
+	char fdarg[16];
+	const char *argv[32];
+	int pipefd[2], argc = 0;
+	char buf[16];
+
+	ck_assert_ptr_nonnull(bin);
+	memset(p, 0, sizeof(*p));
+	snprintf(p->socket, sizeof(p->socket), "/tmp/rmad-test-%d-%d.sock",
+		 (int)getpid(), serial++);
+	/* Port races with other tests are retried by the caller's suite
+	 * rerun; a fresh ephemeral port is free in practice. */
+	p->port = harness_free_port();
+	snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
+	ck_assert_int_eq(pipe2(pipefd, 0), 0);
+	snprintf(fdarg, sizeof(fdarg), "%d", pipefd[1]);
+	argv[argc++] = bin;
+	argv[argc++] = "--socket";
+	argv[argc++] = p->socket;
+	argv[argc++] = "--listen";
+	argv[argc++] = p->listen;
+	argv[argc++] = "--ready-fd";
+	argv[argc++] = fdarg;
+	argv[argc++] = "--log-level";
+	argv[argc++] = getenv("RMAD_LOG_LEVEL") ? getenv("RMAD_LOG_LEVEL")
+						: "warn";
+	for (int i = 0; extra && extra[i]; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+	p->pid = fork();
+	ck_assert_int_ge(p->pid, 0);
+	if (p->pid == 0) {
+		close(pipefd[0]);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	ck_assert_msg(harness_wait_fd(pipefd[0], 10.0) &&
+			      read(pipefd[0], buf, sizeof(buf)) > 0,
+		      "rmad did not become ready within 10 s");
+	close(pipefd[0]);
+}
+
+int
+harness_daemon_stop(struct daemon_proc *p, int sig)
+{
+	int status = -1;
+	int pidfd;
+
+	if (p->pid <= 0)
+		return -1;
+	/* A pidfd turns readable when the process exits: poll it with the
+	 * deadline instead of sleeping. */
+	pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	kill(p->pid, sig);
+	if (!harness_wait_fd(pidfd, 5.0)) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &status, 0);
+		close(pidfd);
+		ck_abort_msg("rmad did not exit within 5 s of signal %d", sig);
+	}
+	close(pidfd);
+	waitpid(p->pid, &status, 0);
+	p->pid = 0;
+	unlink(p->socket);
+	return status;
+}
+
+int
+harness_wait_fd(int fd, double seconds)
+{
+	double deadline = harness_now() + seconds;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	for (;;) {
+		double left = deadline - harness_now();
+		if (left <= 0)
+			return 0;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0)
+			return 1;
+	}
+}

@@ -1,0 +1,423 @@
+/* End to end: two real rmad processes on loopback (UCX over tcp), clients
+ * through librma. Bytes are verified in the owner's mapping. */
+#include <check.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "descriptor.h"
+#include "harness.h"
+#include "rma.h"
+
+#define REGION_SIZE ((16u << 20) + 8192)
+#define WAIT_MS 20000
+
+static struct daemon_proc da, db;
+static rma_client_t *ca, *cb;
+static rma_region_t *ra, *rb;
+static rma_peer_t *peer_a;
+static rma_remote_t *remote_a;
+
+static void
+setup(void)
+{
+	static const char *const flags[] = {"--connect-timeout", "2", NULL};
+
+	harness_daemon_start(&da, flags);
+	harness_daemon_start(&db, flags);
+	ck_assert_int_eq(rma_connect(da.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, REGION_SIZE, &ra), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, REGION_SIZE, &rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer_a), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a,
+					   rma_region_descriptor(ra), &remote_a),
+			 RMA_OK);
+	ck_assert_uint_eq(rma_remote_length(remote_a), REGION_SIZE);
+}
+
+static void
+teardown(void)
+{
+	if (cb)
+		rma_disconnect(cb);
+	if (ca)
+		rma_disconnect(ca);
+	cb = ca = NULL;
+	if (db.pid > 0)
+		harness_daemon_stop(&db, SIGTERM);
+	if (da.pid > 0)
+		harness_daemon_stop(&da, SIGTERM);
+}
+
+START_TEST(test_put_get_sizes_and_offsets)
+{
+	static const size_t sizes[] = {1, 7, 4096, 65537, 1u << 20, 16u << 20};
+	static const size_t offsets[] = {0, 3, 4097};
+	uint8_t *a = rma_region_ptr(ra), *b = rma_region_ptr(rb);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (size_t j = 0; j < sizeof(offsets) / sizeof(offsets[0]); j++) {
+			size_t n = sizes[i], off = offsets[j];
+			if (off + 1 + n > REGION_SIZE)
+				continue;
+			harness_fill(b + off + 1, n, (uint32_t)(i * 10 + j));
+			ck_assert_int_eq(rma_put_sync(cb, rb, off + 1, remote_a,
+						      off, n,
+						      RMA_FLAG_REMOTE_COMPLETION,
+						      WAIT_MS),
+					 RMA_OK);
+			ck_assert_msg(memcmp(a + off, b + off + 1, n) == 0,
+				      "put of %zu bytes at %zu differs", n, off);
+			/* and back, into a cleared range */
+			memset(b, 0, n);
+			ck_assert_int_eq(rma_get_sync(cb, rb, 0, remote_a, off,
+						      n, WAIT_MS),
+					 RMA_OK);
+			ck_assert_msg(memcmp(a + off, b, n) == 0,
+				      "get of %zu bytes at %zu differs", n, off);
+		}
+	}
+}
+END_TEST
+
+struct counter {
+	int done;
+	int ok;
+};
+
+static void
+count_cb(rma_request_t *req, rma_status_t status, void *user_data)
+{
+	struct counter *c = user_data;
+
+	c->done++;
+	c->ok += status == RMA_OK;
+}
+
+static void
+progress_until(rma_client_t *c, const int *done, int want, double seconds)
+{
+	double deadline = harness_now() + seconds;
+
+	while (*done < want && harness_now() < deadline) {
+		harness_wait_fd(rma_fd(c), deadline - harness_now());
+		ck_assert_int_eq(rma_progress(c), RMA_OK);
+	}
+	ck_assert_int_eq(*done, want);
+}
+
+START_TEST(test_many_in_flight)
+{
+	enum { N = 4000, SZ = 64 };
+	uint8_t *a = rma_region_ptr(ra), *b = rma_region_ptr(rb);
+	struct counter cnt = {0, 0};
+
+	harness_fill(b, N * SZ, 99);
+	memset(a, 0, N * SZ);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put(cb, rb, (uint64_t)i * SZ, remote_a,
+					 (uint64_t)i * SZ, SZ, 0, count_cb, &cnt,
+					 NULL),
+				 RMA_OK);
+	ck_assert_uint_gt(rma_in_flight(cb), 0);
+	progress_until(cb, &cnt.done, N, 30);
+	ck_assert_int_eq(cnt.ok, N);
+	ck_assert_int_eq(rma_flush_sync(cb, peer_a, WAIT_MS), RMA_OK);
+	ck_assert_int_eq(memcmp(a, b, N * SZ), 0);
+
+	/* gets in flight, into another part of b */
+	cnt.done = cnt.ok = 0;
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_get(cb, rb, (1u << 20) + (uint64_t)i * SZ,
+					 remote_a, (uint64_t)i * SZ, SZ,
+					 count_cb, &cnt, NULL),
+				 RMA_OK);
+	progress_until(cb, &cnt.done, N, 30);
+	ck_assert_int_eq(cnt.ok, N);
+	ck_assert_int_eq(memcmp(a, b + (1u << 20), N * SZ), 0);
+}
+END_TEST
+
+START_TEST(test_requests_and_flush)
+{
+	enum { N = 100 };
+	rma_request_t *reqs[N], *flush;
+	uint8_t *a = rma_region_ptr(ra), *b = rma_region_ptr(rb);
+
+	harness_fill(b, N * 1000, 5);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put(cb, rb, (uint64_t)i * 1000, remote_a,
+					 (uint64_t)i * 1000, 1000, 0, NULL, NULL,
+					 &reqs[i]),
+				 RMA_OK);
+	ck_assert_int_eq(rma_flush(cb, peer_a, NULL, NULL, &flush), RMA_OK);
+	ck_assert_int_eq(rma_request_wait(cb, flush, WAIT_MS), RMA_OK);
+	/* A flush completes after everything before it. */
+	for (int i = 0; i < N; i++) {
+		ck_assert(rma_request_is_completed(reqs[i]));
+		ck_assert_int_eq(rma_request_status(reqs[i]), RMA_OK);
+		ck_assert_uint_eq(rma_request_bytes(reqs[i]), 1000);
+		rma_request_release(reqs[i]);
+	}
+	rma_request_release(flush);
+	ck_assert_int_eq(memcmp(a, b, N * 1000), 0);
+	ck_assert_int_eq(rma_flush_sync(cb, NULL, WAIT_MS), RMA_OK);
+}
+END_TEST
+
+START_TEST(test_out_of_bounds)
+{
+	rma_request_t *req;
+
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, REGION_SIZE - 10,
+				      11, 0, WAIT_MS),
+			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_int_eq(rma_get_sync(cb, rb, REGION_SIZE - 1, remote_a, 0, 2,
+				      WAIT_MS),
+			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, UINT64_MAX - 1, 4, 0,
+				 NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_request_wait(cb, req, WAIT_MS),
+			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_ptr_nonnull(strstr(rma_request_detail(req), "outside"));
+	rma_request_release(req);
+	/* still usable afterwards */
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
+			 RMA_OK);
+}
+END_TEST
+
+static void
+forge(const char *text, int64_t dlen, int64_t did, int64_t dgen, char *out)
+{
+	struct descriptor d;
+
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &d), 0);
+	d.length += (uint64_t)dlen;
+	d.region_id += (uint64_t)did;
+	d.generation += (uint64_t)dgen;
+	descriptor_format(&d, out);
+}
+
+START_TEST(test_descriptor_refusals)
+{
+	char text[DESCRIPTOR_TEXT_SIZE];
+	rma_remote_t *rem;
+
+	snprintf(text, sizeof(text), "%s", rma_region_descriptor(ra));
+	text[20] = text[20] == 'a' ? 'b' : 'a';
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, "hello", &rem),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	/* Forged with a valid checksum: a far larger region... */
+	forge(rma_region_descriptor(ra), 1ll << 40, 0, 0, text);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	/* ...another region id, another generation. */
+	forge(rma_region_descriptor(ra), 0, 1, 0, text);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
+			 RMA_ERR_STALE_DESCRIPTOR);
+	forge(rma_region_descriptor(ra), 0, 0, 1, text);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
+			 RMA_ERR_STALE_DESCRIPTOR);
+}
+END_TEST
+
+START_TEST(test_freed_region)
+{
+	char text[DESCRIPTOR_TEXT_SIZE];
+	rma_remote_t *rem;
+	rma_status_t st = RMA_OK;
+	double deadline;
+
+	snprintf(text, sizeof(text), "%s", rma_region_descriptor(ra));
+	ck_assert_int_eq(rma_region_free(ca, ra), RMA_OK);
+	ra = NULL;
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
+			 RMA_ERR_STALE_DESCRIPTOR);
+	/* The owner tells the initiator; once it has, puts are refused. */
+	deadline = harness_now() + 5;
+	while (harness_now() < deadline) {
+		st = rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS);
+		if (st != RMA_OK)
+			break;
+	}
+	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
+	/* A freed local region is refused by the library or the daemon. */
+	ck_assert_int_eq(rma_region_alloc(cb, 4096, &rb), RMA_OK);
+}
+END_TEST
+
+START_TEST(test_unreachable_and_not_rmad)
+{
+	char addr[32];
+	rma_peer_t *p;
+	double t0;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int lfd;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", harness_free_port());
+	t0 = harness_now();
+	ck_assert_int_eq(rma_peer_connect(cb, addr, &p), RMA_ERR_UNREACHABLE);
+	ck_assert_double_lt(harness_now() - t0, 3.0);
+	ck_assert_int_eq(rma_peer_connect(cb, "not-an-address", &p),
+			 RMA_ERR_INVALID);
+
+	/* Something listens, but it is not an rmad: bounded by the
+	 * daemon's connect timeout (2 s here). */
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	getsockname(lfd, (struct sockaddr *)&sa, &len);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	t0 = harness_now();
+	rma_status_t st = rma_peer_connect(cb, addr, &p);
+	ck_assert_msg(st == RMA_ERR_TIMEOUT || st == RMA_ERR_UNREACHABLE ||
+			      st == RMA_ERR_CONNECTION_RESET,
+		      "connect to a non-rmad: %s", rma_strerror(st));
+	ck_assert_double_lt(harness_now() - t0, 5.0);
+	close(lfd);
+	/* The good peer is unaffected. */
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
+			 RMA_OK);
+}
+END_TEST
+
+START_TEST(test_local_descriptor)
+{
+	rma_client_t *cb2;
+	rma_region_t *r2;
+	rma_peer_t *self;
+	rma_remote_t *rem;
+	uint8_t *b = rma_region_ptr(rb), *p2;
+
+	ck_assert_int_eq(rma_connect(db.socket, &cb2), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb2, 1 << 20, &r2), RMA_OK);
+	p2 = rma_region_ptr(r2);
+	ck_assert_int_eq(rma_peer_connect(cb, db.listen, &self), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(cb, self, rma_region_descriptor(r2),
+					   &rem),
+			 RMA_OK);
+	harness_fill(b, 1 << 20, 3);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 1 << 20,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(p2, b, 1 << 20), 0);
+	harness_fill(p2 + 100, 5000, 4);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 7, rem, 100, 5000, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(p2 + 100, b + 7, 5000), 0);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, (1 << 20) - 1, 2, 0,
+				      WAIT_MS),
+			 RMA_ERR_OUT_OF_BOUNDS);
+	rma_remote_release(cb, rem);
+	rma_disconnect(cb2);
+}
+END_TEST
+
+START_TEST(test_daemon_gone)
+{
+	enum { N = 500 };
+	rma_request_t *reqs[N];
+	struct counter cnt = {0, 0};
+	int st;
+
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 0, 32768, 0,
+					 count_cb, &cnt, &reqs[i]),
+				 RMA_OK);
+	harness_daemon_stop(&db, SIGKILL);
+	/* Every outstanding request completes; none hangs. */
+	for (int i = 0; i < N; i++) {
+		rma_status_t s = rma_request_wait(cb, reqs[i], WAIT_MS);
+		ck_assert(s == RMA_OK || s == RMA_ERR_DAEMON_GONE);
+		rma_request_release(reqs[i]);
+	}
+	ck_assert_int_eq(cnt.done, N);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
+			 RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(rma_progress(cb), RMA_ERR_DAEMON_GONE);
+	st = 0;
+	(void)st;
+}
+END_TEST
+
+START_TEST(test_peer_killed)
+{
+	enum { N = 2000 };
+	struct counter cnt = {0, 0};
+	double t0;
+
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 0, 65536, 0,
+					 count_cb, &cnt, NULL),
+				 RMA_OK);
+	rma_progress(cb);
+	t0 = harness_now();
+	harness_daemon_stop(&da, SIGKILL);
+	progress_until(cb, &cnt.done, N, 10);
+	ck_assert_double_lt(harness_now() - t0, 10.0);
+	/* Some may have finished before the kill; none is lost. */
+	ck_assert_int_lt(cnt.ok, N);
+	/* New operations fail at once with the peer's error... */
+	ck_assert_int_ne(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
+			 RMA_OK);
+	/* ...and the daemon serves everything else. */
+	{
+		rma_region_t *r;
+		ck_assert_int_eq(rma_region_alloc(cb, 4096, &r), RMA_OK);
+		ck_assert_int_eq(rma_region_free(cb, r), RMA_OK);
+	}
+}
+END_TEST
+
+START_TEST(test_sigterm_exits_zero)
+{
+	int status;
+
+	rma_disconnect(cb);
+	cb = NULL;
+	status = harness_daemon_stop(&db, SIGTERM);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("e2e");
+	TCase *tc = tcase_create("e2e");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_put_get_sizes_and_offsets);
+	tcase_add_test(tc, test_many_in_flight);
+	tcase_add_test(tc, test_requests_and_flush);
+	tcase_add_test(tc, test_out_of_bounds);
+	tcase_add_test(tc, test_descriptor_refusals);
+	tcase_add_test(tc, test_freed_region);
+	tcase_add_test(tc, test_unreachable_and_not_rmad);
+	tcase_add_test(tc, test_local_descriptor);
+	tcase_add_test(tc, test_daemon_gone);
+	tcase_add_test(tc, test_peer_killed);
+	tcase_add_test(tc, test_sigterm_exits_zero);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -383,6 +383,10 @@ client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			client_closed(c);
+			return client_gone_error(c);
+		}
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
 			client_fail(c, RMA_ERR_DAEMON_GONE,
 				    "write to the daemon: %s", strerror(errno));
@@ -524,8 +528,8 @@ client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 			 &call);
 	client_call_unlink(c, &call);
 	if (st == RMA_ERR_TIMEOUT) {
-		client_error(c, st, "no reply from the daemon within %d s",
-			     timeout_ms / 1000);
+		client_error(c, st, "no reply from the daemon within %.1f s",
+			     timeout_ms / 1000.0);
 		goto err_reap;
 	}
 	if (st != RMA_OK) {

@@ -100,7 +100,11 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  */
 void rma_disconnect(rma_client_t *client);
 
-/** Text of the daemon's or library's detail for the last failure. */
+/**
+ * Text of the daemon's or library's detail for the last failure on
+ * @p client ("" if none). With NULL: the detail of the last failed
+ * rma_connect() in the calling thread.
+ */
 const char *rma_last_error(const rma_client_t *client);
 
 /** Name of a status. Never NULL. */
@@ -119,6 +123,7 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
 
 /** Local address of the region's memory, valid until the region is freed. */
 void *rma_region_ptr(const rma_region_t *region);
+/** Length of the region, as asked of rma_region_alloc(). */
 size_t rma_region_length(const rma_region_t *region);
 
 /** The printable descriptor to hand to other hosts (NUL-terminated, owned by the region). */
@@ -134,7 +139,8 @@ rma_status_t rma_region_free(rma_client_t *client, rma_region_t *region);
 /**
  * Connect the daemon to the rmad listening at "host:port" (or reuse its
  * connection). Blocks until the peer answered or the daemon's connect
- * deadline passed.
+ * deadline passed. The handle belongs to the client, is the same for every
+ * connect to the same peer, and lives until rma_disconnect().
  * @return RMA_OK, RMA_ERR_INVALID (bad address), RMA_ERR_UNREACHABLE,
  *         RMA_ERR_REJECTED, RMA_ERR_NOT_RMAD, RMA_ERR_TIMEOUT,
  *         RMA_ERR_DAEMON_GONE.
@@ -154,7 +160,10 @@ rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 /** Length of the remote region, as its owner answered. */
 uint64_t rma_remote_length(const rma_remote_t *remote);
 
-/** Forget a remote. Operations already submitted on it are not affected. */
+/**
+ * Forget a remote (and tell the daemon). Operations already submitted on it
+ * are not affected. A failure only shows in rma_last_error().
+ */
 void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
 
 /**
@@ -212,7 +221,10 @@ const char *rma_request_detail(const rma_request_t *req);
 rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
 			      int timeout_ms);
 
-/** Release a request obtained through req_p; an in-flight one is detached and completes silently. */
+/**
+ * Release a request obtained through req_p; an in-flight one is detached
+ * and completes unseen (its callback, if any, still runs).
+ */
 void rma_request_release(rma_request_t *req);
 
 /** File descriptor to poll for readability. */

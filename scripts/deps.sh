@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs what rmad needs to build and test, from Debian 12 packages.
+# Idempotent: installs only what is missing; needs root (or sudo) for that.
+set -eu
+
+PACKAGES="gcc pkg-config meson ninja-build libucx-dev ucx-utils \
+libevent-dev libprotobuf-c-dev protobuf-c-compiler check libsystemd-dev \
+libinih-dev iproute2 procps"
+
+missing=""
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing:$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "deps: run as root: apt-get install -y$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,6 @@
+#!/bin/sh
+# Builds everything and runs the whole test suite.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/build.sh
+meson test -C build --print-errorlogs "$@"

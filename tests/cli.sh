@@ -1,0 +1,119 @@
+#!/bin/bash
+# rmactl between two real daemons on loopback: expose, put, get, status,
+# and the errors an operator sees. Every wait has a deadline.
+set -euo pipefail
+
+RMAD=${RMAD_BIN:?}
+RMACTL=${RMACTL_BIN:?}
+T=$(mktemp -d /tmp/rmad-cli.XXXXXX)
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Polls for a condition until a deadline (seconds).
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05 # poll interval; bounded by the deadline above
+	done
+}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+		echo $((20000 + RANDOM % 20000))
+}
+
+start_daemon() { # name
+	local name=$1 port
+	port=$(free_port)
+	mkfifo "$T/$name.ready"
+	"$RMAD" --socket "$T/$name.sock" --listen "127.0.0.1:$port" \
+		--ready-fd 3 --log-level warn --connect-timeout 2 \
+		3>"$T/$name.ready" 2>"$T/$name.log" &
+	PIDS+=($!)
+	timeout 10 head -c 6 "$T/$name.ready" >/dev/null || fail "$name not ready"
+	eval "${name}_PORT=$port"
+}
+
+start_daemon a
+start_daemon b
+
+head -c 300000 /dev/urandom >"$T/data"
+head -c 4096 /dev/urandom >"$T/fill"
+
+# expose on a, filled from a file
+"$RMACTL" --socket "$T/a.sock" expose --size 1M --fill "$T/fill" \
+	--descriptor-out "$T/desc" --dump-on-exit "$T/dump" &
+EXPOSE=$!
+PIDS+=($EXPOSE)
+wait_until 10 test -s "$T/desc" || fail "no descriptor"
+grep -q '^rma1:' "$T/desc" || fail "descriptor format"
+
+# the fill is visible remotely
+"$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --length 4K --out "$T/fill.back"
+cmp "$T/fill" "$T/fill.back" || fail "fill differs"
+
+# put at an odd offset, get it back to a file and to stdout
+"$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 12345 "$T/data"
+"$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 12345 --length 300000 --out "$T/back"
+cmp "$T/data" "$T/back" || fail "get --out differs"
+"$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 12345 --length 300000 >"$T/back2"
+cmp "$T/data" "$T/back2" || fail "get to stdout differs"
+
+# status, human and JSON
+"$RMACTL" --socket "$T/b.sock" status >"$T/status"
+grep -q "127.0.0.1:$a_PORT" "$T/status" || fail "status lacks the peer"
+"$RMACTL" --socket "$T/b.sock" status --json >"$T/status.json"
+grep -q '"daemon_id"' "$T/status.json" || fail "status --json"
+grep -q '"ucx_version": *"1\.' "$T/status.json" || fail "status --json ucx"
+if command -v python3 >/dev/null; then
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["peers"][0]["state"]' "$T/status.json" ||
+		fail "status --json is not valid JSON"
+fi
+
+expect_error() { # want-exit-code, then the command
+	local want=$1 rc=0; shift
+	"$@" 2>"$T/err" >/dev/null || rc=$?
+	[ "$rc" -eq "$want" ] || fail "exit $rc, want $want: $* ($(cat "$T/err"))"
+	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "want one error line: $(cat "$T/err")"
+}
+
+# out of bounds
+expect_error 65 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 1M "$T/fill"
+grep -q "out of bounds" "$T/err" || fail "oob message: $(cat "$T/err")"
+expect_error 65 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 1000000 --length 100000
+# bad descriptor
+echo "rma1:0000" >"$T/bad"
+expect_error 65 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/bad" "$T/fill"
+# unreachable peer
+expect_error 68 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$(free_port)" \
+	--descriptor "$T/desc" "$T/fill"
+# no daemon
+expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
+# usage
+expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
+
+# expose dumps the final contents on SIGTERM and exits 0
+kill -TERM "$EXPOSE"
+rc=0; wait "$EXPOSE" || rc=$?
+[ "$rc" -eq 0 ] || fail "expose exit $rc"
+cmp -n 4096 "$T/dump" "$T/fill" || fail "dump lacks the fill"
+cmp -n 300000 -i 12345:0 "$T/dump" "$T/data" || fail "dump lacks the put"
+[ "$(stat -c %s "$T/dump")" -eq 1048576 ] || fail "dump size"
+
+echo "cli: all checks passed"

@@ -161,7 +161,7 @@ client_dispatch_reply(rma_client_t *c, Rma__V1__Reply *reply)
 		if (fd < 0) {
 			rma__v1__reply__free_unpacked(reply, NULL);
 			client_fail(c, RMA_ERR_PROTOCOL,
-				    "protocol error: region reply came without "
+				    "region reply came without "
 				    "its file descriptor");
 			return;
 		}
@@ -229,17 +229,16 @@ client_dispatch(rma_client_t *c)
 		if (rc == FRAME_MORE)
 			return;
 		if (rc < 0) {
-			client_fail(
-			    c, RMA_ERR_PROTOCOL,
-			    "protocol error: frame from the daemon over "
-			    "%u bytes",
-			    c->reader.max_frame);
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "frame from the daemon over "
+				    "%u bytes",
+				    c->reader.max_frame);
 			return;
 		}
 		msg = rma__v1__daemon_message__unpack(NULL, len, payload);
 		if (msg == NULL) {
 			client_fail(c, RMA_ERR_PROTOCOL,
-				    "protocol error: undecodable message from "
+				    "undecodable message from "
 				    "the daemon");
 			return;
 		}
@@ -295,11 +294,10 @@ client_read(rma_client_t *c)
 	while (!c->gone) {
 		rc = frame_reader_space(&c->reader, &p, &avail);
 		if (rc == FRAME_OVERSIZE) {
-			client_fail(
-			    c, RMA_ERR_PROTOCOL,
-			    "protocol error: frame from the daemon over "
-			    "%u bytes",
-			    c->reader.max_frame);
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "frame from the daemon over "
+				    "%u bytes",
+				    c->reader.max_frame);
 			return;
 		}
 		if (rc < 0) {
@@ -350,7 +348,7 @@ client_read(rma_client_t *c)
 			return;
 		if (msg.msg_flags & MSG_CTRUNC) {
 			client_fail(c, RMA_ERR_PROTOCOL,
-				    "protocol error: file descriptors from the "
+				    "file descriptors from the "
 				    "daemon were truncated");
 			return;
 		}
@@ -608,7 +606,7 @@ client_hello(rma_client_t *c, const char *name)
 		return st;
 	if (reply->body_case != RMA__V1__REPLY__BODY_HELLO) {
 		st = client_error(c, RMA_ERR_PROTOCOL,
-				  "protocol error: hello answered without a "
+				  "hello answered without a "
 				  "hello reply");
 		goto err_free_reply;
 	}

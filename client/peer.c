@@ -56,7 +56,7 @@ rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
 		goto err_free_peer;
 	if (reply->body_case != RMA__V1__REPLY__BODY_PEER_CONNECT) {
 		st = client_error(client, RMA_ERR_PROTOCOL,
-				  "protocol error: peer connect answered "
+				  "peer connect answered "
 				  "without a peer");
 		goto err_free_reply;
 	}
@@ -143,7 +143,7 @@ rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 		goto err_free_remote;
 	if (reply->body_case != RMA__V1__REPLY__BODY_REMOTE_IMPORT) {
 		st = client_error(client, RMA_ERR_PROTOCOL,
-				  "protocol error: remote import answered "
+				  "remote import answered "
 				  "without a remote");
 		goto err_free_reply;
 	}

@@ -61,14 +61,14 @@ rma_region_alloc(rma_client_t *client, size_t length, rma_region_t **region_p)
 		goto err_free_region;
 	if (reply->body_case != RMA__V1__REPLY__BODY_REGION_ALLOC || fd < 0) {
 		st = client_error(client, RMA_ERR_PROTOCOL,
-				  "protocol error: region allocation answered "
+				  "region allocation answered "
 				  "without a region");
 		goto err_free_reply;
 	}
 	ra = reply->region_alloc;
 	if (ra->length < length || ra->length > SIZE_MAX) {
 		st = client_error(client, RMA_ERR_PROTOCOL,
-				  "protocol error: asked for a region of %zu "
+				  "asked for a region of %zu "
 				  "bytes, got %llu",
 				  length, (unsigned long long)ra->length);
 		goto err_free_daemon;

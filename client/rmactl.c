@@ -243,24 +243,20 @@ rmactl_check_address(const char *addr)
 
 /* ---- files ---- */
 
-/* Read a whole file (or stream) into a malloc'd buffer. */
+/* Read an fd to its end into a malloc'd buffer. */
 static int
-rmactl_read_file(const char *path, uint8_t **buf_p, size_t *len_p)
+rmactl_read_fd(int fd, uint8_t **buf_p, size_t *len_p)
 {
 	size_t cap = 64 * 1024, len = 0;
 	struct stat st;
 	uint8_t *buf, *nbuf;
 	ssize_t n;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
 		cap = (size_t)st.st_size + 1;
 	buf = malloc(cap);
 	if (buf == NULL)
-		goto err_close;
+		return -1;
 	for (;;) {
 		if (len == cap) {
 			nbuf = realloc(buf, cap * 2);
@@ -280,18 +276,54 @@ rmactl_read_file(const char *path, uint8_t **buf_p, size_t *len_p)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
 	*buf_p = buf;
 	*len_p = len;
 	return 0;
 
 err_free:
-	free(buf);
-err_close:
 	n = errno;
-	close(fd);
+	free(buf);
 	errno = (int)n;
 	return -1;
+}
+
+/* Read a whole file (or stream) into a malloc'd buffer. */
+static int
+rmactl_read_file(const char *path, uint8_t **buf_p, size_t *len_p)
+{
+	int fd, rc, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = rmactl_read_fd(fd, buf_p, len_p);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
+}
+
+/* Exactly len bytes; a file that shrank meanwhile is an error. */
+static int
+rmactl_read_exact(int fd, void *dst, size_t len)
+{
+	uint8_t *p = dst;
+	ssize_t n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 static int
@@ -683,22 +715,10 @@ rmactl_expose(int argc, char **argv)
 		}
 	}
 
-	/* Blocked before the descriptor is out: a script may signal us as
-	 * soon as it reads it. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
-		rc = rmactl_errx(EX_SOFTWARE, "expose", "signalfd: %s",
-				 strerror(errno));
-		goto out_free_fill;
-	}
-
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK) {
 		rc = rmactl_fail("expose", st, NULL);
-		goto out_close_sfd;
+		goto out_free_fill;
 	}
 	st = rma_region_alloc(client, (size_t)size, &region);
 	if (st != RMA_OK) {
@@ -710,9 +730,22 @@ rmactl_expose(int argc, char **argv)
 	free(fill_buf);
 	fill_buf = NULL;
 
+	/* Blocked before the descriptor is out, as a script may signal us as
+	 * soon as it reads it; not earlier, so that ^C still interrupts a
+	 * connect to a stuck daemon. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+		rc = rmactl_errx(EX_SOFTWARE, "expose", "signalfd: %s",
+				 strerror(errno));
+		goto out_free_region;
+	}
+
 	if (asprintf(&line, "%s\n", rma_region_descriptor(region)) < 0) {
 		rc = rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
-		goto out_free_region;
+		goto out_close_sfd;
 	}
 	if (desc_out != NULL) {
 		if (rmactl_write_file_atomic(desc_out, line, strlen(line)) < 0)
@@ -725,7 +758,7 @@ rmactl_expose(int argc, char **argv)
 	}
 	free(line);
 	if (rc != 0)
-		goto out_free_region;
+		goto out_close_sfd;
 
 	rc = rmactl_expose_wait(client, sfd);
 	if (rc == 0 && dump != NULL &&
@@ -734,13 +767,13 @@ rmactl_expose(int argc, char **argv)
 		rc = rmactl_errx(EX_IOERR, "expose", "cannot write %s: %s",
 				 dump, strerror(errno));
 
+out_close_sfd:
+	close(sfd);
 out_free_region:
 	/* a gone daemon already freed it: nothing to report twice */
 	rma_region_free(client, region);
 out_disconnect:
 	rma_disconnect(client);
-out_close_sfd:
-	close(sfd);
 out_free_fill:
 	free(fill_buf);
 	return rc;
@@ -885,10 +918,11 @@ rmactl_put(int argc, char **argv)
 	rma_remote_t *remote;
 	rma_region_t *region;
 	rma_status_t st;
-	uint8_t *data;
+	uint8_t *data = NULL;
+	struct stat sb;
 	size_t len;
 	char *desc;
-	int rc;
+	int rc, fd;
 
 	rc = rmactl_xfer_args(RMACTL_PUT, argc, argv, &x);
 	if (rc != 0)
@@ -896,10 +930,20 @@ rmactl_put(int argc, char **argv)
 	rc = rmactl_read_descriptor(x.cmd, x.descriptor_file, &desc);
 	if (rc != 0)
 		return rc;
-	if (rmactl_read_file(x.datafile, &data, &len) < 0) {
+	/* A regular file goes straight into the region (no second copy of
+	 * a big file in memory); a pipe is read up front. */
+	fd = open(x.datafile, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) < 0) {
 		rc = rmactl_errx(EX_IOERR, x.cmd, "cannot read %s: %s",
 				 x.datafile, strerror(errno));
-		goto out_free_desc;
+		goto out_close_fd;
+	}
+	if (S_ISREG(sb.st_mode)) {
+		len = (size_t)sb.st_size;
+	} else if (rmactl_read_fd(fd, &data, &len) < 0) {
+		rc = rmactl_errx(EX_IOERR, x.cmd, "cannot read %s: %s",
+				 x.datafile, strerror(errno));
+		goto out_close_fd;
 	}
 	if (len == 0) {
 		rc = rmactl_errx(EX_DATAERR, x.cmd,
@@ -915,20 +959,29 @@ rmactl_put(int argc, char **argv)
 		rc = rmactl_fail(x.cmd, st, client);
 		goto out_release;
 	}
-	memcpy(rma_region_ptr(region), data, len);
+	if (data != NULL) {
+		memcpy(rma_region_ptr(region), data, len);
+	} else if (rmactl_read_exact(fd, rma_region_ptr(region), len) < 0) {
+		rc = rmactl_errx(EX_IOERR, x.cmd, "cannot read %s: %s",
+				 x.datafile, strerror(errno));
+		goto out_free_region;
+	}
 	/* remote completion: exit 0 means the bytes are at the target */
 	st = rma_put_sync(client, region, 0, remote, x.offset, len,
 			  RMA_FLAG_REMOTE_COMPLETION, x.timeout_ms);
 	if (st != RMA_OK)
 		rc = rmactl_fail(x.cmd, st, client);
 
+out_free_region:
 	rma_region_free(client, region);
 out_release:
 	rma_remote_release(client, remote);
 	rma_disconnect(client);
 out_free_data:
 	free(data);
-out_free_desc:
+out_close_fd:
+	if (fd >= 0)
+		close(fd);
 	free(desc);
 	return rc;
 }

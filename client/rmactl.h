@@ -1,10 +1,56 @@
-/* Shared by rmactl's files. */
+/* Shared by rmactl's files: one per command, plus files and JSON. */
 #ifndef RMACTL_H
 #define RMACTL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
+
+#include "rma.h"
+
+enum { RMACTL_STATUS, RMACTL_EXPOSE, RMACTL_PUT, RMACTL_GET };
+
+/* --socket, or NULL for the default */
+extern const char *rmactl_socket;
+/* usage of each command, indexed by the enum above */
+extern const char *const rmactl_cmd_usage[];
+
+/* ---- rmactl.c: errors and arguments ---- */
+
+int rmactl_exit_code(rma_status_t st);
+/* Print "rmactl: CMD: ..." and return code. */
+int rmactl_errx(int code, const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* One line for a library failure, with rma_last_error(client). */
+int rmactl_fail(const char *cmd, rma_status_t st, const rma_client_t *client);
+/* A usage error of command cmd (-1: none); returns EX_USAGE. */
+int rmactl_usage_error(int cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int rmactl_parse_size(const char *s, uint64_t *out);
+int rmactl_parse_timeout(const char *s, int *ms_p);
+int rmactl_check_address(const char *addr);
+
+/* ---- commands ---- */
+
+int rmactl_status_run(int argc, char **argv);
+int rmactl_expose_run(int argc, char **argv);
+int rmactl_xfer_put(int argc, char **argv);
+int rmactl_xfer_get(int argc, char **argv);
+
+/* ---- rmactl_file.c ---- */
+
+int rmactl_file_read_fd(int fd, uint8_t **buf_p, size_t *len_p);
+int rmactl_file_read(const char *path, uint8_t **buf_p, size_t *len_p);
+int rmactl_file_read_exact(int fd, void *dst, size_t len);
+int rmactl_file_write_all(int fd, const void *p, size_t n);
+int rmactl_file_write_atomic(const char *path, const void *p, size_t n);
+/* The first line of path, checked as a descriptor; prints the error and
+ * returns an exit code on failure. */
+int rmactl_file_read_descriptor(const char *cmd, const char *path,
+				char **desc_p);
+
+/* ---- rmactl_json.c ---- */
 
 /* Print msg as one JSON object: every field under its .proto name (set or
  * not), enums by name, 64-bit integers as plain numbers, bytes as hex. */

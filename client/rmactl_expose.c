@@ -1,0 +1,184 @@
+/* rmactl expose: serve a region until told to stop. */
+#include "rma.h"
+#include "rmactl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+/* Wait for SIGINT/SIGTERM while the daemon serves the region; progress
+ * the client meanwhile so a vanished daemon is noticed. */
+static int
+rmactl_expose_wait(rma_client_t *client, int sfd)
+{
+	struct signalfd_siginfo si;
+	struct pollfd pfd[2];
+	rma_status_t st;
+	ssize_t n;
+
+	for (;;) {
+		pfd[0].fd = sfd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = rma_fd(client);
+		pfd[1].events = POLLIN;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return rmactl_errx(EX_SOFTWARE, "expose", "poll: %s",
+					   strerror(errno));
+		}
+		if (pfd[0].revents & POLLIN) {
+			n = read(sfd, &si, sizeof(si));
+			if (n == (ssize_t)sizeof(si))
+				return 0;
+		}
+		if (pfd[1].revents) {
+			st = rma_progress(client);
+			if (st != RMA_OK)
+				return rmactl_fail("expose", st, client);
+		}
+	}
+}
+
+int
+rmactl_expose_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"size", required_argument, NULL, 's'},
+	    {"fill", required_argument, NULL, 'f'},
+	    {"descriptor-out", required_argument, NULL, 'd'},
+	    {"dump-on-exit", required_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *fill = NULL, *desc_out = NULL, *dump = NULL;
+	uint8_t *fill_buf = NULL;
+	size_t fill_len = 0;
+	uint64_t size = 0;
+	rma_client_t *client;
+	rma_region_t *region;
+	rma_status_t st;
+	sigset_t mask;
+	char *line;
+	int c, sfd, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (rmactl_parse_size(optarg, &size) < 0 || size == 0)
+				return rmactl_usage_error(
+				    RMACTL_EXPOSE, "expose: bad size \"%s\"",
+				    optarg);
+			break;
+		case 'f':
+			fill = optarg;
+			break;
+		case 'd':
+			desc_out = optarg;
+			break;
+		case 'D':
+			dump = optarg;
+			break;
+		case 'h':
+			fputs(rmactl_cmd_usage[RMACTL_EXPOSE], stdout);
+			return 0;
+		default:
+			return rmactl_usage_error(RMACTL_EXPOSE,
+						  "expose: bad option %s",
+						  argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return rmactl_usage_error(RMACTL_EXPOSE,
+					  "expose: unexpected argument %s",
+					  argv[optind]);
+	if (size == 0)
+		return rmactl_usage_error(RMACTL_EXPOSE,
+					  "expose: --size is required");
+	if (size > SIZE_MAX)
+		return rmactl_errx(EX_DATAERR, "expose", "size too big");
+
+	if (fill != NULL) {
+		if (rmactl_file_read(fill, &fill_buf, &fill_len) < 0)
+			return rmactl_errx(EX_IOERR, "expose",
+					   "cannot read %s: %s", fill,
+					   strerror(errno));
+		if (fill_len > size) {
+			free(fill_buf);
+			return rmactl_errx(EX_DATAERR, "expose",
+					   "%s is %zu bytes, bigger than the "
+					   "region (%" PRIu64 " bytes)",
+					   fill, fill_len, size);
+		}
+	}
+
+	st = rma_connect(rmactl_socket, &client);
+	if (st != RMA_OK) {
+		rc = rmactl_fail("expose", st, NULL);
+		goto out_free_fill;
+	}
+	st = rma_region_alloc(client, (size_t)size, &region);
+	if (st != RMA_OK) {
+		rc = rmactl_fail("expose", st, client);
+		goto out_disconnect;
+	}
+	if (fill_len > 0)
+		memcpy(rma_region_ptr(region), fill_buf, fill_len);
+	free(fill_buf);
+	fill_buf = NULL;
+
+	/* Blocked before the descriptor is out, as a script may signal us as
+	 * soon as it reads it; not earlier, so that ^C still interrupts a
+	 * connect to a stuck daemon. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+		rc = rmactl_errx(EX_SOFTWARE, "expose", "signalfd: %s",
+				 strerror(errno));
+		goto out_free_region;
+	}
+
+	if (asprintf(&line, "%s\n", rma_region_descriptor(region)) < 0) {
+		rc = rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
+		goto out_close_sfd;
+	}
+	if (desc_out != NULL) {
+		if (rmactl_file_write_atomic(desc_out, line, strlen(line)) < 0)
+			rc = rmactl_errx(EX_IOERR, "expose",
+					 "cannot write %s: %s", desc_out,
+					 strerror(errno));
+	} else if (fputs(line, stdout) == EOF || fflush(stdout) != 0) {
+		rc = rmactl_errx(EX_IOERR, "expose", "write to stdout: %s",
+				 strerror(errno));
+	}
+	free(line);
+	if (rc != 0)
+		goto out_close_sfd;
+
+	rc = rmactl_expose_wait(client, sfd);
+	if (rc == 0 && dump != NULL &&
+	    rmactl_file_write_atomic(dump, rma_region_ptr(region),
+				     rma_region_length(region)) < 0)
+		rc = rmactl_errx(EX_IOERR, "expose", "cannot write %s: %s",
+				 dump, strerror(errno));
+
+out_close_sfd:
+	close(sfd);
+out_free_region:
+	/* a gone daemon already freed it: nothing to report twice */
+	rma_region_free(client, region);
+out_disconnect:
+	rma_disconnect(client);
+out_free_fill:
+	free(fill_buf);
+	return rc;
+}

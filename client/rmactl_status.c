@@ -1,0 +1,195 @@
+/* rmactl status: the daemon's StatusReply, for people or as JSON. */
+#include "rma.h"
+#include "rma_internal.h"
+#include "rmactl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sysexits.h>
+
+static void
+rmactl_status_bytes(char *buf, size_t len, uint64_t v)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", v);
+	else
+		snprintf(buf, len, "%.1f %s", d, units[u]);
+}
+
+static const char *
+rmactl_status_peer_state(int state)
+{
+	switch (state) {
+	case RMA__V1__PEER_STATE__PEER_CONNECTING:
+		return "connecting";
+	case RMA__V1__PEER_STATE__PEER_UP:
+		return "up";
+	case RMA__V1__PEER_STATE__PEER_DOWN:
+		return "down";
+	default:
+		return "?";
+	}
+}
+
+static const char *
+rmactl_status_or_dash(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+static void
+rmactl_status_human(const Rma__V1__StatusReply *s)
+{
+	const Rma__V1__Counters *k = s->counters;
+	uint64_t up = s->uptime_ms / 1000;
+	char b1[32];
+
+	printf("daemon      %s (pid %d, version %s)\n",
+	       rmactl_status_or_dash(s->daemon_id), s->pid,
+	       rmactl_status_or_dash(s->version));
+	printf("ucx         %s\n", rmactl_status_or_dash(s->ucx_version));
+	printf("transports  %s\n", rmactl_status_or_dash(s->transports));
+	printf("listen      %s\n", rmactl_status_or_dash(s->listen_address));
+	printf("uptime      %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64
+	       "\n",
+	       up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
+	printf("progress    %s\n", rmactl_status_or_dash(s->progress_mode));
+
+	printf("\npeers (%zu)\n", s->n_peers);
+	if (s->n_peers > 0)
+		printf("  %4s  %-22s %-10s %-3s %-32s %10s %10s %7s %8s  %s\n",
+		       "ID", "ADDRESS", "STATE", "DIR", "DAEMON", "OPS",
+		       "BYTES", "ERRORS", "INFLIGHT", "LAST ERROR");
+	for (size_t i = 0; i < s->n_peers; i++) {
+		const Rma__V1__PeerInfo *p = s->peers[i];
+
+		rmactl_status_bytes(b1, sizeof(b1), p->bytes);
+		printf("  %4u  %-22s %-10s %-3s %-32s %10" PRIu64
+		       " %10s %7" PRIu64 " %8" PRIu64 "  %s\n",
+		       p->peer_id, rmactl_status_or_dash(p->address),
+		       rmactl_status_peer_state(p->state),
+		       p->inbound ? "in" : "out",
+		       rmactl_status_or_dash(p->daemon_id), p->ops, b1,
+		       p->errors, p->in_flight,
+		       rmactl_status_or_dash(p->last_error));
+	}
+
+	printf("\nclients (%zu)\n", s->n_clients);
+	if (s->n_clients > 0)
+		printf("  %4s %7s %6s %6s %-24s %7s %10s %8s %10s\n", "ID",
+		       "PID", "UID", "GID", "NAME", "REGIONS", "BYTES",
+		       "INFLIGHT", "OPS");
+	for (size_t i = 0; i < s->n_clients; i++) {
+		const Rma__V1__ClientInfo *c = s->clients[i];
+
+		rmactl_status_bytes(b1, sizeof(b1), c->region_bytes);
+		printf("  %4u %7d %6u %6u %-24s %7u %10s %8" PRIu64
+		       " %10" PRIu64 "\n",
+		       c->client_id, c->pid, c->uid, c->gid,
+		       rmactl_status_or_dash(c->name), c->regions, b1,
+		       c->in_flight, c->ops);
+	}
+
+	printf("\nregions (%zu)\n", s->n_regions);
+	if (s->n_regions > 0)
+		printf("  %8s %6s %12s %6s %8s\n", "ID", "GEN", "LENGTH",
+		       "CLIENT", "INFLIGHT");
+	for (size_t i = 0; i < s->n_regions; i++) {
+		const Rma__V1__RegionInfo *r = s->regions[i];
+
+		printf("  %8" PRIu64 " %6" PRIu64 " %12" PRIu64 " %6u %8" PRIu64
+		       "\n",
+		       r->region_id, r->generation, r->length, r->client_id,
+		       r->in_flight);
+	}
+
+	if (k != NULL) {
+		printf("\ncounters\n");
+		printf("  ops            put %" PRIu64 ", get %" PRIu64
+		       ", flush %" PRIu64 ", failed %" PRIu64 "\n",
+		       k->ops_put, k->ops_get, k->ops_flush, k->ops_failed);
+		printf("  bytes          put %" PRIu64 ", get %" PRIu64 "\n",
+		       k->bytes_put, k->bytes_get);
+		printf("  clients        %" PRIu64 " accepted, %" PRIu64
+		       " protocol errors\n",
+		       k->clients_accepted, k->protocol_errors);
+		printf("  regions        %" PRIu64 " created\n",
+		       k->regions_created);
+		printf("  resolves       %" PRIu64 " served\n",
+		       k->resolves_served);
+	}
+}
+
+int
+rmactl_status_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
+	Rma__V1__Reply *reply;
+	rma_client_t *client;
+	rma_status_t st;
+	int json = 0, c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(rmactl_cmd_usage[RMACTL_STATUS], stdout);
+			return 0;
+		default:
+			return rmactl_usage_error(RMACTL_STATUS,
+						  "status: bad option %s",
+						  argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return rmactl_usage_error(RMACTL_STATUS,
+					  "status: unexpected argument %s",
+					  argv[optind]);
+
+	st = rma_connect(rmactl_socket, &client);
+	if (st != RMA_OK)
+		return rmactl_fail("status", st, NULL);
+	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+	req.status = &body;
+	st = rma_client_call(client, &req, &reply);
+	if (st != RMA_OK) {
+		rc = rmactl_fail("status", st, client);
+		goto out_disconnect;
+	}
+	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
+		rc = rmactl_errx(EX_SOFTWARE, "status",
+				 "protocol error: no status in the reply");
+		goto out_free_reply;
+	}
+	if (json)
+		rmactl_json_print(stdout, &reply->status_reply->base);
+	else
+		rmactl_status_human(reply->status_reply);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = rmactl_errx(EX_IOERR, "status", "write to stdout: %s",
+				 strerror(errno));
+
+out_free_reply:
+	rma__v1__reply__free_unpacked(reply, NULL);
+out_disconnect:
+	rma_disconnect(client);
+	return rc;
+}

@@ -418,7 +418,7 @@ rma_put_sync(rma_client_t *client, rma_region_t *region, uint64_t offset,
 	     rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
 	     unsigned flags, int timeout_ms)
 {
-	rma_request_t *req;
+	rma_request_t *req = NULL;
 	rma_status_t st;
 
 	st = rma_put(client, region, offset, remote, remote_offset, length,
@@ -435,7 +435,7 @@ rma_get_sync(rma_client_t *client, rma_region_t *region, uint64_t offset,
 	     rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
 	     int timeout_ms)
 {
-	rma_request_t *req;
+	rma_request_t *req = NULL;
 	rma_status_t st;
 
 	st = rma_get(client, region, offset, remote, remote_offset, length,
@@ -450,7 +450,7 @@ rma_get_sync(rma_client_t *client, rma_region_t *region, uint64_t offset,
 RMA_API rma_status_t
 rma_flush_sync(rma_client_t *client, rma_peer_t *peer, int timeout_ms)
 {
-	rma_request_t *req;
+	rma_request_t *req = NULL;
 	rma_status_t st;
 
 	st = rma_flush(client, peer, NULL, NULL, &req);

@@ -1,0 +1,606 @@
+/* librma against a fake daemon on a socketpair (a thread of this test):
+ * hello, memfd passing, batching and completion by op_id, callbacks,
+ * timeouts, a daemon that goes away with operations in flight, and a
+ * daemon that breaks the protocol. No UCX, no rmad. */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rma_internal.h"
+
+enum fake_mode {
+	FAKE_NORMAL,
+	FAKE_HOLD,	  /* keep completions until fake_release() */
+	FAKE_SILENT,	  /* answer no region allocation */
+	FAKE_MANY_FDS,	  /* a region reply with 20 fds */
+	FAKE_OVERSIZE,	  /* a frame header over the limit */
+	FAKE_GARBAGE,	  /* a frame that does not decode */
+	FAKE_NO_FD,	  /* a region reply without its fd */
+	FAKE_BAD_VERSION, /* refuse hello */
+};
+
+static struct {
+	int fd;
+	pthread_t thread;
+	enum fake_mode mode;
+	pthread_mutex_t lock;
+	uint64_t held[20000];
+	int nheld;
+	int submits;
+	int max_batch;
+	int fail_status; /* wire status of completions */
+} fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+fake_send_raw(const void *buf, size_t n, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 32)];
+	} control;
+	struct iovec iov = {(void *)buf, n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+
+	memset(&control, 0, sizeof(control));
+	if (nfds > 0) {
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	pthread_mutex_lock(&fake.lock);
+	/* the client may be gone already: a failed send is its business */
+	(void)!sendmsg(fake.fd, &mh, MSG_NOSIGNAL);
+	pthread_mutex_unlock(&fake.lock);
+}
+
+static void
+fake_send(Rma__V1__DaemonMessage *m, const int *fds, int nfds)
+{
+	size_t n = frame_packed_size(&m->base);
+	uint8_t *buf = malloc(n);
+
+	ck_assert_ptr_nonnull(buf);
+	frame_pack(&m->base, buf);
+	fake_send_raw(buf, n, fds, nfds);
+	free(buf);
+}
+
+static void
+fake_reply(Rma__V1__Reply *r, const int *fds, int nfds)
+{
+	Rma__V1__DaemonMessage m = RMA__V1__DAEMON_MESSAGE__INIT;
+
+	m.kind_case = RMA__V1__DAEMON_MESSAGE__KIND_REPLY;
+	m.reply = r;
+	fake_send(&m, fds, nfds);
+}
+
+static void
+fake_complete(const uint64_t *ids, int n, int status, const char *detail)
+{
+	Rma__V1__DaemonMessage m = RMA__V1__DAEMON_MESSAGE__INIT;
+	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+	Rma__V1__Completions cs = RMA__V1__COMPLETIONS__INIT;
+	Rma__V1__Completion *c = calloc(n, sizeof(*c));
+	Rma__V1__Completion **pc = calloc(n, sizeof(*pc));
+
+	for (int i = 0; i < n; i++) {
+		rma__v1__completion__init(&c[i]);
+		c[i].op_id = ids[i];
+		c[i].status = status;
+		c[i].bytes = 8;
+		c[i].detail = (char *)detail;
+		pc[i] = &c[i];
+	}
+	cs.n_completions = n;
+	cs.completions = pc;
+	ev.body_case = RMA__V1__EVENT__BODY_COMPLETIONS;
+	ev.completions = &cs;
+	m.kind_case = RMA__V1__DAEMON_MESSAGE__KIND_EVENT;
+	m.event = &ev;
+	fake_send(&m, NULL, 0);
+	free(c);
+	free(pc);
+}
+
+static void
+fake_region(Rma__V1__Request *q, Rma__V1__Reply *rp)
+{
+	Rma__V1__RegionAllocReply a = RMA__V1__REGION_ALLOC_REPLY__INIT;
+	uint8_t bad[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+	uint8_t garbage[8] = {0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff};
+	int fds[20] = {0}, nfds = 1;
+
+	switch (fake.mode) {
+	case FAKE_SILENT:
+		return;
+	case FAKE_OVERSIZE:
+		fake_send_raw(bad, sizeof(bad), NULL, 0);
+		return;
+	case FAKE_GARBAGE:
+		fake_send_raw(garbage, sizeof(garbage), NULL, 0);
+		return;
+	case FAKE_MANY_FDS:
+		nfds = 20;
+		break;
+	case FAKE_NO_FD:
+		nfds = 0;
+		break;
+	default:
+		break;
+	}
+	for (int i = 0; i < nfds; i++) {
+		fds[i] = memfd_create("fake", MFD_CLOEXEC);
+		ck_assert_int_ge(fds[i], 0);
+		ck_assert_int_eq(ftruncate(fds[i], q->region_alloc->length), 0);
+	}
+	a.region_id = 42;
+	a.generation = 1;
+	a.length = q->region_alloc->length;
+	a.descriptor = "rma1:fake";
+	rp->body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
+	rp->region_alloc = &a;
+	fake_reply(rp, fds, nfds);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void
+fake_submit(Rma__V1__Submit *s)
+{
+	uint64_t ids[REQUEST_BATCH_MAX];
+	int hold;
+
+	ck_assert_uint_le(s->n_ops, REQUEST_BATCH_MAX);
+	pthread_mutex_lock(&fake.lock);
+	fake.submits++;
+	if ((int)s->n_ops > fake.max_batch)
+		fake.max_batch = (int)s->n_ops;
+	hold = fake.mode == FAKE_HOLD;
+	for (size_t i = 0; i < s->n_ops; i++) {
+		if (hold)
+			fake.held[fake.nheld++] = s->ops[i]->op_id;
+		ids[i] = s->ops[i]->op_id;
+	}
+	pthread_mutex_unlock(&fake.lock);
+	if (!hold)
+		fake_complete(ids, (int)s->n_ops, fake.fail_status,
+			      fake.fail_status ? "fake detail" : "");
+}
+
+static void
+fake_request(Rma__V1__Request *q)
+{
+	Rma__V1__Reply rp = RMA__V1__REPLY__INIT;
+	Rma__V1__HelloReply h = RMA__V1__HELLO_REPLY__INIT;
+	Rma__V1__PeerConnectReply pc = RMA__V1__PEER_CONNECT_REPLY__INIT;
+	Rma__V1__RemoteImportReply ri = RMA__V1__REMOTE_IMPORT_REPLY__INIT;
+
+	rp.id = q->id;
+	switch (q->body_case) {
+	case RMA__V1__REQUEST__BODY_HELLO:
+		ck_assert_uint_eq(q->hello->protocol_version,
+				  RMA_PROTOCOL_VERSION);
+		if (fake.mode == FAKE_BAD_VERSION) {
+			rp.status = RMA__V1__STATUS__ERR_VERSION;
+			rp.detail = "protocol 1 not supported";
+		} else {
+			h.daemon_id = "fake";
+			h.max_frame = FRAME_MAX_DEFAULT;
+			rp.body_case = RMA__V1__REPLY__BODY_HELLO;
+			rp.hello = &h;
+		}
+		fake_reply(&rp, NULL, 0);
+		break;
+	case RMA__V1__REQUEST__BODY_REGION_ALLOC:
+		fake_region(q, &rp);
+		break;
+	case RMA__V1__REQUEST__BODY_PEER_CONNECT:
+		if (strcmp(q->peer_connect->address, "nowhere:1") == 0) {
+			rp.status = RMA__V1__STATUS__ERR_UNREACHABLE;
+			rp.detail = "nobody there";
+		} else {
+			pc.peer_id = 1;
+			pc.daemon_id = "other";
+			rp.body_case = RMA__V1__REPLY__BODY_PEER_CONNECT;
+			rp.peer_connect = &pc;
+		}
+		fake_reply(&rp, NULL, 0);
+		break;
+	case RMA__V1__REQUEST__BODY_REMOTE_IMPORT:
+		ri.remote_id = 7;
+		ri.length = 4096;
+		rp.body_case = RMA__V1__REPLY__BODY_REMOTE_IMPORT;
+		rp.remote_import = &ri;
+		fake_reply(&rp, NULL, 0);
+		break;
+	case RMA__V1__REQUEST__BODY_SUBMIT:
+		ck_assert_uint_eq(q->id, 0);
+		fake_submit(q->submit);
+		break;
+	default:
+		fake_reply(&rp, NULL, 0);
+		break;
+	}
+}
+
+static void *
+fake_main(void *arg)
+{
+	struct frame_reader r;
+	const uint8_t *payload;
+	Rma__V1__Request *q;
+	uint8_t *p;
+	size_t avail, len;
+	ssize_t n;
+
+	(void)arg;
+	frame_reader_init(&r, 0);
+	for (;;) {
+		ck_assert_int_eq(frame_reader_space(&r, &p, &avail), 0);
+		n = read(fake.fd, p, avail);
+		if (n <= 0)
+			break;
+		frame_reader_commit(&r, (size_t)n);
+		while (frame_reader_next(&r, &payload, &len) == FRAME_READY) {
+			q = rma__v1__request__unpack(NULL, len, payload);
+			ck_assert_ptr_nonnull(q);
+			fake_request(q);
+			rma__v1__request__free_unpacked(q, NULL);
+		}
+	}
+	frame_reader_cleanup(&r);
+	return NULL;
+}
+
+static rma_status_t
+fake_start(enum fake_mode mode, rma_client_t **c_p)
+{
+	int sv[2];
+
+	fake.mode = mode;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	fake.fd = sv[1];
+	ck_assert_int_eq(pthread_create(&fake.thread, NULL, fake_main, NULL),
+			 0);
+	return rma_client_attach(sv[0], "test", c_p);
+}
+
+static void
+fake_kill(void)
+{
+	shutdown(fake.fd, SHUT_RDWR);
+}
+
+static void
+fake_stop(void)
+{
+	fake_kill();
+	pthread_join(fake.thread, NULL);
+	close(fake.fd);
+}
+
+/* the usual set-up: a client, a region, a peer and a remote */
+static rma_client_t *c;
+static rma_region_t *reg;
+static rma_peer_t *peer;
+static rma_remote_t *rem;
+
+static void
+setup_client(enum fake_mode mode)
+{
+	ck_assert_int_eq(fake_start(mode, &c), RMA_OK);
+	ck_assert_str_eq(rma_daemon_id(c), "fake");
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &reg), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(c, "h:1", &peer), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(c, peer, "rma1:fake", &rem), RMA_OK);
+}
+
+static int ncb;
+
+static void
+count_cb(rma_request_t *req, rma_status_t st, void *ud)
+{
+	(void)req;
+	(void)st;
+	ncb++;
+	(*(int *)ud)++;
+}
+
+START_TEST(test_region_and_handles)
+{
+	rma_peer_t *again;
+	uint8_t *p;
+
+	setup_client(FAKE_NORMAL);
+	p = rma_region_ptr(reg);
+	memset(p, 0xab, 4096);
+	ck_assert_uint_eq(p[4095], 0xab);
+	ck_assert_uint_eq(rma_region_length(reg), 4096);
+	ck_assert_str_eq(rma_region_descriptor(reg), "rma1:fake");
+	ck_assert_uint_eq(rma_remote_length(rem), 4096);
+	ck_assert_int_eq(rma_peer_connect(c, "h:1", &again), RMA_OK);
+	ck_assert_ptr_eq(again, peer);
+	ck_assert_int_eq(rma_peer_connect(c, "nowhere:1", &again),
+			 RMA_ERR_UNREACHABLE);
+	ck_assert_str_eq(rma_last_error(c), "nobody there");
+	rma_remote_release(c, rem);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_sync_ops_and_errors)
+{
+	setup_client(FAKE_NORMAL);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 8,
+				      RMA_FLAG_REMOTE_COMPLETION, 1000),
+			 RMA_OK);
+	ck_assert_int_eq(fake.submits, 1);
+	fake.fail_status = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
+	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 9000, 8, 1000),
+			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_str_eq(rma_last_error(c), "fake detail");
+	fake.fail_status = 0;
+	ck_assert_int_eq(rma_flush_sync(c, peer, 1000), RMA_OK);
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0x80, NULL, NULL, NULL),
+			 RMA_ERR_INVALID);
+	ck_assert_str_eq(rma_strerror(RMA_ERR_OUT_OF_BOUNDS), "out of bounds");
+	ck_assert_str_eq(rma_strerror(RMA_ERR_DAEMON_GONE), "daemon gone");
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* Under load submissions coalesce (at most 256 a frame), completions in
+ * any order find their requests, a repeated one is ignored, and every
+ * callback runs once. */
+START_TEST(test_batching)
+{
+	rma_request_t *first;
+	int count = 0, n = 10001;
+
+	setup_client(FAKE_HOLD);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &first), RMA_OK);
+	for (int i = 1; i < n; i++)
+		ck_assert_int_eq(
+		    rma_get(c, reg, 0, rem, 0, 8, count_cb, &count, NULL),
+		    RMA_OK);
+	ck_assert_uint_eq(rma_in_flight(c), n);
+	ck_assert_int_eq(rma_request_wait(c, first, 50), RMA_ERR_TIMEOUT);
+	ck_assert(!rma_request_is_completed(first));
+	/* the fake has all of them once it has read them */
+	for (int i = 0; i < 500; i++) {
+		pthread_mutex_lock(&fake.lock);
+		int held = fake.nheld;
+		pthread_mutex_unlock(&fake.lock);
+		if (held == n)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(fake.nheld, n);
+	ck_assert_int_eq(fake.max_batch, REQUEST_BATCH_MAX);
+	ck_assert_int_lt(fake.submits, 60);
+	for (int hi = n; hi > 0; hi -= 1000) {
+		int lo = hi > 1000 ? hi - 1000 : 0;
+		fake_complete(fake.held + lo, hi - lo, 0, "");
+	}
+	fake_complete(fake.held, 1, 0, "");
+	ck_assert_int_eq(rma_request_wait(c, first, 5000), RMA_OK);
+	ck_assert_uint_eq(rma_request_bytes(first), 8);
+	while (count < n)
+		ck_assert_int_eq(rma_progress(c), RMA_OK);
+	ck_assert_int_eq(count, n);
+	ck_assert_uint_eq(rma_in_flight(c), 0);
+	rma_request_release(first);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+static int resubmitted;
+
+static void
+resubmit_cb(rma_request_t *req, rma_status_t st, void *ud)
+{
+	intptr_t left = (intptr_t)ud;
+
+	(void)req;
+	ck_assert_int_eq(st, RMA_OK);
+	resubmitted++;
+	if (left > 0)
+		ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, resubmit_cb,
+					 (void *)(left - 1), NULL),
+				 RMA_OK);
+}
+
+/* An event-loop user: submissions from callbacks go out without anyone
+ * calling anything but poll and rma_progress. */
+START_TEST(test_callbacks_resubmit)
+{
+	struct pollfd pfd;
+
+	setup_client(FAKE_NORMAL);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, resubmit_cb, (void *)50, NULL),
+	    RMA_OK);
+	while (resubmitted < 51) {
+		pfd.fd = rma_fd(c);
+		pfd.events = POLLIN;
+		ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+		ck_assert_int_eq(rma_progress(c), RMA_OK);
+	}
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_call_timeout)
+{
+	Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionAlloc body = RMA__V1__REGION_ALLOC__INIT;
+	Rma__V1__Reply *reply;
+	int fd;
+
+	setup_client(FAKE_NORMAL);
+	fake.mode = FAKE_SILENT;
+	body.length = 100;
+	q.body_case = RMA__V1__REQUEST__BODY_REGION_ALLOC;
+	q.region_alloc = &body;
+	ck_assert_int_eq(client_call(c, &q, 100, &reply, &fd), RMA_ERR_TIMEOUT);
+	fake.mode = FAKE_NORMAL;
+	ck_assert_int_eq(client_call(c, &q, 1000, &reply, &fd), RMA_OK);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	rma__v1__reply__free_unpacked(reply, NULL);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* The daemon goes away with operations in flight: all complete with
+ * RMA_ERR_DAEMON_GONE, waiters return, later calls fail at once. */
+START_TEST(test_daemon_gone)
+{
+	rma_request_t *held;
+	rma_region_t *r2;
+	int count = 0;
+
+	setup_client(FAKE_HOLD);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &held), RMA_OK);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(
+		    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, NULL),
+		    RMA_OK);
+	fake_kill();
+	ck_assert_int_eq(rma_request_wait(c, held, 5000), RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(count, 101);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, NULL),
+	    RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(rma_progress(c), RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(rma_region_alloc(c, 10, &r2), RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(count, 101);
+	rma_disconnect(c);
+	/* a held request outlives its client */
+	ck_assert_int_eq(rma_request_status(held), RMA_ERR_DAEMON_GONE);
+	rma_request_release(held);
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_disconnect_in_flight)
+{
+	rma_request_t *held;
+	int count = 0;
+
+	setup_client(FAKE_HOLD);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &held), RMA_OK);
+	for (int i = 0; i < 999; i++)
+		ck_assert_int_eq(
+		    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, NULL),
+		    RMA_OK);
+	rma_disconnect(c);
+	ck_assert_int_eq(count, 1000);
+	ck_assert_int_eq(rma_request_status(held), RMA_ERR_DAEMON_GONE);
+	rma_request_release(held);
+	fake_stop();
+}
+END_TEST
+
+static const struct {
+	enum fake_mode mode;
+	const char *detail;
+} protocol_cases[] = {
+    {FAKE_MANY_FDS, "truncated"},
+    {FAKE_OVERSIZE, "over"},
+    {FAKE_GARBAGE, "undecodable"},
+    {FAKE_NO_FD, "without its file descriptor"},
+};
+
+START_TEST(test_protocol_errors)
+{
+	rma_region_t *r;
+
+	ck_assert_int_eq(fake_start(protocol_cases[_i].mode, &c), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_ERR_PROTOCOL);
+	ck_assert_ptr_nonnull(
+	    strstr(rma_last_error(c), protocol_cases[_i].detail));
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_ERR_DAEMON_GONE);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_version_refused)
+{
+	ck_assert_int_eq(fake_start(FAKE_BAD_VERSION, &c), RMA_ERR_VERSION);
+	ck_assert_str_eq(rma_last_error(NULL), "protocol 1 not supported");
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_connect_errors)
+{
+	ck_assert_int_eq(rma_connect("/nonexistent/rmad.sock", &c),
+			 RMA_ERR_DAEMON_GONE);
+	ck_assert_ptr_nonnull(
+	    strstr(rma_last_error(NULL), "no daemon at /nonexistent"));
+	setenv("RMAD_SOCKET", "/x/y.sock", 1);
+	ck_assert_str_eq(rma_default_socket(), "/x/y.sock");
+	unsetenv("RMAD_SOCKET");
+	setenv("XDG_RUNTIME_DIR", "/run/user/5", 1);
+	ck_assert_str_eq(rma_default_socket(), "/run/user/5/rmad.sock");
+}
+END_TEST
+
+static Suite *
+client_suite(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("fake daemon");
+
+	tcase_add_test(tc, test_region_and_handles);
+	tcase_add_test(tc, test_sync_ops_and_errors);
+	tcase_add_test(tc, test_batching);
+	tcase_add_test(tc, test_callbacks_resubmit);
+	tcase_add_test(tc, test_call_timeout);
+	tcase_add_test(tc, test_daemon_gone);
+	tcase_add_test(tc, test_disconnect_in_flight);
+	tcase_add_loop_test(tc, test_protocol_errors, 0,
+			    sizeof(protocol_cases) / sizeof(protocol_cases[0]));
+	tcase_add_test(tc, test_version_refused);
+	tcase_add_test(tc, test_connect_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(client_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,12 +1,85 @@
+/* Configuration: one table of options serves the command line
+ * (--name VALUE), the INI file (name = VALUE, in [rmad]) and
+ * --check-config. Defaults work with no file; flags override the file. */
 #include "daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <ini.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "socket_path.h"
+
+enum config_type {
+	CT_STRING,
+	CT_HOSTPORT,
+	CT_LEVEL,
+	CT_SECONDS,
+	CT_BYTES,
+	CT_COUNT,
+	CT_FD,
+	CT_CIDRS,
+	CT_USERS,
+	CT_GROUPS,
+};
+
+struct config_option {
+	const char *name;
+	enum config_type type;
+	size_t offset;
+	size_t size; /* CT_STRING buffer size */
+	bool flag_only;
+	const char *help;
+};
+
+#define OPT(n, t, field, h)                                                    \
+	{n, t, offsetof(struct config, field),                                 \
+	 sizeof(((struct config *)0)->field), false, h}
+
+static const struct config_option config_options[] = {
+	OPT("socket", CT_STRING, socket_path,
+	    "client socket path (env RMAD_SOCKET)"),
+	OPT("socket_group", CT_STRING, socket_group,
+	    "group owning the client socket (mode 0660)"),
+	OPT("listen", CT_HOSTPORT, listen_host,
+	    "HOST:PORT of the UCX listener for other daemons"),
+	OPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),
+	OPT("op_timeout", CT_SECONDS, op_timeout,
+	    "seconds before an operation fails with a timeout"),
+	OPT("connect_timeout", CT_SECONDS, connect_timeout,
+	    "seconds for a peer connect and handshake"),
+	OPT("shutdown_timeout", CT_SECONDS, shutdown_timeout,
+	    "seconds to drain operations on SIGTERM"),
+	OPT("max_frame", CT_BYTES, max_frame, "largest client frame"),
+	OPT("max_queued_bytes", CT_BYTES, max_queued_bytes,
+	    "output queued for one client before it is cut off"),
+	OPT("transports", CT_STRING, transports,
+	    "UCX transports between daemons (UCX_TLS)"),
+	OPT("net_devices", CT_STRING, net_devices,
+	    "UCX network devices (UCX_NET_DEVICES), empty = all"),
+	OPT("peer_allow", CT_CIDRS, peer_allow,
+	    "networks other daemons may connect from (CIDR list)"),
+	OPT("allow_users", CT_USERS, allow_uids,
+	    "users who may connect (names or uids), empty = anyone who can open the socket"),
+	OPT("allow_groups", CT_GROUPS, allow_gids,
+	    "groups whose members may connect (names or gids)"),
+	OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
+	OPT("max_region_bytes", CT_BYTES, max_region_bytes,
+	    "registered bytes per client"),
+	OPT("max_in_flight", CT_COUNT, max_in_flight,
+	    "operations in flight per client"),
+	{"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
+	 "write \"ready\\n\" to this fd once serving"},
+};
+
+#define N_OPTIONS (sizeof(config_options) / sizeof(config_options[0]))
 
 void
 config_defaults(struct config *cfg)
@@ -22,26 +95,24 @@ config_defaults(struct config *cfg)
 	cfg->max_frame = FRAME_MAX_DEFAULT;
 	cfg->max_queued_bytes = 64u << 20;
 	snprintf(cfg->transports, sizeof(cfg->transports), "tcp");
+	config_set(cfg, "peer_allow", "127.0.0.0/8,::1/128", NULL, 0);
+	cfg->max_regions = 1024;
+	cfg->max_region_bytes = (uint64_t)64 << 30;
+	cfg->max_in_flight = 65536;
 	cfg->ready_fd = -1;
 }
 
-static void
-config_usage(FILE *f)
+static int
+config_error(char *err, size_t len, const char *fmt, ...)
 {
-	fprintf(f,
-		"usage: rmad [options]\n"
-		"  --socket PATH          client socket (env RMAD_SOCKET; default\n"
-		"                         $XDG_RUNTIME_DIR/rmad.sock or /tmp/rmad-UID.sock)\n"
-		"  --listen HOST:PORT     UCX listener for other daemons (127.0.0.1:13337)\n"
-		"  --log-level LEVEL      error, warn, info (default) or debug\n"
-		"  --op-timeout SECONDS   fail an operation after this long (30)\n"
-		"  --connect-timeout SECONDS  peer connect + handshake deadline (5)\n"
-		"  --shutdown-timeout SECONDS drain time on SIGTERM (5)\n"
-		"  --max-frame BYTES      largest client frame (1048576)\n"
-		"  --transports LIST      UCX transports between daemons (tcp)\n"
-		"  --net-devices LIST     UCX network devices (default: all)\n"
-		"  --ready-fd FD          write \"ready\\n\" to FD once serving\n"
-		"  --version, --help\n");
+	va_list ap;
+
+	if (err != NULL && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
 }
 
 /* "host:port" with an optional [v6] host. */
@@ -72,7 +143,7 @@ config_parse_hostport(const char *s, char *host, size_t host_len,
 		return -1;
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (errno || *end != '\0' || end == colon + 1 || port <= 0 ||
+	if (errno || *end != '\0' || end == colon + 1 || port < 0 ||
 	    port > 65535)
 		return -1;
 	memcpy(host, h, hl);
@@ -81,126 +152,490 @@ config_parse_hostport(const char *s, char *host, size_t host_len,
 	return 0;
 }
 
+/* Bytes with an optional K, M, G or T suffix (powers of 1024). */
 static int
-config_parse_seconds(const char *s, double *out)
+config_parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;
-	double v;
+	unsigned long long v;
+	unsigned shift = 0;
 
 	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end != '\0' || end == s || !(v > 0) || v > 86400)
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
 		return -1;
-	*out = v;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+int
+config_parse_cidr(const char *s, struct cidr *c)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	long prefix;
+	char *end;
+
+	if (n == 0 || n >= sizeof(addr))
+		return -1;
+	memcpy(addr, s, n);
+	addr[n] = '\0';
+	memset(c, 0, sizeof(*c));
+	if (inet_pton(AF_INET, addr, c->addr) == 1)
+		c->family = AF_INET;
+	else if (inet_pton(AF_INET6, addr, c->addr) == 1)
+		c->family = AF_INET6;
+	else
+		return -1;
+	prefix = c->family == AF_INET ? 32 : 128;
+	if (slash != NULL) {
+		long max = prefix;
+		errno = 0;
+		prefix = strtol(slash + 1, &end, 10);
+		if (errno || *end != '\0' || end == slash + 1 || prefix < 0 ||
+		    prefix > max)
+			return -1;
+	}
+	c->prefix = (int)prefix;
+	return 0;
+}
+
+bool
+config_cidr_match(const struct cidr *c, int family, const uint8_t *addr)
+{
+	int bits = c->prefix;
+
+	if (family != c->family)
+		return false;
+	for (int i = 0; bits > 0; i++, bits -= 8) {
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		if ((addr[i] & mask) != (c->addr[i] & mask))
+			return false;
+	}
+	return true;
+}
+
+/* Splits a comma or space separated list, calling fn for each item. */
+static int
+config_each(const char *list, int (*fn)(const char *item, void *arg),
+	    void *arg)
+{
+	char buf[1024], *save, *item;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (item = strtok_r(buf, ", \t", &save); item != NULL;
+	     item = strtok_r(NULL, ", \t", &save)) {
+		if (fn(item, arg) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+config_add_cidr(const char *item, void *arg)
+{
+	struct config *cfg = arg;
+
+	if (cfg->n_peer_allow == CONFIG_LIST_MAX)
+		return -1;
+	return config_parse_cidr(item, &cfg->peer_allow[cfg->n_peer_allow++]);
+}
+
+static int
+config_add_user(const char *item, void *arg)
+{
+	struct config *cfg = arg;
+	struct passwd *pw;
+	char *end;
+	unsigned long v;
+
+	if (cfg->n_allow_uids == CONFIG_LIST_MAX)
+		return -1;
+	errno = 0;
+	v = strtoul(item, &end, 10);
+	if (errno == 0 && *end == '\0' && end != item) {
+		cfg->allow_uids[cfg->n_allow_uids++] = (uid_t)v;
+		return 0;
+	}
+	pw = getpwnam(item);
+	if (pw == NULL)
+		return -1;
+	cfg->allow_uids[cfg->n_allow_uids++] = pw->pw_uid;
+	return 0;
+}
+
+static int
+config_add_group(const char *item, void *arg)
+{
+	struct config *cfg = arg;
+	struct group *gr;
+	char *end;
+	unsigned long v;
+
+	if (cfg->n_allow_gids == CONFIG_LIST_MAX)
+		return -1;
+	errno = 0;
+	v = strtoul(item, &end, 10);
+	if (errno == 0 && *end == '\0' && end != item) {
+		cfg->allow_gids[cfg->n_allow_gids++] = (gid_t)v;
+		return 0;
+	}
+	gr = getgrnam(item);
+	if (gr == NULL)
+		return -1;
+	cfg->allow_gids[cfg->n_allow_gids++] = gr->gr_gid;
+	return 0;
+}
+
+static const struct config_option *
+config_find(const char *name)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const char *a = config_options[i].name, *b = name;
+		/* "op-timeout" and "op_timeout" are the same option */
+		while (*a && (*a == *b || (*a == '_' && *b == '-'))) {
+			a++;
+			b++;
+		}
+		if (*a == '\0' && *b == '\0')
+			return &config_options[i];
+	}
+	return NULL;
+}
+
+int
+config_set(struct config *cfg, const char *name, const char *value,
+	   char *err, size_t err_len)
+{
+	const struct config_option *o = config_find(name);
+	char *field;
+	uint64_t bytes;
+	char *end;
+	double secs;
+
+	if (o == NULL)
+		return config_error(err, err_len, "unknown option '%s'", name);
+	field = (char *)cfg + o->offset;
+	switch (o->type) {
+	case CT_STRING:
+		if (strlen(value) >= o->size)
+			return config_error(err, err_len,
+					    "%s: value longer than %zu bytes",
+					    o->name, o->size - 1);
+		memcpy(field, value, strlen(value) + 1);
+		return 0;
+	case CT_HOSTPORT:
+		if (config_parse_hostport(value, cfg->listen_host,
+					  sizeof(cfg->listen_host),
+					  &cfg->listen_port) < 0)
+			return config_error(err, err_len,
+					    "%s: expected HOST:PORT, got '%s'",
+					    o->name, value);
+		return 0;
+	case CT_LEVEL:
+		if (log_level_parse(value, &cfg->log_level) < 0)
+			return config_error(err, err_len,
+					    "%s: expected error, warn, info or "
+					    "debug, got '%s'",
+					    o->name, value);
+		return 0;
+	case CT_SECONDS:
+		errno = 0;
+		secs = strtod(value, &end);
+		if (errno || *end != '\0' || end == value || !(secs > 0) ||
+		    secs > 86400)
+			return config_error(err, err_len,
+					    "%s: expected seconds in (0, 86400], "
+					    "got '%s'",
+					    o->name, value);
+		memcpy(field, &secs, sizeof(secs));
+		return 0;
+	case CT_BYTES:
+	case CT_COUNT:
+		if (config_parse_bytes(value, &bytes) < 0 || bytes == 0)
+			return config_error(err, err_len,
+					    "%s: expected a positive number%s, "
+					    "got '%s'",
+					    o->name,
+					    o->type == CT_BYTES
+						    ? " of bytes (K, M, G suffixes)"
+						    : "",
+					    value);
+		if (o->size == sizeof(uint32_t)) {
+			uint32_t v32 = (uint32_t)bytes;
+			if (bytes > UINT32_MAX)
+				return config_error(err, err_len,
+						    "%s: %s is too large",
+						    o->name, value);
+			memcpy(field, &v32, sizeof(v32));
+		} else {
+			memcpy(field, &bytes, sizeof(bytes));
+		}
+		if (o->offset == offsetof(struct config, max_frame) &&
+		    (cfg->max_frame < 4096 || cfg->max_frame > (256u << 20)))
+			return config_error(err, err_len,
+					    "max_frame: expected 4K to 256M");
+		return 0;
+	case CT_FD:
+		errno = 0;
+		bytes = strtoull(value, &end, 10);
+		if (errno || *end != '\0' || end == value || bytes > 65535)
+			return config_error(err, err_len,
+					    "%s: expected a file descriptor",
+					    o->name);
+		cfg->ready_fd = (int)bytes;
+		return 0;
+	case CT_CIDRS:
+		cfg->n_peer_allow = 0;
+		if (config_each(value, config_add_cidr, cfg) < 0)
+			return config_error(err, err_len,
+					    "%s: expected a list of networks "
+					    "like 10.0.0.0/8, got '%s'",
+					    o->name, value);
+		return 0;
+	case CT_USERS:
+		cfg->n_allow_uids = 0;
+		if (config_each(value, config_add_user, cfg) < 0)
+			return config_error(err, err_len,
+					    "%s: unknown user in '%s'", o->name,
+					    value);
+		return 0;
+	case CT_GROUPS:
+		cfg->n_allow_gids = 0;
+		if (config_each(value, config_add_group, cfg) < 0)
+			return config_error(err, err_len,
+					    "%s: unknown group in '%s'", o->name,
+					    value);
+		return 0;
+	}
+	return config_error(err, err_len, "%s: unhandled type", o->name);
+}
+
+struct config_ini {
+	struct config *cfg;
+	char err[256];
+};
+
+static int
+config_ini_handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct config_ini *ci = user;
+	const struct config_option *o;
+
+	if (section[0] != '\0' && strcmp(section, "rmad") != 0) {
+		if (ci->err[0] == '\0')
+			snprintf(ci->err, sizeof(ci->err),
+				 "unknown section [%s] (options go in [rmad])",
+				 section);
+		return 0;
+	}
+	o = config_find(name);
+	if (o != NULL && o->flag_only) {
+		if (ci->err[0] == '\0')
+			snprintf(ci->err, sizeof(ci->err),
+				 "'%s' is a command-line flag only", name);
+		return 0;
+	}
+	if (config_set(ci->cfg, name, value,
+		       ci->err[0] == '\0' ? ci->err : NULL,
+		       sizeof(ci->err)) < 0)
+		return 0;
+	return 1;
+}
+
+int
+config_load_file(struct config *cfg, const char *path)
+{
+	struct config_ini ci = {.cfg = cfg};
+	int line = ini_parse(path, config_ini_handler, &ci);
+
+	if (line == -1) {
+		fprintf(stderr, "rmad: cannot open config file %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	if (line != 0) {
+		fprintf(stderr, "rmad: %s:%d: %s\n", path, line,
+			ci.err[0] ? ci.err : "syntax error");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+config_print_value(FILE *f, const struct config *cfg,
+		   const struct config_option *o)
+{
+	const char *field = (const char *)cfg + o->offset;
+	double secs;
+	uint64_t v64;
+	uint32_t v32;
+
+	switch (o->type) {
+	case CT_STRING:
+		fprintf(f, "%s", field);
+		break;
+	case CT_HOSTPORT:
+		fprintf(f, strchr(cfg->listen_host, ':') ? "[%s]:%u" : "%s:%u",
+			cfg->listen_host, cfg->listen_port);
+		break;
+	case CT_LEVEL:
+		fprintf(f, "%s", log_level_name(cfg->log_level));
+		break;
+	case CT_SECONDS:
+		memcpy(&secs, field, sizeof(secs));
+		fprintf(f, "%g", secs);
+		break;
+	case CT_BYTES:
+	case CT_COUNT:
+		if (o->size == sizeof(uint32_t)) {
+			memcpy(&v32, field, sizeof(v32));
+			v64 = v32;
+		} else {
+			memcpy(&v64, field, sizeof(v64));
+		}
+		fprintf(f, "%llu", (unsigned long long)v64);
+		break;
+	case CT_FD:
+		fprintf(f, "%d", cfg->ready_fd);
+		break;
+	case CT_CIDRS:
+		for (size_t i = 0; i < cfg->n_peer_allow; i++) {
+			char buf[INET6_ADDRSTRLEN];
+			const struct cidr *c = &cfg->peer_allow[i];
+			inet_ntop(c->family, c->addr, buf, sizeof(buf));
+			fprintf(f, "%s%s/%d", i ? "," : "", buf, c->prefix);
+		}
+		break;
+	case CT_USERS:
+		for (size_t i = 0; i < cfg->n_allow_uids; i++)
+			fprintf(f, "%s%u", i ? "," : "",
+				(unsigned)cfg->allow_uids[i]);
+		break;
+	case CT_GROUPS:
+		for (size_t i = 0; i < cfg->n_allow_gids; i++)
+			fprintf(f, "%s%u", i ? "," : "",
+				(unsigned)cfg->allow_gids[i]);
+		break;
+	}
+}
+
+void
+config_print(FILE *f, const struct config *cfg)
+{
+	fprintf(f, "[rmad]\n");
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		if (config_options[i].flag_only)
+			continue;
+		fprintf(f, "%s = ", config_options[i].name);
+		config_print_value(f, cfg, &config_options[i]);
+		fprintf(f, "\n");
+	}
+}
+
+static void
+config_usage(FILE *f)
+{
+	struct config def;
+
+	config_defaults(&def);
+	fprintf(f, "usage: rmad [--config FILE] [--check-config] [options]\n\n"
+		   "Every option is also a key of the config file's [rmad] "
+		   "section\n(with _ for -); flags override the file.\n\n");
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		char flag[64];
+		const char *p;
+		size_t k = 0;
+		for (p = config_options[i].name; *p && k < sizeof(flag) - 1; p++)
+			flag[k++] = *p == '_' ? '-' : *p;
+		flag[k] = '\0';
+		fprintf(f, "  --%-18s %s", flag, config_options[i].help);
+		if (!config_options[i].flag_only) {
+			fprintf(f, " [");
+			config_print_value(f, &def, &config_options[i]);
+			fprintf(f, "]");
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "  --%-18s %s\n", "config FILE", "read options from FILE (INI)");
+	fprintf(f, "  --%-18s %s\n", "check-config",
+		"validate, print the effective configuration, exit");
+	fprintf(f, "  --version, --help\n");
 }
 
 int
 config_parse_args(struct config *cfg, int argc, char **argv)
 {
-	enum {
-		OPT_SOCKET = 256, OPT_LISTEN, OPT_LOG_LEVEL, OPT_OP_TIMEOUT,
-		OPT_CONNECT_TIMEOUT, OPT_SHUTDOWN_TIMEOUT, OPT_MAX_FRAME,
-		OPT_TRANSPORTS, OPT_NET_DEVICES, OPT_READY_FD, OPT_VERSION,
-		OPT_HELP,
-	};
-	static const struct option options[] = {
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"listen", required_argument, NULL, OPT_LISTEN},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"op-timeout", required_argument, NULL, OPT_OP_TIMEOUT},
-		{"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-		{"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
-		{"max-frame", required_argument, NULL, OPT_MAX_FRAME},
-		{"transports", required_argument, NULL, OPT_TRANSPORTS},
-		{"net-devices", required_argument, NULL, OPT_NET_DEVICES},
-		{"ready-fd", required_argument, NULL, OPT_READY_FD},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
-	};
+	enum { OPT_CONFIG = 1000, OPT_CHECK, OPT_VERSION, OPT_HELP };
+	struct option longopts[N_OPTIONS * 2 + 5];
+	char names[N_OPTIONS][64];
+	const char *config_path = NULL;
 	const char *env = getenv("RMAD_SOCKET");
+	bool check = false;
+	size_t n = 0;
 	int opt;
 
-	if (env != NULL && env[0] != '\0')
-		snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", env);
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		char *end;
-		unsigned long v;
-		switch (opt) {
-		case OPT_SOCKET:
-			if (strlen(optarg) >= sizeof(cfg->socket_path)) {
-				fprintf(stderr, "rmad: --socket: path too long\n");
-				return -1;
-			}
-			snprintf(cfg->socket_path, sizeof(cfg->socket_path),
-				 "%s", optarg);
-			break;
-		case OPT_LISTEN:
-			if (config_parse_hostport(optarg, cfg->listen_host,
-						  sizeof(cfg->listen_host),
-						  &cfg->listen_port) < 0) {
-				fprintf(stderr,
-					"rmad: --listen: expected HOST:PORT, got '%s'\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case OPT_LOG_LEVEL:
-			if (log_level_parse(optarg, &cfg->log_level) < 0) {
-				fprintf(stderr,
-					"rmad: --log-level: expected error, warn, info or debug\n");
-				return -1;
-			}
-			break;
-		case OPT_OP_TIMEOUT:
-		case OPT_CONNECT_TIMEOUT:
-		case OPT_SHUTDOWN_TIMEOUT:
-			if (config_parse_seconds(optarg,
-						 opt == OPT_OP_TIMEOUT ? &cfg->op_timeout
-						 : opt == OPT_CONNECT_TIMEOUT
-							 ? &cfg->connect_timeout
-							 : &cfg->shutdown_timeout) < 0) {
-				fprintf(stderr,
-					"rmad: %s: expected seconds in (0, 86400], got '%s'\n",
-					argv[optind - 1], optarg);
-				return -1;
-			}
-			break;
-		case OPT_MAX_FRAME:
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end != '\0' || v < 4096 || v > (256u << 20)) {
-				fprintf(stderr,
-					"rmad: --max-frame: expected bytes in [4096, 268435456]\n");
-				return -1;
-			}
-			cfg->max_frame = (uint32_t)v;
-			break;
-		case OPT_TRANSPORTS:
-			snprintf(cfg->transports, sizeof(cfg->transports), "%s",
-				 optarg);
-			break;
-		case OPT_NET_DEVICES:
-			snprintf(cfg->net_devices, sizeof(cfg->net_devices), "%s",
-				 optarg);
-			break;
-		case OPT_READY_FD:
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end != '\0' || v > 65535) {
-				fprintf(stderr, "rmad: --ready-fd: expected a file descriptor\n");
-				return -1;
-			}
-			cfg->ready_fd = (int)v;
-			break;
-		case OPT_VERSION:
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		size_t k = 0;
+		for (const char *p = config_options[i].name;
+		     *p && k < sizeof(names[i]) - 1; p++)
+			names[i][k++] = *p == '_' ? '-' : *p;
+		names[i][k] = '\0';
+		longopts[n++] = (struct option){names[i], required_argument,
+						NULL, (int)i};
+	}
+	longopts[n++] = (struct option){"config", required_argument, NULL,
+					OPT_CONFIG};
+	longopts[n++] = (struct option){"check-config", no_argument, NULL,
+					OPT_CHECK};
+	longopts[n++] = (struct option){"version", no_argument, NULL,
+					OPT_VERSION};
+	longopts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	longopts[n] = (struct option){NULL, 0, NULL, 0};
+
+	/* First pass: find --config and the actions; the file comes first,
+	 * the environment and flags override it. */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (opt == OPT_CONFIG)
+			config_path = optarg;
+		else if (opt == OPT_CHECK)
+			check = true;
+		else if (opt == OPT_VERSION) {
 			printf("rmad %s\n", RMA_VERSION);
 			return 1;
-		case OPT_HELP:
+		} else if (opt == OPT_HELP) {
 			config_usage(stdout);
 			return 1;
-		default:
+		}
+	}
+	if (config_path != NULL && config_load_file(cfg, config_path) < 0)
+		return -1;
+	if (env != NULL && env[0] != '\0')
+		config_set(cfg, "socket", env, NULL, 0);
+	opterr = 1;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		char err[256];
+		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
+			if (config_set(cfg, config_options[opt].name, optarg, err,
+				       sizeof(err)) < 0) {
+				fprintf(stderr, "rmad: --%s\n", err);
+				return -1;
+			}
+		} else if (opt == '?') {
 			config_usage(stderr);
 			return -1;
 		}
@@ -208,6 +643,10 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "rmad: unexpected argument '%s'\n", argv[optind]);
 		return -1;
+	}
+	if (check) {
+		config_print(stdout, cfg);
+		return 1;
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,11 +216,18 @@ static void
 conn_send_message(struct conn *c, Rma__V1__DaemonMessage *m, int fd)
 {
 	conn_queue_frame(c, &m->base, fd);
-	if (!c->dead && !c->read_paused &&
-	    evbuffer_get_length(c->out) > CONN_OUT_HIGH) {
+	if (c->dead)
+		return;
+	if (evbuffer_get_length(c->out) > c->d->cfg.max_queued_bytes) {
+		conn_close(c, "client does not read its socket: output over "
+			      "max_queued_bytes");
+		return;
+	}
+	if (!c->read_paused && evbuffer_get_length(c->out) > CONN_OUT_HIGH) {
 		/* Backpressure: a client that does not read gets no new work
-		 * done for it until it catches up. */
+		 * done for it until it catches up (or is cut off as stuck). */
 		c->read_paused = true;
+		c->paused_since = daemon_now();
 		event_del(c->read_ev);
 	}
 }
@@ -447,6 +455,14 @@ conn_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 		c->closing = true;
 		return;
 	}
+	if (c->refused) {
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PERMISSION,
+				"uid %u (gid %u) may not use this daemon: not in "
+				"allow_users or allow_groups",
+				(unsigned)c->uid, (unsigned)c->gid);
+		c->closing = true;
+		goto out;
+	}
 	if (!c->hello_done && req->body_case != RMA__V1__REQUEST__BODY_HELLO) {
 		c->d->counters.protocol_errors++;
 		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
@@ -587,6 +603,22 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+/* Clients that stopped reading for longer than an operation may take are
+ * cut off: their queue would otherwise hold daemon memory forever. */
+void
+conn_check_stuck(struct daemon *d)
+{
+	double now = daemon_now();
+	struct conn *c, *next;
+
+	for (c = TAILQ_FIRST(&d->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, link);
+		if (c->read_paused &&
+		    now - c->paused_since > d->cfg.op_timeout)
+			conn_close(c, "client stopped reading its socket");
+	}
+}
+
 /* ---- lifecycle ------------------------------------------------------------ */
 
 void
@@ -651,6 +683,38 @@ conn_close(struct conn *c, const char *why)
 	conn_unref(c);
 }
 
+/* With allow lists configured, a client must be root, a listed user, or
+ * in a listed group (primary or supplementary). */
+static bool
+conn_allowed(struct daemon *d, int fd, const struct ucred *cred)
+{
+	const struct config *cfg = &d->cfg;
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cfg->n_allow_uids == 0 && cfg->n_allow_gids == 0)
+		return true;
+	if (cred->uid == 0)
+		return true;
+	for (size_t i = 0; i < cfg->n_allow_uids; i++) {
+		if (cfg->allow_uids[i] == cred->uid)
+			return true;
+	}
+	for (size_t i = 0; i < cfg->n_allow_gids; i++) {
+		if (cfg->allow_gids[i] == cred->gid)
+			return true;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (size_t k = 0; k < len / sizeof(gid_t); k++) {
+		for (size_t i = 0; i < cfg->n_allow_gids; i++) {
+			if (cfg->allow_gids[i] == groups[k])
+				return true;
+		}
+	}
+	return false;
+}
+
 void
 conn_create(struct daemon *d, int fd)
 {
@@ -672,6 +736,9 @@ conn_create(struct daemon *d, int fd)
 		c->pid = cred.pid;
 		c->uid = cred.uid;
 		c->gid = cred.gid;
+		c->refused = !conn_allowed(d, fd, &cred);
+	} else {
+		c->refused = d->cfg.n_allow_uids > 0 || d->cfg.n_allow_gids > 0;
 	}
 	frame_reader_init(&c->in, d->cfg.max_frame);
 	idmap_init(&c->regions);
@@ -763,6 +830,16 @@ conn_server_start(struct daemon *d)
 		goto err_close;
 	}
 	umask(old_umask);
+	if (d->cfg.socket_group[0] != '\0') {
+		struct group *gr = getgrnam(d->cfg.socket_group);
+		if (gr == NULL || chown(path, (uid_t)-1, gr->gr_gid) < 0) {
+			log_error("conn_server_start: cannot give %s to group "
+				  "%s: %s",
+				  path, d->cfg.socket_group,
+				  gr ? strerror(errno) : "no such group");
+			goto err_unlink;
+		}
+	}
 	if (listen(fd, 128) < 0) {
 		log_error("conn_server_start: listen: %s", strerror(errno));
 		goto err_unlink;

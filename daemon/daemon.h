@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -26,8 +27,17 @@ typedef Rma__V1__Status wire_status_t;
 
 /* ---- config.c ---------------------------------------------------------- */
 
+#define CONFIG_LIST_MAX 32
+
+struct cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	int prefix;
+};
+
 struct config {
 	char socket_path[108];
+	char socket_group[64];
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level log_level;
@@ -35,17 +45,33 @@ struct config {
 	double connect_timeout; /* seconds for connect + handshake */
 	double shutdown_timeout;
 	uint32_t max_frame;
-	size_t max_queued_bytes; /* outbound bytes queued for one client */
-	char transports[64];     /* UCX_TLS */
-	char net_devices[128];   /* UCX_NET_DEVICES, "" = all */
-	int ready_fd;            /* written and closed once serving, -1 */
+	uint64_t max_queued_bytes; /* outbound bytes queued for one client */
+	char transports[64];       /* UCX_TLS */
+	char net_devices[128];     /* UCX_NET_DEVICES, "" = all */
+	struct cidr peer_allow[CONFIG_LIST_MAX];
+	size_t n_peer_allow;
+	uid_t allow_uids[CONFIG_LIST_MAX];
+	size_t n_allow_uids;
+	gid_t allow_gids[CONFIG_LIST_MAX];
+	size_t n_allow_gids;
+	uint32_t max_regions;      /* per client */
+	uint64_t max_region_bytes; /* per client */
+	uint32_t max_in_flight;    /* per client */
+	int ready_fd;              /* written and closed once serving, -1 */
 };
 
 void config_defaults(struct config *cfg);
-/* Returns 0, 1 when the caller should exit 0 (--help), -1 on a bad flag. */
+/* Returns 0, 1 when the caller should exit 0 (--help, --check-config),
+ * -1 on a bad flag or config file (already reported on stderr). */
 int config_parse_args(struct config *cfg, int argc, char **argv);
+int config_set(struct config *cfg, const char *name, const char *value,
+	       char *err, size_t err_len);
+int config_load_file(struct config *cfg, const char *path);
+void config_print(FILE *f, const struct config *cfg);
 int config_parse_hostport(const char *s, char *host, size_t host_len,
 			  uint16_t *port_p);
+int config_parse_cidr(const char *s, struct cidr *c);
+bool config_cidr_match(const struct cidr *c, int family, const uint8_t *addr);
 
 /* ---- conn.c: one local client on the Unix socket ------------------------ */
 
@@ -74,6 +100,8 @@ struct conn {
 	struct out_fd *out_fds;
 	size_t out_fds_len, out_fds_cap;
 	bool read_paused;
+	double paused_since;
+	bool refused; /* credentials not allowed: every request is refused */
 	Rma__V1__Completion *done; /* completions waiting for the next flush */
 	size_t done_len, done_cap;
 	bool dirty; /* on d->dirty_conns */
@@ -101,6 +129,7 @@ void conn_send_event(struct conn *c, Rma__V1__Event *event);
 void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 		   uint64_t bytes, const char *detail);
 void conn_flush_dirty(struct daemon *d);
+void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 void conn_close(struct conn *c, const char *why);
@@ -153,6 +182,7 @@ struct peer_waiter {
 	uint64_t request_id;
 	uint64_t token;                /* resolve: matches the answer */
 	struct descriptor descriptor;  /* resolve: what was asked */
+	struct resolved *refresh;      /* re-resolve after a reconnect (ref held) */
 	TAILQ_ENTRY(peer_waiter) link;
 };
 
@@ -168,6 +198,7 @@ struct resolved {
 	uint64_t length;
 	ucp_rkey_h rkey;
 	bool valid;
+	bool stale; /* freed by the owner, or the owner restarted: for good */
 	int refs;
 	TAILQ_ENTRY(resolved) link;
 };
@@ -191,6 +222,9 @@ struct peer {
 	ucs_status_t ep_status;
 	uint8_t remote_id[DAEMON_ID_SIZE];
 	char remote_id_hex[2 * DAEMON_ID_SIZE + 1];
+	bool known; /* remote_id is set: a handshake completed once */
+	double backoff;      /* seconds before the next reconnect attempt */
+	double next_attempt; /* monotonic time reconnecting is allowed again */
 	uint64_t hello_token;
 	struct event *connect_timer;
 	struct waiter_list connect_waiters;
@@ -224,6 +258,8 @@ void peer_conn_gone(struct daemon *d, struct conn *c);
 /* Owner side: tell peers a region is gone, so their resolves go stale. */
 void peer_broadcast_freed(struct daemon *d, const struct region *r);
 void peer_close_failed(struct daemon *d);
+/* A request needs a peer that is down: reconnect unless backing off. */
+void peer_maybe_reconnect(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
 const char *peer_state_name(enum peer_state s);

@@ -214,6 +214,7 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 			return;
 		}
 		if (p->state != PEER_UP) {
+			peer_maybe_reconnect(p);
 			op_fail(c, o, p->last_status ? p->last_status
 						     : RMA__V1__STATUS__ERR_INVALID,
 				"peer %s is %s", p->address,
@@ -328,14 +329,22 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	}
 	if (!res->valid) {
 		struct peer *p = rem->peer;
-		if (p->state == PEER_UP)
+		if (res->stale)
 			op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"remote region %llu was freed by its owner",
-				(unsigned long long)res->region_id);
-		else
-			op_fail(c, o, p->last_status, "%s; import the "
-				"descriptor again once it is back",
-				p->last_error);
+				"remote region %llu is gone (freed by its owner, "
+				"or %s restarted)",
+				(unsigned long long)res->region_id, p->address);
+		else if (p->state == PEER_UP)
+			op_fail(c, o, RMA__V1__STATUS__ERR_CONNECTION_RESET,
+				"%s reconnected; region %llu is being resolved "
+				"again, retry",
+				p->address, (unsigned long long)res->region_id);
+		else {
+			peer_maybe_reconnect(p);
+			op_fail(c, o, p->last_status ? p->last_status
+				: RMA__V1__STATUS__ERR_CONNECTION_RESET,
+				"%s (reconnecting)", p->last_error);
+		}
 		return;
 	}
 	op = op_begin(c, o, rem->peer);
@@ -375,6 +384,13 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 		if (c->d->shutting_down) {
 			op_fail(c, o, RMA__V1__STATUS__ERR_SHUTDOWN,
 				"daemon shutting down");
+			continue;
+		}
+		if (c->in_flight >= c->d->cfg.max_in_flight) {
+			op_fail(c, o, RMA__V1__STATUS__ERR_LIMIT,
+				"%llu operations in flight (max_in_flight %u)",
+				(unsigned long long)c->in_flight,
+				c->d->cfg.max_in_flight);
 			continue;
 		}
 		switch (o->kind) {

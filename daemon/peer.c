@@ -62,6 +62,8 @@ struct am_freed {
 };
 
 static void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
+static void peer_forget_resolved(struct peer *p);
+static void peer_refresh_resolved(struct peer *p);
 
 const char *
 peer_state_name(enum peer_state s)
@@ -188,6 +190,7 @@ peer_set_up(struct peer *p)
 		event_del(p->connect_timer);
 	p->state = PEER_UP;
 	p->last_status = RMA__V1__STATUS__OK;
+	p->backoff = 0;
 	log_info("peer_set_up: peer %u %s is daemon %s%s", p->id, p->address,
 		 p->remote_id_hex, p->self ? " (this daemon)" : "");
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
@@ -217,13 +220,17 @@ peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
 	}
 	if (p == NULL)
 		return UCS_OK; /* late answer to a connect that timed out */
+	if (p->known && memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
+		peer_forget_resolved(p); /* restarted: its regions are gone */
 	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
+	p->known = true;
 	if (memcmp(p->remote_id, d->id, DAEMON_ID_SIZE) == 0) {
 		/* We reached ourselves: copies are local, the endpoint idles. */
 		p->self = true;
 	}
 	peer_set_up(p);
+	peer_refresh_resolved(p);
 	return UCS_OK;
 }
 
@@ -345,6 +352,82 @@ peer_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 	conn_send_reply(c, &reply, -1);
 }
 
+/* A reconnect: remotes imported before it stay usable once the owner
+ * confirms their regions again, with the new endpoint's rkey. */
+static void
+peer_refresh_done(struct peer *p, struct resolved *res,
+		  const struct am_resolve_reply *in, const void *data,
+		  size_t length)
+{
+	ucp_rkey_h rkey;
+
+	if (res->valid || res->stale)
+		return;
+	if (in->status != RMA__V1__STATUS__OK || in->length != res->length ||
+	    in->rkey_len > PEER_RKEY_MAX ||
+	    length < sizeof(*in) + in->rkey_len ||
+	    ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(*in),
+			       &rkey) != UCS_OK) {
+		res->stale = true;
+		return;
+	}
+	if (res->rkey != NULL)
+		ucp_rkey_destroy(res->rkey);
+	res->rkey = rkey;
+	res->addr = in->addr;
+	res->valid = true;
+	res->refs++; /* the cache's reference again */
+}
+
+static void
+peer_refresh_resolved(struct peer *p)
+{
+	struct resolved *res;
+
+	if (p->self)
+		return;
+	TAILQ_FOREACH(res, &p->resolved, link) {
+		struct peer_waiter *w;
+		struct am_resolve msg;
+
+		if (res->valid || res->stale)
+			continue;
+		w = calloc(1, sizeof(*w));
+		if (w == NULL) {
+			res->stale = true;
+			continue;
+		}
+		w->token = p->d->next_token++;
+		w->refresh = res;
+		res->refs++;
+		memset(&msg, 0, sizeof(msg));
+		msg.magic = PEER_AM_MAGIC;
+		msg.token = w->token;
+		memcpy(msg.daemon_id, p->remote_id, DAEMON_ID_SIZE);
+		msg.region_id = res->region_id;
+		msg.generation = res->generation;
+		if (peer_am_send(p->ep, AM_RESOLVE, &msg, sizeof(msg)) != UCS_OK) {
+			res->stale = true;
+			resolved_unref(res);
+			free(w);
+			continue;
+		}
+		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
+	}
+}
+
+static void
+peer_forget_resolved(struct peer *p)
+{
+	struct resolved *res;
+
+	log_warn("peer_forget_resolved: %s restarted; descriptors of its "
+		 "previous run are stale",
+		 p->address);
+	TAILQ_FOREACH(res, &p->resolved, link)
+		res->stale = true;
+}
+
 static ucs_status_t
 peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
 			 void *data, size_t length,
@@ -371,6 +454,11 @@ peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
 	return UCS_OK; /* its client went away */
 found:
 	TAILQ_REMOVE(&p->resolve_waiters, w, link);
+	if (w->refresh != NULL) {
+		peer_refresh_done(p, w->refresh, &in, data, length);
+		resolved_unref(w->refresh);
+		goto out;
+	}
 	if (in.status != RMA__V1__STATUS__OK) {
 		conn_send_error(w->conn, w->request_id,
 				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
@@ -457,6 +545,7 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 			log_debug("peer_on_am_freed: region %llu of %s freed",
 				  (unsigned long long)in.region_id,
 				  p->remote_id_hex);
+			res->stale = true;
 			peer_invalidate(res);
 		}
 	}
@@ -643,10 +732,18 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	}
 	while ((w = TAILQ_FIRST(&p->resolve_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->resolve_waiters, w, link);
-		conn_send_error(w->conn, w->request_id, p->last_status, "%s",
-				p->last_error);
+		if (w->refresh != NULL)
+			resolved_unref(w->refresh);
+		else
+			conn_send_error(w->conn, w->request_id, p->last_status,
+					"%s", p->last_error);
 		free(w);
 	}
+	/* Reconnect on demand, at most every backoff seconds. */
+	p->backoff = p->backoff == 0 ? 0.1 : p->backoff * 2;
+	if (p->backoff > 5.0)
+		p->backoff = 5.0;
+	p->next_attempt = daemon_now() + p->backoff;
 	for (res = TAILQ_FIRST(&p->resolved); res != NULL; res = next) {
 		next = TAILQ_NEXT(res, link);
 		peer_invalidate(res);
@@ -669,6 +766,8 @@ peer_on_connect_timeout(evutil_socket_t fd, short what, void *arg)
 		 p->d->cfg.connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
+
+static void peer_reconnect(struct peer *p);
 
 static int
 peer_connect_start(struct peer *p)
@@ -793,13 +892,30 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	w->conn = c;
 	w->request_id = req_id;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
-	/* Down: this request reconnects; the old endpoint must be closed. */
-	if (p->state == PEER_DOWN && p->ep == NULL && !p->ep_failed)
-		peer_connect_start(p);
-	else if (p->state == PEER_DOWN) {
-		peer_close_failed(d);
-		peer_connect_start(p);
+	/* An explicit connect does not wait for the backoff. */
+	if (p->state == PEER_DOWN)
+		peer_reconnect(p);
+}
+
+static void
+peer_reconnect(struct peer *p)
+{
+	if (p->ep_failed || p->ep != NULL) {
+		/* The old endpoint goes first. */
+		p->ep_failed = true;
+		peer_close_failed(p->d);
 	}
+	log_info("peer_reconnect: connecting to %s", p->address);
+	peer_connect_start(p);
+}
+
+void
+peer_maybe_reconnect(struct peer *p)
+{
+	if (p->inbound || p->state != PEER_DOWN ||
+	    daemon_now() < p->next_attempt)
+		return;
+	peer_reconnect(p);
 }
 
 static void
@@ -861,6 +977,7 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		return;
 	}
 	if (p->state != PEER_UP) {
+		peer_maybe_reconnect(p);
 		conn_send_error(c, req_id,
 				p->state == PEER_DOWN ? p->last_status
 						      : RMA__V1__STATUS__ERR_INVALID,
@@ -963,6 +1080,25 @@ peer_check_deadlines(struct daemon *d)
 
 /* ---- listener: connections from other daemons ---------------------------- */
 
+static bool
+peer_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
+{
+	const uint8_t *addr;
+	int family = ss->ss_family;
+
+	if (family == AF_INET)
+		addr = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+	else if (family == AF_INET6)
+		addr = (const uint8_t *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+	else
+		return false;
+	for (size_t i = 0; i < d->cfg.n_peer_allow; i++) {
+		if (config_cidr_match(&d->cfg.peer_allow[i], family, addr))
+			return true;
+	}
+	return false;
+}
+
 static void
 peer_on_conn_request(ucp_conn_request_h req, void *arg)
 {
@@ -983,6 +1119,7 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 	ucs_status_t st;
 	uint16_t port = 0;
 
+	memset(&attr.client_address, 0, sizeof(attr.client_address));
 	if (ucp_conn_request_query(req, &attr) == UCS_OK) {
 		struct sockaddr_storage *ss = &attr.client_address;
 		if (ss->ss_family == AF_INET) {
@@ -996,6 +1133,13 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		}
 	}
 	snprintf(address, sizeof(address), "%s:%u", host, port);
+	if (!peer_address_allowed(d, &attr.client_address)) {
+		log_warn("peer_on_conn_request: rejected daemon connection from "
+			 "%s: not in peer_allow",
+			 address);
+		ucp_listener_reject(d->listener, req);
+		return;
+	}
 	p = peer_new(d, address);
 	if (p == NULL) {
 		ucp_listener_reject(d->listener, req);

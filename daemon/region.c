@@ -29,6 +29,21 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 			 (unsigned long long)length);
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
+	if (owner->regions.count >= d->cfg.max_regions) {
+		snprintf(detail, detail_len,
+			 "client already holds %zu regions (max_regions %u)",
+			 owner->regions.count, d->cfg.max_regions);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	}
+	if (length > d->cfg.max_region_bytes - owner->region_bytes) {
+		snprintf(detail, detail_len,
+			 "%llu more bytes would exceed max_region_bytes %llu "
+			 "(client holds %llu)",
+			 (unsigned long long)length,
+			 (unsigned long long)d->cfg.max_region_bytes,
+			 (unsigned long long)owner->region_bytes);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto err_nomem;

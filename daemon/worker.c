@@ -63,6 +63,7 @@ worker_on_deadline(evutil_socket_t fd, short what, void *arg)
 	struct daemon *d = arg;
 
 	peer_check_deadlines(d);
+	conn_check_stuck(d);
 	worker_kick(d);
 }
 

@@ -28,6 +28,7 @@ enum config_type {
 	CT_CIDRS,
 	CT_USERS,
 	CT_GROUPS,
+	CT_PROGRESS,
 };
 
 struct config_option {
@@ -70,11 +71,15 @@ static const struct config_option config_options[] = {
 	    "users who may connect (names or uids), empty = anyone who can open the socket"),
 	OPT("allow_groups", CT_GROUPS, allow_gids,
 	    "groups whose members may connect (names or gids)"),
+	OPT("progress_mode", CT_PROGRESS, polling,
+	    "blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
 	OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
 	OPT("max_region_bytes", CT_BYTES, max_region_bytes,
 	    "registered bytes per client"),
 	OPT("max_in_flight", CT_COUNT, max_in_flight,
 	    "operations in flight per client"),
+	OPT("metrics_listen", CT_STRING, metrics_listen,
+	    "HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
 	{"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
 	 "write \"ready\\n\" to this fd once serving"},
 };
@@ -333,6 +338,17 @@ config_set(struct config *cfg, const char *name, const char *value,
 			return config_error(err, err_len,
 					    "%s: value longer than %zu bytes",
 					    o->name, o->size - 1);
+		if (o->offset == offsetof(struct config, metrics_listen) &&
+		    value[0] != '\0') {
+			char host[64];
+			uint16_t port;
+			if (config_parse_hostport(value, host, sizeof(host),
+						  &port) < 0)
+				return config_error(err, err_len,
+						    "%s: expected HOST:PORT "
+						    "(or empty), got '%s'",
+						    o->name, value);
+		}
 		memcpy(field, value, strlen(value) + 1);
 		return 0;
 	case CT_HOSTPORT:
@@ -410,6 +426,14 @@ config_set(struct config *cfg, const char *name, const char *value,
 			return config_error(err, err_len,
 					    "%s: unknown user in '%s'", o->name,
 					    value);
+		return 0;
+	case CT_PROGRESS:
+		if (strcmp(value, "blocking") != 0 && strcmp(value, "polling") != 0)
+			return config_error(err, err_len,
+					    "%s: expected blocking or polling, "
+					    "got '%s'",
+					    o->name, value);
+		cfg->polling = strcmp(value, "polling") == 0;
 		return 0;
 	case CT_GROUPS:
 		cfg->n_allow_gids = 0;
@@ -523,6 +547,9 @@ config_print_value(FILE *f, const struct config *cfg,
 		for (size_t i = 0; i < cfg->n_allow_uids; i++)
 			fprintf(f, "%s%u", i ? "," : "",
 				(unsigned)cfg->allow_uids[i]);
+		break;
+	case CT_PROGRESS:
+		fprintf(f, "%s", cfg->polling ? "polling" : "blocking");
 		break;
 	case CT_GROUPS:
 		for (size_t i = 0; i < cfg->n_allow_gids; i++)

@@ -795,10 +795,32 @@ int
 conn_server_start(struct daemon *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	socklen_t sa_len = sizeof(sa);
 	const char *path = d->cfg.socket_path;
 	mode_t old_umask;
 	int fd;
 
+	if (notify_listen_fd(&fd) < 0)
+		return -1;
+	if (fd >= 0) {
+		/* Socket activation: systemd made the socket (path, mode,
+		 * group) and keeps it across our restarts; say where it is. */
+		if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&
+		    sa_len > offsetof(struct sockaddr_un, sun_path) &&
+		    sa.sun_path[0] != '\0')
+			snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
+				 "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
+		d->accept_ev = event_new(d->base, fd, EV_READ | EV_PERSIST,
+					 conn_on_accept, d);
+		if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) < 0) {
+			log_error("conn_server_start: cannot add accept event");
+			close(fd);
+			return -1;
+		}
+		d->listen_fd = fd;
+		d->listen_inherited = true;
+		return 0;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		log_error("conn_server_start: socket path too long: %s", path);
 		return -1;
@@ -869,5 +891,8 @@ conn_server_stop(struct daemon *d)
 	d->accept_ev = NULL;
 	close(d->listen_fd);
 	d->listen_fd = -1;
-	unlink(d->cfg.socket_path);
+	/* systemd's copy of an inherited socket queues clients for our next
+	 * start: its path stays */
+	if (!d->listen_inherited)
+		unlink(d->cfg.socket_path);
 }

@@ -21,6 +21,8 @@
 #include "frame.h"
 #include "idmap.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "rma.pb-c.h"
 
 typedef Rma__V1__Status wire_status_t;
@@ -57,7 +59,9 @@ struct config {
 	uint32_t max_regions;      /* per client */
 	uint64_t max_region_bytes; /* per client */
 	uint32_t max_in_flight;    /* per client */
+	bool polling;              /* progress mode: busy-poll the worker */
 	int ready_fd;              /* written and closed once serving, -1 */
+	char metrics_listen[96];   /* HOST:PORT for /metrics, "" = off */
 };
 
 void config_defaults(struct config *cfg);
@@ -322,6 +326,7 @@ struct daemon {
 	bool shutting_down;
 
 	int listen_fd;
+	bool listen_inherited; /* from systemd: its path is not ours to unlink */
 	struct event *accept_ev;
 	struct conn_list conns;
 	struct conn_list dirty_conns;
@@ -333,6 +338,7 @@ struct daemon {
 	struct event *worker_ev;
 	struct event *tick_ev;
 	struct event *deadline_ev;
+	struct event *poll_ev; /* polling mode only */
 	char ucx_version[32];
 
 	struct idmap regions; /* every live region, by id */
@@ -350,6 +356,9 @@ struct daemon {
 	uint64_t ops_in_flight;
 
 	struct counters counters;
+
+	struct notify notify;     /* notify.c: systemd */
+	struct metrics *metrics;  /* metrics.c: NULL when off */
 };
 
 /* daemon.c: context, UCX worker and listener; the client socket apart. */

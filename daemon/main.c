@@ -40,6 +40,7 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	log_info("main_on_signal: %s, shutting down",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
 	d->shutting_down = true;
+	notify_stopping(d);
 	conn_server_stop(d);
 	shutdown.detail = "rmad is shutting down";
 	event.body_case = RMA__V1__EVENT__BODY_SHUTDOWN;
@@ -80,10 +81,12 @@ main(int argc, char **argv)
 
 	if (daemon_start(&d, &cfg) < 0)
 		return 1;
-	if (conn_server_start(&d) < 0) {
-		daemon_stop(&d);
-		return 1;
-	}
+	if (conn_server_start(&d) < 0)
+		goto err_daemon;
+	if (metrics_start(&d) < 0)
+		goto err_daemon;
+	if (notify_start(&d) < 0)
+		goto err_metrics;
 	sigterm_ev = evsignal_new(d.base, SIGTERM, main_on_signal, &d);
 	sigint_ev = evsignal_new(d.base, SIGINT, main_on_signal, &d);
 	evsignal_add(sigterm_ev, NULL);
@@ -93,11 +96,20 @@ main(int argc, char **argv)
 		 RMA_VERSION, d.id_hex, d.cfg.socket_path, d.cfg.listen_host,
 		 d.cfg.listen_port);
 	main_signal_ready(&d);
+	notify_ready(&d);
 	event_base_dispatch(d.base);
 
 	event_free(sigterm_ev);
 	event_free(sigint_ev);
+	notify_stop(&d);
+	metrics_stop(&d);
 	daemon_stop(&d);
 	log_info("main: rmad stopped");
 	return 0;
+
+err_metrics:
+	metrics_stop(&d);
+err_daemon:
+	daemon_stop(&d);
+	return 1;
 }

@@ -94,6 +94,7 @@ op_finish(struct op *op)
 		else
 			op->peer->stat_errors++;
 	}
+	metrics_observe_op(d, op, ws);
 	if (ws != RMA__V1__STATUS__OK)
 		d->counters.ops_failed++;
 	else if (op->kind == RMA__V1__OP_KIND__PUT)

@@ -30,7 +30,7 @@ status_handle(struct conn *c, uint64_t req_id)
 	st.listen_address = listen;
 	st.uptime_ms = (uint64_t)((daemon_now() - d->started) * 1000);
 	st.pid = (int32_t)getpid();
-	st.progress_mode = "blocking";
+	st.progress_mode = d->cfg.polling ? "polling" : "blocking";
 
 	n = 0;
 	TAILQ_FOREACH(p, &d->peers, link)

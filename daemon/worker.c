@@ -25,11 +25,34 @@ worker_progress_idle(struct daemon *d)
 		;
 }
 
+/* Polling mode: progress on every loop turn. A zero timer (not
+ * event_active, which libevent would run again before polling) keeps
+ * the loop from sleeping while client sockets are still polled between
+ * turns. */
+static void
+worker_poll(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct timeval zero = {0, 0};
+	struct daemon *d = arg;
+
+	worker_progress_idle(d);
+	peer_close_failed(d);
+	conn_flush_dirty(d);
+	if (d->shutting_down && d->ops_in_flight == 0)
+		event_base_loopbreak(d->base);
+	evtimer_add(d->poll_ev, &zero);
+}
+
 static void
 worker_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
 
+	if (d->cfg.polling) {
+		worker_progress_idle(d);
+		conn_flush_dirty(d);
+		return;
+	}
 	for (int round = 0; round < 64; round++) {
 		ucs_status_t st;
 
@@ -64,6 +87,7 @@ worker_on_deadline(evutil_socket_t fd, short what, void *arg)
 
 	peer_check_deadlines(d);
 	conn_check_stuck(d);
+	notify_beat(d);
 	worker_kick(d);
 }
 
@@ -130,16 +154,26 @@ worker_start(struct daemon *d)
 	d->deadline_ev = event_new(d->base, -1, EV_PERSIST, worker_on_deadline,
 				   d);
 	if (d->worker_ev == NULL || d->tick_ev == NULL ||
-	    d->deadline_ev == NULL || event_add(d->worker_ev, NULL) < 0)
+	    d->deadline_ev == NULL ||
+	    (!d->cfg.polling && event_add(d->worker_ev, NULL) < 0))
 		goto err_events;
 	period = d->cfg.op_timeout / 10;
 	period = period < 0.05 ? 0.05 : period > 1.0 ? 1.0 : period;
 	tv.tv_sec = (time_t)period;
 	tv.tv_usec = (suseconds_t)((period - (double)tv.tv_sec) * 1e6);
 	event_add(d->deadline_ev, &tv);
+	if (d->cfg.polling) {
+		/* Lowest priority would be nicer; one priority level keeps it
+		 * fair with the client sockets. */
+		d->poll_ev = evtimer_new(d->base, worker_poll, d);
+		if (d->poll_ev == NULL)
+			goto err_events;
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+	}
 	worker_kick(d);
-	log_info("worker_start: UCX %s, transports %s", d->ucx_version,
-		 d->cfg.transports);
+	log_info("worker_start: UCX %s, transports %s, %s progress",
+		 d->ucx_version, d->cfg.transports,
+		 d->cfg.polling ? "polling" : "blocking");
 	return 0;
 
 err_events:
@@ -163,6 +197,9 @@ err_cleanup:
 void
 worker_stop(struct daemon *d)
 {
+	if (d->poll_ev)
+		event_free(d->poll_ev);
+	d->poll_ev = NULL;
 	if (d->worker_ev)
 		event_free(d->worker_ev);
 	if (d->tick_ev)

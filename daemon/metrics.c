@@ -1,0 +1,424 @@
+/* Prometheus text exposition (format 0.0.4) at GET /metrics, served by
+ * evhttp from the daemon's own loop: a scrape reads the daemon's state
+ * directly, with no locking and no copy. Counters that status.c does not
+ * keep (by operation kind and peer, the latency histogram) are recorded
+ * here by one call from op_finish. */
+#include "daemon.h"
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#define METRICS_KINDS 3 /* Rma__V1__OpKind: PUT, GET, FLUSH */
+/* Label values are peer addresses, chosen by clients: bound the series. */
+#define METRICS_SERIES_MAX 256
+#define METRICS_OTHER "other"
+
+/* Upper bounds of the latency buckets, seconds; +Inf follows. */
+static const double metrics_bounds[] = {
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+	0.0025,	 0.005,	   0.01,    0.025,  0.05,    0.1,    0.25,
+	0.5,	 1.0,	   2.5,	    5.0,    10.0,
+};
+
+#define METRICS_BUCKETS (sizeof(metrics_bounds) / sizeof(metrics_bounds[0]))
+
+static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
+							       "flush"};
+
+/* Totals of one peer address ("local": copies within this daemon; "all":
+ * flushes of every peer). Kept after the peer itself is gone, as counters
+ * must be. */
+struct metrics_series {
+	char peer[96];
+	uint64_t ops[METRICS_KINDS];
+	uint64_t errors[METRICS_KINDS];
+	uint64_t bytes[METRICS_KINDS];
+};
+
+struct metrics {
+	struct daemon *d;
+	struct evhttp *http;
+	char url[160];
+	struct metrics_series *series;
+	size_t n_series, cap_series;
+	const struct peer *last_peer; /* lookup cache: last op's peer... */
+	size_t last_series;	      /* ...and its series */
+	/* latency histogram by kind; buckets not cumulative here */
+	uint64_t buckets[METRICS_KINDS][METRICS_BUCKETS + 1];
+	uint64_t count[METRICS_KINDS];
+	double sum[METRICS_KINDS];
+	uint64_t scrapes;
+};
+
+static struct metrics_series *
+metrics_series_get(struct metrics *m, const struct peer *p, const char *name)
+{
+	struct metrics_series *s;
+
+	if (m->last_series < m->n_series && m->last_peer == p &&
+	    strcmp(m->series[m->last_series].peer, name) == 0)
+		return &m->series[m->last_series];
+	if (m->n_series >= METRICS_SERIES_MAX)
+		name = METRICS_OTHER;
+	for (size_t i = 0; i < m->n_series; i++) {
+		if (strcmp(m->series[i].peer, name) == 0) {
+			m->last_peer = p;
+			m->last_series = i;
+			return &m->series[i];
+		}
+	}
+	if (m->n_series == m->cap_series) {
+		size_t cap = m->cap_series ? 2 * m->cap_series : 16;
+		s = realloc(m->series, cap * sizeof(*s));
+		if (s == NULL)
+			return NULL;
+		m->series = s;
+		m->cap_series = cap;
+	}
+	s = &m->series[m->n_series];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->peer, sizeof(s->peer), "%s", name);
+	m->last_peer = p;
+	m->last_series = m->n_series++;
+	return s;
+}
+
+void
+metrics_observe_op(struct daemon *d, const struct op *op,
+		   Rma__V1__Status status)
+{
+	struct metrics *m = d->metrics;
+	struct metrics_series *s;
+	const char *name;
+	double secs;
+	size_t b;
+	int k;
+
+	if (m == NULL || op->kind < 0 || op->kind >= METRICS_KINDS)
+		return;
+	k = (int)op->kind;
+	if (op->peer != NULL)
+		name = op->peer->address;
+	else
+		name = op->kind == RMA__V1__OP_KIND__FLUSH ? "all" : "local";
+	s = metrics_series_get(m, op->peer, name);
+	if (s != NULL) {
+		s->ops[k]++;
+		if (status == RMA__V1__STATUS__OK)
+			s->bytes[k] += op->length;
+		else
+			s->errors[k]++;
+	}
+	/* op_begin sets the deadline op_timeout after the op was accepted */
+	secs = daemon_now() - (op->deadline - d->cfg.op_timeout);
+	if (secs < 0)
+		secs = 0;
+	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)
+		;
+	m->buckets[k][b]++;
+	m->count[k]++;
+	m->sum[k] += secs;
+}
+
+/* ---- exposition ----------------------------------------------------- */
+
+/* A label value: backslash, double quote and newline escaped. */
+static void
+metrics_label(struct evbuffer *out, const char *s)
+{
+	evbuffer_add(out, "\"", 1);
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(out, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(out, "\\n", 2);
+		else
+			evbuffer_add(out, s, 1);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+static void
+metrics_head(struct evbuffer *out, const char *name, const char *type,
+	     const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+			    name, type);
+}
+
+static void
+metrics_scalar(struct evbuffer *out, const char *name, const char *type,
+	       const char *help, unsigned long long v)
+{
+	metrics_head(out, name, type, help);
+	evbuffer_add_printf(out, "%s %llu\n", name, v);
+}
+
+static void
+metrics_by_series(struct evbuffer *out, struct metrics *m, const char *name,
+		  const char *help, size_t field)
+{
+	metrics_head(out, name, "counter", help);
+	for (size_t i = 0; i < m->n_series; i++) {
+		const uint64_t *v =
+			(const uint64_t *)((const char *)&m->series[i] + field);
+		for (int k = 0; k < METRICS_KINDS; k++) {
+			if (m->series[i].ops[k] == 0)
+				continue;
+			evbuffer_add_printf(out, "%s{op=\"%s\",peer=", name,
+					    metrics_kind_names[k]);
+			metrics_label(out, m->series[i].peer);
+			evbuffer_add_printf(out, "} %llu\n",
+					    (unsigned long long)v[k]);
+		}
+	}
+}
+
+static void
+metrics_peer_labels(struct evbuffer *out, const char *name,
+		    const struct peer *p)
+{
+	evbuffer_add_printf(out, "%s{peer=", name);
+	metrics_label(out, p->address);
+	evbuffer_add_printf(out, ",direction=\"%s\"",
+			    p->inbound ? "in" : "out");
+}
+
+static void
+metrics_render(struct metrics *m, struct evbuffer *out)
+{
+	static const enum peer_state states[] = {PEER_CONNECTING, PEER_UP,
+						 PEER_DOWN};
+	struct daemon *d = m->d;
+	unsigned long long clients = 0, regions = 0, region_bytes = 0;
+	struct conn *c;
+	struct peer *p;
+	struct region *r;
+	size_t pos = 0;
+
+	TAILQ_FOREACH(c, &d->conns, link)
+		clients++;
+	while (idmap_next(&d->regions, &pos, (void **)&r)) {
+		regions++;
+		region_bytes += r->length;
+	}
+
+	metrics_head(out, "rmad_info", "gauge",
+		     "This daemon: version, UCX version, identity (new at "
+		     "every start).");
+	evbuffer_add_printf(out, "rmad_info{version=");
+	metrics_label(out, RMA_VERSION);
+	evbuffer_add_printf(out, ",ucx_version=");
+	metrics_label(out, d->ucx_version);
+	evbuffer_add_printf(out, ",daemon_id=");
+	metrics_label(out, d->id_hex);
+	evbuffer_add_printf(out, "} 1\n");
+	metrics_head(out, "rmad_uptime_seconds", "gauge",
+		     "Seconds since the daemon started.");
+	evbuffer_add_printf(out, "rmad_uptime_seconds %.3f\n",
+			    daemon_now() - d->started);
+
+	metrics_by_series(out, m, "rmad_operations_total",
+			  "Operations completed, by kind and peer.",
+			  offsetof(struct metrics_series, ops));
+	metrics_by_series(out, m, "rmad_operation_errors_total",
+			  "Operations completed with an error, by kind and "
+			  "peer.",
+			  offsetof(struct metrics_series, errors));
+	metrics_by_series(out, m, "rmad_operation_bytes_total",
+			  "Bytes moved by successful operations, by kind and "
+			  "peer.",
+			  offsetof(struct metrics_series, bytes));
+	metrics_scalar(out, "rmad_operations_failed_total", "counter",
+		       "Failed operations, including those refused before "
+		       "reaching UCX (bad range, stale descriptor, limits).",
+		       (unsigned long long)d->counters.ops_failed);
+	metrics_scalar(out, "rmad_operations_in_flight", "gauge",
+		       "Operations accepted and not yet completed.",
+		       (unsigned long long)d->ops_in_flight);
+
+	metrics_head(out, "rmad_operation_duration_seconds", "histogram",
+		     "Time from accepting an operation to its completion.");
+	for (int k = 0; k < METRICS_KINDS; k++) {
+		uint64_t cum = 0;
+		for (size_t b = 0; b <= METRICS_BUCKETS; b++) {
+			cum += m->buckets[k][b];
+			evbuffer_add_printf(
+				out,
+				"rmad_operation_duration_seconds_bucket{op=\"%s\","
+				"le=\"",
+				metrics_kind_names[k]);
+			if (b < METRICS_BUCKETS)
+				evbuffer_add_printf(out, "%g", metrics_bounds[b]);
+			else
+				evbuffer_add_printf(out, "+Inf");
+			evbuffer_add_printf(out, "\"} %llu\n",
+					    (unsigned long long)cum);
+		}
+		evbuffer_add_printf(out,
+				    "rmad_operation_duration_seconds_sum{op="
+				    "\"%s\"} %.9f\n"
+				    "rmad_operation_duration_seconds_count{op="
+				    "\"%s\"} %llu\n",
+				    metrics_kind_names[k], m->sum[k],
+				    metrics_kind_names[k],
+				    (unsigned long long)m->count[k]);
+	}
+
+	metrics_head(out, "rmad_peer_up", "gauge",
+		     "1 when the endpoint to this peer daemon is up.");
+	TAILQ_FOREACH(p, &d->peers, link) {
+		metrics_peer_labels(out, "rmad_peer_up", p);
+		evbuffer_add_printf(out, "} %d\n", p->state == PEER_UP);
+	}
+	metrics_head(out, "rmad_peer_state", "gauge",
+		     "State of each peer daemon (1 for the current one).");
+	TAILQ_FOREACH(p, &d->peers, link) {
+		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]);
+		     i++) {
+			metrics_peer_labels(out, "rmad_peer_state", p);
+			evbuffer_add_printf(out, ",state=\"%s\"} %d\n",
+					    peer_state_name(states[i]),
+					    p->state == states[i]);
+		}
+	}
+	metrics_head(out, "rmad_peer_operations_in_flight", "gauge",
+		     "Operations in flight on each peer.");
+	TAILQ_FOREACH(p, &d->peers, link) {
+		metrics_peer_labels(out, "rmad_peer_operations_in_flight", p);
+		evbuffer_add_printf(out, "} %llu\n",
+				    (unsigned long long)p->in_flight);
+	}
+
+	metrics_scalar(out, "rmad_clients", "gauge",
+		       "Local clients connected.", clients);
+	metrics_scalar(out, "rmad_clients_accepted_total", "counter",
+		       "Local client connections accepted.",
+		       (unsigned long long)d->counters.clients_accepted);
+	metrics_scalar(out, "rmad_protocol_errors_total", "counter",
+		       "Clients cut off for protocol errors.",
+		       (unsigned long long)d->counters.protocol_errors);
+	metrics_scalar(out, "rmad_regions", "gauge",
+		       "Regions registered with UCX.", regions);
+	metrics_scalar(out, "rmad_region_bytes", "gauge",
+		       "Bytes of memory registered in regions.", region_bytes);
+	metrics_scalar(out, "rmad_regions_created_total", "counter",
+		       "Regions created.",
+		       (unsigned long long)d->counters.regions_created);
+	metrics_scalar(out, "rmad_resolves_served_total", "counter",
+		       "Descriptor resolutions answered for other daemons.",
+		       (unsigned long long)d->counters.resolves_served);
+	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
+		       "Requests for /metrics.", m->scrapes);
+}
+
+static void
+metrics_on_request(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evbuffer_new();
+
+	if (body == NULL) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	if (path == NULL || strcmp(path, "/metrics") != 0) {
+		evhttp_add_header(headers, "Content-Type",
+				  "text/plain; charset=utf-8");
+		evbuffer_add_printf(body, "rmad: metrics are at /metrics\n");
+		evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", body);
+		evbuffer_free(body);
+		return;
+	}
+	m->scrapes++;
+	metrics_render(m, body);
+	evhttp_add_header(headers, "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, HTTP_OK, "OK", body);
+	evbuffer_free(body);
+}
+
+int
+metrics_start(struct daemon *d)
+{
+	struct metrics *m;
+	struct evhttp_bound_socket *bound;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[64];
+	uint16_t port;
+
+	if (d->cfg.metrics_listen[0] == '\0')
+		return 0;
+	if (config_parse_hostport(d->cfg.metrics_listen, host, sizeof(host),
+				  &port) < 0) {
+		log_error("metrics_start: metrics_listen: expected HOST:PORT, "
+			  "got '%s'",
+			  d->cfg.metrics_listen);
+		return -1;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m == NULL) {
+		log_error("metrics_start: out of memory");
+		return -1;
+	}
+	m->d = d;
+	m->http = evhttp_new(d->base);
+	if (m->http == NULL) {
+		log_error("metrics_start: evhttp_new failed");
+		goto err_free;
+	}
+	/* a scraper sends a small GET; anything else is refused early */
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_max_headers_size(m->http, 8192);
+	evhttp_set_max_body_size(m->http, 0);
+	evhttp_set_timeout(m->http, 10);
+	evhttp_set_gencb(m->http, metrics_on_request, m);
+	bound = evhttp_bind_socket_with_handle(m->http, host, port);
+	if (bound == NULL) {
+		log_error("metrics_start: cannot listen on %s for metrics",
+			  d->cfg.metrics_listen);
+		goto err_http;
+	}
+	/* port 0 takes a free one: say which */
+	if (getsockname(evhttp_bound_socket_get_fd(bound),
+			(struct sockaddr *)&ss, &len) == 0) {
+		if (ss.ss_family == AF_INET)
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	snprintf(m->url, sizeof(m->url),
+		 strchr(host, ':') ? "http://[%s]:%u/metrics"
+				   : "http://%s:%u/metrics",
+		 host, port);
+	d->metrics = m;
+	log_info("metrics_start: serving %s", m->url);
+	return 0;
+
+err_http:
+	evhttp_free(m->http);
+err_free:
+	free(m);
+	return -1;
+}
+
+void
+metrics_stop(struct daemon *d)
+{
+	struct metrics *m = d->metrics;
+
+	if (m == NULL)
+		return;
+	d->metrics = NULL;
+	evhttp_free(m->http);
+	free(m->series);
+	free(m);
+}

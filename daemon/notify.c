@@ -1,0 +1,210 @@
+/* systemd: socket activation, the notify protocol and the watchdog.
+ * Type=notify with NotifyAccess=main: only this process (not UCX's
+ * threads, which never call sd_notify anyway) may speak for the service. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+/* How often STATUS= is refreshed (only sent when its text changed). */
+#define NOTIFY_STATUS_PERIOD 1.0
+
+static struct timeval
+notify_tv(double seconds)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
+int
+notify_listen_fd(int *fd_p)
+{
+	int n, fd, r;
+
+	/* 1: unset LISTEN_FDS and friends, so nothing we start inherits them */
+	n = sd_listen_fds(1);
+	if (n < 0) {
+		log_error("notify_listen_fd: sd_listen_fds: %s", strerror(-n));
+		return -1;
+	}
+	if (n == 0) {
+		*fd_p = -1;
+		return 0;
+	}
+	if (n > 1) {
+		log_error("notify_listen_fd: systemd passed %d sockets; rmad "
+			  "takes exactly one (ListenStream= in rmad.socket)",
+			  n);
+		return -1;
+	}
+	fd = SD_LISTEN_FDS_START;
+	r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+	if (r < 0) {
+		log_error("notify_listen_fd: fd %d: %s", fd, strerror(-r));
+		return -1;
+	}
+	if (r == 0) {
+		log_error("notify_listen_fd: fd %d from systemd is not a "
+			  "listening AF_UNIX stream socket",
+			  fd);
+		return -1;
+	}
+	/* systemd hands it over blocking and inheritable */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		log_error("notify_listen_fd: fcntl: %s", strerror(errno));
+		return -1;
+	}
+	*fd_p = fd;
+	return 0;
+}
+
+static void
+notify_summary(struct daemon *d, char *buf, size_t len)
+{
+	unsigned clients = 0, peers = 0, up = 0;
+	struct conn *c;
+	struct peer *p;
+
+	TAILQ_FOREACH(c, &d->conns, link)
+		clients++;
+	TAILQ_FOREACH(p, &d->peers, link) {
+		peers++;
+		if (p->state == PEER_UP)
+			up++;
+	}
+	if (d->shutting_down)
+		snprintf(buf, len,
+			 "Shutting down: %llu operations in flight, %u clients",
+			 (unsigned long long)d->ops_in_flight, clients);
+	else
+		snprintf(buf, len,
+			 "%u clients, %u/%u peers up, %llu operations in flight",
+			 clients, up, peers,
+			 (unsigned long long)d->ops_in_flight);
+}
+
+static void
+notify_send_status(struct daemon *d, const char *extra)
+{
+	char status[sizeof(d->notify.status)];
+	int r;
+
+	notify_summary(d, status, sizeof(status));
+	if (extra == NULL && strcmp(status, d->notify.status) == 0)
+		return;
+	memcpy(d->notify.status, status, sizeof(status));
+	r = sd_notifyf(0, "%sSTATUS=%s", extra ? extra : "", status);
+	if (r < 0)
+		log_warn("notify_send_status: sd_notify: %s", strerror(-r));
+}
+
+static void
+notify_on_status(evutil_socket_t fd, short what, void *arg)
+{
+	notify_send_status(arg, NULL);
+}
+
+static void
+notify_on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	double interval = (double)d->notify.watchdog_usec / 1e6;
+	/* The worker's periodic pass runs at least once a second. */
+	double window = interval > 2.0 ? interval : 2.0;
+	double since = daemon_now() - d->notify.last_beat;
+
+	if (since > window) {
+		/* The loop runs but the worker's duties do not: let systemd
+		 * restart us rather than serve without deadlines. */
+		if (!d->notify.beat_missed)
+			log_error("notify_on_watchdog: worker's periodic pass "
+				  "has not run for %.1f s, withholding "
+				  "WATCHDOG=1",
+				  since);
+		d->notify.beat_missed = true;
+		return;
+	}
+	d->notify.beat_missed = false;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int
+notify_start(struct daemon *d)
+{
+	struct timeval tv;
+	uint64_t usec = 0;
+	int r;
+
+	d->notify.last_beat = daemon_now();
+	d->notify.enabled = getenv("NOTIFY_SOCKET") != NULL;
+	if (!d->notify.enabled)
+		return 0;
+	d->notify.status_ev = event_new(d->base, -1, EV_PERSIST,
+					notify_on_status, d);
+	if (d->notify.status_ev == NULL)
+		goto err_events;
+	tv = notify_tv(NOTIFY_STATUS_PERIOD);
+	event_add(d->notify.status_ev, &tv);
+
+	r = sd_watchdog_enabled(0, &usec);
+	if (r < 0)
+		log_warn("notify_start: sd_watchdog_enabled: %s", strerror(-r));
+	if (r > 0 && usec > 0) {
+		d->notify.watchdog_usec = usec;
+		d->notify.watchdog_ev = event_new(d->base, -1, EV_PERSIST,
+						  notify_on_watchdog, d);
+		if (d->notify.watchdog_ev == NULL)
+			goto err_events;
+		tv = notify_tv((double)usec / 2e6);
+		event_add(d->notify.watchdog_ev, &tv);
+		log_info("notify_start: watchdog every %.3f s",
+			 (double)usec / 2e6);
+	}
+	return 0;
+
+err_events:
+	log_error("notify_start: cannot set up notify events");
+	notify_stop(d);
+	return -1;
+}
+
+void
+notify_stop(struct daemon *d)
+{
+	if (d->notify.status_ev)
+		event_free(d->notify.status_ev);
+	if (d->notify.watchdog_ev)
+		event_free(d->notify.watchdog_ev);
+	d->notify.status_ev = d->notify.watchdog_ev = NULL;
+}
+
+void
+notify_ready(struct daemon *d)
+{
+	if (d->notify.enabled)
+		notify_send_status(d, "READY=1\n");
+}
+
+void
+notify_stopping(struct daemon *d)
+{
+	if (d->notify.enabled)
+		notify_send_status(d, "STOPPING=1\n");
+}
+
+void
+notify_beat(struct daemon *d)
+{
+	d->notify.last_beat = daemon_now();
+}

@@ -1,0 +1,38 @@
+/* systemd integration through libsystemd: the socket systemd activated us
+ * with, READY=1 / STATUS= / STOPPING=1, and the watchdog. All of it is a
+ * silent no-op when rmad is started by hand. */
+#ifndef RMAD_NOTIFY_H
+#define RMAD_NOTIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct daemon;
+struct event;
+
+struct notify {
+	bool enabled;             /* NOTIFY_SOCKET is set */
+	struct event *status_ev;   /* STATUS= refresh, when it changed */
+	struct event *watchdog_ev; /* WATCHDOG=1 at half the interval */
+	uint64_t watchdog_usec;    /* WATCHDOG_USEC, 0 = no watchdog */
+	double last_beat;          /* worker's periodic pass last ran */
+	bool beat_missed;          /* logged once per stall */
+	char status[160];          /* the STATUS= last sent */
+};
+
+/* The listening socket passed by systemd: *fd_p = it, or -1 when there is
+ * none (started by hand). Fails (-1, logged) when systemd passed more than
+ * one socket or one that is not a listening AF_UNIX stream socket. */
+int notify_listen_fd(int *fd_p);
+/* Timers for STATUS= and the watchdog; after the loop exists. */
+int notify_start(struct daemon *d);
+void notify_stop(struct daemon *d);
+/* READY=1 with the first STATUS=; once UCX and the listener are up. */
+void notify_ready(struct daemon *d);
+/* STOPPING=1 at the first SIGTERM/SIGINT. */
+void notify_stopping(struct daemon *d);
+/* The worker's periodic pass (deadlines, stuck clients) ran: the watchdog
+ * is fed only while it keeps running. */
+void notify_beat(struct daemon *d);
+
+#endif

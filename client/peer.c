@@ -2,6 +2,9 @@
  * (regions of other processes, resolved with their owner). */
 #include "rma_internal.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,49 @@ peer_set_string(char **field, const char *value)
 	return 0;
 }
 
+/* Host names are resolved here, in the caller's process: the daemon takes
+ * only numeric addresses, so a slow DNS lookup never stalls it. */
+static int
+peer_numeric_address(const char *address, char *out, size_t out_len)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	char host[256], ip[INET6_ADDRSTRLEN];
+	const char *colon, *h = address;
+	size_t hl;
+	int rc;
+
+	if (address[0] == '[') {
+		const char *close = strchr(address, ']');
+		if (close == NULL || close[1] != ':')
+			return -1;
+		h = address + 1;
+		hl = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(address, ':');
+		if (colon == NULL)
+			return -1;
+		hl = (size_t)(colon - address);
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -1;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0)
+		return -1;
+	if (ai->ai_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+			  ip, sizeof(ip));
+	else
+		inet_ntop(AF_INET6,
+			  &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, ip,
+			  sizeof(ip));
+	rc = snprintf(out, out_len, ai->ai_family == AF_INET6 ? "[%s]%s" : "%s%s",
+		      ip, colon);
+	freeaddrinfo(ai);
+	return rc > 0 && (size_t)rc < out_len ? 0 : -1;
+}
+
 RMA_API rma_status_t
 rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
 {
@@ -36,6 +82,7 @@ rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
 	Rma__V1__PeerConnectReply *pc;
 	Rma__V1__Reply *reply;
 	struct rma_peer *peer, *fresh;
+	char numeric[300];
 	rma_status_t st;
 
 	if (client == NULL)
@@ -43,12 +90,17 @@ rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
 	if (address == NULL || peer_p == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "peer connect needs an address");
+	if (peer_numeric_address(address, numeric, sizeof(numeric)) < 0)
+		return client_error(client, RMA_ERR_INVALID,
+				    "cannot resolve peer address '%s' "
+				    "(expected HOST:PORT)",
+				    address);
 	/* allocated first, so that no failure follows the daemon's yes */
 	fresh = calloc(1, sizeof(*fresh));
 	if (fresh == NULL)
 		return client_error(client, RMA_ERR_NO_MEMORY,
 				    "no memory for a peer");
-	body.address = (char *)address;
+	body.address = numeric;
 	req.body_case = RMA__V1__REQUEST__BODY_PEER_CONNECT;
 	req.peer_connect = &body;
 	st = client_call(client, &req, CLIENT_PEER_TIMEOUT_MS, &reply, NULL);

@@ -818,14 +818,16 @@ peer_connect_start(struct peer *p)
 }
 
 static int
-peer_sockaddr(const char *host, uint16_t port, struct sockaddr_storage *sa,
-	      socklen_t *len_p)
+peer_sockaddr(const char *host, uint16_t port, bool numeric,
+	      struct sockaddr_storage *sa, socklen_t *len_p)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
 	char service[8];
 
 	snprintf(service, sizeof(service), "%u", port);
-	hints.ai_flags = AI_NUMERICSERV;
+	/* Numeric only: a DNS lookup would stall the loop. Clients resolve
+	 * names themselves; the listen address may be a name (at start). */
+	hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0);
 	if (getaddrinfo(host, service, &hints, &ai) != 0)
 		return -1;
 	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
@@ -843,7 +845,7 @@ peer_resolve_address(const char *address, struct sockaddr_storage *sa,
 
 	if (config_parse_hostport(address, host, sizeof(host), &port) < 0)
 		return -1;
-	return peer_sockaddr(host, port, sa, len_p);
+	return peer_sockaddr(host, port, true, sa, len_p);
 }
 
 void
@@ -857,8 +859,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 
 	if (peer_resolve_address(address, &sa, &len) < 0) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_INVALID,
-				"cannot resolve peer address '%s' (expected "
-				"HOST:PORT)",
+				"peer address '%s' is not a numeric HOST:PORT",
 				address);
 		return;
 	}
@@ -1204,7 +1205,7 @@ peer_system_start(struct daemon *d)
 	}
 	snprintf(address, sizeof(address), "%s:%u", d->cfg.listen_host,
 		 d->cfg.listen_port);
-	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port,
+	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port, false,
 			  &d->listen_sa, &len) < 0) {
 		log_error("peer_system_start: cannot resolve listen address %s",
 			  address);

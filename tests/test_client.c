@@ -208,7 +208,7 @@ fake_request(Rma__V1__Request *q)
 		fake_region(q, &rp);
 		break;
 	case RMA__V1__REQUEST__BODY_PEER_CONNECT:
-		if (strcmp(q->peer_connect->address, "nowhere:1") == 0) {
+		if (strcmp(q->peer_connect->address, "127.0.0.2:1") == 0) {
 			rp.status = RMA__V1__STATUS__ERR_UNREACHABLE;
 			rp.detail = "nobody there";
 		} else {
@@ -305,7 +305,7 @@ setup_client(enum fake_mode mode)
 	ck_assert_int_eq(fake_start(mode, &c), RMA_OK);
 	ck_assert_str_eq(rma_daemon_id(c), "fake");
 	ck_assert_int_eq(rma_region_alloc(c, 4096, &reg), RMA_OK);
-	ck_assert_int_eq(rma_peer_connect(c, "h:1", &peer), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(c, "127.0.0.1:1", &peer), RMA_OK);
 	ck_assert_int_eq(rma_remote_import(c, peer, "rma1:fake", &rem), RMA_OK);
 }
 
@@ -332,9 +332,9 @@ START_TEST(test_region_and_handles)
 	ck_assert_uint_eq(rma_region_length(reg), 4096);
 	ck_assert_str_eq(rma_region_descriptor(reg), "rma1:fake");
 	ck_assert_uint_eq(rma_remote_length(rem), 4096);
-	ck_assert_int_eq(rma_peer_connect(c, "h:1", &again), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(c, "127.0.0.1:1", &again), RMA_OK);
 	ck_assert_ptr_eq(again, peer);
-	ck_assert_int_eq(rma_peer_connect(c, "nowhere:1", &again),
+	ck_assert_int_eq(rma_peer_connect(c, "127.0.0.2:1", &again),
 			 RMA_ERR_UNREACHABLE);
 	ck_assert_str_eq(rma_last_error(c), "nobody there");
 	rma_remote_release(c, rem);

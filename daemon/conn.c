@@ -441,12 +441,56 @@ static const struct {
 	{RMA__V1__REQUEST__BODY_STATUS, "status", conn_handle_status},
 };
 
+/* Requests are decoded into one bump arena, reset after each request:
+ * a Submit of hundreds of ops costs no malloc per op. Larger requests
+ * spill to malloc. */
+#define CONN_ARENA_SIZE (256 * 1024)
+
+struct conn_arena {
+	size_t used;
+	_Alignas(16) uint8_t buf[CONN_ARENA_SIZE];
+};
+
+static void *
+conn_arena_alloc(void *data, size_t size)
+{
+	struct conn_arena *a = data;
+	size_t n = (size + 15) & ~(size_t)15;
+
+	if (n <= CONN_ARENA_SIZE - a->used) {
+		void *p = a->buf + a->used;
+		a->used += n;
+		return p;
+	}
+	return malloc(size);
+}
+
+static void
+conn_arena_free(void *data, void *p)
+{
+	struct conn_arena *a = data;
+
+	if ((uint8_t *)p < a->buf || (uint8_t *)p >= a->buf + CONN_ARENA_SIZE)
+		free(p);
+}
+
 static void
 conn_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 {
+	struct conn_arena *arena = c->d->decode_arena;
+	ProtobufCAllocator alloc = {conn_arena_alloc, conn_arena_free, arena};
 	Rma__V1__Request *req;
 
-	req = rma__v1__request__unpack(NULL, len, payload);
+	if (arena == NULL) {
+		arena = c->d->decode_arena = malloc(sizeof(*arena));
+		if (arena == NULL) {
+			conn_close(c, "out of memory");
+			return;
+		}
+		alloc.allocator_data = arena;
+	}
+	arena->used = 0;
+	req = rma__v1__request__unpack(&alloc, len, payload);
 	if (req == NULL) {
 		c->d->counters.protocol_errors++;
 		conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
@@ -483,7 +527,7 @@ conn_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 	conn_send_error(c, req->id, RMA__V1__STATUS__ERR_UNKNOWN_REQUEST,
 			"unknown request type %d", (int)req->body_case);
 out:
-	rma__v1__request__free_unpacked(req, NULL);
+	rma__v1__request__free_unpacked(req, &alloc);
 }
 
 /* ---- input -------------------------------------------------------------- */
@@ -809,7 +853,8 @@ conn_server_start(struct daemon *d)
 		    sa_len > offsetof(struct sockaddr_un, sun_path) &&
 		    sa.sun_path[0] != '\0')
 			snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
-				 "%.*s", (int)sizeof(sa.sun_path), sa.sun_path);
+				 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
+				 sa.sun_path);
 		d->accept_ev = event_new(d->base, fd, EV_READ | EV_PERSIST,
 					 conn_on_accept, d);
 		if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) < 0) {

@@ -3,6 +3,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -62,6 +63,8 @@ daemon_stop(struct daemon *d)
 	worker_drain(d, 1.0);
 	region_quarantine_drain_all(d);
 	op_pool_cleanup(d);
+	free(d->decode_arena);
+	d->decode_arena = NULL;
 	worker_stop(d);
 	idmap_cleanup(&d->regions);
 	event_base_free(d->base);

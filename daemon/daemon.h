@@ -353,6 +353,7 @@ struct daemon {
 	struct sockaddr_storage listen_sa;
 
 	struct op *op_free; /* free list of operation records */
+	void *decode_arena; /* conn.c: requests are decoded here */
 	uint64_t ops_in_flight;
 
 	struct counters counters;

@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -52,24 +54,21 @@ harness_fill(void *buf, size_t n, uint32_t seed)
 	}
 }
 
-void
-harness_daemon_start(struct daemon_proc *p, const char *const *extra)
+/* Forks and execs rmad on p->socket and p->listen; 1 once it wrote
+ * "ready", 0 if it exited or stayed silent for `seconds` (then it is
+ * killed and reaped). */
+static int
+harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
+		     double seconds)
 {
-	static int serial;
 	const char *bin = getenv("RMAD_BIN");
 	char fdarg[16];
 	const char *argv[32];
-	int pipefd[2], argc = 0;
+	int pipefd[2], argc = 0, ready;
+	pid_t parent = getpid();
 	char buf[16];
 
 	ck_assert_ptr_nonnull(bin);
-	memset(p, 0, sizeof(*p));
-	snprintf(p->socket, sizeof(p->socket), "/tmp/rmad-test-%d-%d.sock",
-		 (int)getpid(), serial++);
-	/* Port races with other tests are retried by the caller's suite
-	 * rerun; a fresh ephemeral port is free in practice. */
-	p->port = harness_free_port();
-	snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
 	ck_assert_int_eq(pipe2(pipefd, 0), 0);
 	snprintf(fdarg, sizeof(fdarg), "%d", pipefd[1]);
 	argv[argc++] = bin;
@@ -82,21 +81,93 @@ harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 	argv[argc++] = "--log-level";
 	argv[argc++] = getenv("RMAD_LOG_LEVEL") ? getenv("RMAD_LOG_LEVEL")
 						: "warn";
-	for (int i = 0; extra && extra[i]; i++)
+	for (int i = 0; extra && extra[i] && argc < 31; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;
 	p->pid = fork();
 	ck_assert_int_ge(p->pid, 0);
 	if (p->pid == 0) {
+		/* A test that fails in Check's fork mode exits without its
+		 * teardown: its daemons must not outlive it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		close(pipefd[0]);
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	close(pipefd[1]);
-	ck_assert_msg(harness_wait_fd(pipefd[0], 10.0) &&
-			      read(pipefd[0], buf, sizeof(buf)) > 0,
-		      "rmad did not become ready within 10 s");
+	ready = harness_wait_fd(pipefd[0], seconds) &&
+		read(pipefd[0], buf, sizeof(buf)) > 0;
 	close(pipefd[0]);
+	if (!ready) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+	return ready;
+}
+
+void
+harness_daemon_start(struct daemon_proc *p, const char *const *extra)
+{
+	static int serial;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->socket, sizeof(p->socket), "/tmp/rmad-test-%d-%d.sock",
+		 (int)getpid(), serial++);
+	/* Port races with other tests are retried by the caller's suite
+	 * rerun; a fresh ephemeral port is free in practice. */
+	p->port = harness_free_port();
+	snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
+	ck_assert_msg(harness_daemon_spawn(p, extra, 10.0),
+		      "rmad did not become ready within 10 s");
+}
+
+void
+harness_daemon_restart(struct daemon_proc *p, const char *const *extra)
+{
+	double deadline = harness_now() + 10.0;
+
+	ck_assert_int_eq(p->pid, 0);
+	/* The old listener's port may take a moment to be free again. */
+	while (!harness_daemon_spawn(p, extra, deadline - harness_now())) {
+		ck_assert_msg(harness_now() < deadline,
+			      "rmad did not restart on %s within 10 s",
+			      p->listen);
+		harness_pause(0.05, deadline);
+	}
+}
+
+int
+harness_daemon_wait_exit(struct daemon_proc *p, double seconds, int *status_p)
+{
+	int pidfd, exited;
+
+	if (p->pid <= 0)
+		return 0;
+	pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	exited = harness_wait_fd(pidfd, seconds);
+	close(pidfd);
+	if (!exited)
+		return 0;
+	waitpid(p->pid, status_p, 0);
+	p->pid = 0;
+	unlink(p->socket);
+	return 1;
+}
+
+void
+harness_daemon_kill(struct daemon_proc *p)
+{
+	if (p->pid <= 0)
+		return;
+	kill(p->pid, SIGKILL);
+	kill(p->pid, SIGCONT); /* harmless if it was not stopped */
+	waitpid(p->pid, NULL, 0);
+	p->pid = 0;
+	unlink(p->socket);
 }
 
 int
@@ -138,4 +209,66 @@ harness_wait_fd(int fd, double seconds)
 		if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0)
 			return 1;
 	}
+}
+
+void
+harness_pause(double seconds, double deadline)
+{
+	double left = deadline - harness_now();
+
+	if (left > seconds)
+		left = seconds;
+	if (left > 0)
+		poll(NULL, 0, (int)(left * 1000) + 1); /* bounded by deadline */
+}
+
+int
+harness_until(double seconds, int (*cond)(void *), void *arg)
+{
+	double deadline = harness_now() + seconds;
+
+	for (;;) {
+		if (cond(arg))
+			return 1;
+		if (harness_now() >= deadline)
+			return 0;
+		harness_pause(0.005, deadline);
+	}
+}
+
+int
+harness_fd_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return -1;
+	while ((e = readdir(dir)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+long
+harness_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	}
+	fclose(f);
+	return kib;
 }

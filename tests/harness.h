@@ -19,11 +19,30 @@ void harness_daemon_start(struct daemon_proc *p, const char *const *extra);
 /* Sends sig and waits (5 s) for the exit; returns the wait status. */
 int harness_daemon_stop(struct daemon_proc *p, int sig);
 
+/* Starts rmad again on the same socket and port (after a stop or kill),
+ * retrying while the port is not free yet; fails the test after 10 s. */
+void harness_daemon_restart(struct daemon_proc *p, const char *const *extra);
+/* 1 once the daemon exited within seconds (reaped, *status_p set if not
+ * NULL), 0 if it is still running. */
+int harness_daemon_wait_exit(struct daemon_proc *p, double seconds,
+			     int *status_p);
+/* SIGKILL (stopped or not) and reap; nothing if not running. */
+void harness_daemon_kill(struct daemon_proc *p);
+
 /* A TCP port nobody listens on (bound then closed). */
 uint16_t harness_free_port(void);
 double harness_now(void);
 /* 1 once fd is readable, 0 after seconds. */
 int harness_wait_fd(int fd, double seconds);
+/* Waits min(seconds, time left until deadline): the pause between two
+ * checks of a condition that has its own deadline. */
+void harness_pause(double seconds, double deadline);
+/* Checks cond every 5 ms; 1 once true, 0 if still false after seconds. */
+int harness_until(double seconds, int (*cond)(void *), void *arg);
+/* Open descriptors of a process (/proc/PID/fd), -1 if unreadable. */
+int harness_fd_count(pid_t pid);
+/* Resident memory of a process in KiB (VmRSS), -1 if unreadable. */
+long harness_rss_kib(pid_t pid);
 void harness_fill(void *buf, size_t n, uint32_t seed);
 
 #endif

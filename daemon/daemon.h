@@ -187,6 +187,7 @@ struct peer_waiter {
 	uint64_t token;                /* resolve: matches the answer */
 	struct descriptor descriptor;  /* resolve: what was asked */
 	struct resolved *refresh;      /* re-resolve after a reconnect (ref held) */
+	double deadline;               /* resolve: fail the peer past this */
 	TAILQ_ENTRY(peer_waiter) link;
 };
 

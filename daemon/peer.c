@@ -412,6 +412,7 @@ peer_refresh_resolved(struct peer *p)
 			free(w);
 			continue;
 		}
+		w->deadline = daemon_now() + p->d->cfg.op_timeout;
 		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
 	}
 }
@@ -1025,6 +1026,7 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 				ucs_status_string(st));
 		return;
 	}
+	w->deadline = daemon_now() + d->cfg.op_timeout;
 	TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
 }
 
@@ -1060,10 +1062,22 @@ peer_check_deadlines(struct daemon *d)
 
 	TAILQ_FOREACH(p, &d->peers, link) {
 		struct op *op = TAILQ_FIRST(&p->ops);
+		struct peer_waiter *w = TAILQ_FIRST(&p->resolve_waiters);
 		char detail[160];
 		int expired = 0;
 
-		if (op == NULL || op->deadline > now || p->state != PEER_UP)
+		if (p->state != PEER_UP)
+			continue;
+		/* Resolves are answered in order: the oldest decides. */
+		if (w != NULL && w->deadline <= now) {
+			snprintf(detail, sizeof(detail),
+				 "no answer to a descriptor resolve within "
+				 "%.1f s; endpoint closed",
+				 d->cfg.op_timeout);
+			peer_fail(p, UCS_ERR_TIMED_OUT, detail);
+			continue;
+		}
+		if (op == NULL || op->deadline > now)
 			continue;
 		TAILQ_FOREACH(op, &p->ops, link) {
 			if (op->deadline > now)

@@ -116,6 +116,9 @@ worker_start(struct daemon *d)
 	snprintf(d->ucx_version, sizeof(d->ucx_version), "%u.%u.%u", major,
 		 minor, release);
 
+	/* A restarted daemon must get its port back although connections
+	 * of its previous run linger in TIME_WAIT. */
+	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	st = ucp_config_read(NULL, NULL, &config);
 	if (st != UCS_OK) {
 		log_error("worker_start: ucp_config_read: %s",

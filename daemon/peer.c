@@ -620,6 +620,13 @@ peer_destroy(struct peer *p)
 			}
 		}
 	}
+	/* Only at shutdown can operations outlive their peer (UCX did not
+	 * complete them in time): they must not point at it. */
+	while (!TAILQ_EMPTY(&p->ops)) {
+		struct op *op = TAILQ_FIRST(&p->ops);
+		TAILQ_REMOVE(&p->ops, op, link);
+		op->peer = NULL;
+	}
 	if (p->connect_timer)
 		event_free(p->connect_timer);
 	TAILQ_REMOVE(&p->d->peers, p, link);

@@ -93,7 +93,14 @@ const char *rma_default_socket(void);
 rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
 
 /**
- * Close the connection. Outstanding requests complete with
+ * Close the connection. Also the way back after the daemon went away
+ * (RMA_ERR_DAEMON_GONE, e.g. it was restarted): rma_disconnect() the old
+ * handle and rma_connect() again. Nothing carries over: regions, peers and
+ * remotes belong to one connection, a restarted daemon has a new identity,
+ * and descriptors of the old regions are refused everywhere as stale.
+ * Allocate and export new regions.
+ *
+ * Outstanding requests complete with
  * RMA_ERR_DAEMON_GONE (callbacks run), regions are unmapped here and freed
  * by the daemon, and every handle of this client becomes invalid except
  * requests the caller still holds, which must be released.

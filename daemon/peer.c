@@ -139,6 +139,21 @@ peer_am_usable(const ucp_am_recv_param_t *param, size_t length, size_t min)
 	       length >= min;
 }
 
+/* Copies a fixed-size message out of an AM; false if it is not one of
+ * ours (every message starts with the magic). */
+static bool
+peer_am_read(const ucp_am_recv_param_t *param, const void *data,
+	     size_t length, void *out, size_t size)
+{
+	uint32_t magic;
+
+	if (!peer_am_usable(param, length, size))
+		return false;
+	memcpy(out, data, size);
+	memcpy(&magic, out, sizeof(magic));
+	return magic == PEER_AM_MAGIC;
+}
+
 static ucs_status_t
 peer_on_am_hello(void *arg, const void *header, size_t header_length,
 		 void *data, size_t length, const ucp_am_recv_param_t *param)
@@ -146,10 +161,9 @@ peer_on_am_hello(void *arg, const void *header, size_t header_length,
 	struct daemon *d = arg;
 	struct am_hello in, out;
 
-	if (!peer_am_usable(param, length, sizeof(in)))
+	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
-	memcpy(&in, data, sizeof(in));
-	if (in.magic != PEER_AM_MAGIC || in.version != PEER_AM_VERSION) {
+	if (in.version != PEER_AM_VERSION) {
 		log_warn("peer_on_am_hello: bad magic or version, ignored");
 		return UCS_OK;
 	}
@@ -209,10 +223,7 @@ peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
 	struct am_hello in;
 	struct peer *p;
 
-	if (!peer_am_usable(param, length, sizeof(in)))
-		return UCS_OK;
-	memcpy(&in, data, sizeof(in));
-	if (in.magic != PEER_AM_MAGIC)
+	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
 	TAILQ_FOREACH(p, &d->peers, link) {
 		if (p->state == PEER_CONNECTING && p->hello_token == in.token)
@@ -244,10 +255,7 @@ peer_on_am_resolve(void *arg, const void *header, size_t header_length,
 	struct region *r = NULL;
 	size_t out_len = sizeof(*out);
 
-	if (!peer_am_usable(param, length, sizeof(in)))
-		return UCS_OK;
-	memcpy(&in, data, sizeof(in));
-	if (in.magic != PEER_AM_MAGIC)
+	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
 	d->counters.resolves_served++;
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
@@ -352,6 +360,29 @@ peer_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 	conn_send_reply(c, &reply, -1);
 }
 
+/* Asks the owner about one of its regions; on success w waits for the
+ * answer (matched by token) until the operation deadline. */
+static ucs_status_t
+peer_send_resolve(struct peer *p, struct peer_waiter *w, uint64_t region_id,
+		  uint64_t generation)
+{
+	struct am_resolve msg;
+	ucs_status_t st;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.magic = PEER_AM_MAGIC;
+	msg.token = w->token = p->d->next_token++;
+	memcpy(msg.daemon_id, p->remote_id, DAEMON_ID_SIZE);
+	msg.region_id = region_id;
+	msg.generation = generation;
+	st = peer_am_send(p->ep, AM_RESOLVE, &msg, sizeof(msg));
+	if (st == UCS_OK) {
+		w->deadline = daemon_now() + p->d->cfg.op_timeout;
+		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
+	}
+	return st;
+}
+
 /* A reconnect: remotes imported before it stay usable once the owner
  * confirms their regions again, with the new endpoint's rkey. */
 static void
@@ -388,7 +419,6 @@ peer_refresh_resolved(struct peer *p)
 		return;
 	TAILQ_FOREACH(res, &p->resolved, link) {
 		struct peer_waiter *w;
-		struct am_resolve msg;
 
 		if (res->valid || res->stale)
 			continue;
@@ -397,23 +427,14 @@ peer_refresh_resolved(struct peer *p)
 			res->stale = true;
 			continue;
 		}
-		w->token = p->d->next_token++;
 		w->refresh = res;
 		res->refs++;
-		memset(&msg, 0, sizeof(msg));
-		msg.magic = PEER_AM_MAGIC;
-		msg.token = w->token;
-		memcpy(msg.daemon_id, p->remote_id, DAEMON_ID_SIZE);
-		msg.region_id = res->region_id;
-		msg.generation = res->generation;
-		if (peer_am_send(p->ep, AM_RESOLVE, &msg, sizeof(msg)) != UCS_OK) {
+		if (peer_send_resolve(p, w, res->region_id, res->generation) !=
+		    UCS_OK) {
 			res->stale = true;
 			resolved_unref(res);
 			free(w);
-			continue;
 		}
-		w->deadline = daemon_now() + p->d->cfg.op_timeout;
-		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
 	}
 }
 
@@ -441,10 +462,7 @@ peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
 	struct peer *p;
 	ucs_status_t st;
 
-	if (!peer_am_usable(param, length, sizeof(in)))
-		return UCS_OK;
-	memcpy(&in, data, sizeof(in));
-	if (in.magic != PEER_AM_MAGIC)
+	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
 	TAILQ_FOREACH(p, &d->peers, link) {
 		TAILQ_FOREACH(w, &p->resolve_waiters, link) {
@@ -531,10 +549,7 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 	struct am_freed in;
 	struct peer *p;
 
-	if (!peer_am_usable(param, length, sizeof(in)))
-		return UCS_OK;
-	memcpy(&in, data, sizeof(in));
-	if (in.magic != PEER_AM_MAGIC)
+	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
 	TAILQ_FOREACH(p, &d->peers, link) {
 		struct resolved *res;
@@ -963,7 +978,6 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 {
 	struct daemon *d = c->d;
 	struct descriptor desc;
-	struct am_resolve msg;
 	struct peer_waiter *w;
 	struct resolved *res;
 	struct peer *p;
@@ -1017,24 +1031,14 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	}
 	w->conn = c;
 	w->request_id = req_id;
-	w->token = d->next_token++;
 	w->descriptor = desc;
-	memset(&msg, 0, sizeof(msg));
-	msg.magic = PEER_AM_MAGIC;
-	msg.token = w->token;
-	memcpy(msg.daemon_id, desc.daemon_id, DAEMON_ID_SIZE);
-	msg.region_id = desc.region_id;
-	msg.generation = desc.generation;
-	st = peer_am_send(p->ep, AM_RESOLVE, &msg, sizeof(msg));
+	st = peer_send_resolve(p, w, desc.region_id, desc.generation);
 	if (st != UCS_OK) {
 		free(w);
 		conn_send_error(c, req_id, op_status_from_ucs(st),
 				"resolve request to %s: %s", p->address,
 				ucs_status_string(st));
-		return;
 	}
-	w->deadline = daemon_now() + d->cfg.op_timeout;
-	TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
 }
 
 void

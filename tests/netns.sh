@@ -1,0 +1,237 @@
+#!/bin/bash
+# Three hosts for real: one network namespace each, joined by a bridge that
+# lives in a fourth namespace (the host's own networking is never touched),
+# addresses 10.231.0.1-3/24, one rmad per host. rmactl (in the root
+# namespace: the Unix sockets are paths) moves files all to all, then host
+# 3's daemon is killed and restarted, then host 2's is restarted with a
+# peer_allow that leaves host 1 out. Root only; exit 77 (skip) otherwise.
+# Every rmactl runs under `timeout 20`; every wait has a deadline.
+set -euo pipefail
+
+RMAD=${RMAD_BIN:?}
+RMACTL=${RMACTL_BIN:?}
+PORT=13337
+SKIP_MSG="netns: skipped: needs root and network namespaces"
+
+[ "$(id -u)" -eq 0 ] || { echo "$SKIP_MSG"; exit 77; }
+command -v ip >/dev/null || { echo "$SKIP_MSG"; exit 77; }
+
+SUF=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+BR=rmadt-br-$SUF
+NS=("" rmadt-h1-$SUF rmadt-h2-$SUF rmadt-h3-$SUF)
+T=$(mktemp -d /tmp/rmad-netns.XXXXXX)
+declare -A DPID  # host -> rmad pid
+EXPOSE_PIDS=()
+CREATED=()
+
+cleanup() {
+	local pids=() deadline p
+	for p in "${DPID[@]}" "${EXPOSE_PIDS[@]}"; do pids+=("$p"); done
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	deadline=$((SECONDS + 5))
+	for p in "${pids[@]}"; do
+		while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+			sleep 0.05 # poll interval; bounded by the deadline above
+		done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap "exit 1" TERM INT HUP
+
+fail() {
+	echo "netns: FAIL: $*" >&2
+	for f in "$T"/h*.log; do
+		[ -s "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
+	done
+	exit 1
+}
+
+# Polls for a condition until a deadline (seconds).
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05 # poll interval; bounded by the deadline above
+	done
+}
+
+# ---- the network ----------------------------------------------------------
+
+add_ns() {
+	ip netns add "$1" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
+	CREATED+=("$1")
+	ip -n "$1" link set lo up
+}
+
+add_ns "$BR"
+ip -n "$BR" link add br0 type bridge
+ip -n "$BR" link set br0 up
+for i in 1 2 3; do
+	add_ns "${NS[$i]}"
+	# Both ends are created inside namespaces: nothing in the root one.
+	ip -n "$BR" link add "veth$i" type veth peer name eth0 netns "${NS[$i]}"
+	ip -n "$BR" link set "veth$i" master br0 up
+	ip -n "${NS[$i]}" addr add "10.231.0.$i/24" dev eth0
+	ip -n "${NS[$i]}" link set eth0 up
+done
+link_up() { ip -n "$1" link show eth0 | grep -q 'state UP'; }
+for i in 1 2 3; do
+	wait_until 10 link_up "${NS[$i]}" || fail "eth0 of host $i not up"
+done
+
+# ---- daemons and regions --------------------------------------------------
+
+addr() { echo "10.231.0.$1:$PORT"; }
+sock() { echo "$T/h$1.sock"; }
+
+start_daemon() { # host, then extra flags
+	local h=$1 deadline=$((SECONDS + 10)) n=0; shift
+	while :; do
+		n=$((n + 1))
+		rm -f "$T/h$h.ready"
+		mkfifo "$T/h$h.ready"
+		ip netns exec "${NS[$h]}" "$RMAD" --listen "$(addr "$h")" \
+			--socket "$(sock "$h")" --ready-fd 3 --log-level warn \
+			--connect-timeout 2 "$@" \
+			3>"$T/h$h.ready" 2>>"$T/h$h.log" &
+		DPID[$h]=$!
+		if timeout 10 head -c 6 "$T/h$h.ready" 2>/dev/null | grep -q ready; then
+			return 0
+		fi
+		# Not ready: the port of a killed predecessor may linger.
+		kill -KILL "${DPID[$h]}" 2>/dev/null || true
+		{ wait "${DPID[$h]}"; } 2>/dev/null || true
+		unset "DPID[$h]"
+		[ $SECONDS -lt $deadline ] || fail "rmad on host $h not ready after $n tries"
+		sleep 0.1 # retry interval; bounded by the deadline above
+	done
+}
+
+stop_daemon() { # host, signal
+	local h=$1 pid=${DPID[$1]} deadline=$((SECONDS + 10)) gone=0
+	kill "-$2" "$pid"
+	# (bash reports a job killed by a signal on stderr: not news here)
+	{
+		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+			sleep 0.05 # poll interval; bounded by the deadline above
+		done
+		kill -0 "$pid" 2>/dev/null || gone=1
+		[ $gone -eq 0 ] || wait "$pid" || true
+	} 2>/dev/null
+	[ $gone -eq 1 ] || fail "rmad on host $h did not exit"
+	unset "DPID[$h]"
+}
+
+expose() { # host, descriptor file
+	rm -f "$2"
+	"$RMACTL" --socket "$(sock "$1")" expose --size 1M --descriptor-out "$2" \
+		2>>"$T/h$1.log" &
+	EXPOSE_PIDS+=($!)
+	wait_until 10 test -s "$2" || fail "no descriptor from host $1"
+}
+
+# rmactl under a deadline: a hang is a failure, never a wait.
+rmactl() { # host, then the command
+	local h=$1 rc=0; shift
+	timeout 20 "$RMACTL" --socket "$(sock "$h")" "$@" || rc=$?
+	[ "$rc" -ne 124 ] || fail "rmactl on host $h hung (timeout 20 s): $*"
+	return "$rc"
+}
+
+# Put a file into host j's region from host i, get it back, compare.
+transfer() { # from, to, descriptor, offset, size
+	local i=$1 j=$2 desc=$3 off=$4 size=$5 f="$T/data.$1.$2"
+	head -c "$size" /dev/urandom >"$f"
+	rmactl "$i" put --peer "$(addr "$j")" --descriptor "$desc" \
+		--offset "$off" "$f" || fail "put $i -> $j"
+	rmactl "$i" get --peer "$(addr "$j")" --descriptor "$desc" \
+		--offset "$off" --length "$size" --out "$f.back" ||
+		fail "get $i <- $j"
+	cmp -s "$f" "$f.back" || fail "bytes differ $i -> $j"
+}
+
+# A failure is one line and one of the wanted exit codes, quickly.
+expect_fail() { # wanted codes ("68 75"), host, then the command
+	local want=$1 h=$2 rc=0 t0=$EPOCHREALTIME; shift 2
+	rmactl "$h" "$@" >/dev/null 2>"$T/err" || rc=$?
+	case " $want " in
+	*" $rc "*) ;;
+	*) fail "host $h: exit $rc, want one of $want: $* ($(cat "$T/err"))" ;;
+	esac
+	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "want one error line: $(cat "$T/err")"
+	echo "netns: host $h: exit $rc after $(elapsed_ms "$t0") ms: $(cat "$T/err")"
+}
+
+elapsed_ms() { # since an $EPOCHREALTIME
+	local now=$EPOCHREALTIME
+	echo $(((${now/./} - ${1/./}) / 1000))
+}
+
+for i in 1 2 3; do
+	start_daemon "$i" --peer-allow 10.231.0.0/24
+	expose "$i" "$T/desc$i"
+done
+
+# ---- all to all -----------------------------------------------------------
+
+k=0
+for i in 1 2 3; do
+	for j in 1 2 3; do
+		transfer "$i" "$j" "$T/desc$j" $((k * 110000 + 7)) $((50000 + 1111 * k))
+		k=$((k + 1))
+	done
+done
+echo "netns: all-to-all puts and gets between 3 namespaces: ok"
+
+# ---- host 3 killed --------------------------------------------------------
+
+stop_daemon 3 KILL
+for i in 1 2; do
+	expect_fail "68 75" "$i" put --peer "$(addr 3)" --descriptor "$T/desc3" \
+		"$T/data.1.1"
+done
+transfer 1 2 "$T/desc2" 900000 4096
+transfer 2 1 "$T/desc1" 900000 4096
+rmactl 1 status --json >"$T/status1.json" || fail "status on host 1"
+peer_state() { # json file, address
+	if command -v python3 >/dev/null; then
+		python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(" ".join(p.get("state", "") for p in j.get("peers", [])
+               if p.get("address") == sys.argv[2] and not p.get("inbound")))
+' "$1" "$2"
+	else
+		grep -A3 "\"address\": \"$2\"" "$1" | sed -n 's/.*"state": "\(.*\)".*/\1/p'
+	fi
+}
+state=$(peer_state "$T/status1.json" "$(addr 3)")
+case "$state" in
+PEER_DOWN | down) ;;
+*) fail "host 1 shows peer $(addr 3) as '$state', want down" ;;
+esac
+echo "netns: host 3 killed: puts to it fail at once, 1<->2 fine, status says down"
+
+# ---- host 3 back ----------------------------------------------------------
+
+start_daemon 3 --peer-allow 10.231.0.0/24
+expect_fail 65 1 put --peer "$(addr 3)" --descriptor "$T/desc3" "$T/data.1.1"
+grep -q "stale" "$T/err" || fail "old descriptor of host 3: $(cat "$T/err")"
+expose 3 "$T/desc3b"
+transfer 1 3 "$T/desc3b" 0 70000
+transfer 2 3 "$T/desc3b" 100000 70001
+echo "netns: host 3 restarted: traffic from 1 and 2 resumes, old descriptor stale"
+
+# ---- peer_allow -------------------------------------------------------------
+
+stop_daemon 2 TERM
+start_daemon 2 --peer-allow 10.231.0.3/32
+expose 2 "$T/desc2b"
+expect_fail 68 1 put --peer "$(addr 2)" --descriptor "$T/desc2b" "$T/data.1.1"
+transfer 3 2 "$T/desc2b" 0 60000
+echo "netns: host 2 allows only host 3: host 1 refused, host 3 served"
+echo "netns: all checks passed"

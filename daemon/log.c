@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static enum log_level log_current = LOG_LEVEL_INFO;
 static int log_journal;
@@ -13,11 +15,28 @@ static const char *const log_names[] = {"error", "warn", "info", "debug"};
 /* syslog priorities for the journal's <N> prefix */
 static const int log_priorities[] = {3, 4, 6, 7};
 
+/* systemd sets JOURNAL_STREAM to "DEV:INO" of the stream it connected to
+ * the journal; stderr gets <N> prefixes only while it is that stream (not
+ * once a shell started from a service redirected it to a file). */
+static int
+log_stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (env == NULL || sscanf(env, "%llu:%llu", &dev, &ino) != 2 ||
+	    fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev &&
+	       (unsigned long long)st.st_ino == ino;
+}
+
 void
 log_init(enum log_level level)
 {
 	log_current = level;
-	log_journal = getenv("JOURNAL_STREAM") != NULL;
+	log_journal = log_stderr_is_journal();
 }
 
 int

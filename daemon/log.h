@@ -1,5 +1,6 @@
-/* Levelled logging to stderr; under systemd (JOURNAL_STREAM set) each line
- * carries a <N> priority prefix instead of a timestamp. */
+/* Levelled logging to stderr; under systemd (stderr is the stream that
+ * JOURNAL_STREAM names) each line carries a <N> priority prefix instead of
+ * a timestamp. */
 #ifndef RMAD_LOG_H
 #define RMAD_LOG_H
 

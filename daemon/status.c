@@ -5,6 +5,64 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Operations listed in one reply: the oldest, which are the interesting
+ * ones; the total is always there. */
+#define STATUS_OPS_MAX 1000
+
+/* In-flight operations on every peer, oldest first: each peer's list is in
+ * start order already, so this merges their heads. Returns how many of
+ * max were filled. */
+static size_t
+status_fill_ops(struct daemon *d, Rma__V1__OpInfo *infos,
+		Rma__V1__OpInfo **ptrs, size_t max)
+{
+	struct op **cursor;
+	struct peer *p;
+	size_t n_peers = 0, n = 0, i;
+	double now = daemon_now();
+
+	TAILQ_FOREACH(p, &d->peers, link)
+		n_peers++;
+	cursor = calloc(n_peers + 1, sizeof(*cursor));
+	if (cursor == NULL)
+		return 0;
+	i = 0;
+	TAILQ_FOREACH(p, &d->peers, link)
+		cursor[i++] = TAILQ_FIRST(&p->ops);
+	while (n < max) {
+		size_t best = n_peers;
+		const struct op *op;
+		Rma__V1__OpInfo *oi;
+		double age;
+
+		for (i = 0; i < n_peers; i++) {
+			if (cursor[i] != NULL &&
+			    (best == n_peers ||
+			     cursor[i]->deadline < cursor[best]->deadline))
+				best = i;
+		}
+		if (best == n_peers)
+			break;
+		op = cursor[best];
+		cursor[best] = TAILQ_NEXT(cursor[best], link);
+		/* the deadline is op_timeout after the op began */
+		age = now - (op->deadline - d->cfg.op_timeout);
+		oi = &infos[n];
+		rma__v1__op_info__init(oi);
+		oi->op_id = op->op_id;
+		oi->kind = op->kind;
+		oi->client_id = op->conn->id;
+		oi->client_pid = (int32_t)op->conn->pid;
+		oi->peer_id = op->peer->id;
+		oi->peer_address = op->peer->address;
+		oi->length = op->length;
+		oi->age_us = age > 0 ? (uint64_t)(age * 1e6) : 0;
+		ptrs[n++] = oi;
+	}
+	free(cursor);
+	return n;
+}
+
 void
 status_handle(struct conn *c, uint64_t req_id)
 {
@@ -15,6 +73,7 @@ status_handle(struct conn *c, uint64_t req_id)
 	Rma__V1__PeerInfo *peers = NULL, **peer_ptrs = NULL;
 	Rma__V1__ClientInfo *clients = NULL, **client_ptrs = NULL;
 	Rma__V1__RegionInfo *regions = NULL, **region_ptrs = NULL;
+	Rma__V1__OpInfo *ops = NULL, **op_ptrs = NULL;
 	char listen[96];
 	size_t n, pos;
 	struct peer *p;
@@ -105,6 +164,14 @@ status_handle(struct conn *c, uint64_t req_id)
 	st.n_regions = n;
 	st.regions = region_ptrs;
 
+	n = d->ops_in_flight < STATUS_OPS_MAX ? d->ops_in_flight
+					      : STATUS_OPS_MAX;
+	ops = calloc(n + 1, sizeof(*ops));
+	op_ptrs = calloc(n + 1, sizeof(*op_ptrs));
+	st.n_ops = ops && op_ptrs ? status_fill_ops(d, ops, op_ptrs, n) : 0;
+	st.ops = op_ptrs;
+	st.ops_in_flight = d->ops_in_flight;
+
 	counters.ops_put = d->counters.ops_put;
 	counters.ops_get = d->counters.ops_get;
 	counters.ops_flush = d->counters.ops_flush;
@@ -127,4 +194,6 @@ status_handle(struct conn *c, uint64_t req_id)
 	free(client_ptrs);
 	free(regions);
 	free(region_ptrs);
+	free(ops);
+	free(op_ptrs);
 }

@@ -1,0 +1,337 @@
+/* Fuzz target: the daemon's whole client path in process, as
+ * tests/test_protocol.c drives it: conn.c's reader, the dispatch table and
+ * every handler behind it, over a socketpair, with a real UCX worker.
+ *
+ * Input: [flags][chunk][stream...] (see fuzz.h). flags & 1 puts a valid
+ * Hello frame before the stream, so that the fuzzer gets past the
+ * handshake. One daemon per process, started on the first input. Per
+ * input: a new client; the stream written in chunks, the daemon's loop
+ * pumped and its output drained between chunks; then end of file, and the
+ * loop pumped until the daemon dropped the client. Aborts when the daemon
+ * sends something that is not a frame of DaemonMessage, an error reply
+ * without a detail, keeps a client that closed, keeps its regions, or
+ * keeps operations of a gone client in flight.
+ *
+ * So that an input means the same whatever ran before it, the daemon has a
+ * fixed identity (FUZZ_DAEMON_ID: descriptors in the corpus name its
+ * regions), region ids and generations restart at 1 for each input, and
+ * the peer table is rebuilt after an input that made peers. Host names do
+ * not resolve (no DNS in a fuzzer): only numeric addresses. The operation
+ * timeout is 0.1 s, so freed ranges leave quarantine (twice that) while
+ * the fuzzer runs instead of piling up. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fuzz.h"
+
+/* Seconds the daemon gets for anything it must do on its own. */
+#define FUZZ_PATIENCE 10.0
+
+static struct daemon d;
+static bool started;
+static uint8_t *hello_frame;
+static size_t hello_len;
+static bool verbose;
+
+struct fuzz_client {
+	int fd;
+	struct frame_reader out; /* what the daemon sent */
+};
+
+static void
+fuzz_fail(const char *what)
+{
+	fprintf(stderr, "fuzz_dispatch: %s\n", what);
+	abort();
+}
+
+/* No DNS: a name in a PeerConnect would make the input wait on the
+ * network. Numeric addresses resolve as usual. */
+int
+getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+	    struct addrinfo **res)
+{
+	static int (*real)(const char *, const char *, const struct addrinfo *,
+			   struct addrinfo **);
+	struct addrinfo h = {0};
+
+	if (real == NULL) {
+		*(void **)&real = dlsym(RTLD_NEXT, "getaddrinfo");
+		if (real == NULL)
+			fuzz_fail("no getaddrinfo to call");
+	}
+	if (hints != NULL)
+		h = *hints;
+	h.ai_flags |= AI_NUMERICHOST;
+	return real(node, service, &h, res);
+}
+
+static void
+fuzz_stop(void)
+{
+	if (!started)
+		return;
+	daemon_stop(&d);
+	free(hello_frame);
+	started = false;
+}
+
+static void
+fuzz_start(void)
+{
+	Rma__V1__Hello h = RMA__V1__HELLO__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	struct config cfg;
+
+	config_defaults(&cfg);
+	cfg.listen_port = 0; /* any free port */
+	cfg.log_level = LOG_LEVEL_ERROR;
+	cfg.op_timeout = 0.1;
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	log_init(cfg.log_level);
+	if (daemon_start(&d, &cfg) < 0)
+		fuzz_fail("daemon_start failed");
+	memcpy(d.id, FUZZ_DAEMON_ID, DAEMON_ID_SIZE);
+	descriptor_hex(d.id, DAEMON_ID_SIZE, d.id_hex);
+	h.protocol_version = RMA_PROTOCOL_VERSION;
+	h.client_name = "fuzz";
+	req.id = 1;
+	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	hello_len = frame_packed_size(&req.base);
+	hello_frame = malloc(hello_len);
+	if (hello_frame == NULL)
+		fuzz_fail("out of memory");
+	frame_pack(&req.base, hello_frame);
+	started = true;
+	/* Torn down at exit, so that LeakSanitizer sees what the daemon's
+	 * own shutdown leaves behind. */
+	atexit(fuzz_stop);
+}
+
+/* FUZZ_VERBOSE=1: what the daemon answers, to check a corpus. */
+static void
+fuzz_print(const Rma__V1__DaemonMessage *m)
+{
+	if (m->kind_case == RMA__V1__DAEMON_MESSAGE__KIND_REPLY) {
+		fprintf(stderr, "  reply %llu: %s %s\n",
+			(unsigned long long)m->reply->id,
+			protobuf_c_enum_descriptor_get_value(
+			    &rma__v1__status__descriptor, m->reply->status)
+			    ->name,
+			m->reply->detail);
+		return;
+	}
+	if (m->kind_case == RMA__V1__DAEMON_MESSAGE__KIND_EVENT &&
+	    m->event->body_case == RMA__V1__EVENT__BODY_COMPLETIONS) {
+		const Rma__V1__Completions *cs = m->event->completions;
+		for (size_t i = 0; i < cs->n_completions; i++)
+			fprintf(stderr, "  op %llu: %s %llu bytes %s\n",
+				(unsigned long long)cs->completions[i]->op_id,
+				protobuf_c_enum_descriptor_get_value(
+				    &rma__v1__status__descriptor,
+				    cs->completions[i]->status)
+				    ->name,
+				(unsigned long long)cs->completions[i]->bytes,
+				cs->completions[i]->detail);
+		return;
+	}
+	fprintf(stderr, "  event %d\n", (int)m->event->body_case);
+}
+
+static void
+check_message(const uint8_t *payload, size_t len)
+{
+	Rma__V1__DaemonMessage *m;
+
+	m = rma__v1__daemon_message__unpack(NULL, len, payload);
+	if (m == NULL)
+		fuzz_fail(
+		    "the daemon sent a frame that is not a DaemonMessage");
+	if (verbose)
+		fuzz_print(m);
+	if (m->kind_case == RMA__V1__DAEMON_MESSAGE__KIND_REPLY &&
+	    m->reply->status != RMA__V1__STATUS__OK &&
+	    (m->reply->detail == NULL || m->reply->detail[0] == '\0'))
+		fuzz_fail("the daemon sent an error reply without a detail");
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+}
+
+/* Reads what the daemon sent; passed fds (region memfds) are closed. */
+static void
+client_drain(struct fuzz_client *fc)
+{
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(16 * sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov;
+		struct msghdr mh = {0};
+		const uint8_t *payload;
+		uint8_t *p;
+		size_t avail, len;
+		ssize_t n;
+		int rc;
+
+		if (frame_reader_space(&fc->out, &p, &avail) < 0)
+			fuzz_fail("the daemon sent an oversize frame");
+		iov.iov_base = p;
+		iov.iov_len = avail;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		n = recvmsg(fc->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL;
+		     cm = CMSG_NXTHDR(&mh, cm)) {
+			size_t nfds =
+			    (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < nfds; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+				       sizeof(int));
+				close(fd);
+			}
+		}
+		if (mh.msg_flags & MSG_CTRUNC)
+			fuzz_fail(
+			    "the daemon passed more fds than a frame names");
+		frame_reader_commit(&fc->out, (size_t)n);
+		while ((rc = frame_reader_next(&fc->out, &payload, &len)) ==
+		       FRAME_READY)
+			check_message(payload, len);
+		if (rc < 0)
+			fuzz_fail("the daemon sent an oversize frame");
+	}
+}
+
+static void
+pump(struct fuzz_client *fc, int spins)
+{
+	event_base_loop(d.base, EVLOOP_NONBLOCK);
+	client_drain(fc);
+	/* Waiting on the daemon (a timer, UCX): do not spin hot. */
+	if (spins > 100)
+		poll(NULL, 0, 1);
+}
+
+/* Writes p to the client socket, pumping the daemon while the socket is
+ * full. Returns false once the daemon closed its end. */
+static bool
+client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
+{
+	double deadline = daemon_now() + FUZZ_PATIENCE;
+	int spins = 0;
+
+	while (n > 0) {
+		ssize_t k = send(fc->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k > 0) {
+			p += k;
+			n -= (size_t)k;
+			spins = 0;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			pump(fc, ++spins);
+			if (daemon_now() > deadline)
+				fuzz_fail("the daemon stopped reading a client "
+					  "that reads its replies");
+			continue;
+		}
+		return false; /* EPIPE, ECONNRESET: the daemon closed */
+	}
+	pump(fc, 0);
+	return true;
+}
+
+/* Rebuilds the peer table and its listener, as at start. */
+static void
+fuzz_reset_peers(void)
+{
+	peer_system_stop(&d);
+	d.cfg.listen_port = 0;
+	d.next_peer_id = 1;
+	if (peer_system_start(&d) < 0)
+		fuzz_fail("cannot restart the peer system");
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_client fc;
+	struct fuzz_chunker ch;
+	double deadline;
+	bool open = true;
+	int sv[2], spins = 0;
+
+	if (size < 2)
+		return 0;
+	if (!started)
+		fuzz_start();
+	if (!TAILQ_EMPTY(&d.conns))
+		fuzz_fail("a client of an earlier input is still there");
+	if (d.regions.count != 0)
+		fuzz_fail("regions of a gone client are still in the table");
+	d.next_region_id = 1;
+	d.next_generation = 1;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		fuzz_fail("socketpair failed");
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	conn_create(&d, sv[0]); /* sv[0] is the daemon's now */
+	if (TAILQ_EMPTY(&d.conns))
+		fuzz_fail("conn_create did not take the client");
+	fc.fd = sv[1];
+	frame_reader_init(&fc.out, 64u << 20);
+
+	if (data[0] & 1)
+		open = client_write(&fc, hello_frame, hello_len);
+	fuzz_chunker_init(&ch, data[1]);
+	for (size_t off = 2, k; open && off < size; off += k) {
+		k = fuzz_chunker_next(&ch, size - off);
+		open = client_write(&fc, data + off, k);
+	}
+
+	shutdown(fc.fd, SHUT_WR);
+	deadline = daemon_now() + FUZZ_PATIENCE;
+	while (!TAILQ_EMPTY(&d.conns)) {
+		pump(&fc, ++spins);
+		if (daemon_now() > deadline)
+			fuzz_fail("the daemon did not drop a client that "
+				  "closed its socket");
+	}
+	client_drain(&fc);
+	close(fc.fd);
+	frame_reader_cleanup(&fc.out);
+
+	/* What the client left in flight must finish on its own. */
+	deadline = daemon_now() + FUZZ_PATIENCE;
+	while (d.ops_in_flight > 0) {
+		event_base_loop(d.base, EVLOOP_NONBLOCK);
+		poll(NULL, 0, 1);
+		if (daemon_now() > deadline)
+			fuzz_fail("operations of a gone client stay in flight");
+	}
+	if (!TAILQ_EMPTY(&d.peers))
+		fuzz_reset_peers();
+	return 0;
+}

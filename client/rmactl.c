@@ -32,6 +32,11 @@ static const char rmactl_usage_text[] =
     "  get --peer HOST:PORT --descriptor FILE [--offset N] --length N\n"
     "      [--out FILE] [--timeout SECONDS]\n"
     "      read N bytes of the remote region into FILE or stdout\n"
+    "  peers | clients | regions | ops [--json]\n"
+    "      one part of status: peer daemons, local clients, registered\n"
+    "      regions, operations in flight (oldest first, with their age)\n"
+    "  ping [--count N] [--json]\n"
+    "      time connect+hello and N status round trips to the daemon\n"
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else\n"
@@ -238,6 +243,11 @@ static const struct {
     {"expose", rmactl_expose_run},
     {"put", rmactl_xfer_put},
     {"get", rmactl_xfer_get},
+    {"peers", rmactl_ops_peers},
+    {"clients", rmactl_ops_clients},
+    {"regions", rmactl_ops_regions},
+    {"ops", rmactl_ops_ops},
+    {"ping", rmactl_ops_ping},
 };
 
 int

@@ -37,6 +37,12 @@ int rmactl_status_run(int argc, char **argv);
 int rmactl_expose_run(int argc, char **argv);
 int rmactl_xfer_put(int argc, char **argv);
 int rmactl_xfer_get(int argc, char **argv);
+/* rmactl_ops.c: parts of status, and ping */
+int rmactl_ops_peers(int argc, char **argv);
+int rmactl_ops_clients(int argc, char **argv);
+int rmactl_ops_regions(int argc, char **argv);
+int rmactl_ops_ops(int argc, char **argv);
+int rmactl_ops_ping(int argc, char **argv);
 
 /* ---- rmactl_file.c ---- */
 
@@ -55,5 +61,10 @@ int rmactl_file_read_descriptor(const char *cmd, const char *path,
 /* Print msg as one JSON object: every field under its .proto name (set or
  * not), enums by name, 64-bit integers as plain numbers, bytes as hex. */
 int rmactl_json_print(FILE *f, const ProtobufCMessage *msg);
+/* The same for the named fields of msg only (NULL-terminated list). */
+int rmactl_json_print_fields(FILE *f, const ProtobufCMessage *msg,
+			     const char *const *names);
+/* s as a JSON string, escaped. */
+void rmactl_json_quote(FILE *f, const char *s);
 
 #endif

@@ -201,12 +201,42 @@ rmactl_json_present(const ProtobufCMessage *msg,
 	return 1;
 }
 
+/* "name": value, at depth + 1 inside an object at depth. */
+static void
+rmactl_json_field(FILE *f, const ProtobufCMessage *msg,
+		  const ProtobufCFieldDescriptor *field, int depth)
+{
+	const char *base = (const char *)msg;
+
+	rmactl_json_indent(f, depth + 1);
+	rmactl_json_string(f, field->name);
+	fputs(": ", f);
+	if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+		size_t n = *(const size_t *)(base + field->quantifier_offset);
+		const char *arr = *(const char *const *)(base + field->offset);
+		size_t elem = rmactl_json_elem_size(field);
+
+		fputc('[', f);
+		for (size_t k = 0; k < n; k++) {
+			fputs(k ? ",\n" : "\n", f);
+			rmactl_json_indent(f, depth + 2);
+			rmactl_json_value(f, field, arr + k * elem, depth + 2);
+		}
+		if (n > 0) {
+			fputc('\n', f);
+			rmactl_json_indent(f, depth + 1);
+		}
+		fputc(']', f);
+	} else {
+		rmactl_json_value(f, field, base + field->offset, depth + 1);
+	}
+}
+
 static int
 rmactl_json_message(FILE *f, const ProtobufCMessage *msg,
 		    const ProtobufCMessageDescriptor *desc, int depth)
 {
 	ProtobufCMessage *dflt = NULL;
-	const char *base;
 	int first = 1;
 
 	/* an unset sub-message prints as its defaults: every field shows */
@@ -217,7 +247,6 @@ rmactl_json_message(FILE *f, const ProtobufCMessage *msg,
 		desc->message_init(dflt);
 		msg = dflt;
 	}
-	base = (const char *)msg;
 	fputc('{', f);
 	for (unsigned i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *field = &desc->fields[i];
@@ -226,32 +255,7 @@ rmactl_json_message(FILE *f, const ProtobufCMessage *msg,
 			continue;
 		fputs(first ? "\n" : ",\n", f);
 		first = 0;
-		rmactl_json_indent(f, depth + 1);
-		rmactl_json_string(f, field->name);
-		fputs(": ", f);
-		if (field->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t n =
-			    *(const size_t *)(base + field->quantifier_offset);
-			const char *arr =
-			    *(const char *const *)(base + field->offset);
-			size_t elem = rmactl_json_elem_size(field);
-
-			fputc('[', f);
-			for (size_t k = 0; k < n; k++) {
-				fputs(k ? ",\n" : "\n", f);
-				rmactl_json_indent(f, depth + 2);
-				rmactl_json_value(f, field, arr + k * elem,
-						  depth + 2);
-			}
-			if (n > 0) {
-				fputc('\n', f);
-				rmactl_json_indent(f, depth + 1);
-			}
-			fputc(']', f);
-		} else {
-			rmactl_json_value(f, field, base + field->offset,
-					  depth + 1);
-		}
+		rmactl_json_field(f, msg, field, depth);
 	}
 	if (!first) {
 		fputc('\n', f);
@@ -269,4 +273,32 @@ rmactl_json_print(FILE *f, const ProtobufCMessage *msg)
 		return -1;
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
+}
+
+int
+rmactl_json_print_fields(FILE *f, const ProtobufCMessage *msg,
+			 const char *const *names)
+{
+	int first = 1;
+
+	fputc('{', f);
+	for (; *names != NULL; names++) {
+		const ProtobufCFieldDescriptor *field =
+		    protobuf_c_message_descriptor_get_field_by_name(
+			msg->descriptor, *names);
+
+		if (field == NULL || !rmactl_json_present(msg, field))
+			continue;
+		fputs(first ? "\n" : ",\n", f);
+		first = 0;
+		rmactl_json_field(f, msg, field, 0);
+	}
+	fputs(first ? "}\n" : "\n}\n", f);
+	return ferror(f) ? -1 : 0;
+}
+
+void
+rmactl_json_quote(FILE *f, const char *s)
+{
+	rmactl_json_string(f, s);
 }

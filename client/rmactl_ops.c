@@ -1,0 +1,469 @@
+/* rmactl peers, clients, regions, ops and ping: one table each out of the
+ * daemon's StatusReply (or JSON of that part of it), and the round trip to
+ * the daemon. Exit codes are rmactl's (rmactl --help). */
+#include "rma.h"
+#include "rma_internal.h"
+#include "rmactl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+#define RMACTL_OPS_PING_MAX 1000000
+
+enum rmactl_ops_view { VIEW_PEERS, VIEW_CLIENTS, VIEW_REGIONS, VIEW_OPS };
+
+static const struct {
+	const char *name;
+	const char *usage;
+	const char *const json_fields[3];
+} rmactl_ops_views[] = {
+    [VIEW_PEERS] = {"peers",
+		    "usage: rmactl [--socket PATH] peers [--json]\n"
+		    "  other daemons: address, state, direction, operations,\n"
+		    "  bytes, errors, in flight, age of the oldest, last error\n",
+		    {"peers", NULL}},
+    [VIEW_CLIENTS] = {"clients",
+		      "usage: rmactl [--socket PATH] clients [--json]\n"
+		      "  local clients: pid, uid, gid, name, regions, bytes,\n"
+		      "  in flight, age of the oldest, operations\n",
+		      {"clients", NULL}},
+    [VIEW_REGIONS] = {"regions",
+		      "usage: rmactl [--socket PATH] regions [--json]\n"
+		      "  registered regions: id, generation, length, owning\n"
+		      "  client, in flight\n",
+		      {"regions", NULL}},
+    [VIEW_OPS] = {"ops",
+		  "usage: rmactl [--socket PATH] ops [--json]\n"
+		  "  operations in flight on peers, oldest first (at most\n"
+		  "  1000 listed), with their age; the total counts all\n",
+		  {"ops_in_flight", "ops", NULL}},
+};
+
+static const char rmactl_ops_ping_usage[] =
+    "usage: rmactl [--socket PATH] ping [--count N] [--json]\n"
+    "  connect and hello, then N status round trips (default 1):\n"
+    "  times in milliseconds\n";
+
+static int rmactl_ops_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+rmactl_ops_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rmactl: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see rmactl %s --help)\n", cmd);
+	return EX_USAGE;
+}
+
+static double
+rmactl_ops_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+rmactl_ops_bytes(char *buf, size_t len, uint64_t v)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", v);
+	else
+		snprintf(buf, len, "%.1f %s", d, units[u]);
+}
+
+/* An age in the unit that reads best; "-" for none. */
+static void
+rmactl_ops_age(char *buf, size_t len, uint64_t us, int known)
+{
+	if (!known)
+		snprintf(buf, len, "-");
+	else if (us < 1000)
+		snprintf(buf, len, "%" PRIu64 "us", us);
+	else if (us < 1000000)
+		snprintf(buf, len, "%.1fms", (double)us / 1e3);
+	else
+		snprintf(buf, len, "%.1fs", (double)us / 1e6);
+}
+
+static const char *
+rmactl_ops_dash(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+static const char *
+rmactl_ops_kind(int kind)
+{
+	switch (kind) {
+	case RMA__V1__OP_KIND__PUT:
+		return "put";
+	case RMA__V1__OP_KIND__GET:
+		return "get";
+	case RMA__V1__OP_KIND__FLUSH:
+		return "flush";
+	default:
+		return "?";
+	}
+}
+
+static const char *
+rmactl_ops_peer_state(int state)
+{
+	switch (state) {
+	case RMA__V1__PEER_STATE__PEER_CONNECTING:
+		return "connecting";
+	case RMA__V1__PEER_STATE__PEER_UP:
+		return "up";
+	case RMA__V1__PEER_STATE__PEER_DOWN:
+		return "down";
+	default:
+		return "?";
+	}
+}
+
+/* The oldest listed operation of a peer (peer_id) or client (client_id):
+ * ops come oldest first, so the first match. */
+static const Rma__V1__OpInfo *
+rmactl_ops_oldest(const Rma__V1__StatusReply *s, uint32_t peer_id,
+		  uint32_t client_id)
+{
+	for (size_t i = 0; i < s->n_ops; i++) {
+		if ((peer_id != 0 && s->ops[i]->peer_id == peer_id) ||
+		    (client_id != 0 && s->ops[i]->client_id == client_id))
+			return s->ops[i];
+	}
+	return NULL;
+}
+
+static void
+rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
+{
+	char bytes[32], age[32];
+
+	if (s->n_peers == 0) {
+		printf("no peers\n");
+		return;
+	}
+	printf("%4s  %-22s %-10s %-3s %-32s %10s %10s %7s %8s %8s  %s\n", "ID",
+	       "ADDRESS", "STATE", "DIR", "DAEMON", "OPS", "BYTES", "ERRORS",
+	       "INFLIGHT", "OLDEST", "LAST ERROR");
+	for (size_t i = 0; i < s->n_peers; i++) {
+		const Rma__V1__PeerInfo *p = s->peers[i];
+		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
+
+		rmactl_ops_bytes(bytes, sizeof(bytes), p->bytes);
+		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
+		printf("%4u  %-22s %-10s %-3s %-32s %10" PRIu64 " %10s %7" PRIu64
+		       " %8" PRIu64 " %8s  %s\n",
+		       p->peer_id, rmactl_ops_dash(p->address),
+		       rmactl_ops_peer_state(p->state),
+		       p->inbound ? "in" : "out", rmactl_ops_dash(p->daemon_id),
+		       p->ops, bytes, p->errors, p->in_flight, age,
+		       rmactl_ops_dash(p->last_error));
+	}
+}
+
+static void
+rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
+{
+	char bytes[32], age[32];
+
+	if (s->n_clients == 0) {
+		printf("no clients\n");
+		return;
+	}
+	printf("%4s %7s %6s %6s %-24s %7s %10s %8s %8s %10s\n", "ID", "PID",
+	       "UID", "GID", "NAME", "REGIONS", "BYTES", "INFLIGHT", "OLDEST",
+	       "OPS");
+	for (size_t i = 0; i < s->n_clients; i++) {
+		const Rma__V1__ClientInfo *c = s->clients[i];
+		const Rma__V1__OpInfo *o =
+		    rmactl_ops_oldest(s, 0, c->client_id);
+
+		rmactl_ops_bytes(bytes, sizeof(bytes), c->region_bytes);
+		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
+		printf("%4u %7d %6u %6u %-24s %7u %10s %8" PRIu64
+		       " %8s %10" PRIu64 "\n",
+		       c->client_id, c->pid, c->uid, c->gid,
+		       rmactl_ops_dash(c->name), c->regions, bytes,
+		       c->in_flight, age, c->ops);
+	}
+}
+
+static void
+rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
+{
+	uint64_t total = 0;
+	char bytes[32];
+
+	if (s->n_regions == 0) {
+		printf("no regions\n");
+		return;
+	}
+	printf("%8s %6s %12s %6s %8s\n", "ID", "GEN", "LENGTH", "CLIENT",
+	       "INFLIGHT");
+	for (size_t i = 0; i < s->n_regions; i++) {
+		const Rma__V1__RegionInfo *r = s->regions[i];
+
+		total += r->length;
+		printf("%8" PRIu64 " %6" PRIu64 " %12" PRIu64 " %6u %8" PRIu64
+		       "\n",
+		       r->region_id, r->generation, r->length, r->client_id,
+		       r->in_flight);
+	}
+	rmactl_ops_bytes(bytes, sizeof(bytes), total);
+	printf("%zu regions, %s registered\n", s->n_regions, bytes);
+}
+
+static void
+rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
+{
+	char age[32];
+
+	if (s->ops_in_flight == 0) {
+		printf("no operations in flight\n");
+		return;
+	}
+	if (s->n_ops > 0)
+		printf("%20s %6s %7s %-5s %4s  %-22s %12s %8s\n", "OP", "CLIENT",
+		       "PID", "KIND", "PEER", "ADDRESS", "LENGTH", "AGE");
+	for (size_t i = 0; i < s->n_ops; i++) {
+		const Rma__V1__OpInfo *o = s->ops[i];
+
+		rmactl_ops_age(age, sizeof(age), o->age_us, 1);
+		printf("%20" PRIu64 " %6u %7d %-5s %4u  %-22s %12" PRIu64
+		       " %8s\n",
+		       o->op_id, o->client_id, o->client_pid,
+		       rmactl_ops_kind(o->kind), o->peer_id,
+		       rmactl_ops_dash(o->peer_address), o->length, age);
+	}
+	printf("%" PRIu64 " operations in flight, %zu listed%s\n",
+	       s->ops_in_flight, s->n_ops,
+	       s->n_ops < s->ops_in_flight
+		   ? " (the oldest; the rest are local or newer)"
+		   : "");
+}
+
+/* One status round trip on an open client. */
+static int
+rmactl_ops_status(const char *cmd, rma_client_t *client,
+		  Rma__V1__Reply **reply_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
+	Rma__V1__Reply *reply;
+	rma_status_t st;
+
+	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+	req.status = &body;
+	st = rma_client_call(client, &req, &reply);
+	if (st != RMA_OK)
+		return rmactl_fail(cmd, st, client);
+	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
+		rma__v1__reply__free_unpacked(reply, NULL);
+		return rmactl_errx(EX_SOFTWARE, cmd,
+				   "protocol error: no status in the reply");
+	}
+	*reply_p = reply;
+	return 0;
+}
+
+static int
+rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *cmd = rmactl_ops_views[view].name;
+	const Rma__V1__StatusReply *s;
+	Rma__V1__Reply *reply;
+	rma_client_t *client;
+	rma_status_t st;
+	int json = 0, c, rc;
+
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(rmactl_ops_views[view].usage, stdout);
+			return 0;
+		default:
+			return rmactl_ops_usage_error(cmd, "bad option %s",
+						      argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return rmactl_ops_usage_error(cmd, "unexpected argument %s",
+					      argv[optind]);
+
+	st = rma_connect(rmactl_socket, &client);
+	if (st != RMA_OK)
+		return rmactl_fail(cmd, st, NULL);
+	rc = rmactl_ops_status(cmd, client, &reply);
+	if (rc != 0)
+		goto out_disconnect;
+	s = reply->status_reply;
+	if (json) {
+		rmactl_json_print_fields(stdout, &s->base,
+					 rmactl_ops_views[view].json_fields);
+	} else {
+		switch (view) {
+		case VIEW_PEERS:
+			rmactl_ops_print_peers(s);
+			break;
+		case VIEW_CLIENTS:
+			rmactl_ops_print_clients(s);
+			break;
+		case VIEW_REGIONS:
+			rmactl_ops_print_regions(s);
+			break;
+		case VIEW_OPS:
+			rmactl_ops_print_ops(s);
+			break;
+		}
+	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = rmactl_errx(EX_IOERR, cmd, "write to stdout: %s",
+				 strerror(errno));
+	rma__v1__reply__free_unpacked(reply, NULL);
+out_disconnect:
+	rma_disconnect(client);
+	return rc;
+}
+
+int
+rmactl_ops_peers(int argc, char **argv)
+{
+	return rmactl_ops_view(VIEW_PEERS, argc, argv);
+}
+
+int
+rmactl_ops_clients(int argc, char **argv)
+{
+	return rmactl_ops_view(VIEW_CLIENTS, argc, argv);
+}
+
+int
+rmactl_ops_regions(int argc, char **argv)
+{
+	return rmactl_ops_view(VIEW_REGIONS, argc, argv);
+}
+
+int
+rmactl_ops_ops(int argc, char **argv)
+{
+	return rmactl_ops_view(VIEW_OPS, argc, argv);
+}
+
+int
+rmactl_ops_ping(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"count", required_argument, NULL, 'c'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	double t0, hello_ms, min = 0, max = 0, sum = 0;
+	Rma__V1__Reply *reply;
+	rma_client_t *client;
+	rma_status_t st;
+	uint64_t count = 1;
+	int json = 0, c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (rmactl_parse_size(optarg, &count) < 0 ||
+			    count == 0 || count > RMACTL_OPS_PING_MAX)
+				return rmactl_ops_usage_error(
+				    "ping", "--count: expected 1 to %d, got %s",
+				    RMACTL_OPS_PING_MAX, optarg);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(rmactl_ops_ping_usage, stdout);
+			return 0;
+		default:
+			return rmactl_ops_usage_error("ping", "bad option %s",
+						      argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return rmactl_ops_usage_error("ping", "unexpected argument %s",
+					      argv[optind]);
+
+	t0 = rmactl_ops_now();
+	st = rma_connect(rmactl_socket, &client);
+	if (st != RMA_OK)
+		return rmactl_fail("ping", st, NULL);
+	hello_ms = (rmactl_ops_now() - t0) * 1e3;
+	for (uint64_t i = 0; i < count; i++) {
+		double ms;
+
+		t0 = rmactl_ops_now();
+		rc = rmactl_ops_status("ping", client, &reply);
+		if (rc != 0)
+			goto out_disconnect;
+		ms = (rmactl_ops_now() - t0) * 1e3;
+		rma__v1__reply__free_unpacked(reply, NULL);
+		if (i == 0 || ms < min)
+			min = ms;
+		if (ms > max)
+			max = ms;
+		sum += ms;
+	}
+	if (json) {
+		printf("{\n  \"socket\": ");
+		rmactl_json_quote(stdout, client->socket_path);
+		printf(",\n  \"daemon_id\": ");
+		rmactl_json_quote(stdout, client->daemon_id);
+		printf(",\n  \"version\": ");
+		rmactl_json_quote(stdout, client->daemon_version);
+		printf(",\n  \"hello_ms\": %.3f,\n  \"count\": %" PRIu64
+		       ",\n  \"status_min_ms\": %.3f,\n"
+		       "  \"status_avg_ms\": %.3f,\n"
+		       "  \"status_max_ms\": %.3f\n}\n",
+		       hello_ms, count, min, sum / (double)count, max);
+	} else {
+		printf("rmad %s (daemon %s) at %s: connect+hello %.3f ms, "
+		       "status min/avg/max %.3f/%.3f/%.3f ms (%" PRIu64 ")\n",
+		       rmactl_ops_dash(client->daemon_version),
+		       rmactl_ops_dash(client->daemon_id),
+		       rmactl_ops_dash(client->socket_path), hello_ms, min,
+		       sum / (double)count, max, count);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = rmactl_errx(EX_IOERR, "ping", "write to stdout: %s",
+				 strerror(errno));
+out_disconnect:
+	rma_disconnect(client);
+	return rc;
+}

@@ -1,0 +1,94 @@
+#!/bin/bash
+# rmactl's operator commands against real daemons: peers, clients,
+# regions, ops (an operation held in flight by a frozen peer, with its
+# age), ping; --json for each; exit codes.
+. "$(dirname "$0")/lib.sh"
+
+: "${RMAD_BIN:?}" "${RMACTL_BIN:?}"
+ctl() { "$RMACTL_BIN" --socket "$T/b.sock" "$@"; }
+
+# exit codes without a daemon, and usage errors
+rc=0
+"$RMACTL_BIN" --socket "$T/none.sock" ping 2>"$T/err" || rc=$?
+[ "$rc" -eq 69 ] || fail "ping without a daemon exited $rc"
+grep -q '^rmactl: ping: ' "$T/err" || fail "error line: $(cat "$T/err")"
+for cmd in peers clients regions ops ping; do
+	rc=0
+	"$RMACTL_BIN" --socket "$T/none.sock" "$cmd" --bogus 2>/dev/null || rc=$?
+	[ "$rc" -eq 64 ] || fail "$cmd --bogus exited $rc"
+	"$RMACTL_BIN" "$cmd" --help | grep -q "^usage: rmactl .*$cmd" ||
+		fail "$cmd --help"
+done
+rc=0
+"$RMACTL_BIN" ping --count 0 2>/dev/null || rc=$?
+[ "$rc" -eq 64 ] || fail "ping --count 0 exited $rc"
+
+start_daemon a --op-timeout 30
+start_daemon b --op-timeout 30
+
+ctl peers | grep -qx 'no peers' || fail "peers on a fresh daemon"
+ctl ops | grep -qx 'no operations in flight' || fail "ops on a fresh daemon"
+ctl regions | grep -qx 'no regions' || fail "regions on a fresh daemon"
+ctl ping >"$T/ping" || fail "ping"
+grep -Eq '^rmad [0-9.]+ \(daemon [0-9a-f]+\) at .*b\.sock: connect\+hello [0-9.]+ ms, status min/avg/max [0-9.]+/[0-9.]+/[0-9.]+ ms \(1\)$' \
+	"$T/ping" || fail "ping: $(cat "$T/ping")"
+ctl ping --count 5 --json >"$T/ping.json" || fail "ping --json"
+json_ok "$T/ping.json"
+grep -q '"count": 5,' "$T/ping.json" || fail "ping --json: $(cat "$T/ping.json")"
+
+"$RMACTL_BIN" --socket "$T/a.sock" expose --size 1M --descriptor-out "$T/desc" &
+PIDS+=($!)
+wait_until 10 test -s "$T/desc" || fail "no descriptor"
+"$RMACTL_BIN" --socket "$T/b.sock" expose --size 64K --descriptor-out "$T/desc.b" &
+PIDS+=($!)
+wait_until 10 test -s "$T/desc.b" || fail "no descriptor on b"
+head -c 65536 /dev/urandom >"$T/data"
+ctl put --peer "127.0.0.1:$a_PORT" --descriptor "$T/desc" "$T/data" || fail "put"
+
+ctl peers >"$T/peers" || fail "peers"
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +[0-9a-f]{32} +[1-9]" \
+	"$T/peers" || fail "peers: $(cat "$T/peers")"
+ctl clients >"$T/clients" || fail "clients"
+grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +1 +64\.0 KiB' \
+	"$T/clients" || fail "clients: $(cat "$T/clients")"
+ctl regions >"$T/regions" || fail "regions"
+grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"
+for cmd in peers clients regions ops; do
+	ctl "$cmd" --json >"$T/$cmd.json" || fail "$cmd --json"
+	json_ok "$T/$cmd.json"
+done
+grep -q '"peers": \[' "$T/peers.json" || fail "peers --json: $(cat "$T/peers.json")"
+grep -q '"state": "PEER_UP"' "$T/peers.json" || fail "peers --json state"
+grep -q '"clients": \[' "$T/clients.json" || fail "clients --json"
+grep -q '"length": 65536' "$T/regions.json" || fail "regions --json"
+grep -q '"ops_in_flight": 0' "$T/ops.json" || fail "ops --json: $(cat "$T/ops.json")"
+
+# An operation held in flight: the target is frozen (SIGSTOP), so the put
+# stays until its deadline (30 s); ops lists it, oldest first, with its age.
+kill -STOP "$a_PID"
+ctl put --peer "127.0.0.1:$a_PORT" --descriptor "$T/desc" "$T/data" 2>/dev/null &
+PUT=$!
+PIDS+=("$PUT")
+in_flight() {
+	ctl ops --json >"$T/ops.json" && grep -q '"ops_in_flight": [1-9]' "$T/ops.json"
+}
+wait_until 10 in_flight || fail "no operation in flight: $(cat "$T/ops.json")"
+json_ok "$T/ops.json"
+grep -q '"kind": "PUT"' "$T/ops.json" || fail "ops --json kind"
+grep -q "\"peer_address\": \"127.0.0.1:$a_PORT\"" "$T/ops.json" || fail "ops --json peer"
+grep -q '"length": 65536' "$T/ops.json" || fail "ops --json length"
+grep -Eq '"age_us": [0-9]+' "$T/ops.json" || fail "ops --json age"
+ctl ops >"$T/ops" || fail "ops"
+grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9]+ put +[0-9]+  127\\.0\\.0\\.1:$a_PORT +65536 +[0-9.]+(us|ms|s)$" \
+	"$T/ops" || fail "ops: $(cat "$T/ops")"
+grep -Eq '^[1-9][0-9]* operations in flight, [1-9][0-9]* listed' "$T/ops" || fail "ops total"
+ctl peers | grep -Eq " +1 +[0-9.]+(us|ms|s)  -$" || fail "peers: no oldest age: $(ctl peers)"
+
+# A frozen peer that dies: the put fails promptly (connection reset).
+kill -KILL "$a_PID"
+rc=0
+wait "$PUT" || rc=$?
+[ "$rc" -ne 0 ] || fail "put to a killed peer succeeded"
+wait_until 10 sh -c "'$RMACTL_BIN' --socket '$T/b.sock' ops | grep -qx 'no operations in flight'" ||
+	fail "operations still in flight after the peer died"
+echo ok

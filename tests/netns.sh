@@ -112,7 +112,7 @@ start_daemon() { # host, then extra flags
 }
 
 stop_daemon() { # host, signal
-	local h=$1 pid=${DPID[$1]} deadline=$((SECONDS + 10)) gone=0
+	local h=$1 pid=${DPID[$1]} deadline=$((SECONDS + 10)) gone=0 rc=0
 	kill "-$2" "$pid"
 	# (bash reports a job killed by a signal on stderr: not news here)
 	{
@@ -120,10 +120,12 @@ stop_daemon() { # host, signal
 			sleep 0.05 # poll interval; bounded by the deadline above
 		done
 		kill -0 "$pid" 2>/dev/null || gone=1
-		[ $gone -eq 0 ] || wait "$pid" || true
+		[ $gone -eq 0 ] || wait "$pid" || rc=$?
 	} 2>/dev/null
 	[ $gone -eq 1 ] || fail "rmad on host $h did not exit"
 	unset "DPID[$h]"
+	# SIGTERM drains and exits 0
+	[ "$2" != TERM ] || [ $rc -eq 0 ] || fail "rmad on host $h exit $rc on SIGTERM"
 }
 
 expose() { # host, descriptor file
@@ -234,4 +236,5 @@ expose 2 "$T/desc2b"
 expect_fail 68 1 put --peer "$(addr 2)" --descriptor "$T/desc2b" "$T/data.1.1"
 transfer 3 2 "$T/desc2b" 0 60000
 echo "netns: host 2 allows only host 3: host 1 refused, host 3 served"
+for i in 1 2 3; do stop_daemon "$i" TERM; done
 echo "netns: all checks passed"

@@ -23,11 +23,12 @@ static const struct {
 	const char *usage;
 	const char *const json_fields[3];
 } rmactl_ops_views[] = {
-    [VIEW_PEERS] = {"peers",
-		    "usage: rmactl [--socket PATH] peers [--json]\n"
-		    "  other daemons: address, state, direction, operations,\n"
-		    "  bytes, errors, in flight, age of the oldest, last error\n",
-		    {"peers", NULL}},
+    [VIEW_PEERS] =
+	{"peers",
+	 "usage: rmactl [--socket PATH] peers [--json]\n"
+	 "  other daemons: address, state, direction, operations,\n"
+	 "  bytes, errors, in flight, age of the oldest, last error\n",
+	 {"peers", NULL}},
     [VIEW_CLIENTS] = {"clients",
 		      "usage: rmactl [--socket PATH] clients [--json]\n"
 		      "  local clients: pid, uid, gid, name, regions, bytes,\n"
@@ -174,8 +175,8 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 
 		rmactl_ops_bytes(bytes, sizeof(bytes), p->bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
-		printf("%4u  %-22s %-10s %-3s %-32s %10" PRIu64 " %10s %7" PRIu64
-		       " %8" PRIu64 " %8s  %s\n",
+		printf("%4u  %-22s %-10s %-3s %-32s %10" PRIu64
+		       " %10s %7" PRIu64 " %8" PRIu64 " %8s  %s\n",
 		       p->peer_id, rmactl_ops_dash(p->address),
 		       rmactl_ops_peer_state(p->state),
 		       p->inbound ? "in" : "out", rmactl_ops_dash(p->daemon_id),
@@ -246,8 +247,9 @@ rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
 		return;
 	}
 	if (s->n_ops > 0)
-		printf("%20s %6s %7s %-5s %4s  %-22s %12s %8s\n", "OP", "CLIENT",
-		       "PID", "KIND", "PEER", "ADDRESS", "LENGTH", "AGE");
+		printf("%20s %6s %7s %-5s %4s  %-22s %12s %8s\n", "OP",
+		       "CLIENT", "PID", "KIND", "PEER", "ADDRESS", "LENGTH",
+		       "AGE");
 	for (size_t i = 0; i < s->n_ops; i++) {
 		const Rma__V1__OpInfo *o = s->ops[i];
 

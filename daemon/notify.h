@@ -11,13 +11,13 @@ struct daemon;
 struct event;
 
 struct notify {
-	bool enabled;             /* NOTIFY_SOCKET is set */
+	bool enabled;		   /* NOTIFY_SOCKET is set */
 	struct event *status_ev;   /* STATUS= refresh, when it changed */
 	struct event *watchdog_ev; /* WATCHDOG=1 at half the interval */
-	uint64_t watchdog_usec;    /* WATCHDOG_USEC, 0 = no watchdog */
-	double last_beat;          /* worker's periodic pass last ran */
-	bool beat_missed;          /* logged once per stall */
-	char status[160];          /* the STATUS= last sent */
+	uint64_t watchdog_usec;	   /* WATCHDOG_USEC, 0 = no watchdog */
+	double last_beat;	   /* worker's periodic pass last ran */
+	bool beat_missed;	   /* logged once per stall */
+	char status[160];	   /* the STATUS= last sent */
 };
 
 /* The listening socket passed by systemd: *fd_p = it, or -1 when there is

@@ -32,6 +32,11 @@ static const char rmactl_usage_text[] =
     "  get --peer HOST:PORT --descriptor FILE [--offset N] --length N\n"
     "      [--out FILE] [--timeout SECONDS]\n"
     "      read N bytes of the remote region into FILE or stdout\n"
+    "  bench --peer HOST:PORT --descriptor FILE --op put|get --size BYTES\n"
+    "        [--count N] [--window N] [--warmup N] [--remote-completion]\n"
+    "        [--timeout SECONDS] [--json]\n"
+    "      operations on the remote region, window in flight: ops/s,\n"
+    "      bytes/s, latency p50/p99\n"
     "  peers | clients | regions | ops [--json]\n"
     "      one part of status: peer daemons, local clients, registered\n"
     "      regions, operations in flight (oldest first, with their age)\n"
@@ -66,10 +71,26 @@ const char *const rmactl_cmd_usage[] = {
     "       [--offset N] [--timeout SECONDS] DATAFILE\n",
     "usage: rmactl [--socket PATH] get --peer HOST:PORT --descriptor FILE\n"
     "       [--offset N] --length N [--out FILE] [--timeout SECONDS]\n",
+    "usage: rmactl [--socket PATH] bench --peer HOST:PORT --descriptor FILE\n"
+    "       --op put|get --size BYTES [--count N] [--window N] [--warmup N]\n"
+    "       [--remote-completion] [--timeout SECONDS] [--json]\n"
+    "  --count N            measured operations (default: 256 MiB worth,\n"
+    "                       16 to 100000)\n"
+    "  --window N           operations in flight (default 16)\n"
+    "  --warmup N           unmeasured operations first (default: 4 MiB\n"
+    "                       worth, at most the window)\n"
+    "  --remote-completion  a put completes once its data is at the target\n"
+    "  --timeout SECONDS    give up when nothing completes for this long\n"
+    "                       (default 60)\n"
+    "  --json               one JSON object: op, size, count, window,\n"
+    "                       seconds, ops_per_s, bytes_per_s, p50_us, p99_us,\n"
+    "                       ...\n"
+    "Latency is per operation, submit to completion; a put's bytes/s\n"
+    "counts a final flush (the data is at the target).\n",
 };
 
 static const char *const rmactl_cmd_names[] = {"status", "expose", "put",
-					       "get"};
+					       "get", "bench"};
 
 /* ---- errors ---- */
 
@@ -248,6 +269,7 @@ static const struct {
     {"regions", rmactl_ops_regions},
     {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},
+    {"bench", rmactl_bench_run},
 };
 
 int

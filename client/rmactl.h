@@ -9,7 +9,7 @@
 
 #include "rma.h"
 
-enum { RMACTL_STATUS, RMACTL_EXPOSE, RMACTL_PUT, RMACTL_GET };
+enum { RMACTL_STATUS, RMACTL_EXPOSE, RMACTL_PUT, RMACTL_GET, RMACTL_BENCH };
 
 /* --socket, or NULL for the default */
 extern const char *rmactl_socket;
@@ -43,6 +43,7 @@ int rmactl_ops_clients(int argc, char **argv);
 int rmactl_ops_regions(int argc, char **argv);
 int rmactl_ops_ops(int argc, char **argv);
 int rmactl_ops_ping(int argc, char **argv);
+int rmactl_bench_run(int argc, char **argv);
 
 /* ---- rmactl_file.c ---- */
 

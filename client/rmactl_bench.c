@@ -1,0 +1,505 @@
+/* rmactl bench: puts or gets to a remote region with up to --window in
+ * flight, as fast as the daemon takes them; ops/s, bytes/s and latency
+ * percentiles (submit to completion, CLOCK_MONOTONIC).
+ *
+ * The library coalesces what is submitted between two rma_progress()
+ * calls into one frame, so the loop submits a burst up to the window,
+ * then progresses. Timestamps live in one array allocated up front: a
+ * burst shares one submit time (its ops leave in one frame) and the ops
+ * that one rma_progress() completed share one completion time (taken when
+ * it returns, which is when the program could act on them). Two clock
+ * reads per op would cost as much as the daemon's own work at 8 bytes.
+ *
+ * bench/raw_ucx.c runs the same loop on raw UCX: keep the two alike. */
+#include "rma.h"
+#include "rmactl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+#define BENCH_WINDOW_DEFAULT 16
+#define BENCH_WINDOW_MAX 65536
+#define BENCH_COUNT_MAX 100000000ull
+#define BENCH_TIMEOUT_DEFAULT_S 60
+/* Local buffer: one slot per op in flight, at most this many bytes. */
+#define BENCH_LOCAL_MAX (64ull << 20)
+
+/* One op in flight: what its callback needs. Kept on a free list, as
+ * many as the window: no malloc per op. */
+struct bench_slot {
+	struct bench *b;
+	uint64_t op; /* index in the measured run's stamps */
+	struct bench_slot *next;
+};
+
+struct bench {
+	/* arguments */
+	const char *peer;
+	const char *descriptor_file;
+	int get;
+	uint64_t size;
+	uint64_t count;
+	uint64_t window;
+	uint64_t warmup;
+	int have_count, have_warmup;
+	int json;
+	int remote_completion;
+	int timeout_ms;
+
+	/* connection */
+	rma_client_t *client;
+	rma_peer_t *peer_h;
+	rma_remote_t *remote;
+	rma_region_t *region;
+	uint64_t slots; /* local buffer = slots * size bytes */
+	uint64_t span;	/* remote length - size + 1 */
+
+	/* run */
+	uint64_t next_op; /* ops issued so far, warm-up included */
+	uint64_t *stamp;  /* per op: submit time, then latency (ns) */
+	uint64_t *done;	  /* ops completed and not yet stamped */
+	uint64_t ndone;
+	uint64_t in_flight;
+	int recording; /* stamps are kept (not the warm-up) */
+	struct bench_slot *slot_mem, *slot_free;
+	rma_status_t error; /* first failure */
+	char error_detail[256];
+};
+
+static uint64_t
+bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int
+bench_args(int argc, char **argv, struct bench *b)
+{
+	static const struct option opts[] = {
+	    {"peer", required_argument, NULL, 'p'},
+	    {"descriptor", required_argument, NULL, 'd'},
+	    {"op", required_argument, NULL, 'o'},
+	    {"size", required_argument, NULL, 's'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"warmup", required_argument, NULL, 'W'},
+	    {"remote-completion", no_argument, NULL, 'r'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *op = NULL;
+	int c;
+
+	b->window = BENCH_WINDOW_DEFAULT;
+	b->timeout_ms = BENCH_TIMEOUT_DEFAULT_S * 1000;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			b->peer = optarg;
+			break;
+		case 'd':
+			b->descriptor_file = optarg;
+			break;
+		case 'o':
+			op = optarg;
+			break;
+		case 's':
+			if (rmactl_parse_size(optarg, &b->size) < 0 ||
+			    b->size == 0 || b->size > SIZE_MAX)
+				return rmactl_usage_error(
+				    RMACTL_BENCH, "bench: bad size \"%s\"",
+				    optarg);
+			break;
+		case 'n':
+			if (rmactl_parse_size(optarg, &b->count) < 0 ||
+			    b->count == 0 || b->count > BENCH_COUNT_MAX)
+				return rmactl_usage_error(
+				    RMACTL_BENCH,
+				    "bench: bad count \"%s\" (1 to %llu)",
+				    optarg,
+				    (unsigned long long)BENCH_COUNT_MAX);
+			b->have_count = 1;
+			break;
+		case 'w':
+			if (rmactl_parse_size(optarg, &b->window) < 0 ||
+			    b->window == 0 || b->window > BENCH_WINDOW_MAX)
+				return rmactl_usage_error(
+				    RMACTL_BENCH,
+				    "bench: bad window \"%s\" (1 to %d)",
+				    optarg, BENCH_WINDOW_MAX);
+			break;
+		case 'W':
+			if (rmactl_parse_size(optarg, &b->warmup) < 0 ||
+			    b->warmup > BENCH_COUNT_MAX)
+				return rmactl_usage_error(
+				    RMACTL_BENCH, "bench: bad warmup \"%s\"",
+				    optarg);
+			b->have_warmup = 1;
+			break;
+		case 'r':
+			b->remote_completion = 1;
+			break;
+		case 'j':
+			b->json = 1;
+			break;
+		case 't':
+			if (rmactl_parse_timeout(optarg, &b->timeout_ms) < 0)
+				return rmactl_usage_error(
+				    RMACTL_BENCH, "bench: bad timeout \"%s\"",
+				    optarg);
+			break;
+		case 'h':
+			fputs(rmactl_cmd_usage[RMACTL_BENCH], stdout);
+			return -1;
+		default:
+			return rmactl_usage_error(RMACTL_BENCH,
+						  "bench: bad option %s",
+						  argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: unexpected argument %s",
+					  argv[optind]);
+	if (b->peer == NULL || b->descriptor_file == NULL || op == NULL ||
+	    b->size == 0)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: --peer, --descriptor, --op "
+					  "and --size are required");
+	if (rmactl_check_address(b->peer) < 0)
+		return rmactl_usage_error(
+		    RMACTL_BENCH,
+		    "bench: bad peer address \"%s\" (want "
+		    "HOST:PORT)",
+		    b->peer);
+	if (strcmp(op, "put") == 0)
+		b->get = 0;
+	else if (strcmp(op, "get") == 0)
+		b->get = 1;
+	else
+		return rmactl_usage_error(
+		    RMACTL_BENCH, "bench: bad op \"%s\" (put or get)", op);
+	if (b->get && b->remote_completion)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: --remote-completion is for "
+					  "puts (a get completes at the target "
+					  "anyway)");
+	/* about a second at usual rates, bounded in ops and bytes */
+	if (!b->have_count) {
+		uint64_t n = (256ull << 20) / b->size;
+
+		b->count = n > 100000 ? 100000 : n < 16 ? 16 : n;
+	}
+	/* what it takes to connect the lanes, without costing much */
+	if (!b->have_warmup) {
+		uint64_t n = (4ull << 20) / b->size;
+
+		n = n < 1 ? 1 : n;
+		b->warmup = n < b->window ? n : b->window;
+	}
+	return 0;
+}
+
+static void
+bench_on_done(rma_request_t *req, rma_status_t st, void *user_data)
+{
+	struct bench_slot *slot = user_data;
+	struct bench *b = slot->b;
+
+	if (st != RMA_OK && b->error == RMA_OK) {
+		b->error = st;
+		snprintf(b->error_detail, sizeof(b->error_detail), "%s",
+			 rma_request_detail(req));
+	}
+	if (b->recording)
+		b->done[b->ndone++] = slot->op;
+	b->in_flight--;
+	slot->next = b->slot_free;
+	b->slot_free = slot;
+}
+
+/* Connect, reach the peer, import the descriptor, make the buffers. */
+static int
+bench_open(struct bench *b, const char *desc)
+{
+	uint64_t rlen, local;
+	rma_status_t st;
+
+	st = rma_connect(rmactl_socket, &b->client);
+	if (st != RMA_OK) {
+		b->client = NULL;
+		return rmactl_fail("bench", st, NULL);
+	}
+	st = rma_peer_connect(b->client, b->peer, &b->peer_h);
+	if (st == RMA_OK)
+		st = rma_remote_import(b->client, b->peer_h, desc, &b->remote);
+	if (st != RMA_OK)
+		return rmactl_fail("bench", st, b->client);
+	rlen = rma_remote_length(b->remote);
+	if (b->size > rlen)
+		return rmactl_errx(EX_DATAERR, "bench",
+				   "size %" PRIu64 " is bigger than the remote "
+				   "region (%" PRIu64 " bytes)",
+				   b->size, rlen);
+	b->span = rlen - b->size + 1;
+	b->slots = BENCH_LOCAL_MAX / b->size;
+	if (b->slots > b->window)
+		b->slots = b->window;
+	if (b->slots == 0)
+		b->slots = 1;
+	local = b->slots * b->size;
+	st = rma_region_alloc(b->client, (size_t)local, &b->region);
+	if (st != RMA_OK) {
+		b->region = NULL;
+		return rmactl_fail("bench", st, b->client);
+	}
+	/* touch it: page faults are not what we measure */
+	memset(rma_region_ptr(b->region), 0xa5, (size_t)local);
+
+	b->stamp = calloc(b->count, sizeof(*b->stamp));
+	b->done = calloc(b->window, sizeof(*b->done));
+	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
+	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL)
+		return rmactl_errx(EX_SOFTWARE, "bench", "out of memory");
+	for (uint64_t i = 0; i < b->window; i++) {
+		b->slot_mem[i].b = b;
+		b->slot_mem[i].next = b->slot_free;
+		b->slot_free = &b->slot_mem[i];
+	}
+	return 0;
+}
+
+static void
+bench_close(struct bench *b)
+{
+	/* disconnecting completes what is still in flight (callbacks run,
+	 * so the slots must still be there) */
+	if (b->client != NULL) {
+		if (b->region != NULL)
+			rma_region_free(b->client, b->region);
+		rma_disconnect(b->client);
+	}
+	free(b->stamp);
+	free(b->done);
+	free(b->slot_mem);
+}
+
+/* Remote offsets cycle over the region, aligned to the size, so that
+ * every size fits. */
+static uint64_t
+bench_remote_offset(const struct bench *b, uint64_t i)
+{
+	unsigned __int128 off = (unsigned __int128)i * b->size % b->span;
+
+	return (uint64_t)off / b->size * b->size;
+}
+
+static int
+bench_submit(struct bench *b, uint64_t op, uint64_t now)
+{
+	struct bench_slot *slot = b->slot_free;
+	uint64_t i = b->next_op;
+	uint64_t local = i % b->slots * b->size;
+	uint64_t remote = bench_remote_offset(b, i);
+	rma_status_t st;
+
+	b->slot_free = slot->next;
+	slot->op = op;
+	if (b->get)
+		st = rma_get(b->client, b->region, local, b->remote, remote,
+			     b->size, bench_on_done, slot, NULL);
+	else
+		st = rma_put(
+		    b->client, b->region, local, b->remote, remote, b->size,
+		    b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    bench_on_done, slot, NULL);
+	if (st != RMA_OK) {
+		slot->next = b->slot_free;
+		b->slot_free = slot;
+		return rmactl_fail("bench", st, b->client);
+	}
+	if (b->recording)
+		b->stamp[op] = now;
+	b->in_flight++;
+	b->next_op++;
+	return 0;
+}
+
+/* Runs n ops (recorded or not), window in flight, until all completed. */
+static int
+bench_loop(struct bench *b, uint64_t n)
+{
+	uint64_t submitted = 0, completed = 0, now, last = bench_now_ns();
+	uint64_t timeout_ns = (uint64_t)b->timeout_ms * 1000000u;
+	struct pollfd pfd;
+	rma_status_t st;
+	int rc, left;
+
+	b->ndone = 0;
+	while (completed < n) {
+		now = bench_now_ns();
+		while (b->error == RMA_OK && submitted < n &&
+		       b->in_flight + b->ndone < b->window) {
+			rc = bench_submit(b, submitted, now);
+			if (rc != 0)
+				return rc;
+			submitted++;
+		}
+		st = rma_progress(b->client);
+		if (st != RMA_OK)
+			return rmactl_fail("bench", st, b->client);
+		if (b->error != RMA_OK)
+			return rmactl_errx(rmactl_exit_code(b->error), "bench",
+					   "%s%s%s", rma_strerror(b->error),
+					   b->error_detail[0] ? ": " : "",
+					   b->error_detail);
+		if (submitted - b->in_flight > completed) {
+			now = bench_now_ns();
+			for (uint64_t k = 0; k < b->ndone; k++)
+				b->stamp[b->done[k]] =
+				    now - b->stamp[b->done[k]];
+			b->ndone = 0;
+			completed = submitted - b->in_flight;
+			last = now;
+			continue;
+		}
+		/* nothing came: sleep until the daemon says something */
+		now = bench_now_ns();
+		if (now - last >= timeout_ns)
+			return rmactl_errx(
+			    EX_TEMPFAIL, "bench",
+			    "timeout: no completion within "
+			    "%.1f s (%" PRIu64 " of %" PRIu64 " done)",
+			    b->timeout_ms / 1000.0, completed, n);
+		left = (int)((timeout_ns - (now - last)) / 1000000u) + 1;
+		pfd.fd = rma_fd(b->client);
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, left) < 0 && errno != EINTR)
+			return rmactl_errx(EX_SOFTWARE, "bench", "poll: %s",
+					   strerror(errno));
+	}
+	return 0;
+}
+
+static int
+bench_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Nearest rank: the smallest value with at least p of them at or below. */
+static double
+bench_percentile_us(const uint64_t *sorted, uint64_t n, double p)
+{
+	uint64_t rank = (uint64_t)(p * (double)n + 0.999999);
+
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return (double)sorted[rank - 1] / 1000.0;
+}
+
+static int
+bench_report(const struct bench *b, double seconds)
+{
+	const char *op = b->get ? "get" : "put";
+	double ops = (double)b->count / seconds;
+	double bytes = ops * (double)b->size;
+	double sum = 0;
+	double p50, p99;
+
+	qsort(b->stamp, b->count, sizeof(*b->stamp), bench_cmp);
+	for (uint64_t i = 0; i < b->count; i++)
+		sum += (double)b->stamp[i];
+	p50 = bench_percentile_us(b->stamp, b->count, 0.50);
+	p99 = bench_percentile_us(b->stamp, b->count, 0.99);
+	if (b->json) {
+		printf("{\"tool\": \"rmad\", \"op\": \"%s\", \"size\": %" PRIu64
+		       ", \"count\": %" PRIu64 ", \"window\": %" PRIu64
+		       ", \"remote_completion\": %s, \"seconds\": %.6f, "
+		       "\"ops_per_s\": %.1f, \"bytes_per_s\": %.1f, "
+		       "\"p50_us\": %.3f, \"p99_us\": %.3f, \"mean_us\": %.3f, "
+		       "\"min_us\": %.3f, \"max_us\": %.3f}\n",
+		       op, b->size, b->count, b->window,
+		       b->remote_completion ? "true" : "false", seconds, ops,
+		       bytes, p50, p99, sum / (double)b->count / 1000.0,
+		       (double)b->stamp[0] / 1000.0,
+		       (double)b->stamp[b->count - 1] / 1000.0);
+	} else {
+		printf("%s %" PRIu64 " B x %" PRIu64 ", window %" PRIu64
+		       "%s: %.3f s\n"
+		       "  %.0f ops/s, %.1f MiB/s\n"
+		       "  latency (us): p50 %.1f, p99 %.1f, mean %.1f, "
+		       "min %.1f, max %.1f\n",
+		       op, b->size, b->count, b->window,
+		       b->remote_completion ? ", remote completion" : "",
+		       seconds, ops, bytes / (1 << 20), p50, p99,
+		       sum / (double)b->count / 1000.0,
+		       (double)b->stamp[0] / 1000.0,
+		       (double)b->stamp[b->count - 1] / 1000.0);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return rmactl_errx(EX_IOERR, "bench", "write to stdout: %s",
+				   strerror(errno));
+	return 0;
+}
+
+int
+rmactl_bench_run(int argc, char **argv)
+{
+	struct bench b = {0};
+	uint64_t t0, t1;
+	rma_status_t st;
+	char *desc;
+	int rc;
+
+	rc = bench_args(argc, argv, &b);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	rc = rmactl_file_read_descriptor("bench", b.descriptor_file, &desc);
+	if (rc != 0)
+		return rc;
+	rc = bench_open(&b, desc);
+	free(desc);
+	if (rc != 0)
+		goto out;
+
+	if (b.warmup > 0) {
+		rc = bench_loop(&b, b.warmup);
+		if (rc != 0)
+			goto out;
+	}
+	b.recording = 1;
+	t0 = bench_now_ns();
+	rc = bench_loop(&b, b.count);
+	if (rc != 0)
+		goto out;
+	/* puts count once they are at the target, as raw_ucx's do */
+	if (!b.get) {
+		st = rma_flush_sync(b.client, b.peer_h, b.timeout_ms);
+		if (st != RMA_OK) {
+			rc = rmactl_fail("bench", st, b.client);
+			goto out;
+		}
+	}
+	t1 = bench_now_ns();
+	rc = bench_report(&b, (double)(t1 - t0) / 1e9);
+out:
+	bench_close(&b);
+	return rc;
+}

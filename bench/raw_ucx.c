@@ -1,0 +1,1112 @@
+/* raw_ucx: the baseline for `rmactl bench`: the same put/get loop on raw
+ * UCX between two processes, set up the way rmad sets up UCX between two
+ * daemons: memfd memory mapped MAP_SHARED and registered with
+ * ucp_mem_map, endpoints through ucp_listener / sockaddr with
+ * UCP_ERR_HANDLING_MODE_PEER, UCX_TLS=tcp unless the environment says
+ * otherwise. The server sends its region's address, length and packed
+ * rkey as an active message on every new endpoint.
+ *
+ *   raw_ucx server [--listen HOST:PORT] [--size BYTES] [--progress MODE]
+ *   raw_ucx client --connect HOST:PORT --op put|get --size BYTES
+ *                  [--count N] [--window N] [--warmup N]
+ *                  [--remote-completion] [--timeout SECONDS]
+ *                  [--progress MODE] [--json]
+ *
+ * The client loop and its output are those of client/rmactl_bench.c:
+ * keep the two alike. MODE is "poll" (spin on ucp_worker_progress, the
+ * default, as ucx_perftest does) or "wait" (sleep on the worker's event
+ * fd, as rmad does). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ucp/api/ucp.h>
+
+#define RAW_AM_INFO 7
+#define RAW_WINDOW_DEFAULT 16
+#define RAW_WINDOW_MAX 65536
+#define RAW_COUNT_MAX 100000000ull
+#define RAW_LOCAL_MAX (64ull << 20)
+#define RAW_RKEY_MAX 4096
+#define RAW_SERVER_EPS_MAX 256
+
+/* The server's answer on a new endpoint. */
+struct raw_info {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey_len;
+	uint8_t rkey[];
+};
+
+struct raw_region {
+	void *addr;
+	size_t length;
+	ucp_mem_h memh;
+};
+
+struct raw {
+	ucp_context_h ucp;
+	ucp_worker_h worker;
+	int efd;
+	int wait_mode;
+};
+
+static volatile sig_atomic_t raw_stop;
+
+static void
+raw_on_signal(int sig)
+{
+	raw_stop = 1;
+}
+
+static int raw_errx(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+raw_errx(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("raw_ucx: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static uint64_t
+raw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* As rmactl_parse_size: digits, then K, M, G or T (powers of 1024). */
+static int
+raw_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	case '\0':
+		break;
+	default:
+		return -1;
+	}
+	if (shift != 0) {
+		end++;
+		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+			end += strlen(end);
+	}
+	if (*end != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* "host:port" (host may be [v6]) into a sockaddr. */
+static int
+raw_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len_p)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *ai;
+	const char *colon = strrchr(s, ':');
+	char host[256];
+	size_t hl;
+
+	if (colon == NULL || colon == s)
+		return -1;
+	hl = (size_t)(colon - s);
+	if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return -1;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len_p = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* ---- context, worker, progress ---- */
+
+static int
+raw_init(struct raw *r, int wait_mode)
+{
+	ucp_params_t params = {
+	    .field_mask = UCP_PARAM_FIELD_FEATURES,
+	    .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+	};
+	ucp_worker_params_t wparams = {
+	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+	    .thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucp_config_t *config;
+	ucs_status_t st;
+
+	r->wait_mode = wait_mode;
+	st = ucp_config_read(NULL, NULL, &config);
+	if (st != UCS_OK)
+		return raw_errx(EX_SOFTWARE, "ucp_config_read: %s",
+				ucs_status_string(st));
+	/* as rmad: tcp unless the environment says otherwise */
+	if (getenv("UCX_TLS") == NULL)
+		ucp_config_modify(config, "TLS", "tcp");
+	st = ucp_init(&params, config, &r->ucp);
+	ucp_config_release(config);
+	if (st != UCS_OK)
+		return raw_errx(EX_SOFTWARE, "ucp_init: %s",
+				ucs_status_string(st));
+	st = ucp_worker_create(r->ucp, &wparams, &r->worker);
+	if (st != UCS_OK) {
+		ucp_cleanup(r->ucp);
+		return raw_errx(EX_SOFTWARE, "ucp_worker_create: %s",
+				ucs_status_string(st));
+	}
+	st = ucp_worker_get_efd(r->worker, &r->efd);
+	if (st != UCS_OK) {
+		ucp_worker_destroy(r->worker);
+		ucp_cleanup(r->ucp);
+		return raw_errx(EX_SOFTWARE, "ucp_worker_get_efd: %s",
+				ucs_status_string(st));
+	}
+	return 0;
+}
+
+static void
+raw_fini(struct raw *r)
+{
+	ucp_worker_destroy(r->worker);
+	ucp_cleanup(r->ucp);
+}
+
+/* In wait mode: sleep on the event fd (at most timeout_ms) unless the
+ * worker has events already, then progress. */
+static unsigned
+raw_sleep(struct raw *r, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = r->efd, .events = POLLIN};
+	ucs_status_t st;
+
+	st = ucp_worker_arm(r->worker);
+	if (st == UCS_ERR_BUSY)
+		return ucp_worker_progress(r->worker);
+	if (st == UCS_OK)
+		poll(&pfd, 1, timeout_ms);
+	return ucp_worker_progress(r->worker);
+}
+
+/* Progress once; in wait mode, when there was nothing to do, sleep first
+ * (at most timeout_ms). Returns the progress count. */
+static unsigned
+raw_progress(struct raw *r, int timeout_ms)
+{
+	unsigned n = ucp_worker_progress(r->worker);
+
+	if (n != 0 || !r->wait_mode)
+		return n;
+	return raw_sleep(r, timeout_ms);
+}
+
+/* Wait for a request of a blocking step (connect, flush, close). */
+static ucs_status_t
+raw_wait(struct raw *r, ucs_status_ptr_t sp, int timeout_ms)
+{
+	uint64_t deadline = raw_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	ucs_status_t st;
+
+	if (sp == NULL)
+		return UCS_OK;
+	if (UCS_PTR_IS_ERR(sp))
+		return UCS_PTR_STATUS(sp);
+	while ((st = ucp_request_check_status(sp)) == UCS_INPROGRESS) {
+		if (raw_now_ns() > deadline) {
+			ucp_request_free(sp);
+			return UCS_ERR_TIMED_OUT;
+		}
+		raw_progress(r, 100);
+	}
+	ucp_request_free(sp);
+	return st;
+}
+
+static int
+raw_region_create(struct raw *r, size_t length, struct raw_region *reg)
+{
+	ucp_mem_map_params_t params;
+	ucs_status_t st;
+	int fd;
+
+	fd = memfd_create("raw_ucx", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return raw_errx(EX_OSERR, "memfd_create: %s", strerror(errno));
+	if (ftruncate(fd, (off_t)length) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		0) {
+		close(fd);
+		return raw_errx(EX_OSERR, "memfd of %zu bytes: %s", length,
+				strerror(errno));
+	}
+	reg->addr =
+	    mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (reg->addr == MAP_FAILED)
+		return raw_errx(EX_OSERR, "mmap %zu bytes: %s", length,
+				strerror(errno));
+	reg->length = length;
+	/* touch it: page faults are not what we measure */
+	memset(reg->addr, 0xa5, length);
+	params.field_mask =
+	    UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+	params.address = reg->addr;
+	params.length = length;
+	st = ucp_mem_map(r->ucp, &params, &reg->memh);
+	if (st != UCS_OK) {
+		munmap(reg->addr, length);
+		return raw_errx(EX_SOFTWARE, "ucp_mem_map: %s",
+				ucs_status_string(st));
+	}
+	return 0;
+}
+
+static void
+raw_region_destroy(struct raw *r, struct raw_region *reg)
+{
+	ucp_mem_unmap(r->ucp, reg->memh);
+	munmap(reg->addr, reg->length);
+}
+
+/* ---- server ---- */
+
+struct raw_server {
+	struct raw raw;
+	struct raw_region region;
+	struct raw_info *info;
+	size_t info_len;
+	ucp_listener_h listener;
+	/* accepted endpoints; failed ones are closed from the loop */
+	struct raw_server_ep {
+		ucp_ep_h ep;
+		int failed;
+	} eps[RAW_SERVER_EPS_MAX];
+	ucp_conn_request_h pending[RAW_SERVER_EPS_MAX];
+	size_t npending;
+};
+
+static void
+raw_server_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct raw_server_ep *e = arg;
+
+	e->failed = 1;
+}
+
+static void
+raw_server_on_conn(ucp_conn_request_h req, void *arg)
+{
+	struct raw_server *s = arg;
+
+	if (s->npending == RAW_SERVER_EPS_MAX) {
+		ucp_listener_reject(s->listener, req);
+		return;
+	}
+	s->pending[s->npending++] = req;
+}
+
+static void
+raw_server_on_sent(void *request, ucs_status_t status, void *user_data)
+{
+	ucp_request_free(request);
+}
+
+static void
+raw_server_accept(struct raw_server *s, ucp_conn_request_h req)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK,
+	    .cb.send = raw_server_on_sent,
+	};
+	ucp_ep_params_t params = {
+	    .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER,
+	    .conn_request = req,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler.cb = raw_server_on_ep_error,
+	};
+	struct raw_server_ep *e = NULL;
+	ucs_status_ptr_t sp;
+	ucs_status_t st;
+
+	for (size_t i = 0; i < RAW_SERVER_EPS_MAX; i++) {
+		if (s->eps[i].ep == NULL) {
+			e = &s->eps[i];
+			break;
+		}
+	}
+	if (e == NULL) {
+		ucp_listener_reject(s->listener, req);
+		return;
+	}
+	params.err_handler.arg = e;
+	st = ucp_ep_create(s->raw.worker, &params, &e->ep);
+	if (st != UCS_OK) {
+		raw_errx(0, "server: ucp_ep_create: %s", ucs_status_string(st));
+		e->ep = NULL;
+		return;
+	}
+	e->failed = 0;
+	/* the info buffer lives as long as the server */
+	sp = ucp_am_send_nbx(e->ep, RAW_AM_INFO, NULL, 0, s->info, s->info_len,
+			     &param);
+	if (UCS_PTR_IS_ERR(sp))
+		e->failed = 1;
+}
+
+static void
+raw_server_close_failed(struct raw_server *s)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_EP_CLOSE_FLAG_FORCE,
+	};
+
+	for (size_t i = 0; i < RAW_SERVER_EPS_MAX; i++) {
+		struct raw_server_ep *e = &s->eps[i];
+
+		if (e->ep == NULL || !e->failed)
+			continue;
+		raw_wait(&s->raw, ucp_ep_close_nbx(e->ep, &param), 1000);
+		e->ep = NULL;
+	}
+}
+
+static int
+raw_server_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"listen", required_argument, NULL, 'l'},
+	    {"size", required_argument, NULL, 's'},
+	    {"progress", required_argument, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *listen_addr = "127.0.0.1:0";
+	uint64_t size = 64ull << 20;
+	struct raw_server *s;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	ucp_listener_params_t lparams;
+	ucp_listener_attr_t lattr = {.field_mask =
+					 UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+	void *rkey;
+	size_t rkey_len;
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	int c, wait_mode = 0, rc = 0;
+	struct sigaction sa = {.sa_handler = raw_on_signal};
+	ucs_status_t st;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			listen_addr = optarg;
+			break;
+		case 's':
+			if (raw_parse_size(optarg, &size) < 0 || size == 0 ||
+			    size > SIZE_MAX)
+				return raw_errx(EX_USAGE, "bad size \"%s\"",
+						optarg);
+			break;
+		case 'P':
+			if (strcmp(optarg, "wait") != 0 &&
+			    strcmp(optarg, "poll") != 0)
+				return raw_errx(EX_USAGE,
+						"bad progress \"%s\" (poll or "
+						"wait)",
+						optarg);
+			wait_mode = strcmp(optarg, "wait") == 0;
+			break;
+		default:
+			return raw_errx(EX_USAGE, "server: bad option %s",
+					argv[optind - 1]);
+		}
+	}
+	if (raw_parse_addr(listen_addr, &ss, &sslen) < 0)
+		return raw_errx(EX_USAGE, "bad address \"%s\"", listen_addr);
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return raw_errx(EX_OSERR, "out of memory");
+	rc = raw_init(&s->raw, wait_mode);
+	if (rc != 0)
+		goto err_free;
+	rc = raw_region_create(&s->raw, (size_t)size, &s->region);
+	if (rc != 0)
+		goto err_fini;
+	st = ucp_rkey_pack(s->raw.ucp, s->region.memh, &rkey, &rkey_len);
+	if (st != UCS_OK || rkey_len > RAW_RKEY_MAX) {
+		rc = raw_errx(EX_SOFTWARE, "ucp_rkey_pack: %s",
+			      ucs_status_string(st));
+		goto err_region;
+	}
+	s->info_len = sizeof(*s->info) + rkey_len;
+	s->info = calloc(1, s->info_len);
+	if (s->info == NULL) {
+		ucp_rkey_buffer_release(rkey);
+		rc = raw_errx(EX_OSERR, "out of memory");
+		goto err_region;
+	}
+	s->info->addr = (uint64_t)(uintptr_t)s->region.addr;
+	s->info->length = size;
+	s->info->rkey_len = (uint32_t)rkey_len;
+	memcpy(s->info->rkey, rkey, rkey_len);
+	ucp_rkey_buffer_release(rkey);
+
+	memset(&lparams, 0, sizeof(lparams));
+	lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			     UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+	lparams.sockaddr.addr = (struct sockaddr *)&ss;
+	lparams.sockaddr.addrlen = sslen;
+	lparams.conn_handler.cb = raw_server_on_conn;
+	lparams.conn_handler.arg = s;
+	st = ucp_listener_create(s->raw.worker, &lparams, &s->listener);
+	if (st != UCS_OK) {
+		rc = raw_errx(EX_UNAVAILABLE, "listen on %s: %s", listen_addr,
+			      ucs_status_string(st));
+		goto err_info;
+	}
+	st = ucp_listener_query(s->listener, &lattr);
+	if (st != UCS_OK ||
+	    getnameinfo((struct sockaddr *)&lattr.sockaddr, sizeof(ss), host,
+			sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		rc = raw_errx(EX_SOFTWARE, "cannot tell the listening port");
+		goto err_listener;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* the line scripts wait for */
+	printf("listening %s:%s\n", host, port);
+	fflush(stdout);
+
+	while (!raw_stop) {
+		raw_progress(&s->raw, 1000);
+		while (s->npending > 0)
+			raw_server_accept(s, s->pending[--s->npending]);
+		raw_server_close_failed(s);
+	}
+	for (size_t i = 0; i < RAW_SERVER_EPS_MAX; i++)
+		if (s->eps[i].ep != NULL)
+			s->eps[i].failed = 1;
+	raw_server_close_failed(s);
+
+err_listener:
+	ucp_listener_destroy(s->listener);
+err_info:
+	free(s->info);
+err_region:
+	raw_region_destroy(&s->raw, &s->region);
+err_fini:
+	raw_fini(&s->raw);
+err_free:
+	free(s);
+	return rc;
+}
+
+/* ---- client ---- */
+
+struct raw_client;
+
+/* One op in flight; a free list of them, as many as the window. */
+struct raw_slot {
+	struct raw_client *b;
+	uint64_t op;
+	int pending; /* UCX requests outstanding + 1 while submitting */
+	ucs_status_t status;
+	struct raw_slot *next;
+};
+
+struct raw_client {
+	struct raw raw;
+	/* arguments */
+	const char *connect;
+	int get;
+	uint64_t size, count, window, warmup;
+	int have_count, have_warmup;
+	int remote_completion;
+	int json;
+	int timeout_ms;
+
+	ucp_ep_h ep;
+	ucs_status_t ep_status;
+	struct raw_region local;
+	uint64_t slots, span;
+	uint64_t remote_addr, remote_len;
+	ucp_rkey_h rkey;
+	int have_info;
+
+	uint64_t next_op;
+	uint64_t *stamp, *done;
+	uint64_t ndone, in_flight;
+	int recording;
+	struct raw_slot *slot_mem, *slot_free;
+	ucs_status_t error;
+};
+
+static void
+raw_client_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct raw_client *b = arg;
+
+	if (b->ep_status == UCS_OK)
+		b->ep_status = status;
+}
+
+static ucs_status_t
+raw_client_on_info(void *arg, const void *header, size_t header_length,
+		   void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct raw_client *b = arg;
+	const struct raw_info *info = data;
+	ucs_status_t st;
+
+	if (b->have_info || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+	    length < sizeof(*info) || length - sizeof(*info) < info->rkey_len) {
+		b->ep_status = UCS_ERR_INVALID_PARAM;
+		return UCS_OK;
+	}
+	st = ucp_ep_rkey_unpack(b->ep, info->rkey, &b->rkey);
+	if (st != UCS_OK) {
+		b->ep_status = st;
+		return UCS_OK;
+	}
+	b->remote_addr = info->addr;
+	b->remote_len = info->length;
+	b->have_info = 1;
+	return UCS_OK;
+}
+
+static int
+raw_client_connect(struct raw_client *b)
+{
+	ucp_am_handler_param_t am = {
+	    .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+			  UCP_AM_HANDLER_PARAM_FIELD_CB |
+			  UCP_AM_HANDLER_PARAM_FIELD_ARG,
+	    .id = RAW_AM_INFO,
+	    .cb = raw_client_on_info,
+	    .arg = b,
+	};
+	ucp_ep_params_t params = {
+	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |
+			  UCP_EP_PARAM_FIELD_SOCK_ADDR |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER,
+	    .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler = {.cb = raw_client_on_ep_error, .arg = b},
+	};
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	uint64_t deadline;
+	ucs_status_t st;
+
+	if (raw_parse_addr(b->connect, &ss, &sslen) < 0)
+		return raw_errx(EX_USAGE, "bad address \"%s\"", b->connect);
+	st = ucp_worker_set_am_recv_handler(b->raw.worker, &am);
+	if (st != UCS_OK)
+		return raw_errx(EX_SOFTWARE,
+				"ucp_worker_set_am_recv_handler: "
+				"%s",
+				ucs_status_string(st));
+	params.sockaddr.addr = (struct sockaddr *)&ss;
+	params.sockaddr.addrlen = sslen;
+	st = ucp_ep_create(b->raw.worker, &params, &b->ep);
+	if (st != UCS_OK)
+		return raw_errx(EX_NOHOST, "connect to %s: %s", b->connect,
+				ucs_status_string(st));
+	deadline = raw_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+	while (!b->have_info && b->ep_status == UCS_OK) {
+		if (raw_now_ns() > deadline)
+			return raw_errx(EX_TEMPFAIL,
+					"no answer from %s within %.1f s",
+					b->connect, b->timeout_ms / 1000.0);
+		raw_progress(&b->raw, 100);
+	}
+	if (b->ep_status != UCS_OK)
+		return raw_errx(EX_NOHOST, "connect to %s: %s", b->connect,
+				ucs_status_string(b->ep_status));
+	if (b->size > b->remote_len)
+		return raw_errx(EX_DATAERR,
+				"size %" PRIu64 " is bigger than the remote "
+				"region (%" PRIu64 " bytes)",
+				b->size, b->remote_len);
+	b->span = b->remote_len - b->size + 1;
+	return 0;
+}
+
+static void
+raw_client_op_done(struct raw_slot *slot)
+{
+	struct raw_client *b = slot->b;
+
+	if (slot->status != UCS_OK && b->error == UCS_OK)
+		b->error = slot->status;
+	if (b->recording)
+		b->done[b->ndone++] = slot->op;
+	b->in_flight--;
+	slot->next = b->slot_free;
+	b->slot_free = slot;
+}
+
+static void
+raw_client_on_ucx_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct raw_slot *slot = user_data;
+
+	if (status != UCS_OK && slot->status == UCS_OK)
+		slot->status = status;
+	ucp_request_free(request);
+	if (--slot->pending == 0)
+		raw_client_op_done(slot);
+}
+
+/* As rmad's op_track: done now, failed now, or pending. */
+static void
+raw_client_track(struct raw_slot *slot, ucs_status_ptr_t sp)
+{
+	if (UCS_PTR_IS_ERR(sp)) {
+		if (slot->status == UCS_OK)
+			slot->status = UCS_PTR_STATUS(sp);
+	} else if (sp != NULL) {
+		slot->pending++;
+	}
+}
+
+static uint64_t
+raw_client_remote_offset(const struct raw_client *b, uint64_t i)
+{
+	unsigned __int128 off = (unsigned __int128)i * b->size % b->span;
+
+	return (uint64_t)off / b->size * b->size;
+}
+
+static void
+raw_client_submit(struct raw_client *b, uint64_t op, uint64_t now)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_MEMH,
+	    .cb.send = raw_client_on_ucx_done,
+	    .memh = b->local.memh,
+	};
+	struct raw_slot *slot = b->slot_free;
+	uint64_t i = b->next_op;
+	char *buf = (char *)b->local.addr + i % b->slots * b->size;
+	uint64_t raddr = b->remote_addr + raw_client_remote_offset(b, i);
+
+	b->slot_free = slot->next;
+	slot->op = op;
+	slot->pending = 1;
+	slot->status = UCS_OK;
+	param.user_data = slot;
+	if (b->recording)
+		b->stamp[op] = now;
+	b->in_flight++;
+	b->next_op++;
+	if (b->get)
+		raw_client_track(slot, ucp_get_nbx(b->ep, buf, b->size, raddr,
+						   b->rkey, &param));
+	else
+		raw_client_track(slot, ucp_put_nbx(b->ep, buf, b->size, raddr,
+						   b->rkey, &param));
+	if (!b->get && b->remote_completion && slot->status == UCS_OK) {
+		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
+		raw_client_track(slot, ucp_ep_flush_nbx(b->ep, &param));
+	}
+	if (--slot->pending == 0)
+		raw_client_op_done(slot);
+}
+
+static int
+raw_client_fail(struct raw_client *b, ucs_status_t st)
+{
+	return raw_errx(st == UCS_ERR_CONNECTION_RESET ||
+				st == UCS_ERR_ENDPOINT_TIMEOUT ||
+				st == UCS_ERR_UNREACHABLE
+			    ? EX_NOHOST
+			    : EX_SOFTWARE,
+			"operation failed: %s", ucs_status_string(st));
+}
+
+/* As bench_loop in rmactl_bench.c. */
+static int
+raw_client_loop(struct raw_client *b, uint64_t n)
+{
+	uint64_t submitted = 0, completed = 0, now, last = raw_now_ns();
+	uint64_t timeout_ns = (uint64_t)b->timeout_ms * 1000000u;
+
+	b->ndone = 0;
+	while (completed < n) {
+		now = raw_now_ns();
+		while (b->error == UCS_OK && b->ep_status == UCS_OK &&
+		       submitted < n && b->in_flight + b->ndone < b->window) {
+			raw_client_submit(b, submitted, now);
+			submitted++;
+		}
+		/* always progress (puts done at once still need it to
+		 * leave); sleep only when nothing at all happened */
+		if (ucp_worker_progress(b->raw.worker) == 0 &&
+		    submitted - b->in_flight == completed && b->raw.wait_mode)
+			raw_sleep(&b->raw, 100);
+		if (b->error != UCS_OK)
+			return raw_client_fail(b, b->error);
+		if (b->ep_status != UCS_OK)
+			return raw_client_fail(b, b->ep_status);
+		if (submitted - b->in_flight > completed) {
+			now = raw_now_ns();
+			for (uint64_t k = 0; k < b->ndone; k++)
+				b->stamp[b->done[k]] =
+				    now - b->stamp[b->done[k]];
+			b->ndone = 0;
+			completed = submitted - b->in_flight;
+			last = now;
+			continue;
+		}
+		if (raw_now_ns() - last >= timeout_ns)
+			return raw_errx(EX_TEMPFAIL,
+					"timeout: no completion within %.1f s "
+					"(%" PRIu64 " of %" PRIu64 " done)",
+					b->timeout_ms / 1000.0, completed, n);
+	}
+	return 0;
+}
+
+static int
+raw_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static double
+raw_percentile_us(const uint64_t *sorted, uint64_t n, double p)
+{
+	uint64_t rank = (uint64_t)(p * (double)n + 0.999999);
+
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return (double)sorted[rank - 1] / 1000.0;
+}
+
+static void
+raw_client_report(struct raw_client *b, double seconds)
+{
+	const char *op = b->get ? "get" : "put";
+	double ops = (double)b->count / seconds;
+	double bytes = ops * (double)b->size;
+	double sum = 0, p50, p99;
+
+	qsort(b->stamp, b->count, sizeof(*b->stamp), raw_cmp);
+	for (uint64_t i = 0; i < b->count; i++)
+		sum += (double)b->stamp[i];
+	p50 = raw_percentile_us(b->stamp, b->count, 0.50);
+	p99 = raw_percentile_us(b->stamp, b->count, 0.99);
+	if (b->json)
+		printf(
+		    "{\"tool\": \"raw_ucx\", \"op\": \"%s\", \"size\": %" PRIu64
+		    ", \"count\": %" PRIu64 ", \"window\": %" PRIu64
+		    ", \"remote_completion\": %s, \"seconds\": %.6f, "
+		    "\"ops_per_s\": %.1f, \"bytes_per_s\": %.1f, "
+		    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"mean_us\": %.3f, "
+		    "\"min_us\": %.3f, \"max_us\": %.3f}\n",
+		    op, b->size, b->count, b->window,
+		    b->remote_completion ? "true" : "false", seconds, ops,
+		    bytes, p50, p99, sum / (double)b->count / 1000.0,
+		    (double)b->stamp[0] / 1000.0,
+		    (double)b->stamp[b->count - 1] / 1000.0);
+	else
+		printf("%s %" PRIu64 " B x %" PRIu64 ", window %" PRIu64
+		       "%s: %.3f s\n"
+		       "  %.0f ops/s, %.1f MiB/s\n"
+		       "  latency (us): p50 %.1f, p99 %.1f, mean %.1f, "
+		       "min %.1f, max %.1f\n",
+		       op, b->size, b->count, b->window,
+		       b->remote_completion ? ", remote completion" : "",
+		       seconds, ops, bytes / (1 << 20), p50, p99,
+		       sum / (double)b->count / 1000.0,
+		       (double)b->stamp[0] / 1000.0,
+		       (double)b->stamp[b->count - 1] / 1000.0);
+	fflush(stdout);
+}
+
+static int
+raw_client_args(int argc, char **argv, struct raw_client *b)
+{
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, 'c'},
+	    {"op", required_argument, NULL, 'o'},
+	    {"size", required_argument, NULL, 's'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"warmup", required_argument, NULL, 'W'},
+	    {"remote-completion", no_argument, NULL, 'r'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"progress", required_argument, NULL, 'P'},
+	    {"json", no_argument, NULL, 'j'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *op = NULL;
+	char *end;
+	double secs;
+	int c;
+
+	b->window = RAW_WINDOW_DEFAULT;
+	b->timeout_ms = 60000;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			b->connect = optarg;
+			break;
+		case 'o':
+			op = optarg;
+			break;
+		case 's':
+			if (raw_parse_size(optarg, &b->size) < 0 ||
+			    b->size == 0 || b->size > SIZE_MAX)
+				return raw_errx(EX_USAGE, "bad size \"%s\"",
+						optarg);
+			break;
+		case 'n':
+			if (raw_parse_size(optarg, &b->count) < 0 ||
+			    b->count == 0 || b->count > RAW_COUNT_MAX)
+				return raw_errx(EX_USAGE, "bad count \"%s\"",
+						optarg);
+			b->have_count = 1;
+			break;
+		case 'w':
+			if (raw_parse_size(optarg, &b->window) < 0 ||
+			    b->window == 0 || b->window > RAW_WINDOW_MAX)
+				return raw_errx(EX_USAGE, "bad window \"%s\"",
+						optarg);
+			break;
+		case 'W':
+			if (raw_parse_size(optarg, &b->warmup) < 0 ||
+			    b->warmup > RAW_COUNT_MAX)
+				return raw_errx(EX_USAGE, "bad warmup \"%s\"",
+						optarg);
+			b->have_warmup = 1;
+			break;
+		case 'r':
+			b->remote_completion = 1;
+			break;
+		case 't':
+			errno = 0;
+			secs = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    !(secs > 0) || secs > 1e6)
+				return raw_errx(EX_USAGE, "bad timeout \"%s\"",
+						optarg);
+			b->timeout_ms = (int)(secs * 1000) + 1;
+			break;
+		case 'P':
+			if (strcmp(optarg, "wait") != 0 &&
+			    strcmp(optarg, "poll") != 0)
+				return raw_errx(EX_USAGE,
+						"bad progress \"%s\" (poll or "
+						"wait)",
+						optarg);
+			b->raw.wait_mode = strcmp(optarg, "wait") == 0;
+			break;
+		case 'j':
+			b->json = 1;
+			break;
+		default:
+			return raw_errx(EX_USAGE, "client: bad option %s",
+					argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return raw_errx(EX_USAGE, "client: unexpected argument %s",
+				argv[optind]);
+	if (b->connect == NULL || op == NULL || b->size == 0)
+		return raw_errx(EX_USAGE,
+				"client: --connect, --op and --size are "
+				"required");
+	if (strcmp(op, "put") == 0)
+		b->get = 0;
+	else if (strcmp(op, "get") == 0)
+		b->get = 1;
+	else
+		return raw_errx(EX_USAGE, "bad op \"%s\" (put or get)", op);
+	if (b->get && b->remote_completion)
+		return raw_errx(EX_USAGE, "--remote-completion is for puts");
+	/* the defaults of rmactl bench */
+	if (!b->have_count) {
+		uint64_t n = (256ull << 20) / b->size;
+
+		b->count = n > 100000 ? 100000 : n < 16 ? 16 : n;
+	}
+	if (!b->have_warmup) {
+		uint64_t n = (4ull << 20) / b->size;
+
+		n = n < 1 ? 1 : n;
+		b->warmup = n < b->window ? n : b->window;
+	}
+	return 0;
+}
+
+static int
+raw_client_run(int argc, char **argv)
+{
+	ucp_request_param_t param = {0};
+	struct raw_client *b;
+	uint64_t t0, t1;
+	ucs_status_t st;
+	int rc;
+
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return raw_errx(EX_OSERR, "out of memory");
+	rc = raw_client_args(argc, argv, b);
+	if (rc != 0)
+		goto out_free;
+	rc = raw_init(&b->raw, b->raw.wait_mode);
+	if (rc != 0)
+		goto out_free;
+	b->slots = RAW_LOCAL_MAX / b->size;
+	if (b->slots > b->window)
+		b->slots = b->window;
+	if (b->slots == 0)
+		b->slots = 1;
+	rc =
+	    raw_region_create(&b->raw, (size_t)(b->slots * b->size), &b->local);
+	if (rc != 0)
+		goto out_fini;
+	b->stamp = calloc(b->count, sizeof(*b->stamp));
+	b->done = calloc(b->window, sizeof(*b->done));
+	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
+	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL) {
+		rc = raw_errx(EX_OSERR, "out of memory");
+		goto out_region;
+	}
+	for (uint64_t i = 0; i < b->window; i++) {
+		b->slot_mem[i].b = b;
+		b->slot_mem[i].next = b->slot_free;
+		b->slot_free = &b->slot_mem[i];
+	}
+	rc = raw_client_connect(b);
+	if (rc != 0)
+		goto out_close;
+
+	if (b->warmup > 0) {
+		rc = raw_client_loop(b, b->warmup);
+		if (rc != 0)
+			goto out_close;
+	}
+	b->recording = 1;
+	t0 = raw_now_ns();
+	rc = raw_client_loop(b, b->count);
+	if (rc != 0)
+		goto out_close;
+	if (!b->get) {
+		st = raw_wait(&b->raw, ucp_ep_flush_nbx(b->ep, &param),
+			      b->timeout_ms);
+		if (st != UCS_OK) {
+			rc = raw_client_fail(b, st);
+			goto out_close;
+		}
+	}
+	t1 = raw_now_ns();
+	raw_client_report(b, (double)(t1 - t0) / 1e9);
+
+out_close:
+	if (b->rkey != NULL)
+		ucp_rkey_destroy(b->rkey);
+	if (b->ep != NULL) {
+		/* flush and close; a failed one is forced */
+		if (rc != 0 || b->ep_status != UCS_OK) {
+			param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+			param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+		}
+		raw_wait(&b->raw, ucp_ep_close_nbx(b->ep, &param), 2000);
+	}
+out_region:
+	free(b->stamp);
+	free(b->done);
+	free(b->slot_mem);
+	raw_region_destroy(&b->raw, &b->local);
+out_fini:
+	raw_fini(&b->raw);
+out_free:
+	free(b);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "server") == 0)
+		return raw_server_run(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "client") == 0)
+		return raw_client_run(argc - 1, argv + 1);
+	fputs("usage: raw_ucx server [--listen HOST:PORT] [--size BYTES]\n"
+	      "                      [--progress poll|wait]\n"
+	      "       raw_ucx client --connect HOST:PORT --op put|get "
+	      "--size BYTES\n"
+	      "                      [--count N] [--window N] [--warmup N]\n"
+	      "                      [--remote-completion] [--timeout "
+	      "SECONDS]\n"
+	      "                      [--progress poll|wait] [--json]\n",
+	      stderr);
+	return EX_USAGE;
+}

@@ -699,7 +699,7 @@ RMA_API const char *
 rma_default_socket(void)
 {
 	/* too long a path stays truncated; connect then says so */
-	socket_path_default(client_socket_buf, sizeof(client_socket_buf));
+	socket_path_client(client_socket_buf, sizeof(client_socket_buf));
 	return client_socket_buf;
 }
 
@@ -714,7 +714,7 @@ rma_connect(const char *socket_path, rma_client_t **client_p)
 		return client_error(NULL, RMA_ERR_INVALID,
 				    "rma_connect: client_p is NULL");
 	if (socket_path == NULL) {
-		if (socket_path_default(client_socket_buf,
+		if (socket_path_client(client_socket_buf,
 					sizeof(client_socket_buf)) < 0)
 			return client_error(NULL, RMA_ERR_INVALID,
 					    "default socket path too long");

@@ -80,7 +80,12 @@ typedef void (*rma_callback_t)(rma_request_t *req, rma_status_t status,
 /** Put flag: complete only once the data has reached the target memory. */
 #define RMA_FLAG_REMOTE_COMPLETION 1u
 
-/** Default socket: $RMAD_SOCKET, else $XDG_RUNTIME_DIR/rmad.sock, else /tmp/rmad-UID.sock. */
+/**
+ * Default socket: $RMAD_SOCKET if set; else the user's own daemon at
+ * $XDG_RUNTIME_DIR/rmad.sock (or /tmp/rmad-UID.sock without
+ * XDG_RUNTIME_DIR) if it is there; else the system service's
+ * /run/rmad/rmad.sock if that is there; else the user's path.
+ */
 const char *rma_default_socket(void);
 
 /**

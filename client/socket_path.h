@@ -10,4 +10,11 @@
  * Returns 0, or -1 (buf holds a truncated path) when it does not fit. */
 int socket_path_default(char *buf, size_t len);
 
+/* The system service's socket. */
+#define SOCKET_PATH_SYSTEM "/run/rmad/rmad.sock"
+
+/* Where a client connects by default: as socket_path_default(), except
+ * that when no socket is there but the system service's is, that one. */
+int socket_path_client(char *buf, size_t len);
+
 #endif

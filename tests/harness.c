@@ -202,12 +202,13 @@ harness_wait_fd(int fd, double seconds)
 	double deadline = harness_now() + seconds;
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
+	/* At least one look, so that 0 seconds asks "readable now?". */
 	for (;;) {
 		double left = deadline - harness_now();
-		if (left <= 0)
-			return 0;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0)
+		if (poll(&pfd, 1, left > 0 ? (int)(left * 1000) + 1 : 0) > 0)
 			return 1;
+		if (harness_now() >= deadline)
+			return 0;
 	}
 }
 

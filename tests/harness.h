@@ -32,7 +32,7 @@ void harness_daemon_kill(struct daemon_proc *p);
 /* A TCP port nobody listens on (bound then closed). */
 uint16_t harness_free_port(void);
 double harness_now(void);
-/* 1 once fd is readable, 0 after seconds. */
+/* 1 once fd is readable, 0 after seconds (0: readable right now?). */
 int harness_wait_fd(int fd, double seconds);
 /* Waits min(seconds, time left until deadline): the pause between two
  * checks of a condition that has its own deadline. */

@@ -237,6 +237,21 @@ ms(double seconds)
 	return seconds * 1000.0;
 }
 
+/* Fails the test, saying how, if the daemon exits within seconds. */
+static void
+assert_alive(struct daemon_proc *d, double seconds, const char *what)
+{
+	int status = 0;
+
+	if (!harness_daemon_wait_exit(d, seconds, &status))
+		return;
+	if (WIFSIGNALED(status))
+		ck_abort_msg("rmad on %s died of signal %d %s", d->listen,
+			     WTERMSIG(status), what);
+	ck_abort_msg("rmad on %s exited with status %d %s", d->listen,
+		     WEXITSTATUS(status), what);
+}
+
 /* ---- 1. a peer killed with thousands of operations in flight ------------ */
 
 START_TEST(test_peer_killed_in_flight)
@@ -322,6 +337,91 @@ START_TEST(test_peer_killed_in_flight)
 }
 END_TEST
 
+struct inbound_count {
+	rma_client_t *c;
+	int n;
+	int gone; /* the daemon stopped answering */
+};
+
+static int
+one_inbound_peer(void *arg)
+{
+	struct inbound_count *ic = arg;
+	Rma__V1__Reply *reply = status_call(ic->c);
+
+	ic->n = 0;
+	for (size_t i = 0; i < reply->status_reply->n_peers; i++)
+		ic->n += reply->status_reply->peers[i]->inbound;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return ic->n == 1;
+}
+
+/* ---- 1b. the initiating daemon killed with puts in flight to a target ---- */
+
+static int
+no_inbound_peer_or_dead(void *arg)
+{
+	struct inbound_count *ic = arg;
+
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
+	Rma__V1__Reply *reply = NULL;
+
+	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+	req.status = &body;
+	if (rma_client_call(ic->c, &req, &reply) != RMA_OK)
+		return ic->gone = 1; /* A is gone: the caller says how */
+	ic->n = 0;
+	for (size_t i = 0; i < reply->status_reply->n_peers; i++)
+		ic->n += reply->status_reply->peers[i]->inbound;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return ic->n == 0;
+}
+
+START_TEST(test_initiator_killed_in_flight)
+{
+	enum { N = 4000, SZ = 65536 };
+	rma_client_t *ca, *cb, *cc;
+	rma_region_t *ra, *rb, *rc;
+	rma_peer_t *pa;
+	rma_remote_t *rema;
+	struct inbound_count inbound = {0};
+	double t0;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	client_with_region(&da, &ca, &ra);
+	client_with_region(&db, &cb, &rb);
+	import_from(cb, &da, ra, &pa, &rema);
+	put_and_check(cb, rb, rema, ra, 0, SZ, 1);
+	/* A busy target (here: a stopped one) has the puts of the
+	 * initiator waiting in its socket buffers when the initiator dies. */
+	kill(da.pid, SIGSTOP);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put(cb, rb, 0, rema, (uint64_t)(i % 8) * SZ,
+					 SZ, i % 2 ? RMA_FLAG_REMOTE_COMPLETION : 0,
+					 NULL, NULL, NULL),
+				 RMA_OK);
+	send_pending(cb);
+	t0 = harness_now();
+	harness_daemon_stop(&db, SIGKILL);
+	kill(da.pid, SIGCONT);
+	/* The target forgets the dead initiator and lives on. */
+	inbound.c = ca;
+	ck_assert_msg(harness_until(5, no_inbound_peer_or_dead, &inbound),
+		      "A still shows %d inbound peers 5 s after B died",
+		      inbound.n);
+	assert_alive(&da, inbound.gone ? 2 : 0,
+		     "after the daemon putting to it was killed");
+	fprintf(stderr, "faults: initiator kill -> target forgot it: %.1f ms\n",
+		ms(harness_now() - t0));
+	harness_daemon_start(&dc, NULL);
+	client_with_region(&dc, &cc, &rc);
+	import_from(cc, &da, ra, &pa, &rema);
+	put_and_check(cc, rc, rema, ra, 0, SZ, 2);
+}
+END_TEST
+
 /* ---- 2. a frozen peer: deadlines, then reconnect with the same handle ---- */
 
 /* Retries a put on the same handle until it succeeds; 0 past deadline. */
@@ -349,6 +449,7 @@ put_until_ok(rma_client_t *c, rma_region_t *local, rma_remote_t *rem,
 
 START_TEST(test_peer_frozen_then_continued)
 {
+	struct inbound_count inbound = {0};
 	enum { N = 500, SZ = 4096 };
 	static const char *const flags_b[] = {"--op-timeout", "1",
 					      "--connect-timeout", "1", NULL};
@@ -464,6 +565,12 @@ START_TEST(test_peer_frozen_then_continued)
 	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &again), RMA_OK);
 	ck_assert_ptr_eq(again, pa);
 	ck_assert_int_eq(pa->state, RMA__V1__PEER_STATE__PEER_UP);
+	/* A, thawed, holds one inbound peer (B), not one per connect that
+	 * B gave up on while A was frozen. */
+	inbound.c = ca;
+	ck_assert_msg(harness_until(5, one_inbound_peer, &inbound),
+		      "A shows %d inbound peers 5 s after it was thawed",
+		      inbound.n);
 }
 END_TEST
 
@@ -617,15 +724,19 @@ END_TEST
 
 /* ---- 5. a client killed mid-transfer ------------------------------------ */
 
+/* A client process on `socket` that imports desc through peer, then (once
+ * go_fd, if not -1, is readable) submits 4000 puts of 64 KiB with flags,
+ * says so on ready_fd and waits to be killed, never reading. */
 static void
-doomed_client(int ready_fd, const char *socket, const char *peer,
-	      const char *desc)
+doomed_client(int ready_fd, int go_fd, const char *socket, const char *peer,
+	      const char *desc, unsigned flags)
 {
 	rma_client_t *c;
 	rma_region_t *r[4];
 	rma_peer_t *p;
 	rma_remote_t *rem;
 	double deadline = harness_now() + 10;
+	char x;
 
 	if (rma_connect(socket, &c) != RMA_OK)
 		_exit(10);
@@ -635,19 +746,26 @@ doomed_client(int ready_fd, const char *socket, const char *peer,
 	if (rma_peer_connect(c, peer, &p) != RMA_OK ||
 	    rma_remote_import(c, p, desc, &rem) != RMA_OK)
 		_exit(12);
-	for (int i = 0; i < 4000; i++)
-		if (rma_put(c, r[i % 4], 0, rem, 0, 65536, 0, NULL, NULL,
-			    NULL) != RMA_OK)
+	if (go_fd >= 0) {
+		if (write(ready_fd, "i", 1) != 1 || !harness_wait_fd(go_fd, 10) ||
+		    read(go_fd, &x, 1) != 1)
 			_exit(13);
+	}
+	for (int i = 0; i < 4000; i++)
+		if (rma_put(c, r[i % 4], 0, rem, 0, 65536, flags, NULL, NULL,
+			    NULL) != RMA_OK)
+			_exit(14);
 	while (c->pending_n > 0 && harness_now() < deadline)
 		rma_progress(c);
 	if (write(ready_fd, "x", 1) != 1)
-		_exit(14);
+		_exit(15);
 	/* Never reads its completions; killed long before this passes. */
 	harness_pause(30, harness_now() + 30);
 	_exit(0);
 }
 
+/* What a daemon holds for its clients, before and after one is killed;
+ * the baseline has nothing in flight. */
 struct baseline {
 	rma_client_t *c;
 	pid_t pid;
@@ -655,17 +773,22 @@ struct baseline {
 	int fds;
 	size_t now_regions, now_clients;
 	int now_fds;
+	uint64_t now_in_flight;
 };
 
 static int
 back_to_baseline(void *arg)
 {
 	struct baseline *b = arg;
+	Rma__V1__Reply *reply = status_call(b->c);
 
-	status_counts(b->c, &b->now_regions, &b->now_clients);
+	b->now_regions = reply->status_reply->n_regions;
+	b->now_clients = reply->status_reply->n_clients;
+	b->now_in_flight = reply->status_reply->ops_in_flight;
+	rma__v1__reply__free_unpacked(reply, NULL);
 	b->now_fds = harness_fd_count(b->pid);
 	return b->now_regions == b->regions && b->now_clients == b->clients &&
-	       b->now_fds == b->fds;
+	       b->now_fds == b->fds && b->now_in_flight == 0;
 }
 
 START_TEST(test_client_killed_mid_transfer)
@@ -699,8 +822,8 @@ START_TEST(test_client_killed_mid_transfer)
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
 		close(pipefd[0]);
-		doomed_client(pipefd[1], db.socket, da.listen,
-			      rma_region_descriptor(ra));
+		doomed_client(pipefd[1], -1, db.socket, da.listen,
+			      rma_region_descriptor(ra), 0);
 	}
 	close(pipefd[1]);
 	ck_assert_msg(harness_wait_fd(pipefd[0], 10) &&
@@ -717,15 +840,107 @@ START_TEST(test_client_killed_mid_transfer)
 
 	ck_assert_msg(harness_until(10, back_to_baseline, &b),
 		      "after 10 s: %zu regions (was %zu), %zu clients (was "
-		      "%zu), %d fds (was %d)",
+		      "%zu), %d fds (was %d), %llu ops in flight",
 		      b.now_regions, b.regions, b.now_clients, b.clients,
-		      b.now_fds, b.fds);
-	fprintf(stderr, "faults: client kill -> regions and fds back: %.1f ms\n",
+		      b.now_fds, b.fds, (unsigned long long)b.now_in_flight);
+	fprintf(stderr,
+		"faults: client kill -> drained, regions and fds back: %.1f "
+		"ms\n",
 		ms(harness_now() - t0));
 	/* B keeps serving. */
 	put_and_check(cb, rb, rema, ra, 4096, 65536, 2);
 	ck_assert_int_eq(rma_region_alloc(cb, 4096, &r), RMA_OK);
 	ck_assert_int_eq(rma_region_free(cb, r), RMA_OK);
+}
+END_TEST
+
+static int
+back_to_baseline_but_fds(void *arg)
+{
+	struct baseline *b = arg;
+
+	back_to_baseline(b);
+	return b->now_regions == b->regions && b->now_clients == b->clients &&
+	       b->now_in_flight == 0 && b->now_fds <= b->fds;
+}
+
+/* ---- 5c. a client killed with its operations stuck on a frozen peer ---- */
+
+START_TEST(test_client_killed_on_frozen_peer)
+{
+	static const char *const flags_b[] = {"--op-timeout", "1", NULL};
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *pa;
+	rma_remote_t *rema;
+	struct baseline b = {0};
+	int ready[2], go[2], attempts = 0, fds;
+	double t0, worst = 0;
+	rma_status_t st;
+	pid_t child;
+	char x;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, flags_b);
+	client_with_region(&da, &ca, &ra);
+	client_with_region(&db, &cb, &rb);
+	import_from(cb, &da, ra, &pa, &rema);
+	put_and_check(cb, rb, rema, ra, 0, 65536, 1);
+	b.c = cb;
+	b.pid = db.pid;
+	status_counts(cb, &b.regions, &b.clients);
+	b.fds = harness_fd_count(db.pid);
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		close(ready[0]);
+		close(go[1]);
+		doomed_client(ready[1], go[0], db.socket, da.listen,
+			      rma_region_descriptor(ra),
+			      RMA_FLAG_REMOTE_COMPLETION);
+	}
+	close(ready[1]);
+	close(go[0]);
+	ck_assert(harness_wait_fd(ready[0], 10) && read(ready[0], &x, 1) == 1);
+	kill(da.pid, SIGSTOP);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	ck_assert_msg(harness_wait_fd(ready[0], 10) &&
+			      read(ready[0], &x, 1) == 1,
+		      "the client did not get its puts out");
+	ck_assert_uint_gt(status_peer(cb, da.listen).in_flight, 0);
+	kill(child, SIGKILL);
+	t0 = harness_now();
+	ck_assert_int_eq(waitpid(child, NULL, 0), child);
+	close(ready[0]);
+	close(go[1]);
+	/* Its regions wait for its operations, which fail at the deadline
+	 * and take the endpoint (and its descriptors) along: fds are
+	 * compared once the peer is back. */
+	fds = b.fds;
+	ck_assert_msg(harness_until(5, back_to_baseline_but_fds, &b),
+		      "after 5 s: %zu regions (was %zu), %zu clients (was "
+		      "%zu), %d fds (was %d), %llu ops in flight",
+		      b.now_regions, b.regions, b.now_clients, b.clients,
+		      b.now_fds, b.fds, (unsigned long long)b.now_in_flight);
+	fprintf(stderr,
+		"faults: client kill with puts stuck on a frozen peer -> "
+		"drained, regions and fds back: %.1f ms (op timeout 1 s)\n",
+		ms(harness_now() - t0));
+	b.fds = fds;
+	kill(da.pid, SIGCONT);
+	if (!put_until_ok(cb, rb, rema, 0, 65536, harness_now() + 10,
+			  &attempts, &worst, &st)) {
+		assert_alive(&da, 0, "once thawed, its initiator having "
+				     "force-closed the endpoint");
+		ck_abort_msg("no put succeeded within 10 s of SIGCONT: %s",
+			     rma_strerror(st));
+	}
+	ck_assert_msg(harness_until(5, back_to_baseline, &b),
+		      "5 s after the peer came back: %d fds (was %d)", b.now_fds,
+		      b.fds);
 }
 END_TEST
 
@@ -768,6 +983,8 @@ START_TEST(test_owner_killed_mid_transfer)
 	client_with_region(&da, &ca, &ra);
 	client_with_region(&db, &cb, &rb);
 	import_from(cb, &da, ra, &pa, &rema);
+	/* The lanes a transfer opens exist before the baseline is taken. */
+	put_and_check(cb, rb, rema, ra, 0, SZ, 4);
 	b.c = ca;
 	b.pid = da.pid;
 	status_counts(ca, &b.regions, &b.clients);
@@ -815,9 +1032,9 @@ START_TEST(test_owner_killed_mid_transfer)
 		      rma_strerror(st));
 	ck_assert_msg(harness_until(10, back_to_baseline, &b),
 		      "after 10 s: %zu regions (was %zu), %zu clients (was "
-		      "%zu), %d fds (was %d)",
+		      "%zu), %d fds (was %d), %llu ops in flight",
 		      b.now_regions, b.regions, b.now_clients, b.clients,
-		      b.now_fds, b.fds);
+		      b.now_fds, b.fds, (unsigned long long)b.now_in_flight);
 	/* Both daemons live on and serve. */
 	ck_assert_int_eq(harness_daemon_wait_exit(&da, 0, NULL), 0);
 	put_and_check(cb, rb, rema, ra, 0, SZ, 5);
@@ -1196,27 +1413,39 @@ START_TEST(test_daemon_killed_under_waiter)
 }
 END_TEST
 
+/* One case per test, so that CK_RUN_CASE=test_name runs just that one. */
+static void
+add(Suite *s, const char *name, const TTest *test)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_set_timeout(tc, 40);
+	tcase_add_test(tc, test);
+	suite_add_tcase(s, tc);
+}
+
+#define ADD(s, t) add(s, #t, t)
+
 int
 main(void)
 {
 	Suite *s = suite_create("faults");
-	TCase *tc = tcase_create("faults");
 	SRunner *sr;
 	int failed;
 
-	tcase_add_checked_fixture(tc, NULL, teardown);
-	tcase_set_timeout(tc, 40);
-	tcase_add_test(tc, test_peer_killed_in_flight);
-	tcase_add_test(tc, test_peer_frozen_then_continued);
-	tcase_add_test(tc, test_import_from_frozen_peer);
-	tcase_add_test(tc, test_peer_restarted);
-	tcase_add_test(tc, test_client_killed_mid_transfer);
-	tcase_add_test(tc, test_owner_killed_mid_transfer);
-	tcase_add_test(tc, test_client_not_reading);
-	tcase_add_test(tc, test_sigterm_drains_then_fails);
-	tcase_add_test(tc, test_second_signal_exits_at_once);
-	tcase_add_test(tc, test_daemon_killed_under_waiter);
-	suite_add_tcase(s, tc);
+	ADD(s, test_peer_killed_in_flight);
+	ADD(s, test_initiator_killed_in_flight);
+	ADD(s, test_peer_frozen_then_continued);
+	ADD(s, test_import_from_frozen_peer);
+	ADD(s, test_peer_restarted);
+	ADD(s, test_client_killed_mid_transfer);
+	ADD(s, test_client_killed_on_frozen_peer);
+	ADD(s, test_owner_killed_mid_transfer);
+	ADD(s, test_client_not_reading);
+	ADD(s, test_sigterm_drains_then_fails);
+	ADD(s, test_second_signal_exits_at_once);
+	ADD(s, test_daemon_killed_under_waiter);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -9,8 +9,8 @@
  * pumped and its output drained between chunks; then end of file, and the
  * loop pumped until the daemon dropped the client. Aborts when the daemon
  * sends something that is not a frame of DaemonMessage, an error reply
- * without a detail, keeps a client that closed, keeps its regions, or
- * keeps operations of a gone client in flight.
+ * without a detail, keeps a client that closed, keeps its regions, file
+ * descriptors or operations in flight after it left.
  *
  * So that an input means the same whatever ran before it, the daemon has a
  * fixed identity (FUZZ_DAEMON_ID: descriptors in the corpus name its
@@ -19,6 +19,7 @@
  * not resolve (no DNS in a fuzzer): only numeric addresses. The operation
  * timeout is 0.1 s, so freed ranges leave quarantine (twice that) while
  * the fuzzer runs instead of piling up. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@ static bool started;
 static uint8_t *hello_frame;
 static size_t hello_len;
 static bool verbose;
+static int fd_baseline = -1; /* fds open between inputs */
 
 struct fuzz_client {
 	int fd;
@@ -263,6 +265,20 @@ client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
 	return true;
 }
 
+static int
+count_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (dir == NULL)
+		return -1;
+	while (readdir(dir) != NULL)
+		n++;
+	closedir(dir);
+	return n;
+}
+
 /* Rebuilds the peer table and its listener, as at start. */
 static void
 fuzz_reset_peers(void)
@@ -331,7 +347,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (daemon_now() > deadline)
 			fuzz_fail("operations of a gone client stay in flight");
 	}
-	if (!TAILQ_EMPTY(&d.peers))
+	/* Between inputs the daemon holds the same fds, unless peers (UCX's
+	 * sockets, closed in UCX's own time) were made: then measure anew. */
+	if (!TAILQ_EMPTY(&d.peers)) {
 		fuzz_reset_peers();
+		fd_baseline = -1;
+	} else if (fd_baseline < 0) {
+		fd_baseline = count_fds();
+	} else if (count_fds() != fd_baseline) {
+		fuzz_fail("the daemon kept a file descriptor of a gone client");
+	}
 	return 0;
 }

@@ -29,6 +29,7 @@ enum config_type {
 	CT_USERS,
 	CT_GROUPS,
 	CT_PROGRESS,
+	CT_RMA,
 };
 
 struct config_option {
@@ -73,6 +74,9 @@ static const struct config_option config_options[] = {
 	    "groups whose members may connect (names or gids)"),
 	OPT("progress_mode", CT_PROGRESS, polling,
 	    "blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
+	OPT("rma_protocol", CT_RMA, ucx_rma,
+	    "am (rmad's messages; the target checks every access) or ucx "
+	    "(ucp_put/get_nbx, for RDMA fabrics)"),
 	OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
 	OPT("max_region_bytes", CT_BYTES, max_region_bytes,
 	    "registered bytes per client"),
@@ -435,6 +439,13 @@ config_set(struct config *cfg, const char *name, const char *value,
 					    o->name, value);
 		cfg->polling = strcmp(value, "polling") == 0;
 		return 0;
+	case CT_RMA:
+		if (strcmp(value, "am") != 0 && strcmp(value, "ucx") != 0)
+			return config_error(err, err_len,
+					    "%s: expected am or ucx, got '%s'",
+					    o->name, value);
+		cfg->ucx_rma = strcmp(value, "ucx") == 0;
+		return 0;
 	case CT_GROUPS:
 		cfg->n_allow_gids = 0;
 		if (config_each(value, config_add_group, cfg) < 0)
@@ -550,6 +561,9 @@ config_print_value(FILE *f, const struct config *cfg,
 		break;
 	case CT_PROGRESS:
 		fprintf(f, "%s", cfg->polling ? "polling" : "blocking");
+		break;
+	case CT_RMA:
+		fprintf(f, "%s", cfg->ucx_rma ? "ucx" : "am");
 		break;
 	case CT_GROUPS:
 		for (size_t i = 0; i < cfg->n_allow_gids; i++)

@@ -31,6 +31,7 @@ daemon_start(struct daemon *d, const struct config *cfg)
 	TAILQ_INIT(&d->peers);
 	TAILQ_INIT(&d->quarantine);
 	idmap_init(&d->regions);
+	idmap_init(&d->ops_by_token);
 	d->base = event_base_new();
 	if (d->base == NULL) {
 		log_error("daemon_start: event_base_new failed");
@@ -67,6 +68,7 @@ daemon_stop(struct daemon *d)
 	d->decode_arena = NULL;
 	worker_stop(d);
 	idmap_cleanup(&d->regions);
+	idmap_cleanup(&d->ops_by_token);
 	event_base_free(d->base);
 	d->base = NULL;
 }

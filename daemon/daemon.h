@@ -17,6 +17,7 @@
 #include <event2/listener.h>
 #include <ucp/api/ucp.h>
 
+#include "am.h"
 #include "descriptor.h"
 #include "frame.h"
 #include "idmap.h"
@@ -60,6 +61,7 @@ struct config {
 	uint64_t max_region_bytes; /* per client */
 	uint32_t max_in_flight;    /* per client */
 	bool polling;              /* progress mode: busy-poll the worker */
+	bool ucx_rma;              /* rma_protocol = ucx: ucp_put/get_nbx */
 	int ready_fd;              /* written and closed once serving, -1 */
 	char metrics_listen[96];   /* HOST:PORT for /metrics, "" = off */
 };
@@ -280,15 +282,40 @@ struct op {
 	struct resolved *res;  /* ref held (PUT/GET) */
 	struct peer *peer;     /* NULL for local copies and flush-all */
 	uint64_t length;
-	int pending; /* UCX requests outstanding */
+	void *buf;   /* local bytes (PUT/GET) */
+	int pending; /* what is outstanding: UCX requests, answer, barrier */
 	ucs_status_t status;
+	wire_status_t remote_status; /* the target refused it */
 	bool timed_out;
+	bool listed;  /* on peer->ops */
+	bool barrier; /* flush: waiting for older operations on its peer */
+	bool awaiting_answer; /* rmad protocol: the target has not answered */
+	uint64_t token;       /* rmad protocol: names the op in the answer */
+	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
 	double deadline;
 	struct op *flush_all_parent; /* flush of every peer: the aggregate */
 	TAILQ_ENTRY(op) link; /* peer->ops */
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
+/* The peer failed: operations waiting for its answer fail with status. */
+void op_peer_failed(struct peer *p, ucs_status_t status);
+/* Answers from targets (registered as AM handlers by peer.c). */
+ucs_status_t op_on_put_ack(void *arg, const void *header, size_t header_length,
+			   void *data, size_t length,
+			   const ucp_am_recv_param_t *param);
+ucs_status_t op_on_get_reply(void *arg, const void *header,
+			     size_t header_length, void *data, size_t length,
+			     const ucp_am_recv_param_t *param);
+
+/* ---- target.c: puts and gets other daemons send here ----------------------- */
+
+ucs_status_t target_on_put(void *arg, const void *header, size_t header_length,
+			   void *data, size_t length,
+			   const ucp_am_recv_param_t *param);
+ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
+			   void *data, size_t length,
+			   const ucp_am_recv_param_t *param);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
@@ -316,6 +343,7 @@ struct counters {
 	uint64_t protocol_errors;
 	uint64_t regions_created;
 	uint64_t resolves_served;
+	uint64_t target_puts, target_gets; /* served for other daemons */
 };
 
 struct daemon {
@@ -355,6 +383,7 @@ struct daemon {
 
 	struct op *op_free; /* free list of operation records */
 	void *decode_arena; /* conn.c: requests are decoded here */
+	struct idmap ops_by_token; /* ops waiting for a target's answer */
 	uint64_t ops_in_flight;
 
 	struct counters counters;

@@ -2,8 +2,16 @@
  * against the client's own region and the owner-resolved remote region
  * before UCX sees it, then issued at once from the loop (we are the
  * worker's thread), and its completion queued for the client's next
- * Completions event. Records come from a free list: no malloc per op. */
+ * Completions event. Records come from a free list: no malloc per op.
+ *
+ * Between daemons a put or get travels as rmad's own active message
+ * (am.h): the target checks and copies, then answers; the op completes
+ * on the answer, so a completed put is at the target. With
+ * rma_protocol = ucx, ucp_put_nbx/ucp_get_nbx are used instead, for
+ * fabrics where the NIC does RMA one-sidedly. A flush completes once
+ * everything before it on its peer has. */
 #include "daemon.h"
+#include "am.h"
 #include "bounds.h"
 
 #include <stdarg.h>
@@ -61,15 +69,69 @@ op_pool_cleanup(struct daemon *d)
 	}
 }
 
+static void op_finish(struct op *op);
+
+/* A flush waits for every older operation on its peer: once it is the
+ * oldest, that part of its wait is over. */
+static void
+op_release_barriers(struct peer *p)
+{
+	struct op *head;
+
+	while ((head = TAILQ_FIRST(&p->ops)) != NULL && head->barrier) {
+		head->barrier = false;
+		if (--head->pending > 0)
+			break;
+		op_finish(head);
+	}
+}
+
+static void
+op_recycle(struct op *op)
+{
+	op->flush_all_parent = op->d->op_free;
+	op->d->op_free = op;
+}
+
 static void
 op_finish(struct op *op)
 {
 	struct daemon *d = op->d;
 	struct conn *c = op->conn;
+	struct peer *p = op->peer;
 	wire_status_t ws = op_status_from_ucs(op->status);
 	char detail[200] = "";
 
-	if (op->timed_out) {
+	if (op->token != 0)
+		idmap_remove(&d->ops_by_token, op->token);
+	if (p != NULL) {
+		if (op->listed)
+			TAILQ_REMOVE(&p->ops, op, link);
+		p->in_flight--;
+	}
+	if (c == NULL) {
+		/* one peer's part of a flush of every peer */
+		struct op *parent = op->flush_all_parent;
+		if (op->status != UCS_OK && parent->status == UCS_OK)
+			parent->status = op->status;
+		parent->timed_out |= op->timed_out;
+		op_recycle(op);
+		if (--parent->pending == 0)
+			op_finish(parent);
+		if (p != NULL)
+			op_release_barriers(p);
+		return;
+	}
+	if (op->remote_status != RMA__V1__STATUS__OK) {
+		ws = op->remote_status;
+		snprintf(detail, sizeof(detail), "%s refused it: %s",
+			 p ? p->address : "the target",
+			 ws == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR
+				 ? "the region is gone"
+			 : ws == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS
+				 ? "outside the region"
+				 : "bad request");
+	} else if (op->timed_out) {
 		ws = RMA__V1__STATUS__ERR_TIMEOUT;
 		snprintf(detail, sizeof(detail),
 			 "no completion within %.1f s", d->cfg.op_timeout);
@@ -77,22 +139,19 @@ op_finish(struct op *op)
 		ws = RMA__V1__STATUS__ERR_SHUTDOWN;
 		snprintf(detail, sizeof(detail), "daemon shutting down");
 	} else if (ws != RMA__V1__STATUS__OK) {
-		if (op->peer && op->peer->last_error[0])
+		if (p && p->last_error[0])
 			snprintf(detail, sizeof(detail), "%s (%s)",
-				 op->peer->last_error,
-				 ucs_status_string(op->status));
+				 p->last_error, ucs_status_string(op->status));
 		else
 			snprintf(detail, sizeof(detail), "%s",
 				 ucs_status_string(op->status));
 	}
-	if (op->peer) {
-		TAILQ_REMOVE(&op->peer->ops, op, link);
-		op->peer->in_flight--;
-		op->peer->stat_ops++;
+	if (p) {
+		p->stat_ops++;
 		if (ws == RMA__V1__STATUS__OK)
-			op->peer->stat_bytes += op->length;
+			p->stat_bytes += op->length;
 		else
-			op->peer->stat_errors++;
+			p->stat_errors++;
 	}
 	metrics_observe_op(d, op, ws);
 	if (ws != RMA__V1__STATUS__OK)
@@ -112,8 +171,9 @@ op_finish(struct op *op)
 	if (op->res)
 		resolved_unref(op->res);
 	conn_unref(c);
-	op->flush_all_parent = d->op_free;
-	d->op_free = op;
+	op_recycle(op);
+	if (p != NULL)
+		op_release_barriers(p);
 }
 
 static void
@@ -140,6 +200,9 @@ op_track(struct op *op, ucs_status_ptr_t sp)
 	}
 }
 
+static void op_send_am(struct op *op, const struct resolved *res,
+		       uint64_t remote_offset);
+
 static struct op *
 op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 {
@@ -163,6 +226,7 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	d->ops_in_flight++;
 	if (p) {
 		TAILQ_INSERT_TAIL(&p->ops, op, link);
+		op->listed = true;
 		p->in_flight++;
 	}
 	return op;
@@ -194,15 +258,30 @@ op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
 	conn_complete(c, o->op_id, st, 0, detail);
 }
 
+/* One peer's flush: UCX's flush of the endpoint, and the wait for every
+ * older operation (our puts complete on the target's answer, which a
+ * UCX flush does not wait for). */
 static void
-op_start_flush(struct conn *c, const Rma__V1__Op *o)
+op_flush_peer(struct op *op, struct peer *p)
 {
-	struct daemon *d = c->d;
 	ucp_request_param_t param = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
 				UCP_OP_ATTR_FIELD_USER_DATA,
 		.cb.send = op_on_ucx_done,
+		.user_data = op,
 	};
+
+	if (TAILQ_FIRST(&p->ops) != op) {
+		op->barrier = true;
+		op->pending++;
+	}
+	op_track(op, ucp_ep_flush_nbx(p->ep, &param));
+}
+
+static void
+op_start_flush(struct conn *c, const Rma__V1__Op *o)
+{
+	struct daemon *d = c->d;
 	struct peer *p = NULL;
 	struct op *op;
 
@@ -229,11 +308,34 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 		return;
 	}
 	op->length = 0;
-	param.user_data = op;
-	if (p == NULL)
-		op_track(op, ucp_worker_flush_nbx(d->worker, &param));
-	else if (!p->self)
-		op_track(op, ucp_ep_flush_nbx(p->ep, &param));
+	if (p != NULL && !p->self) {
+		op_flush_peer(op, p);
+	} else if (p == NULL) {
+		/* every peer: one child per peer with operations in flight */
+		TAILQ_FOREACH(p, &d->peers, link) {
+			struct op *child;
+			if (p->inbound || p->self || p->state != PEER_UP ||
+			    p->ep == NULL)
+				continue;
+			child = op_alloc(d);
+			if (child == NULL) {
+				op->status = UCS_ERR_NO_MEMORY;
+				break;
+			}
+			child->d = d;
+			child->kind = RMA__V1__OP_KIND__FLUSH;
+			child->peer = p;
+			child->flush_all_parent = op;
+			child->deadline = op->deadline;
+			child->pending = 1;
+			TAILQ_INSERT_TAIL(&p->ops, child, link);
+			child->listed = true;
+			p->in_flight++;
+			op->pending++;
+			op_flush_peer(child, p);
+			op_end_submit(child);
+		}
+	}
 	op_end_submit(op);
 }
 
@@ -358,9 +460,15 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	local->in_flight++;
 	op->res = res;
 	res->refs++;
+	op->buf = (char *)local->addr + o->offset;
+	if (res->rkey == NULL) {
+		op_send_am(op, res, o->remote_offset);
+		op_end_submit(op);
+		return;
+	}
 	param.user_data = op;
 	param.memh = local->memh;
-	buf = (char *)local->addr + o->offset;
+	buf = op->buf;
 	if (put)
 		op_track(op, ucp_put_nbx(rem->peer->ep, buf, o->length,
 					 res->addr + o->remote_offset,
@@ -374,6 +482,169 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
 	}
 	op_end_submit(op);
+}
+
+/* ---- rmad's own protocol: the target answers every put and get ---------- */
+
+static void
+op_stop_waiting(struct op *op)
+{
+	op->awaiting_answer = false;
+	idmap_remove(&op->d->ops_by_token, op->token);
+	op->token = 0;
+	op->pending--;
+}
+
+static void
+op_on_am_sent(void *request, ucs_status_t status, void *user_data)
+{
+	struct op *op = user_data;
+
+	ucp_request_free(request);
+	if (status != UCS_OK) {
+		if (op->status == UCS_OK)
+			op->status = status;
+		/* never delivered: no answer will come */
+		if (op->awaiting_answer)
+			op_stop_waiting(op);
+	}
+	if (--op->pending == 0)
+		op_finish(op);
+}
+
+static void
+op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
+{
+	struct daemon *d = op->d;
+	bool put = op->kind == RMA__V1__OP_KIND__PUT;
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		/* Eager only: UCX 1.13's rendezvous over tcp goes through
+		 * the same emulated RMA that aborts on a vanished peer. */
+		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+		.cb.send = op_on_am_sent,
+		.user_data = op,
+	};
+	ucs_status_ptr_t sp;
+
+	op->token = d->next_token++;
+	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
+		op->token = 0;
+		op->status = UCS_ERR_NO_MEMORY;
+		return;
+	}
+	op->awaiting_answer = true;
+	op->pending++;
+	op->hdr.magic = AM_MAGIC;
+	op->hdr.token = op->token;
+	op->hdr.region_id = res->region_id;
+	op->hdr.generation = res->generation;
+	op->hdr.offset = remote_offset;
+	op->hdr.length = op->length;
+	/* The header lives in the op until UCX is done with it. */
+	sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
+			     sizeof(op->hdr), put ? op->buf : NULL,
+			     put ? op->length : 0, &param);
+	op_track(op, sp);
+	if (UCS_PTR_IS_ERR(sp))
+		op_stop_waiting(op);
+}
+
+/* An answer from a target: the op it names, if it is still waiting and
+ * the answer came over that op's own endpoint. */
+static struct op *
+op_answered(struct daemon *d, const void *header, size_t header_length,
+	    const ucp_am_recv_param_t *param, struct am_rma_answer *a)
+{
+	struct op *op;
+
+	if (header_length != sizeof(*a) ||
+	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
+		return NULL;
+	memcpy(a, header, sizeof(*a));
+	if (a->magic != AM_MAGIC)
+		return NULL;
+	op = idmap_get(&d->ops_by_token, a->token);
+	if (op == NULL || !op->awaiting_answer || op->peer == NULL ||
+	    op->peer->ep != param->reply_ep)
+		return NULL; /* late, or not for us */
+	if (a->status != RMA__V1__STATUS__OK &&
+	    op->remote_status == RMA__V1__STATUS__OK)
+		op->remote_status = a->status;
+	return op;
+}
+
+ucs_status_t
+op_on_put_ack(void *arg, const void *header, size_t header_length,
+	      void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct am_rma_answer a;
+	struct op *op = op_answered(arg, header, header_length, param, &a);
+
+	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT) {
+		op_stop_waiting(op);
+		if (op->pending == 0)
+			op_finish(op);
+	}
+	return UCS_OK;
+}
+
+ucs_status_t
+op_on_get_reply(void *arg, const void *header, size_t header_length,
+		void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	struct am_rma_answer a;
+	struct op *op = op_answered(d, header, header_length, param, &a);
+
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+		/* rmad answers eager only; anything else is dropped */
+		ucp_am_data_release(d->worker, data);
+		if (op != NULL && op->remote_status == RMA__V1__STATUS__OK)
+			op->remote_status = RMA__V1__STATUS__ERR_PROTOCOL;
+	}
+	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
+		return UCS_OK;
+	if (op->remote_status == RMA__V1__STATUS__OK) {
+		if (length == op->length)
+			memcpy(op->buf, data, length);
+		else
+			op->remote_status = RMA__V1__STATUS__ERR_PROTOCOL;
+	}
+	op_stop_waiting(op);
+	if (op->pending == 0)
+		op_finish(op);
+	return UCS_OK;
+}
+
+/* The peer failed: answers will not come. Ops still in UCX's hands
+ * complete through their callbacks when the endpoint is closed. */
+void
+op_peer_failed(struct peer *p, ucs_status_t status)
+{
+	struct op_list done = TAILQ_HEAD_INITIALIZER(done);
+	struct op *op, *next;
+
+	for (op = TAILQ_FIRST(&p->ops); op != NULL; op = next) {
+		next = TAILQ_NEXT(op, link);
+		if (!op->awaiting_answer)
+			continue;
+		if (op->status == UCS_OK)
+			op->status = status;
+		op_stop_waiting(op);
+		if (op->pending == 0) {
+			TAILQ_REMOVE(&p->ops, op, link);
+			op->listed = false;
+			TAILQ_INSERT_TAIL(&done, op, link);
+		}
+	}
+	while ((op = TAILQ_FIRST(&done)) != NULL) {
+		TAILQ_REMOVE(&done, op, link);
+		op_finish(op);
+	}
+	op_release_barriers(p);
 }
 
 void

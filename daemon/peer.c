@@ -2,10 +2,9 @@
  * client; a handshake that proves the far side is an rmad and learns its
  * identity; descriptor resolution (the owner's answer is the only bounds
  * the initiator trusts); failure, deadlines and endpoint closing.
- *
- * Daemon-to-daemon messages are UCX active messages carrying the fixed
- * structs below, always sent with a reply endpoint. */
+ * Messages between daemons are in am.h. */
 #include "daemon.h"
+#include "am.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,53 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum peer_am_id {
-	AM_HELLO = 1,
-	AM_HELLO_REPLY = 2,
-	AM_RESOLVE = 3,
-	AM_RESOLVE_REPLY = 4,
-	AM_FREED = 5,
-};
-
-#define PEER_AM_MAGIC 0x726d6164u /* "rmad" */
-#define PEER_AM_VERSION 1
-#define PEER_RKEY_MAX 4096
-
-struct am_hello {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t token;
-	uint8_t daemon_id[DAEMON_ID_SIZE];
-};
-
-struct am_resolve {
-	uint32_t magic;
-	uint32_t pad;
-	uint64_t token;
-	uint8_t daemon_id[DAEMON_ID_SIZE];
-	uint64_t region_id;
-	uint64_t generation;
-};
-
-struct am_resolve_reply {
-	uint32_t magic;
-	int32_t status; /* wire status */
-	uint64_t token;
-	uint64_t addr;
-	uint64_t length;
-	uint32_t rkey_len;
-	uint32_t pad;
-	/* rkey_len bytes of packed rkey follow */
-};
-
-struct am_freed {
-	uint32_t magic;
-	uint32_t pad;
-	uint8_t daemon_id[DAEMON_ID_SIZE];
-	uint64_t region_id;
-	uint64_t generation;
-};
 
 static void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
 static void peer_forget_resolved(struct peer *p);
@@ -151,7 +103,7 @@ peer_am_read(const ucp_am_recv_param_t *param, const void *data,
 		return false;
 	memcpy(out, data, size);
 	memcpy(&magic, out, sizeof(magic));
-	return magic == PEER_AM_MAGIC;
+	return magic == AM_MAGIC;
 }
 
 static ucs_status_t
@@ -163,13 +115,13 @@ peer_on_am_hello(void *arg, const void *header, size_t header_length,
 
 	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
-	if (in.version != PEER_AM_VERSION) {
+	if (in.version != AM_VERSION) {
 		log_warn("peer_on_am_hello: bad magic or version, ignored");
 		return UCS_OK;
 	}
 	memset(&out, 0, sizeof(out));
-	out.magic = PEER_AM_MAGIC;
-	out.version = PEER_AM_VERSION;
+	out.magic = AM_MAGIC;
+	out.version = AM_VERSION;
 	out.token = in.token;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
 	peer_am_send(param->reply_ep, AM_HELLO_REPLY, &out, sizeof(out));
@@ -260,24 +212,26 @@ peer_on_am_resolve(void *arg, const void *header, size_t header_length,
 	d->counters.resolves_served++;
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
 		r = region_lookup(d, in.region_id);
-	if (r != NULL && r->generation == in.generation &&
-	    r->rkey_len <= PEER_RKEY_MAX)
-		out_len += r->rkey_len;
-	else
+	if (r != NULL && r->generation != in.generation)
 		r = NULL;
+	/* Addresses and keys go out only when UCX-native RMA is on. */
+	if (r != NULL && d->cfg.ucx_rma && r->rkey_len <= AM_RKEY_MAX)
+		out_len += r->rkey_len;
 	out = calloc(1, out_len);
 	if (out == NULL)
 		return UCS_OK;
-	out->magic = PEER_AM_MAGIC;
+	out->magic = AM_MAGIC;
 	out->token = in.token;
 	if (r == NULL) {
 		out->status = RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
 	} else {
 		out->status = RMA__V1__STATUS__OK;
-		out->addr = (uint64_t)(uintptr_t)r->addr;
 		out->length = r->length;
-		out->rkey_len = (uint32_t)r->rkey_len;
-		memcpy(out + 1, r->rkey, r->rkey_len);
+		if (out_len > sizeof(*out)) {
+			out->addr = (uint64_t)(uintptr_t)r->addr;
+			out->rkey_len = (uint32_t)r->rkey_len;
+			memcpy(out + 1, r->rkey, r->rkey_len);
+		}
 	}
 	peer_am_send(param->reply_ep, AM_RESOLVE_REPLY, out, out_len);
 	free(out);
@@ -360,6 +314,19 @@ peer_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 	conn_send_reply(c, &reply, -1);
 }
 
+/* UCX-native RMA only when both sides offer it; NULL means rmad's own
+ * protocol, where the target checks every access itself. */
+static ucs_status_t
+peer_unpack_rkey(struct peer *p, const struct am_resolve_reply *in,
+		 const void *data, ucp_rkey_h *rkey_p)
+{
+	*rkey_p = NULL;
+	if (!p->d->cfg.ucx_rma || in->rkey_len == 0)
+		return UCS_OK;
+	return ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(*in),
+				  rkey_p);
+}
+
 /* Asks the owner about one of its regions; on success w waits for the
  * answer (matched by token) until the operation deadline. */
 static ucs_status_t
@@ -370,7 +337,7 @@ peer_send_resolve(struct peer *p, struct peer_waiter *w, uint64_t region_id,
 	ucs_status_t st;
 
 	memset(&msg, 0, sizeof(msg));
-	msg.magic = PEER_AM_MAGIC;
+	msg.magic = AM_MAGIC;
 	msg.token = w->token = p->d->next_token++;
 	memcpy(msg.daemon_id, p->remote_id, DAEMON_ID_SIZE);
 	msg.region_id = region_id;
@@ -395,10 +362,9 @@ peer_refresh_done(struct peer *p, struct resolved *res,
 	if (res->valid || res->stale)
 		return;
 	if (in->status != RMA__V1__STATUS__OK || in->length != res->length ||
-	    in->rkey_len > PEER_RKEY_MAX ||
+	    in->rkey_len > AM_RKEY_MAX ||
 	    length < sizeof(*in) + in->rkey_len ||
-	    ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(*in),
-			       &rkey) != UCS_OK) {
+	    peer_unpack_rkey(p, in, data, &rkey) != UCS_OK) {
 		res->stale = true;
 		return;
 	}
@@ -488,7 +454,7 @@ found:
 				(unsigned long long)w->descriptor.generation);
 		goto out;
 	}
-	if (in.rkey_len > PEER_RKEY_MAX ||
+	if (in.rkey_len > AM_RKEY_MAX ||
 	    length < sizeof(in) + in.rkey_len) {
 		conn_send_error(w->conn, w->request_id,
 				RMA__V1__STATUS__ERR_PROTOCOL,
@@ -506,8 +472,7 @@ found:
 					"out of memory");
 			goto out;
 		}
-		st = ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(in),
-					&res->rkey);
+		st = peer_unpack_rkey(p, &in, data, &res->rkey);
 		if (st != UCS_OK) {
 			free(res);
 			conn_send_error(w->conn, w->request_id,
@@ -575,7 +540,7 @@ peer_broadcast_freed(struct daemon *d, const struct region *r)
 	struct peer *p;
 
 	memset(&msg, 0, sizeof(msg));
-	msg.magic = PEER_AM_MAGIC;
+	msg.magic = AM_MAGIC;
 	memcpy(msg.daemon_id, d->id, DAEMON_ID_SIZE);
 	msg.region_id = r->id;
 	msg.generation = r->generation;
@@ -771,8 +736,11 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 		next = TAILQ_NEXT(res, link);
 		peer_invalidate(res);
 	}
-	if (!p->inbound)
+	if (!p->inbound) {
+		/* Past a deadline it is our own close that cancels the rest. */
+		op_peer_failed(p, st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
 		peer_notify_down(p);
+	}
 	/* Closing inside a UCX callback is not allowed: the tick does it. */
 	p->ep_failed = true;
 	worker_kick(p->d);
@@ -827,8 +795,8 @@ peer_connect_start(struct peer *p)
 		return -1;
 	}
 	memset(&hello, 0, sizeof(hello));
-	hello.magic = PEER_AM_MAGIC;
-	hello.version = PEER_AM_VERSION;
+	hello.magic = AM_MAGIC;
+	hello.version = AM_VERSION;
 	hello.token = p->hello_token = d->next_token++;
 	memcpy(hello.daemon_id, d->id, DAEMON_ID_SIZE);
 	st = peer_am_send(p->ep, AM_HELLO, &hello, sizeof(hello));
@@ -1198,6 +1166,10 @@ peer_system_start(struct daemon *d)
 		{AM_RESOLVE, peer_on_am_resolve},
 		{AM_RESOLVE_REPLY, peer_on_am_resolve_reply},
 		{AM_FREED, peer_on_am_freed},
+		{AM_PUT, target_on_put},
+		{AM_PUT_ACK, op_on_put_ack},
+		{AM_GET, target_on_get},
+		{AM_GET_REPLY, op_on_get_reply},
 	};
 	ucp_listener_params_t lparams = {
 		.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |

@@ -97,8 +97,10 @@ worker_start(struct daemon *d)
 	ucp_params_t params = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES |
 			      UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM |
-			    UCP_FEATURE_WAKEUP,
+		/* Without UCP_FEATURE_RMA no peer can use UCX's emulated
+		 * RMA, which writes any address it is sent. */
+		.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
+			    (d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
 		.mt_workers_shared = 0,
 	};
 	ucp_worker_params_t wparams = {
@@ -131,6 +133,11 @@ worker_start(struct daemon *d)
 	else
 		snprintf(d->cfg.transports, sizeof(d->cfg.transports), "%s",
 			 getenv("UCX_TLS"));
+	/* UCX 1.13's tcp zero-copy sends trip an assertion (abort) when
+	 * their endpoint fails mid-send; copies do not. Seen here with a
+	 * peer killed under 64 KiB puts. */
+	if (getenv("UCX_ZCOPY_THRESH") == NULL)
+		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL && d->cfg.net_devices[0] != '\0')
 		ucp_config_modify(config, "NET_DEVICES", d->cfg.net_devices);
 	st = ucp_init(&params, config, &d->ucp);

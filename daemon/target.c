@@ -1,0 +1,140 @@
+/* The target side of puts and gets between daemons. A peer names a region
+ * by id and generation, never by address; every access is checked against
+ * this daemon's own region table before a byte moves, and the answer goes
+ * back through rmad's own messages. (UCX 1.13's emulated RMA over tcp
+ * trusts raw addresses, and aborts the target when it cannot acknowledge
+ * a put to a peer that went away.) */
+#include "daemon.h"
+#include "am.h"
+#include "bounds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An answer in flight: its header, and the region a get reads from,
+ * both kept until UCX is done with them. */
+struct target_answer {
+	struct am_rma_answer hdr;
+	struct region *region;
+};
+
+static void
+target_answer_sent(void *request, ucs_status_t status, void *user_data)
+{
+	struct target_answer *a = user_data;
+
+	if (a->region != NULL)
+		region_unref(a->region);
+	free(a);
+	ucp_request_free(request);
+}
+
+static void
+target_answer(struct daemon *d, ucp_ep_h ep, unsigned id, uint64_t token,
+	      wire_status_t status, struct region *r, const void *data,
+	      size_t length)
+{
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+		.cb.send = target_answer_sent,
+	};
+	struct target_answer *a = malloc(sizeof(*a));
+	ucs_status_ptr_t sp;
+
+	if (a == NULL)
+		return; /* the initiator's deadline covers it */
+	a->hdr.magic = AM_MAGIC;
+	a->hdr.status = status;
+	a->hdr.token = token;
+	a->region = r;
+	if (r != NULL)
+		region_ref(r);
+	param.user_data = a;
+	sp = ucp_am_send_nbx(ep, id, &a->hdr, sizeof(a->hdr), data, length,
+			     &param);
+	if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
+		if (UCS_PTR_IS_ERR(sp))
+			log_debug("target_answer: %s",
+				  ucs_status_string(UCS_PTR_STATUS(sp)));
+		if (r != NULL)
+			region_unref(r);
+		free(a);
+	}
+	(void)d;
+}
+
+/* Which region, if the request is acceptable; a wire status otherwise. */
+static wire_status_t
+target_check(struct daemon *d, const struct am_rma *h, struct region **r_p)
+{
+	struct region *r = region_lookup(d, h->region_id);
+
+	if (r == NULL || r->generation != h->generation)
+		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+	if (!bounds_within(h->offset, h->length, r->length))
+		return RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
+	*r_p = r;
+	return RMA__V1__STATUS__OK;
+}
+
+static bool
+target_read_header(const void *header, size_t header_length,
+		   const ucp_am_recv_param_t *param, struct am_rma *h)
+{
+	if (header_length != sizeof(*h) ||
+	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
+		return false;
+	memcpy(h, header, sizeof(*h));
+	return h->magic == AM_MAGIC;
+}
+
+ucs_status_t
+target_on_put(void *arg, const void *header, size_t header_length,
+	      void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	struct region *r = NULL;
+	wire_status_t st;
+	struct am_rma h;
+
+	if (!target_read_header(header, header_length, param, &h) ||
+	    (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+		/* not ours: rmad sends eager only */
+		if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+			ucp_am_data_release(d->worker, data);
+		return UCS_OK;
+	}
+	st = target_check(d, &h, &r);
+	if (st == RMA__V1__STATUS__OK && length != h.length)
+		st = RMA__V1__STATUS__ERR_PROTOCOL;
+	if (st == RMA__V1__STATUS__OK)
+		memcpy((char *)r->addr + h.offset, data, length);
+	d->counters.target_puts++;
+	target_answer(d, param->reply_ep, AM_PUT_ACK, h.token, st, NULL, NULL,
+		      0);
+	return UCS_OK;
+}
+
+ucs_status_t
+target_on_get(void *arg, const void *header, size_t header_length,
+	      void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	struct region *r = NULL;
+	wire_status_t st;
+	struct am_rma h;
+
+	if (!target_read_header(header, header_length, param, &h))
+		return UCS_OK;
+	st = target_check(d, &h, &r);
+	d->counters.target_gets++;
+	if (st != RMA__V1__STATUS__OK)
+		r = NULL;
+	target_answer(d, param->reply_ep, AM_GET_REPLY, h.token, st, r,
+		      r ? (char *)r->addr + h.offset : NULL,
+		      r ? h.length : 0);
+	return UCS_OK;
+}

@@ -81,6 +81,11 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 	argv[argc++] = "--log-level";
 	argv[argc++] = getenv("RMAD_LOG_LEVEL") ? getenv("RMAD_LOG_LEVEL")
 						: "warn";
+	/* RMAD_PROTOCOL runs a whole suite with another rma_protocol. */
+	if (getenv("RMAD_PROTOCOL") != NULL) {
+		argv[argc++] = "--rma-protocol";
+		argv[argc++] = getenv("RMAD_PROTOCOL");
+	}
 	for (int i = 0; extra && extra[i] && argc < 31; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 wire_status_t
@@ -86,7 +87,12 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	}
 	r->d = d;
 	r->id = d->next_region_id++;
-	r->generation = d->next_generation++;
+	/* Unguessable: with the id it is what a peer must know to reach the
+	 * region, so a descriptor is the only way in. */
+	if (getrandom(&r->generation, sizeof(r->generation), 0) !=
+	    sizeof(r->generation))
+		r->generation = d->next_generation++;
+	r->generation |= 1; /* never 0 */
 	r->length = length;
 	r->owner = owner;
 	r->refs = 1;

@@ -14,9 +14,9 @@
  *
  * So that an input means the same whatever ran before it, the daemon has a
  * fixed identity (FUZZ_DAEMON_ID: descriptors in the corpus name its
- * regions), region ids and generations restart at 1 for each input, and
- * the peer table is rebuilt after an input that made peers. Host names do
- * not resolve (no DNS in a fuzzer): only numeric addresses. The operation
+ * regions), region ids and generations (see getrandom below) restart for
+ * each input, and the peer table is rebuilt after an input that made
+ * peers. Host names never resolve (no DNS in a fuzzer). The operation
  * timeout is 0.1 s, so freed ranges leave quarantine (twice that) while
  * the fuzzer runs instead of piling up. */
 #include <dirent.h>
@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -75,6 +76,25 @@ getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
 		h = *hints;
 	h.ai_flags |= AI_NUMERICHOST;
 	return real(node, service, &h, res);
+}
+
+/* Region generations come from getrandom(): counted instead (1, 2, ...
+ * from each input's start), so that descriptors in the corpus can name
+ * the regions an input makes. */
+static uint64_t random_count;
+
+ssize_t
+getrandom(void *buf, size_t len, unsigned int flags)
+{
+	for (size_t i = 0; i < len; i += sizeof(random_count)) {
+		size_t n = len - i;
+
+		if (n > sizeof(random_count))
+			n = sizeof(random_count);
+		random_count++;
+		memcpy((uint8_t *)buf + i, &random_count, n);
+	}
+	return (ssize_t)len;
 }
 
 static void
@@ -320,6 +340,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("regions of a gone client are still in the table");
 	d.next_region_id = 1;
 	d.next_generation = 1;
+	random_count = 0;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		fuzz_fail("socketpair failed");

@@ -199,7 +199,9 @@ op(uint64_t op_id, Rma__V1__OpKind kind, uint64_t region, uint64_t offset,
 	return o;
 }
 
-/* The descriptor fuzz_dispatch's daemon gives its region id, gen. */
+/* The descriptor fuzz_dispatch's daemon gives region id, generation.
+ * There the k-th region of an input has generation k | 1 (region.c:
+ * getrandom, which fuzz_dispatch counts, with the low bit set). */
 static void
 fuzz_descriptor(uint64_t id, uint64_t generation, uint64_t length, char *text)
 {
@@ -262,7 +264,7 @@ make_dispatch(void)
 	req_region_alloc(&b, 10, 4096);
 	req_region_alloc(&b, 11, 4096);
 	req_peer_connect(&b, 12, "127.0.0.1:1");
-	fuzz_descriptor(2, 2, 4096, desc);
+	fuzz_descriptor(2, 2 | 1, 4096, desc);
 	req_remote_import(&b, 13, 1, desc);
 	ops[0] = op(1, RMA__V1__OP_KIND__PUT, 1, 0, 1, 100, 64, 0);
 	ops[1] = op(2, RMA__V1__OP_KIND__GET, 1, 4000, 1, 0, 96, 0);

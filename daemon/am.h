@@ -9,14 +9,14 @@
 #include "descriptor.h"
 
 enum am_id {
-	AM_HELLO = 1,         /* am_hello: are you an rmad, who are you */
+	AM_HELLO = 1,	      /* am_hello: are you an rmad, who are you */
 	AM_HELLO_REPLY = 2,   /* am_hello */
-	AM_RESOLVE = 3,       /* am_resolve: describe one of your regions */
+	AM_RESOLVE = 3,	      /* am_resolve: describe one of your regions */
 	AM_RESOLVE_REPLY = 4, /* am_resolve_reply [+ packed rkey] */
-	AM_FREED = 5,         /* am_freed: a region you resolved is gone */
-	AM_PUT = 6,           /* header am_rma, data: the bytes to write */
-	AM_PUT_ACK = 7,       /* header am_rma_answer: written (or refused) */
-	AM_GET = 8,           /* header am_rma: send me these bytes */
+	AM_FREED = 5,	      /* am_freed: a region you resolved is gone */
+	AM_PUT = 6,	      /* header am_rma, data: the bytes to write */
+	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
+	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
 };
 
@@ -44,7 +44,7 @@ struct am_resolve_reply {
 	uint32_t magic;
 	int32_t status; /* wire status */
 	uint64_t token;
-	uint64_t addr;  /* 0 unless UCX-native RMA is offered */
+	uint64_t addr; /* 0 unless UCX-native RMA is offered */
 	uint64_t length;
 	uint32_t rkey_len; /* 0: use AM_PUT/AM_GET */
 	uint32_t pad;

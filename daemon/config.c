@@ -42,50 +42,53 @@ struct config_option {
 };
 
 #define OPT(n, t, field, h)                                                    \
-	{n, t, offsetof(struct config, field),                                 \
-	 sizeof(((struct config *)0)->field), false, h}
+	{                                                                      \
+		n, t, offsetof(struct config, field),                          \
+		    sizeof(((struct config *)0)->field), false, h              \
+	}
 
 static const struct config_option config_options[] = {
-	OPT("socket", CT_STRING, socket_path,
-	    "client socket path (env RMAD_SOCKET)"),
-	OPT("socket_group", CT_STRING, socket_group,
-	    "group owning the client socket (mode 0660)"),
-	OPT("listen", CT_HOSTPORT, listen_host,
-	    "HOST:PORT of the UCX listener for other daemons"),
-	OPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),
-	OPT("op_timeout", CT_SECONDS, op_timeout,
-	    "seconds before an operation fails with a timeout"),
-	OPT("connect_timeout", CT_SECONDS, connect_timeout,
-	    "seconds for a peer connect and handshake"),
-	OPT("shutdown_timeout", CT_SECONDS, shutdown_timeout,
-	    "seconds to drain operations on SIGTERM"),
-	OPT("max_frame", CT_BYTES, max_frame, "largest client frame"),
-	OPT("max_queued_bytes", CT_BYTES, max_queued_bytes,
-	    "output queued for one client before it is cut off"),
-	OPT("transports", CT_STRING, transports,
-	    "UCX transports between daemons (UCX_TLS)"),
-	OPT("net_devices", CT_STRING, net_devices,
-	    "UCX network devices (UCX_NET_DEVICES), empty = all"),
-	OPT("peer_allow", CT_CIDRS, peer_allow,
-	    "networks other daemons may connect from (CIDR list)"),
-	OPT("allow_users", CT_USERS, allow_uids,
-	    "users who may connect (names or uids), empty = anyone who can open the socket"),
-	OPT("allow_groups", CT_GROUPS, allow_gids,
-	    "groups whose members may connect (names or gids)"),
-	OPT("progress_mode", CT_PROGRESS, polling,
-	    "blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
-	OPT("rma_protocol", CT_RMA, ucx_rma,
-	    "am (rmad's messages; the target checks every access) or ucx "
-	    "(ucp_put/get_nbx, for RDMA fabrics)"),
-	OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
-	OPT("max_region_bytes", CT_BYTES, max_region_bytes,
-	    "registered bytes per client"),
-	OPT("max_in_flight", CT_COUNT, max_in_flight,
-	    "operations in flight per client"),
-	OPT("metrics_listen", CT_STRING, metrics_listen,
-	    "HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
-	{"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
-	 "write \"ready\\n\" to this fd once serving"},
+    OPT("socket", CT_STRING, socket_path,
+	"client socket path (env RMAD_SOCKET)"),
+    OPT("socket_group", CT_STRING, socket_group,
+	"group owning the client socket (mode 0660)"),
+    OPT("listen", CT_HOSTPORT, listen_host,
+	"HOST:PORT of the UCX listener for other daemons"),
+    OPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),
+    OPT("op_timeout", CT_SECONDS, op_timeout,
+	"seconds before an operation fails with a timeout"),
+    OPT("connect_timeout", CT_SECONDS, connect_timeout,
+	"seconds for a peer connect and handshake"),
+    OPT("shutdown_timeout", CT_SECONDS, shutdown_timeout,
+	"seconds to drain operations on SIGTERM"),
+    OPT("max_frame", CT_BYTES, max_frame, "largest client frame"),
+    OPT("max_queued_bytes", CT_BYTES, max_queued_bytes,
+	"output queued for one client before it is cut off"),
+    OPT("transports", CT_STRING, transports,
+	"UCX transports between daemons (UCX_TLS)"),
+    OPT("net_devices", CT_STRING, net_devices,
+	"UCX network devices (UCX_NET_DEVICES), empty = all"),
+    OPT("peer_allow", CT_CIDRS, peer_allow,
+	"networks other daemons may connect from (CIDR list)"),
+    OPT("allow_users", CT_USERS, allow_uids,
+	"users who may connect (names or uids), empty = anyone who can open "
+	"the socket"),
+    OPT("allow_groups", CT_GROUPS, allow_gids,
+	"groups whose members may connect (names or gids)"),
+    OPT("progress_mode", CT_PROGRESS, polling,
+	"blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
+    OPT("rma_protocol", CT_RMA, ucx_rma,
+	"am (rmad's messages; the target checks every access) or ucx "
+	"(ucp_put/get_nbx, for RDMA fabrics)"),
+    OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
+    OPT("max_region_bytes", CT_BYTES, max_region_bytes,
+	"registered bytes per client"),
+    OPT("max_in_flight", CT_COUNT, max_in_flight,
+	"operations in flight per client"),
+    OPT("metrics_listen", CT_STRING, metrics_listen,
+	"HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
+    {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
+     "write \"ready\\n\" to this fd once serving"},
 };
 
 #define N_OPTIONS (sizeof(config_options) / sizeof(config_options[0]))
@@ -174,10 +177,26 @@ config_parse_bytes(const char *s, uint64_t *out)
 	if (errno || end == s || s[0] == '-')
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
 	}
 	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
 		return -1;
@@ -235,8 +254,7 @@ config_cidr_match(const struct cidr *c, int family, const uint8_t *addr)
 
 /* Splits a comma or space separated list, calling fn for each item. */
 static int
-config_each(const char *list, int (*fn)(const char *item, void *arg),
-	    void *arg)
+config_each(const char *list, int (*fn)(const char *item, void *arg), void *arg)
 {
 	char buf[1024], *save, *item;
 
@@ -324,8 +342,8 @@ config_find(const char *name)
 }
 
 int
-config_set(struct config *cfg, const char *name, const char *value,
-	   char *err, size_t err_len)
+config_set(struct config *cfg, const char *name, const char *value, char *err,
+	   size_t err_len)
 {
 	const struct config_option *o = config_find(name);
 	char *field;
@@ -375,10 +393,11 @@ config_set(struct config *cfg, const char *name, const char *value,
 		secs = strtod(value, &end);
 		if (errno || *end != '\0' || end == value || !(secs > 0) ||
 		    secs > 86400)
-			return config_error(err, err_len,
-					    "%s: expected seconds in (0, 86400], "
-					    "got '%s'",
-					    o->name, value);
+			return config_error(
+			    err, err_len,
+			    "%s: expected seconds in (0, 86400], "
+			    "got '%s'",
+			    o->name, value);
 		memcpy(field, &secs, sizeof(secs));
 		return 0;
 	case CT_BYTES:
@@ -389,8 +408,8 @@ config_set(struct config *cfg, const char *name, const char *value,
 					    "got '%s'",
 					    o->name,
 					    o->type == CT_BYTES
-						    ? " of bytes (K, M, G suffixes)"
-						    : "",
+						? " of bytes (K, M, G suffixes)"
+						: "",
 					    value);
 		if (o->size == sizeof(uint32_t)) {
 			uint32_t v32 = (uint32_t)bytes;
@@ -432,7 +451,8 @@ config_set(struct config *cfg, const char *name, const char *value,
 					    value);
 		return 0;
 	case CT_PROGRESS:
-		if (strcmp(value, "blocking") != 0 && strcmp(value, "polling") != 0)
+		if (strcmp(value, "blocking") != 0 &&
+		    strcmp(value, "polling") != 0)
 			return config_error(err, err_len,
 					    "%s: expected blocking or polling, "
 					    "got '%s'",
@@ -450,8 +470,8 @@ config_set(struct config *cfg, const char *name, const char *value,
 		cfg->n_allow_gids = 0;
 		if (config_each(value, config_add_group, cfg) < 0)
 			return config_error(err, err_len,
-					    "%s: unknown group in '%s'", o->name,
-					    value);
+					    "%s: unknown group in '%s'",
+					    o->name, value);
 		return 0;
 	}
 	return config_error(err, err_len, "%s: unhandled type", o->name);
@@ -599,7 +619,8 @@ config_usage(FILE *f)
 		char flag[64];
 		const char *p;
 		size_t k = 0;
-		for (p = config_options[i].name; *p && k < sizeof(flag) - 1; p++)
+		for (p = config_options[i].name; *p && k < sizeof(flag) - 1;
+		     p++)
 			flag[k++] = *p == '_' ? '-' : *p;
 		flag[k] = '\0';
 		fprintf(f, "  --%-18s %s", flag, config_options[i].help);
@@ -610,7 +631,8 @@ config_usage(FILE *f)
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "  --%-18s %s\n", "config FILE", "read options from FILE (INI)");
+	fprintf(f, "  --%-18s %s\n", "config FILE",
+		"read options from FILE (INI)");
 	fprintf(f, "  --%-18s %s\n", "check-config",
 		"validate, print the effective configuration, exit");
 	fprintf(f, "  --version, --help\n");
@@ -634,15 +656,15 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		     *p && k < sizeof(names[i]) - 1; p++)
 			names[i][k++] = *p == '_' ? '-' : *p;
 		names[i][k] = '\0';
-		longopts[n++] = (struct option){names[i], required_argument,
-						NULL, (int)i};
+		longopts[n++] =
+		    (struct option){names[i], required_argument, NULL, (int)i};
 	}
-	longopts[n++] = (struct option){"config", required_argument, NULL,
-					OPT_CONFIG};
-	longopts[n++] = (struct option){"check-config", no_argument, NULL,
-					OPT_CHECK};
-	longopts[n++] = (struct option){"version", no_argument, NULL,
-					OPT_VERSION};
+	longopts[n++] =
+	    (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[n++] =
+	    (struct option){"check-config", no_argument, NULL, OPT_CHECK};
+	longopts[n++] =
+	    (struct option){"version", no_argument, NULL, OPT_VERSION};
 	longopts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	longopts[n] = (struct option){NULL, 0, NULL, 0};
 
@@ -671,8 +693,8 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		char err[256];
 		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
-			if (config_set(cfg, config_options[opt].name, optarg, err,
-				       sizeof(err)) < 0) {
+			if (config_set(cfg, config_options[opt].name, optarg,
+				       err, sizeof(err)) < 0) {
 				fprintf(stderr, "rmad: --%s\n", err);
 				return -1;
 			}
@@ -682,7 +704,8 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "rmad: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "rmad: unexpected argument '%s'\n",
+			argv[optind]);
 		return -1;
 	}
 	if (check) {

@@ -42,17 +42,19 @@ conn_queue_frame(struct conn *c, const ProtobufCMessage *msg, int fd)
 	if (fd >= 0) {
 		if (c->out_fds_len == c->out_fds_cap) {
 			size_t cap = c->out_fds_cap ? 2 * c->out_fds_cap : 4;
-			struct out_fd *p = realloc(c->out_fds, cap * sizeof(*p));
+			struct out_fd *p =
+			    realloc(c->out_fds, cap * sizeof(*p));
 			if (p == NULL) {
 				close(fd);
-				conn_close(c, "out of memory queueing a descriptor");
+				conn_close(
+				    c, "out of memory queueing a descriptor");
 				return;
 			}
 			c->out_fds = p;
 			c->out_fds_cap = cap;
 		}
 		c->out_fds[c->out_fds_len].pos =
-			c->out_written + evbuffer_get_length(c->out);
+		    c->out_written + evbuffer_get_length(c->out);
 		c->out_fds[c->out_fds_len].fd = fd;
 		c->out_fds_len++;
 	}
@@ -426,19 +428,19 @@ static const struct {
 	const char *name;
 	conn_handler_t handler;
 } conn_handlers[] = {
-	{RMA__V1__REQUEST__BODY_HELLO, "hello", conn_handle_hello},
-	{RMA__V1__REQUEST__BODY_REGION_ALLOC, "region_alloc",
-	 conn_handle_region_alloc},
-	{RMA__V1__REQUEST__BODY_REGION_FREE, "region_free",
-	 conn_handle_region_free},
-	{RMA__V1__REQUEST__BODY_PEER_CONNECT, "peer_connect",
-	 conn_handle_peer_connect},
-	{RMA__V1__REQUEST__BODY_REMOTE_IMPORT, "remote_import",
-	 conn_handle_remote_import},
-	{RMA__V1__REQUEST__BODY_REMOTE_RELEASE, "remote_release",
-	 conn_handle_remote_release},
-	{RMA__V1__REQUEST__BODY_SUBMIT, "submit", conn_handle_submit},
-	{RMA__V1__REQUEST__BODY_STATUS, "status", conn_handle_status},
+    {RMA__V1__REQUEST__BODY_HELLO, "hello", conn_handle_hello},
+    {RMA__V1__REQUEST__BODY_REGION_ALLOC, "region_alloc",
+     conn_handle_region_alloc},
+    {RMA__V1__REQUEST__BODY_REGION_FREE, "region_free",
+     conn_handle_region_free},
+    {RMA__V1__REQUEST__BODY_PEER_CONNECT, "peer_connect",
+     conn_handle_peer_connect},
+    {RMA__V1__REQUEST__BODY_REMOTE_IMPORT, "remote_import",
+     conn_handle_remote_import},
+    {RMA__V1__REQUEST__BODY_REMOTE_RELEASE, "remote_release",
+     conn_handle_remote_release},
+    {RMA__V1__REQUEST__BODY_SUBMIT, "submit", conn_handle_submit},
+    {RMA__V1__REQUEST__BODY_STATUS, "status", conn_handle_status},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:
@@ -500,10 +502,11 @@ conn_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 		return;
 	}
 	if (c->refused) {
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PERMISSION,
-				"uid %u (gid %u) may not use this daemon: not in "
-				"allow_users or allow_groups",
-				(unsigned)c->uid, (unsigned)c->gid);
+		conn_send_error(
+		    c, req->id, RMA__V1__STATUS__ERR_PERMISSION,
+		    "uid %u (gid %u) may not use this daemon: not in "
+		    "allow_users or allow_groups",
+		    (unsigned)c->uid, (unsigned)c->gid);
 		c->closing = true;
 		goto out;
 	}
@@ -542,7 +545,8 @@ conn_discard_fds(struct conn *c, struct msghdr *mh)
 	     cm = CMSG_NXTHDR(mh, cm)) {
 		if (cm->cmsg_level == SOL_SOCKET &&
 		    cm->cmsg_type == SCM_RIGHTS) {
-			size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			size_t nfds =
+			    (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			for (size_t i = 0; i < nfds; i++) {
 				int fd;
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
@@ -579,9 +583,10 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 		rc = frame_reader_space(&c->in, &p, &avail);
 		if (rc < 0) {
 			c->d->counters.protocol_errors++;
-			conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-					"frame larger than the maximum of %u bytes",
-					c->d->cfg.max_frame);
+			conn_send_error(
+			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+			    "frame larger than the maximum of %u bytes",
+			    c->d->cfg.max_frame);
 			c->closing = true;
 			break;
 		}
@@ -606,8 +611,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 		if (conn_discard_fds(c, &mh) > 0 ||
 		    (mh.msg_flags & MSG_CTRUNC)) {
 			c->d->counters.protocol_errors++;
-			conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-					"clients may not send file descriptors");
+			conn_send_error(
+			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+			    "clients may not send file descriptors");
 			c->closing = true;
 			break;
 		}
@@ -620,10 +626,10 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 				break;
 			if (rc < 0) {
 				c->d->counters.protocol_errors++;
-				conn_send_error(c, 0,
-						RMA__V1__STATUS__ERR_PROTOCOL,
-						"frame larger than the maximum of %u bytes",
-						c->d->cfg.max_frame);
+				conn_send_error(
+				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+				    "frame larger than the maximum of %u bytes",
+				    c->d->cfg.max_frame);
 				c->closing = true;
 				break;
 			}
@@ -657,13 +663,13 @@ conn_check_stuck(struct daemon *d)
 
 	for (c = TAILQ_FIRST(&d->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->read_paused &&
-		    now - c->paused_since > d->cfg.op_timeout)
+		if (c->read_paused && now - c->paused_since > d->cfg.op_timeout)
 			conn_close(c, "client stopped reading its socket");
 	}
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 void
 conn_ref(struct conn *c)
@@ -789,7 +795,8 @@ conn_create(struct daemon *d, int fd)
 	idmap_init(&c->remotes);
 	c->next_remote_id = 1;
 	c->out = evbuffer_new();
-	c->read_ev = event_new(d->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+	c->read_ev =
+	    event_new(d->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
 	c->write_ev = event_new(d->base, fd, EV_WRITE, conn_on_write, c);
 	if (c->out == NULL || c->read_ev == NULL || c->write_ev == NULL) {
 		log_warn("conn_create: out of memory");
@@ -878,7 +885,8 @@ conn_server_start(struct daemon *d)
 	}
 	/* A stale socket from a dead daemon is replaced; a live one is not. */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		log_error("conn_server_start: another rmad is serving %s", path);
+		log_error("conn_server_start: another rmad is serving %s",
+			  path);
 		goto err_close;
 	}
 	if (errno == ECONNREFUSED)
@@ -911,8 +919,8 @@ conn_server_start(struct daemon *d)
 		log_error("conn_server_start: listen: %s", strerror(errno));
 		goto err_unlink;
 	}
-	d->accept_ev = event_new(d->base, fd, EV_READ | EV_PERSIST,
-				 conn_on_accept, d);
+	d->accept_ev =
+	    event_new(d->base, fd, EV_READ | EV_PERSIST, conn_on_accept, d);
 	if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) < 0) {
 		log_error("conn_server_start: cannot add accept event");
 		goto err_unlink;

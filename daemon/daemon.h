@@ -44,25 +44,25 @@ struct config {
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level log_level;
-	double op_timeout;      /* seconds until an operation fails */
+	double op_timeout;	/* seconds until an operation fails */
 	double connect_timeout; /* seconds for connect + handshake */
 	double shutdown_timeout;
 	uint32_t max_frame;
 	uint64_t max_queued_bytes; /* outbound bytes queued for one client */
-	char transports[64];       /* UCX_TLS */
-	char net_devices[128];     /* UCX_NET_DEVICES, "" = all */
+	char transports[64];	   /* UCX_TLS */
+	char net_devices[128];	   /* UCX_NET_DEVICES, "" = all */
 	struct cidr peer_allow[CONFIG_LIST_MAX];
 	size_t n_peer_allow;
 	uid_t allow_uids[CONFIG_LIST_MAX];
 	size_t n_allow_uids;
 	gid_t allow_gids[CONFIG_LIST_MAX];
 	size_t n_allow_gids;
-	uint32_t max_regions;      /* per client */
+	uint32_t max_regions;	   /* per client */
 	uint64_t max_region_bytes; /* per client */
-	uint32_t max_in_flight;    /* per client */
-	bool polling;              /* progress mode: busy-poll the worker */
-	bool ucx_rma;              /* rma_protocol = ucx: ucp_put/get_nbx */
-	int ready_fd;              /* written and closed once serving, -1 */
+	uint32_t max_in_flight;	   /* per client */
+	bool polling;		   /* progress mode: busy-poll the worker */
+	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
+	int ready_fd;		   /* written and closed once serving, -1 */
 	char metrics_listen[96];   /* HOST:PORT for /metrics, "" = off */
 };
 
@@ -90,8 +90,8 @@ struct conn {
 	struct daemon *d;
 	uint32_t id;
 	int fd;
-	int refs;  /* the table's, plus one per operation in flight */
-	bool dead; /* closed: completions are dropped, freed at refs 0 */
+	int refs;     /* the table's, plus one per operation in flight */
+	bool dead;    /* closed: completions are dropped, freed at refs 0 */
 	bool closing; /* flush what is queued, then close */
 	pid_t pid;
 	uid_t uid;
@@ -110,7 +110,7 @@ struct conn {
 	bool refused; /* credentials not allowed: every request is refused */
 	Rma__V1__Completion *done; /* completions waiting for the next flush */
 	size_t done_len, done_cap;
-	bool dirty; /* on d->dirty_conns */
+	bool dirty;	      /* on d->dirty_conns */
 	struct idmap regions; /* region id -> struct region (owned) */
 	struct idmap remotes; /* remote id -> struct remote (owned) */
 	uint64_t next_remote_id;
@@ -129,7 +129,8 @@ void conn_server_stop(struct daemon *d);
 void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
 void conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void conn_send_event(struct conn *c, Rma__V1__Event *event);
 /* Queue a completion; sent in one Completions event at the next flush. */
 void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
@@ -140,7 +141,8 @@ void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 void conn_close(struct conn *c, const char *why);
 
-/* ---- region.c: memory shared with one client ------------------------------ */
+/* ---- region.c: memory shared with one client ------------------------------
+ */
 
 struct region {
 	struct daemon *d;
@@ -178,7 +180,8 @@ void region_ref(struct region *r);
 void region_unref(struct region *r);
 void region_quarantine_drain_all(struct daemon *d);
 
-/* ---- peer.c: other daemons ------------------------------------------------ */
+/* ---- peer.c: other daemons ------------------------------------------------
+ */
 
 enum peer_state { PEER_CONNECTING, PEER_UP, PEER_DOWN };
 
@@ -186,10 +189,10 @@ enum peer_state { PEER_CONNECTING, PEER_UP, PEER_DOWN };
 struct peer_waiter {
 	struct conn *conn;
 	uint64_t request_id;
-	uint64_t token;                /* resolve: matches the answer */
-	struct descriptor descriptor;  /* resolve: what was asked */
-	struct resolved *refresh;      /* re-resolve after a reconnect (ref held) */
-	double deadline;               /* resolve: fail the peer past this */
+	uint64_t token;		      /* resolve: matches the answer */
+	struct descriptor descriptor; /* resolve: what was asked */
+	struct resolved *refresh; /* re-resolve after a reconnect (ref held) */
+	double deadline;	  /* resolve: fail the peer past this */
 	TAILQ_ENTRY(peer_waiter) link;
 };
 
@@ -229,8 +232,8 @@ struct peer {
 	ucs_status_t ep_status;
 	uint8_t remote_id[DAEMON_ID_SIZE];
 	char remote_id_hex[2 * DAEMON_ID_SIZE + 1];
-	bool known; /* remote_id is set: a handshake completed once */
-	double backoff;      /* seconds before the next reconnect attempt */
+	bool known;	     /* remote_id is set: a handshake completed once */
+	double backoff;	     /* seconds before the next reconnect attempt */
 	double next_attempt; /* monotonic time reconnecting is allowed again */
 	uint64_t hello_token;
 	struct event *connect_timer;
@@ -271,7 +274,8 @@ bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
 const char *peer_state_name(enum peer_state s);
 
-/* ---- op.c: puts, gets and flushes ----------------------------------------- */
+/* ---- op.c: puts, gets and flushes -----------------------------------------
+ */
 
 struct op {
 	struct daemon *d;
@@ -290,11 +294,11 @@ struct op {
 	bool listed;  /* on peer->ops */
 	bool barrier; /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
-	uint64_t token;       /* rmad protocol: names the op in the answer */
+	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
 	double deadline;
 	struct op *flush_all_parent; /* flush of every peer: the aggregate */
-	TAILQ_ENTRY(op) link; /* peer->ops */
+	TAILQ_ENTRY(op) link;	     /* peer->ops */
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
@@ -308,7 +312,8 @@ ucs_status_t op_on_get_reply(void *arg, const void *header,
 			     size_t header_length, void *data, size_t length,
 			     const ucp_am_recv_param_t *param);
 
-/* ---- target.c: puts and gets other daemons send here ----------------------- */
+/* ---- target.c: puts and gets other daemons send here -----------------------
+ */
 
 ucs_status_t target_on_put(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
@@ -320,7 +325,8 @@ ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
 
-/* ---- worker.c: UCX context, worker, listener, progress ---------------------- */
+/* ---- worker.c: UCX context, worker, listener, progress ----------------------
+ */
 
 int worker_start(struct daemon *d);
 void worker_stop(struct daemon *d);
@@ -329,11 +335,13 @@ void worker_kick(struct daemon *d);
 double daemon_now(void);
 void worker_drain(struct daemon *d, double seconds);
 
-/* ---- status.c ---------------------------------------------------------------- */
+/* ---- status.c
+ * ---------------------------------------------------------------- */
 
 void status_handle(struct conn *c, uint64_t req_id);
 
-/* ---- the daemon ------------------------------------------------------------ */
+/* ---- the daemon ------------------------------------------------------------
+ */
 
 struct counters {
 	uint64_t ops_put, ops_get, ops_flush;
@@ -355,7 +363,8 @@ struct daemon {
 	bool shutting_down;
 
 	int listen_fd;
-	bool listen_inherited; /* from systemd: its path is not ours to unlink */
+	bool
+	    listen_inherited; /* from systemd: its path is not ours to unlink */
 	struct event *accept_ev;
 	struct conn_list conns;
 	struct conn_list dirty_conns;
@@ -381,15 +390,15 @@ struct daemon {
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;
 
-	struct op *op_free; /* free list of operation records */
-	void *decode_arena; /* conn.c: requests are decoded here */
+	struct op *op_free;	   /* free list of operation records */
+	void *decode_arena;	   /* conn.c: requests are decoded here */
 	struct idmap ops_by_token; /* ops waiting for a target's answer */
 	uint64_t ops_in_flight;
 
 	struct counters counters;
 
-	struct notify notify;     /* notify.c: systemd */
-	struct metrics *metrics;  /* metrics.c: NULL when off */
+	struct notify notify;	 /* notify.c: systemd */
+	struct metrics *metrics; /* metrics.c: NULL when off */
 };
 
 /* daemon.c: context, UCX worker and listener; the client socket apart. */

@@ -81,8 +81,8 @@ log_msg(enum log_level level, const char *fmt, ...)
 		struct tm tm;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		localtime_r(&ts.tv_sec, &tm);
-		fprintf(stderr, "%02d:%02d:%02d.%03ld rmad %s: %s\n", tm.tm_hour,
-			tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+		fprintf(stderr, "%02d:%02d:%02d.%03ld rmad %s: %s\n",
+			tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
 			log_names[level], line);
 	}
 }

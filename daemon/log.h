@@ -4,7 +4,12 @@
 #ifndef RMAD_LOG_H
 #define RMAD_LOG_H
 
-enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+enum log_level {
+	LOG_LEVEL_ERROR,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_DEBUG
+};
 
 void log_init(enum log_level level);
 int log_level_parse(const char *name, enum log_level *level_p);
@@ -12,7 +17,7 @@ const char *log_level_name(enum log_level level);
 int log_enabled(enum log_level level);
 
 void log_msg(enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

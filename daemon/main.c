@@ -46,7 +46,7 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	event.body_case = RMA__V1__EVENT__BODY_SHUTDOWN;
 	event.shutdown = &shutdown;
 	TAILQ_FOREACH(c, &d->conns, link)
-		conn_send_event(c, &event);
+	conn_send_event(c, &event);
 	event_base_once(d->base, -1, EV_TIMEOUT, main_finish_shutdown, d, &tv);
 	worker_kick(d);
 }

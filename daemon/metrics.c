@@ -19,15 +19,15 @@
 
 /* Upper bounds of the latency buckets, seconds; +Inf follows. */
 static const double metrics_bounds[] = {
-	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
-	0.0025,	 0.005,	   0.01,    0.025,  0.05,    0.1,    0.25,
-	0.5,	 1.0,	   2.5,	    5.0,    10.0,
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+    0.0025,  0.005,    0.01,	0.025,	0.05,	 0.1,	 0.25,
+    0.5,     1.0,      2.5,	5.0,	10.0,
 };
 
 #define METRICS_BUCKETS (sizeof(metrics_bounds) / sizeof(metrics_bounds[0]))
 
 static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
-							       "flush"};
+							      "flush"};
 
 /* Totals of one peer address ("local": copies within this daemon; "all":
  * flushes of every peer). Kept after the peer itself is gone, as counters
@@ -165,7 +165,7 @@ metrics_by_series(struct evbuffer *out, struct metrics *m, const char *name,
 	metrics_head(out, name, "counter", help);
 	for (size_t i = 0; i < m->n_series; i++) {
 		const uint64_t *v =
-			(const uint64_t *)((const char *)&m->series[i] + field);
+		    (const uint64_t *)((const char *)&m->series[i] + field);
 		for (int k = 0; k < METRICS_KINDS; k++) {
 			if (m->series[i].ops[k] == 0)
 				continue;
@@ -201,7 +201,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	size_t pos = 0;
 
 	TAILQ_FOREACH(c, &d->conns, link)
-		clients++;
+	clients++;
 	while (idmap_next(&d->regions, &pos, (void **)&r)) {
 		regions++;
 		region_bytes += r->length;
@@ -248,12 +248,13 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		for (size_t b = 0; b <= METRICS_BUCKETS; b++) {
 			cum += m->buckets[k][b];
 			evbuffer_add_printf(
-				out,
-				"rmad_operation_duration_seconds_bucket{op=\"%s\","
-				"le=\"",
-				metrics_kind_names[k]);
+			    out,
+			    "rmad_operation_duration_seconds_bucket{op=\"%s\","
+			    "le=\"",
+			    metrics_kind_names[k]);
 			if (b < METRICS_BUCKETS)
-				evbuffer_add_printf(out, "%g", metrics_bounds[b]);
+				evbuffer_add_printf(out, "%g",
+						    metrics_bounds[b]);
 			else
 				evbuffer_add_printf(out, "+Inf");
 			evbuffer_add_printf(out, "\"} %llu\n",
@@ -271,13 +272,15 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 
 	metrics_head(out, "rmad_peer_up", "gauge",
 		     "1 when the endpoint to this peer daemon is up.");
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		metrics_peer_labels(out, "rmad_peer_up", p);
 		evbuffer_add_printf(out, "} %d\n", p->state == PEER_UP);
 	}
 	metrics_head(out, "rmad_peer_state", "gauge",
 		     "State of each peer daemon (1 for the current one).");
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]);
 		     i++) {
 			metrics_peer_labels(out, "rmad_peer_state", p);
@@ -288,14 +291,15 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	}
 	metrics_head(out, "rmad_peer_operations_in_flight", "gauge",
 		     "Operations in flight on each peer.");
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		metrics_peer_labels(out, "rmad_peer_operations_in_flight", p);
 		evbuffer_add_printf(out, "} %llu\n",
 				    (unsigned long long)p->in_flight);
 	}
 
-	metrics_scalar(out, "rmad_clients", "gauge",
-		       "Local clients connected.", clients);
+	metrics_scalar(out, "rmad_clients", "gauge", "Local clients connected.",
+		       clients);
 	metrics_scalar(out, "rmad_clients_accepted_total", "counter",
 		       "Local client connections accepted.",
 		       (unsigned long long)d->counters.clients_accepted);

@@ -77,8 +77,9 @@ notify_summary(struct daemon *d, char *buf, size_t len)
 	struct peer *p;
 
 	TAILQ_FOREACH(c, &d->conns, link)
-		clients++;
-	TAILQ_FOREACH(p, &d->peers, link) {
+	clients++;
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		peers++;
 		if (p->state == PEER_UP)
 			up++;
@@ -88,10 +89,10 @@ notify_summary(struct daemon *d, char *buf, size_t len)
 			 "Shutting down: %llu operations in flight, %u clients",
 			 (unsigned long long)d->ops_in_flight, clients);
 	else
-		snprintf(buf, len,
-			 "%u clients, %u/%u peers up, %llu operations in flight",
-			 clients, up, peers,
-			 (unsigned long long)d->ops_in_flight);
+		snprintf(
+		    buf, len,
+		    "%u clients, %u/%u peers up, %llu operations in flight",
+		    clients, up, peers, (unsigned long long)d->ops_in_flight);
 }
 
 static void
@@ -150,8 +151,8 @@ notify_start(struct daemon *d)
 	d->notify.enabled = getenv("NOTIFY_SOCKET") != NULL;
 	if (!d->notify.enabled)
 		return 0;
-	d->notify.status_ev = event_new(d->base, -1, EV_PERSIST,
-					notify_on_status, d);
+	d->notify.status_ev =
+	    event_new(d->base, -1, EV_PERSIST, notify_on_status, d);
 	if (d->notify.status_ev == NULL)
 		goto err_events;
 	tv = notify_tv(NOTIFY_STATUS_PERIOD);
@@ -162,8 +163,8 @@ notify_start(struct daemon *d)
 		log_warn("notify_start: sd_watchdog_enabled: %s", strerror(-r));
 	if (r > 0 && usec > 0) {
 		d->notify.watchdog_usec = usec;
-		d->notify.watchdog_ev = event_new(d->base, -1, EV_PERSIST,
-						  notify_on_watchdog, d);
+		d->notify.watchdog_ev =
+		    event_new(d->base, -1, EV_PERSIST, notify_on_watchdog, d);
 		if (d->notify.watchdog_ev == NULL)
 			goto err_events;
 		tv = notify_tv((double)usec / 2e6);

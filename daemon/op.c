@@ -127,14 +127,14 @@ op_finish(struct op *op)
 		snprintf(detail, sizeof(detail), "%s refused it: %s",
 			 p ? p->address : "the target",
 			 ws == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR
-				 ? "the region is gone"
+			     ? "the region is gone"
 			 : ws == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS
-				 ? "outside the region"
-				 : "bad request");
+			     ? "outside the region"
+			     : "bad request");
 	} else if (op->timed_out) {
 		ws = RMA__V1__STATUS__ERR_TIMEOUT;
-		snprintf(detail, sizeof(detail),
-			 "no completion within %.1f s", d->cfg.op_timeout);
+		snprintf(detail, sizeof(detail), "no completion within %.1f s",
+			 d->cfg.op_timeout);
 	} else if (d->shutting_down && op->status == UCS_ERR_CANCELED) {
 		ws = RMA__V1__STATUS__ERR_SHUTDOWN;
 		snprintf(detail, sizeof(detail), "daemon shutting down");
@@ -239,13 +239,12 @@ op_end_submit(struct op *op)
 		op_finish(op);
 }
 
-static void
-op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
-	const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void
-op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
-	const char *fmt, ...)
+op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st, const char *fmt,
+	...)
 {
 	char detail[256];
 	va_list ap;
@@ -265,10 +264,10 @@ static void
 op_flush_peer(struct op *op, struct peer *p)
 {
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA,
-		.cb.send = op_on_ucx_done,
-		.user_data = op,
+	    .op_attr_mask =
+		UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+	    .cb.send = op_on_ucx_done,
+	    .user_data = op,
 	};
 
 	if (TAILQ_FIRST(&p->ops) != op) {
@@ -295,8 +294,9 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 		}
 		if (p->state != PEER_UP) {
 			peer_maybe_reconnect(p);
-			op_fail(c, o, p->last_status ? p->last_status
-						     : RMA__V1__STATUS__ERR_INVALID,
+			op_fail(c, o,
+				p->last_status ? p->last_status
+					       : RMA__V1__STATUS__ERR_INVALID,
 				"peer %s is %s", p->address,
 				peer_state_name(p->state));
 			return;
@@ -312,7 +312,8 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 		op_flush_peer(op, p);
 	} else if (p == NULL) {
 		/* every peer: one child per peer with operations in flight */
-		TAILQ_FOREACH(p, &d->peers, link) {
+		TAILQ_FOREACH(p, &d->peers, link)
+		{
 			struct op *child;
 			if (p->inbound || p->self || p->state != PEER_UP ||
 			    p->ep == NULL)
@@ -372,10 +373,10 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	struct daemon *d = c->d;
 	bool put = o->kind == RMA__V1__OP_KIND__PUT;
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_MEMH,
-		.cb.send = op_on_ucx_done,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_MEMH,
+	    .cb.send = op_on_ucx_done,
 	};
 	struct region *local;
 	struct remote *rem;
@@ -433,10 +434,11 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	if (!res->valid) {
 		struct peer *p = rem->peer;
 		if (res->stale)
-			op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"remote region %llu is gone (freed by its owner, "
-				"or %s restarted)",
-				(unsigned long long)res->region_id, p->address);
+			op_fail(
+			    c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			    "remote region %llu is gone (freed by its owner, "
+			    "or %s restarted)",
+			    (unsigned long long)res->region_id, p->address);
 		else if (p->state == PEER_UP)
 			op_fail(c, o, RMA__V1__STATUS__ERR_CONNECTION_RESET,
 				"%s reconnected; region %llu is being resolved "
@@ -444,8 +446,10 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 				p->address, (unsigned long long)res->region_id);
 		else {
 			peer_maybe_reconnect(p);
-			op_fail(c, o, p->last_status ? p->last_status
-				: RMA__V1__STATUS__ERR_CONNECTION_RESET,
+			op_fail(c, o,
+				p->last_status
+				    ? p->last_status
+				    : RMA__V1__STATUS__ERR_CONNECTION_RESET,
 				"%s (reconnecting)", p->last_error);
 		}
 		return;
@@ -518,14 +522,14 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	struct daemon *d = op->d;
 	bool put = op->kind == RMA__V1__OP_KIND__PUT;
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		/* Eager only: UCX 1.13's rendezvous over tcp goes through
-		 * the same emulated RMA that aborts on a vanished peer. */
-		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
-		.cb.send = op_on_am_sent,
-		.user_data = op,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    /* Eager only: UCX 1.13's rendezvous over tcp goes through
+	     * the same emulated RMA that aborts on a vanished peer. */
+	    .flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+	    .cb.send = op_on_am_sent,
+	    .user_data = op,
 	};
 	ucs_status_ptr_t sp;
 
@@ -577,8 +581,8 @@ op_answered(struct daemon *d, const void *header, size_t header_length,
 }
 
 ucs_status_t
-op_on_put_ack(void *arg, const void *header, size_t header_length,
-	      void *data, size_t length, const ucp_am_recv_param_t *param)
+op_on_put_ack(void *arg, const void *header, size_t header_length, void *data,
+	      size_t length, const ucp_am_recv_param_t *param)
 {
 	struct am_rma_answer a;
 	struct op *op = op_answered(arg, header, header_length, param, &a);
@@ -592,8 +596,8 @@ op_on_put_ack(void *arg, const void *header, size_t header_length,
 }
 
 ucs_status_t
-op_on_get_reply(void *arg, const void *header, size_t header_length,
-		void *data, size_t length, const ucp_am_recv_param_t *param)
+op_on_get_reply(void *arg, const void *header, size_t header_length, void *data,
+		size_t length, const ucp_am_recv_param_t *param)
 {
 	struct daemon *d = arg;
 	struct am_rma_answer a;

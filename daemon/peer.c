@@ -36,7 +36,8 @@ peer_lookup(struct daemon *d, uint32_t id)
 {
 	struct peer *p;
 
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		if (p->id == id && !p->inbound)
 			return p;
 	}
@@ -57,11 +58,11 @@ static ucs_status_t
 peer_am_send(ucp_ep_h ep, unsigned id, const void *buf, size_t len)
 {
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_AM_SEND_FLAG_REPLY,
-		.cb.send = peer_am_sent,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_AM_SEND_FLAG_REPLY,
+	    .cb.send = peer_am_sent,
 	};
 	ucs_status_ptr_t sp;
 	void *copy = malloc(len);
@@ -94,8 +95,8 @@ peer_am_usable(const ucp_am_recv_param_t *param, size_t length, size_t min)
 /* Copies a fixed-size message out of an AM; false if it is not one of
  * ours (every message starts with the magic). */
 static bool
-peer_am_read(const ucp_am_recv_param_t *param, const void *data,
-	     size_t length, void *out, size_t size)
+peer_am_read(const ucp_am_recv_param_t *param, const void *data, size_t length,
+	     void *out, size_t size)
 {
 	uint32_t magic;
 
@@ -177,7 +178,8 @@ peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
 
 	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		if (p->state == PEER_CONNECTING && p->hello_token == in.token)
 			break;
 	}
@@ -189,7 +191,8 @@ peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
 	p->known = true;
 	if (memcmp(p->remote_id, d->id, DAEMON_ID_SIZE) == 0) {
-		/* We reached ourselves: copies are local, the endpoint idles. */
+		/* We reached ourselves: copies are local, the endpoint idles.
+		 */
 		p->self = true;
 	}
 	peer_set_up(p);
@@ -243,7 +246,8 @@ peer_find_resolved(struct peer *p, uint64_t region_id, uint64_t generation)
 {
 	struct resolved *res;
 
-	TAILQ_FOREACH(res, &p->resolved, link) {
+	TAILQ_FOREACH(res, &p->resolved, link)
+	{
 		if (res->valid && res->region_id == region_id &&
 		    res->generation == generation)
 			return res;
@@ -362,8 +366,7 @@ peer_refresh_done(struct peer *p, struct resolved *res,
 	if (res->valid || res->stale)
 		return;
 	if (in->status != RMA__V1__STATUS__OK || in->length != res->length ||
-	    in->rkey_len > AM_RKEY_MAX ||
-	    length < sizeof(*in) + in->rkey_len ||
+	    in->rkey_len > AM_RKEY_MAX || length < sizeof(*in) + in->rkey_len ||
 	    peer_unpack_rkey(p, in, data, &rkey) != UCS_OK) {
 		res->stale = true;
 		return;
@@ -383,7 +386,8 @@ peer_refresh_resolved(struct peer *p)
 
 	if (p->self)
 		return;
-	TAILQ_FOREACH(res, &p->resolved, link) {
+	TAILQ_FOREACH(res, &p->resolved, link)
+	{
 		struct peer_waiter *w;
 
 		if (res->valid || res->stale)
@@ -413,7 +417,7 @@ peer_forget_resolved(struct peer *p)
 		 "previous run are stale",
 		 p->address);
 	TAILQ_FOREACH(res, &p->resolved, link)
-		res->stale = true;
+	res->stale = true;
 }
 
 static ucs_status_t
@@ -430,8 +434,10 @@ peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
 
 	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link) {
-		TAILQ_FOREACH(w, &p->resolve_waiters, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
+		TAILQ_FOREACH(w, &p->resolve_waiters, link)
+		{
 			if (w->token == in.token)
 				goto found;
 		}
@@ -454,12 +460,10 @@ found:
 				(unsigned long long)w->descriptor.generation);
 		goto out;
 	}
-	if (in.rkey_len > AM_RKEY_MAX ||
-	    length < sizeof(in) + in.rkey_len) {
-		conn_send_error(w->conn, w->request_id,
-				RMA__V1__STATUS__ERR_PROTOCOL,
-				"peer %s sent a malformed resolve answer",
-				p->address);
+	if (in.rkey_len > AM_RKEY_MAX || length < sizeof(in) + in.rkey_len) {
+		conn_send_error(
+		    w->conn, w->request_id, RMA__V1__STATUS__ERR_PROTOCOL,
+		    "peer %s sent a malformed resolve answer", p->address);
 		goto out;
 	}
 	res = peer_find_resolved(p, w->descriptor.region_id,
@@ -516,7 +520,8 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 
 	if (!peer_am_read(param, data, length, &in, sizeof(in)))
 		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		struct resolved *res;
 		if (p->inbound ||
 		    memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
@@ -545,7 +550,8 @@ peer_broadcast_freed(struct daemon *d, const struct region *r)
 	msg.region_id = r->id;
 	msg.generation = r->generation;
 	/* Initiators resolved through connections they opened to us. */
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		if (p->inbound && p->state == PEER_UP && p->ep != NULL)
 			peer_am_send(p->ep, AM_FREED, &msg, sizeof(msg));
 	}
@@ -627,12 +633,12 @@ peer_close_ep(struct peer *p)
 {
 	struct daemon *d = p->d;
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_EP_CLOSE_FLAG_FORCE,
-		.cb.send = peer_on_closed,
-		.user_data = d,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_EP_CLOSE_FLAG_FORCE,
+	    .cb.send = peer_on_closed,
+	    .user_data = d,
 	};
 	ucs_status_ptr_t sp;
 
@@ -682,7 +688,8 @@ peer_notify_down(struct peer *p)
 	pe.detail = p->last_error;
 	event.body_case = RMA__V1__EVENT__BODY_PEER;
 	event.peer = &pe;
-	TAILQ_FOREACH(c, &p->d->conns, link) {
+	TAILQ_FOREACH(c, &p->d->conns, link)
+	{
 		struct remote *rem;
 		size_t pos = 0;
 		while (idmap_next(&c->remotes, &pos, (void **)&rem)) {
@@ -738,7 +745,8 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	}
 	if (!p->inbound) {
 		/* Past a deadline it is our own close that cancels the rest. */
-		op_peer_failed(p, st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
+		op_peer_failed(p,
+			       st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
 		peer_notify_down(p);
 	}
 	/* Closing inside a UCX callback is not allowed: the tick does it. */
@@ -765,14 +773,14 @@ peer_connect_start(struct peer *p)
 {
 	struct daemon *d = p->d;
 	ucp_ep_params_t params = {
-		.field_mask = UCP_EP_PARAM_FIELD_FLAGS |
-			      UCP_EP_PARAM_FIELD_SOCK_ADDR |
-			      UCP_EP_PARAM_FIELD_ERR_HANDLER |
-			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
-		.err_handler.cb = peer_on_ep_error,
-		.err_handler.arg = p,
+	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |
+			  UCP_EP_PARAM_FIELD_SOCK_ADDR |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+	    .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler.cb = peer_on_ep_error,
+	    .err_handler.arg = p,
 	};
 	struct am_hello hello;
 	struct timeval tv;
@@ -783,10 +791,11 @@ peer_connect_start(struct peer *p)
 	p->state = PEER_CONNECTING;
 	p->self = false;
 	if (p->connect_timer == NULL)
-		p->connect_timer = evtimer_new(d->base, peer_on_connect_timeout, p);
+		p->connect_timer =
+		    evtimer_new(d->base, peer_on_connect_timeout, p);
 	tv.tv_sec = (time_t)d->cfg.connect_timeout;
-	tv.tv_usec = (suseconds_t)((d->cfg.connect_timeout - (double)tv.tv_sec) *
-				   1e6);
+	tv.tv_usec =
+	    (suseconds_t)((d->cfg.connect_timeout - (double)tv.tv_sec) * 1e6);
 	evtimer_add(p->connect_timer, &tv);
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
@@ -854,7 +863,8 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 				address);
 		return;
 	}
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		if (!p->inbound && p->sa_len == len &&
 		    memcmp(&p->sa, &sa, len) == 0)
 			break;
@@ -862,7 +872,8 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	if (p == NULL) {
 		p = peer_new(d, address);
 		if (p == NULL) {
-			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
+			conn_send_error(c, req_id,
+					RMA__V1__STATUS__ERR_NO_MEMORY,
 					"out of memory");
 			return;
 		}
@@ -918,11 +929,12 @@ peer_import_local(struct conn *c, uint64_t req_id,
 	struct resolved *res;
 
 	if (r == NULL || r->generation != desc->generation) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"this daemon has no region %llu generation %llu "
-				"(freed)",
-				(unsigned long long)desc->region_id,
-				(unsigned long long)desc->generation);
+		conn_send_error(
+		    c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+		    "this daemon has no region %llu generation %llu "
+		    "(freed)",
+		    (unsigned long long)desc->region_id,
+		    (unsigned long long)desc->generation);
 		return;
 	}
 	res = calloc(1, sizeof(*res));
@@ -969,18 +981,20 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	}
 	if (p->state != PEER_UP) {
 		peer_maybe_reconnect(p);
-		conn_send_error(c, req_id,
-				p->state == PEER_DOWN ? p->last_status
-						      : RMA__V1__STATUS__ERR_INVALID,
-				"peer %s is %s%s%s", p->address,
-				peer_state_name(p->state),
-				p->last_error[0] ? ": " : "", p->last_error);
+		conn_send_error(
+		    c, req_id,
+		    p->state == PEER_DOWN ? p->last_status
+					  : RMA__V1__STATUS__ERR_INVALID,
+		    "peer %s is %s%s%s", p->address, peer_state_name(p->state),
+		    p->last_error[0] ? ": " : "", p->last_error);
 		return;
 	}
-	if (p->self || memcmp(desc.daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
+	if (p->self ||
+	    memcmp(desc.daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
 		char hex[2 * DAEMON_ID_SIZE + 1];
 		descriptor_hex(desc.daemon_id, DAEMON_ID_SIZE, hex);
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+		conn_send_error(c, req_id,
+				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
 				"descriptor belongs to daemon %s, but %s is "
 				"daemon %s (restarted, or the wrong peer)",
 				hex, p->address, p->remote_id_hex);
@@ -1014,7 +1028,8 @@ peer_conn_gone(struct daemon *d, struct conn *c)
 {
 	struct peer *p;
 
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		struct waiter_list *lists[] = {&p->connect_waiters,
 					       &p->resolve_waiters};
 		for (int i = 0; i < 2; i++) {
@@ -1039,7 +1054,8 @@ peer_check_deadlines(struct daemon *d)
 	double now = daemon_now();
 	struct peer *p;
 
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		struct op *op = TAILQ_FIRST(&p->ops);
 		struct peer_waiter *w = TAILQ_FIRST(&p->resolve_waiters);
 		char detail[160];
@@ -1058,7 +1074,8 @@ peer_check_deadlines(struct daemon *d)
 		}
 		if (op == NULL || op->deadline > now)
 			continue;
-		TAILQ_FOREACH(op, &p->ops, link) {
+		TAILQ_FOREACH(op, &p->ops, link)
+		{
 			if (op->deadline > now)
 				break;
 			op->timed_out = true;
@@ -1081,9 +1098,11 @@ peer_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
 	int family = ss->ss_family;
 
 	if (family == AF_INET)
-		addr = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+		addr = (const uint8_t *)&((const struct sockaddr_in *)ss)
+			   ->sin_addr;
 	else if (family == AF_INET6)
-		addr = (const uint8_t *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+		addr = (const uint8_t *)&((const struct sockaddr_in6 *)ss)
+			   ->sin6_addr;
 	else
 		return false;
 	for (size_t i = 0; i < d->cfg.n_peer_allow; i++) {
@@ -1098,15 +1117,15 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 {
 	struct daemon *d = arg;
 	ucp_conn_request_attr_t attr = {
-		.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR,
+	    .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR,
 	};
 	ucp_ep_params_t params = {
-		.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-			      UCP_EP_PARAM_FIELD_ERR_HANDLER |
-			      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-		.conn_request = req,
-		.err_mode = UCP_ERR_HANDLING_MODE_PEER,
-		.err_handler.cb = peer_on_ep_error,
+	    .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+	    .conn_request = req,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler.cb = peer_on_ep_error,
 	};
 	char host[INET6_ADDRSTRLEN] = "?", address[96];
 	struct peer *p;
@@ -1122,15 +1141,17 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 			port = ntohs(in->sin_port);
 		} else if (ss->ss_family == AF_INET6) {
 			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+			inet_ntop(AF_INET6, &in6->sin6_addr, host,
+				  sizeof(host));
 			port = ntohs(in6->sin6_port);
 		}
 	}
 	snprintf(address, sizeof(address), "%s:%u", host, port);
 	if (!peer_address_allowed(d, &attr.client_address)) {
-		log_warn("peer_on_conn_request: rejected daemon connection from "
-			 "%s: not in peer_allow",
-			 address);
+		log_warn(
+		    "peer_on_conn_request: rejected daemon connection from "
+		    "%s: not in peer_allow",
+		    address);
 		ucp_listener_reject(d->listener, req);
 		return;
 	}
@@ -1161,24 +1182,24 @@ peer_system_start(struct daemon *d)
 		unsigned id;
 		ucp_am_recv_callback_t cb;
 	} handlers[] = {
-		{AM_HELLO, peer_on_am_hello},
-		{AM_HELLO_REPLY, peer_on_am_hello_reply},
-		{AM_RESOLVE, peer_on_am_resolve},
-		{AM_RESOLVE_REPLY, peer_on_am_resolve_reply},
-		{AM_FREED, peer_on_am_freed},
-		{AM_PUT, target_on_put},
-		{AM_PUT_ACK, op_on_put_ack},
-		{AM_GET, target_on_get},
-		{AM_GET_REPLY, op_on_get_reply},
+	    {AM_HELLO, peer_on_am_hello},
+	    {AM_HELLO_REPLY, peer_on_am_hello_reply},
+	    {AM_RESOLVE, peer_on_am_resolve},
+	    {AM_RESOLVE_REPLY, peer_on_am_resolve_reply},
+	    {AM_FREED, peer_on_am_freed},
+	    {AM_PUT, target_on_put},
+	    {AM_PUT_ACK, op_on_put_ack},
+	    {AM_GET, target_on_get},
+	    {AM_GET_REPLY, op_on_get_reply},
 	};
 	ucp_listener_params_t lparams = {
-		.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-			      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-		.conn_handler.cb = peer_on_conn_request,
-		.conn_handler.arg = d,
+	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+	    .conn_handler.cb = peer_on_conn_request,
+	    .conn_handler.arg = d,
 	};
 	ucp_listener_attr_t lattr = {
-		.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR,
+	    .field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR,
 	};
 	char address[96];
 	ucs_status_t st;
@@ -1186,12 +1207,12 @@ peer_system_start(struct daemon *d)
 
 	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
 		ucp_am_handler_param_t hp = {
-			.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-				      UCP_AM_HANDLER_PARAM_FIELD_CB |
-				      UCP_AM_HANDLER_PARAM_FIELD_ARG,
-			.id = handlers[i].id,
-			.cb = handlers[i].cb,
-			.arg = d,
+		    .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+				  UCP_AM_HANDLER_PARAM_FIELD_CB |
+				  UCP_AM_HANDLER_PARAM_FIELD_ARG,
+		    .id = handlers[i].id,
+		    .cb = handlers[i].cb,
+		    .arg = d,
 		};
 		st = ucp_worker_set_am_recv_handler(d->worker, &hp);
 		if (st != UCS_OK) {
@@ -1221,10 +1242,10 @@ peer_system_start(struct daemon *d)
 		struct sockaddr_storage *ss = &lattr.sockaddr;
 		if (ss->ss_family == AF_INET)
 			d->cfg.listen_port =
-				ntohs(((struct sockaddr_in *)ss)->sin_port);
+			    ntohs(((struct sockaddr_in *)ss)->sin_port);
 		else if (ss->ss_family == AF_INET6)
 			d->cfg.listen_port =
-				ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
+			    ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
 	}
 	return 0;
 }
@@ -1234,7 +1255,8 @@ peer_system_stop(struct daemon *d)
 {
 	struct peer *p;
 
-	TAILQ_FOREACH(p, &d->peers, link) {
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
 		if (p->state != PEER_DOWN)
 			peer_fail(p, UCS_ERR_CANCELED, "daemon shutting down");
 	}

@@ -50,7 +50,8 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_nomem;
 	fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
-		snprintf(detail, detail_len, "memfd_create: %s", strerror(errno));
+		snprintf(detail, detail_len, "memfd_create: %s",
+			 strerror(errno));
 		goto err_free;
 	}
 	if (ftruncate(fd, (off_t)length) < 0) {
@@ -59,7 +60,8 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_close;
 	}
 	/* Nobody may shrink it under a remote write (SIGBUS in UCX). */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+	    0) {
 		snprintf(detail, detail_len, "seal: %s", strerror(errno));
 		goto err_close;
 	}
@@ -69,8 +71,8 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 			 (unsigned long long)length, strerror(errno));
 		goto err_close;
 	}
-	params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-			    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+	params.field_mask =
+	    UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
 	params.address = r->addr;
 	params.length = length;
 	st = ucp_mem_map(d->ucp, &params, &r->memh);
@@ -164,14 +166,15 @@ region_release(struct region *r)
 	struct daemon *d = r->d;
 	struct quarantine *q;
 	double hold = 2 * d->cfg.op_timeout;
-	struct timeval tv = {(time_t)hold,
-			     (suseconds_t)((hold - (double)(time_t)hold) * 1e6)};
+	struct timeval tv = {
+	    (time_t)hold, (suseconds_t)((hold - (double)(time_t)hold) * 1e6)};
 	void *p;
 
 	ucp_rkey_buffer_release(r->rkey);
 	ucp_mem_unmap(d->ucp, r->memh);
 	p = mmap(r->addr, r->length, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+		 0);
 	q = calloc(1, sizeof(*q));
 	if (p == MAP_FAILED || q == NULL) {
 		/* Cannot quarantine: leaking the range beats reusing it. */

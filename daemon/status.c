@@ -22,13 +22,13 @@ status_fill_ops(struct daemon *d, Rma__V1__OpInfo *infos,
 	double now = daemon_now();
 
 	TAILQ_FOREACH(p, &d->peers, link)
-		n_peers++;
+	n_peers++;
 	cursor = calloc(n_peers + 1, sizeof(*cursor));
 	if (cursor == NULL)
 		return 0;
 	i = 0;
 	TAILQ_FOREACH(p, &d->peers, link)
-		cursor[i++] = TAILQ_FIRST(&p->ops);
+	cursor[i++] = TAILQ_FIRST(&p->ops);
 	while (n < max) {
 		size_t best = n_peers;
 		const struct op *op;
@@ -93,20 +93,22 @@ status_handle(struct conn *c, uint64_t req_id)
 
 	n = 0;
 	TAILQ_FOREACH(p, &d->peers, link)
-		n++;
+	n++;
 	peers = calloc(n + 1, sizeof(*peers));
 	peer_ptrs = calloc(n + 1, sizeof(*peer_ptrs));
 	n = 0;
 	if (peers && peer_ptrs) {
-		TAILQ_FOREACH(p, &d->peers, link) {
+		TAILQ_FOREACH(p, &d->peers, link)
+		{
 			Rma__V1__PeerInfo *pi = &peers[n];
 			rma__v1__peer_info__init(pi);
 			pi->peer_id = p->id;
 			pi->address = p->address;
-			pi->state = p->state == PEER_UP ? RMA__V1__PEER_STATE__PEER_UP
+			pi->state = p->state == PEER_UP
+					? RMA__V1__PEER_STATE__PEER_UP
 				    : p->state == PEER_CONNECTING
-					    ? RMA__V1__PEER_STATE__PEER_CONNECTING
-					    : RMA__V1__PEER_STATE__PEER_DOWN;
+					? RMA__V1__PEER_STATE__PEER_CONNECTING
+					: RMA__V1__PEER_STATE__PEER_DOWN;
 			pi->daemon_id = p->remote_id_hex;
 			pi->ops = p->stat_ops;
 			pi->bytes = p->stat_bytes;
@@ -122,12 +124,13 @@ status_handle(struct conn *c, uint64_t req_id)
 
 	n = 0;
 	TAILQ_FOREACH(k, &d->conns, link)
-		n++;
+	n++;
 	clients = calloc(n + 1, sizeof(*clients));
 	client_ptrs = calloc(n + 1, sizeof(*client_ptrs));
 	n = 0;
 	if (clients && client_ptrs) {
-		TAILQ_FOREACH(k, &d->conns, link) {
+		TAILQ_FOREACH(k, &d->conns, link)
+		{
 			Rma__V1__ClientInfo *ci = &clients[n];
 			rma__v1__client_info__init(ci);
 			ci->client_id = k->id;

@@ -35,11 +35,11 @@ target_answer(struct daemon *d, ucp_ep_h ep, unsigned id, uint64_t token,
 	      size_t length)
 {
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
-		.cb.send = target_answer_sent,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+	    .cb.send = target_answer_sent,
 	};
 	struct target_answer *a = malloc(sizeof(*a));
 	ucs_status_ptr_t sp;
@@ -92,8 +92,8 @@ target_read_header(const void *header, size_t header_length,
 }
 
 ucs_status_t
-target_on_put(void *arg, const void *header, size_t header_length,
-	      void *data, size_t length, const ucp_am_recv_param_t *param)
+target_on_put(void *arg, const void *header, size_t header_length, void *data,
+	      size_t length, const ucp_am_recv_param_t *param)
 {
 	struct daemon *d = arg;
 	struct region *r = NULL;
@@ -119,8 +119,8 @@ target_on_put(void *arg, const void *header, size_t header_length,
 }
 
 ucs_status_t
-target_on_get(void *arg, const void *header, size_t header_length,
-	      void *data, size_t length, const ucp_am_recv_param_t *param)
+target_on_get(void *arg, const void *header, size_t header_length, void *data,
+	      size_t length, const ucp_am_recv_param_t *param)
 {
 	struct daemon *d = arg;
 	struct region *r = NULL;
@@ -134,7 +134,6 @@ target_on_get(void *arg, const void *header, size_t header_length,
 	if (st != RMA__V1__STATUS__OK)
 		r = NULL;
 	target_answer(d, param->reply_ep, AM_GET_REPLY, h.token, st, r,
-		      r ? (char *)r->addr + h.offset : NULL,
-		      r ? h.length : 0);
+		      r ? (char *)r->addr + h.offset : NULL, r ? h.length : 0);
 	return UCS_OK;
 }

@@ -95,17 +95,17 @@ int
 worker_start(struct daemon *d)
 {
 	ucp_params_t params = {
-		.field_mask = UCP_PARAM_FIELD_FEATURES |
-			      UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-		/* Without UCP_FEATURE_RMA no peer can use UCX's emulated
-		 * RMA, which writes any address it is sent. */
-		.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
-			    (d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
-		.mt_workers_shared = 0,
+	    .field_mask =
+		UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+	    /* Without UCP_FEATURE_RMA no peer can use UCX's emulated
+	     * RMA, which writes any address it is sent. */
+	    .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
+			(d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
+	    .mt_workers_shared = 0,
 	};
 	ucp_worker_params_t wparams = {
-		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-		.thread_mode = UCS_THREAD_MODE_SINGLE,
+	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+	    .thread_mode = UCS_THREAD_MODE_SINGLE,
 	};
 	ucp_config_t *config;
 	ucs_status_t st;
@@ -158,11 +158,11 @@ worker_start(struct daemon *d)
 			  ucs_status_string(st));
 		goto err_worker;
 	}
-	d->worker_ev = event_new(d->base, efd, EV_READ | EV_PERSIST,
-				 worker_tick, d);
+	d->worker_ev =
+	    event_new(d->base, efd, EV_READ | EV_PERSIST, worker_tick, d);
 	d->tick_ev = event_new(d->base, -1, 0, worker_tick, d);
-	d->deadline_ev = event_new(d->base, -1, EV_PERSIST, worker_on_deadline,
-				   d);
+	d->deadline_ev =
+	    event_new(d->base, -1, EV_PERSIST, worker_on_deadline, d);
 	if (d->worker_ev == NULL || d->tick_ev == NULL ||
 	    d->deadline_ev == NULL ||
 	    (!d->cfg.polling && event_add(d->worker_ev, NULL) < 0))

@@ -100,7 +100,8 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 			return -1;
 		raw[i] = (uint8_t)(hi << 4 | lo);
 	}
-	crc = (uint32_t)raw[BODY_SIZE] << 24 | (uint32_t)raw[BODY_SIZE + 1] << 16 |
+	crc = (uint32_t)raw[BODY_SIZE] << 24 |
+	      (uint32_t)raw[BODY_SIZE + 1] << 16 |
 	      (uint32_t)raw[BODY_SIZE + 2] << 8 | raw[BODY_SIZE + 3];
 	if (crc != descriptor_crc32(raw, BODY_SIZE))
 		return -1;

@@ -84,8 +84,7 @@ frame_reader_commit(struct frame_reader *r, size_t n)
 }
 
 int
-frame_reader_next(struct frame_reader *r, const uint8_t **payload,
-		  size_t *len)
+frame_reader_next(struct frame_reader *r, const uint8_t **payload, size_t *len)
 {
 	size_t pending = r->end - r->start;
 	uint32_t n;

@@ -23,7 +23,7 @@ struct frame_reader {
 };
 
 enum frame_result {
-	FRAME_MORE = 0,      /* need more bytes */
+	FRAME_MORE = 0,	     /* need more bytes */
 	FRAME_READY = 1,     /* a whole frame is available */
 	FRAME_OVERSIZE = -1, /* declared length above the maximum */
 	FRAME_NO_MEMORY = -2,

@@ -79,8 +79,8 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 	argv[argc++] = "--ready-fd";
 	argv[argc++] = fdarg;
 	argv[argc++] = "--log-level";
-	argv[argc++] = getenv("RMAD_LOG_LEVEL") ? getenv("RMAD_LOG_LEVEL")
-						: "warn";
+	argv[argc++] =
+	    getenv("RMAD_LOG_LEVEL") ? getenv("RMAD_LOG_LEVEL") : "warn";
 	/* RMAD_PROTOCOL runs a whole suite with another rma_protocol. */
 	if (getenv("RMAD_PROTOCOL") != NULL) {
 		argv[argc++] = "--rma-protocol";

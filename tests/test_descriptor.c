@@ -58,7 +58,8 @@ START_TEST(test_every_single_corruption_refused)
 	for (size_t i = 5; i < strlen(text); i++) {
 		char saved = text[i];
 		text[i] = saved == '0' ? '1' : '0';
-		ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), -1);
+		ck_assert_int_eq(descriptor_parse(text, strlen(text), &out),
+				 -1);
 		text[i] = saved;
 	}
 }

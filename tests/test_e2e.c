@@ -35,9 +35,9 @@ setup(void)
 	ck_assert_int_eq(rma_region_alloc(ca, REGION_SIZE, &ra), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(cb, REGION_SIZE, &rb), RMA_OK);
 	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer_a), RMA_OK);
-	ck_assert_int_eq(rma_remote_import(cb, peer_a,
-					   rma_region_descriptor(ra), &remote_a),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &remote_a),
+	    RMA_OK);
 	ck_assert_uint_eq(rma_remote_length(remote_a), REGION_SIZE);
 }
 
@@ -62,25 +62,27 @@ START_TEST(test_put_get_sizes_and_offsets)
 	uint8_t *a = rma_region_ptr(ra), *b = rma_region_ptr(rb);
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		for (size_t j = 0; j < sizeof(offsets) / sizeof(offsets[0]); j++) {
+		for (size_t j = 0; j < sizeof(offsets) / sizeof(offsets[0]);
+		     j++) {
 			size_t n = sizes[i], off = offsets[j];
 			if (off + 1 + n > REGION_SIZE)
 				continue;
 			harness_fill(b + off + 1, n, (uint32_t)(i * 10 + j));
-			ck_assert_int_eq(rma_put_sync(cb, rb, off + 1, remote_a,
-						      off, n,
-						      RMA_FLAG_REMOTE_COMPLETION,
-						      WAIT_MS),
-					 RMA_OK);
+			ck_assert_int_eq(
+			    rma_put_sync(cb, rb, off + 1, remote_a, off, n,
+					 RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			    RMA_OK);
 			ck_assert_msg(memcmp(a + off, b + off + 1, n) == 0,
-				      "put of %zu bytes at %zu differs", n, off);
+				      "put of %zu bytes at %zu differs", n,
+				      off);
 			/* and back, into a cleared range */
 			memset(b, 0, n);
-			ck_assert_int_eq(rma_get_sync(cb, rb, 0, remote_a, off,
-						      n, WAIT_MS),
-					 RMA_OK);
+			ck_assert_int_eq(
+			    rma_get_sync(cb, rb, 0, remote_a, off, n, WAIT_MS),
+			    RMA_OK);
 			ck_assert_msg(memcmp(a + off, b, n) == 0,
-				      "get of %zu bytes at %zu differs", n, off);
+				      "get of %zu bytes at %zu differs", n,
+				      off);
 		}
 	}
 }
@@ -122,8 +124,8 @@ START_TEST(test_many_in_flight)
 	memset(a, 0, N * SZ);
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(rma_put(cb, rb, (uint64_t)i * SZ, remote_a,
-					 (uint64_t)i * SZ, SZ, 0, count_cb, &cnt,
-					 NULL),
+					 (uint64_t)i * SZ, SZ, 0, count_cb,
+					 &cnt, NULL),
 				 RMA_OK);
 	ck_assert_uint_gt(rma_in_flight(cb), 0);
 	progress_until(cb, &cnt.done, N, 30);
@@ -153,8 +155,8 @@ START_TEST(test_requests_and_flush)
 	harness_fill(b, N * 1000, 5);
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(rma_put(cb, rb, (uint64_t)i * 1000, remote_a,
-					 (uint64_t)i * 1000, 1000, 0, NULL, NULL,
-					 &reqs[i]),
+					 (uint64_t)i * 1000, 1000, 0, NULL,
+					 NULL, &reqs[i]),
 				 RMA_OK);
 	ck_assert_int_eq(rma_flush(cb, peer_a, NULL, NULL, &flush), RMA_OK);
 	ck_assert_int_eq(rma_request_wait(cb, flush, WAIT_MS), RMA_OK);
@@ -175,12 +177,12 @@ START_TEST(test_out_of_bounds)
 {
 	rma_request_t *req;
 
-	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, REGION_SIZE - 10,
-				      11, 0, WAIT_MS),
-			 RMA_ERR_OUT_OF_BOUNDS);
-	ck_assert_int_eq(rma_get_sync(cb, rb, REGION_SIZE - 1, remote_a, 0, 2,
-				      WAIT_MS),
-			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_int_eq(
+	    rma_put_sync(cb, rb, 0, remote_a, REGION_SIZE - 10, 11, 0, WAIT_MS),
+	    RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_int_eq(
+	    rma_get_sync(cb, rb, REGION_SIZE - 1, remote_a, 0, 2, WAIT_MS),
+	    RMA_ERR_OUT_OF_BOUNDS);
 	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, UINT64_MAX - 1, 4, 0,
 				 NULL, NULL, &req),
 			 RMA_OK);
@@ -283,7 +285,7 @@ START_TEST(test_unreachable_and_not_rmad)
 	t0 = harness_now();
 	rma_status_t st = rma_peer_connect(cb, addr, &p);
 	ck_assert_msg(st == RMA_ERR_TIMEOUT || st == RMA_ERR_UNREACHABLE ||
-			      st == RMA_ERR_CONNECTION_RESET,
+			  st == RMA_ERR_CONNECTION_RESET,
 		      "connect to a non-rmad: %s", rma_strerror(st));
 	ck_assert_double_lt(harness_now() - t0, 5.0);
 	close(lfd);
@@ -305,9 +307,9 @@ START_TEST(test_local_descriptor)
 	ck_assert_int_eq(rma_region_alloc(cb2, 1 << 20, &r2), RMA_OK);
 	p2 = rma_region_ptr(r2);
 	ck_assert_int_eq(rma_peer_connect(cb, db.listen, &self), RMA_OK);
-	ck_assert_int_eq(rma_remote_import(cb, self, rma_region_descriptor(r2),
-					   &rem),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, self, rma_region_descriptor(r2), &rem),
+	    RMA_OK);
 	harness_fill(b, 1 << 20, 3);
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 1 << 20,
 				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
@@ -317,9 +319,9 @@ START_TEST(test_local_descriptor)
 	ck_assert_int_eq(rma_get_sync(cb, rb, 7, rem, 100, 5000, WAIT_MS),
 			 RMA_OK);
 	ck_assert_int_eq(memcmp(p2 + 100, b + 7, 5000), 0);
-	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, (1 << 20) - 1, 2, 0,
-				      WAIT_MS),
-			 RMA_ERR_OUT_OF_BOUNDS);
+	ck_assert_int_eq(
+	    rma_put_sync(cb, rb, 0, rem, (1 << 20) - 1, 2, 0, WAIT_MS),
+	    RMA_ERR_OUT_OF_BOUNDS);
 	rma_remote_release(cb, rem);
 	rma_disconnect(cb2);
 }

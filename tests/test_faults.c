@@ -128,8 +128,9 @@ progress_until(rma_client_t *c, const int *done, int want, double seconds)
 		harness_wait_fd(rma_fd(c), deadline - harness_now());
 		rma_progress(c);
 	}
-	ck_assert_msg(*done == want, "%d of %d requests completed within %.0f s",
-		      *done, want, seconds);
+	ck_assert_msg(*done == want,
+		      "%d of %d requests completed within %.0f s", *done, want,
+		      seconds);
 }
 
 /* Sends the submissions the library still coalesces. */
@@ -211,9 +212,9 @@ import_from(rma_client_t *c, const struct daemon_proc *owner,
 	    const rma_region_t *r, rma_peer_t **peer_p, rma_remote_t **rem_p)
 {
 	ck_assert_int_eq(rma_peer_connect(c, owner->listen, peer_p), RMA_OK);
-	ck_assert_int_eq(rma_remote_import(c, *peer_p, rma_region_descriptor(r),
-					   rem_p),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(c, *peer_p, rma_region_descriptor(r), rem_p),
+	    RMA_OK);
 }
 
 /* A put whose bytes are then checked in the owner's mapping. */
@@ -227,8 +228,8 @@ put_and_check(rma_client_t *c, rma_region_t *local, rma_remote_t *rem,
 	ck_assert_int_eq(rma_put_sync(c, local, 0, rem, off, n,
 				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
 			 RMA_OK);
-	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(target) + off, src, n),
-			 0);
+	ck_assert_int_eq(
+	    memcmp((uint8_t *)rma_region_ptr(target) + off, src, n), 0);
 }
 
 static double
@@ -280,13 +281,13 @@ START_TEST(test_peer_killed_in_flight)
 
 	/* Puts, gets and a flush, all on the peer about to die. */
 	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(rma_put(cb, rb, 0, rema, 0, SZ, 0, tally_cb,
-					 &t, NULL),
-				 RMA_OK);
+		ck_assert_int_eq(
+		    rma_put(cb, rb, 0, rema, 0, SZ, 0, tally_cb, &t, NULL),
+		    RMA_OK);
 	for (int i = 0; i < GETS; i++)
-		ck_assert_int_eq(rma_get(cb, rb, SZ, rema, SZ, SZ, tally_cb, &t,
-					 NULL),
-				 RMA_OK);
+		ck_assert_int_eq(
+		    rma_get(cb, rb, SZ, rema, SZ, SZ, tally_cb, &t, NULL),
+		    RMA_OK);
 	ck_assert_int_eq(rma_flush(cb, pa, tally_cb, &t, NULL), RMA_OK);
 	send_pending(cb);
 	t0 = harness_now();
@@ -307,7 +308,7 @@ START_TEST(test_peer_killed_in_flight)
 	/* The library recorded the daemon's PeerEvent. */
 	ck_assert_int_eq(pa->state, RMA__V1__PEER_STATE__PEER_DOWN);
 	ck_assert_msg(pa->status == RMA_ERR_CONNECTION_RESET ||
-			      pa->status == RMA_ERR_CANCELED,
+			  pa->status == RMA_ERR_CANCELED,
 		      "peer event status %s", rma_strerror(pa->status));
 	ck_assert(pa->detail != NULL && pa->detail[0] != '\0');
 	ck_assert_int_eq(pc->state, RMA__V1__PEER_STATE__PEER_UP);
@@ -315,8 +316,8 @@ START_TEST(test_peer_killed_in_flight)
 	/* A new operation on the dead peer fails at once. */
 	t1 = harness_now();
 	st = rma_put_sync(cb, rb, 0, rema, 0, 8, 0, WAIT_MS);
-	ck_assert_msg(st != RMA_OK && st != RMA_ERR_TIMEOUT, "put to a dead peer: %s",
-		      rma_strerror(st));
+	ck_assert_msg(st != RMA_OK && st != RMA_ERR_TIMEOUT,
+		      "put to a dead peer: %s", rma_strerror(st));
 	ck_assert_double_lt(harness_now() - t1, 1.0);
 	v = status_peer(cb, da.listen);
 	ck_assert(v.found);
@@ -398,8 +399,9 @@ START_TEST(test_initiator_killed_in_flight)
 	 * initiator waiting in its socket buffers when the initiator dies. */
 	kill(da.pid, SIGSTOP);
 	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(rma_put(cb, rb, 0, rema, (uint64_t)(i % 8) * SZ,
-					 SZ, i % 2 ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		ck_assert_int_eq(rma_put(cb, rb, 0, rema,
+					 (uint64_t)(i % 8) * SZ, SZ,
+					 i % 2 ? RMA_FLAG_REMOTE_COMPLETION : 0,
 					 NULL, NULL, NULL),
 				 RMA_OK);
 	send_pending(cb);
@@ -432,9 +434,9 @@ put_until_ok(rma_client_t *c, rma_region_t *local, rma_remote_t *rem,
 {
 	for (;;) {
 		double a = harness_now();
-		rma_status_t st = rma_put_sync(c, local, 0, rem, off, n,
-					       RMA_FLAG_REMOTE_COMPLETION,
-					       WAIT_MS);
+		rma_status_t st =
+		    rma_put_sync(c, local, 0, rem, off, n,
+				 RMA_FLAG_REMOTE_COMPLETION, WAIT_MS);
 		(*attempts_p)++;
 		*st_p = st;
 		if (st == RMA_OK)
@@ -554,9 +556,9 @@ START_TEST(test_peer_frozen_then_continued)
 		      "second client: no put succeeded within 10 s: %s (%s)",
 		      rma_strerror(st), rma_last_error(cb2));
 	ck_assert_double_lt(worst, 1.5);
-	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(ra) + 100,
-				rma_region_ptr(rb), SZ),
-			 0);
+	ck_assert_int_eq(
+	    memcmp((uint8_t *)rma_region_ptr(ra) + 100, rma_region_ptr(rb), SZ),
+	    0);
 	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(ra2) + 200,
 				rma_region_ptr(rb2), SZ),
 			 0);
@@ -637,7 +639,8 @@ time_wait_on(uint16_t port)
 		struct sockaddr_in me = {.sin_family = AF_INET,
 					 .sin_port = htons(port)};
 		me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)), 0);
+		ck_assert_int_eq(bind(fd, (struct sockaddr *)&me, sizeof(me)),
+				 0);
 	}
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	afd = accept(lfd, NULL, NULL);
@@ -676,7 +679,8 @@ START_TEST(test_peer_restarted)
 	 * first (seen with rmactl on loopback and between namespaces). */
 	time_wait_on(da.port);
 	harness_daemon_restart(&da, flags);
-	fprintf(stderr, "faults: peer restart on its port: ready after %.1f ms\n",
+	fprintf(stderr,
+		"faults: peer restart on its port: ready after %.1f ms\n",
 		ms(harness_now() - t0));
 	client_with_region(&da, &ca2, &ra2);
 	ck_assert_str_ne(rma_daemon_id(ca2), rma_daemon_id(ca));
@@ -704,9 +708,9 @@ START_TEST(test_peer_restarted)
 		      "import of an old descriptor: %s", rma_last_error(cb));
 
 	/* The new daemon's regions work, through the same peer handle. */
-	ck_assert_int_eq(rma_remote_import(cb, pa, rma_region_descriptor(ra2),
-					   &rem2),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, pa, rma_region_descriptor(ra2), &rem2),
+	    RMA_OK);
 	put_and_check(cb, rb, rem2, ra2, 777, 100000, 2);
 	memset(rma_region_ptr(rb), 0, 100000);
 	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rem2, 777, 100000, WAIT_MS),
@@ -747,8 +751,8 @@ doomed_client(int ready_fd, int go_fd, const char *socket, const char *peer,
 	    rma_remote_import(c, p, desc, &rem) != RMA_OK)
 		_exit(12);
 	if (go_fd >= 0) {
-		if (write(ready_fd, "i", 1) != 1 || !harness_wait_fd(go_fd, 10) ||
-		    read(go_fd, &x, 1) != 1)
+		if (write(ready_fd, "i", 1) != 1 ||
+		    !harness_wait_fd(go_fd, 10) || read(go_fd, &x, 1) != 1)
 			_exit(13);
 	}
 	for (int i = 0; i < 4000; i++)
@@ -827,7 +831,7 @@ START_TEST(test_client_killed_mid_transfer)
 	}
 	close(pipefd[1]);
 	ck_assert_msg(harness_wait_fd(pipefd[0], 10) &&
-			      read(pipefd[0], &x, 1) == 1,
+			  read(pipefd[0], &x, 1) == 1,
 		      "the client did not get its puts out");
 	status_counts(cb, &regions, &clients);
 	ck_assert_uint_eq(regions, b.regions + 4);
@@ -908,7 +912,7 @@ START_TEST(test_client_killed_on_frozen_peer)
 	kill(da.pid, SIGSTOP);
 	ck_assert_int_eq(write(go[1], "g", 1), 1);
 	ck_assert_msg(harness_wait_fd(ready[0], 10) &&
-			      read(ready[0], &x, 1) == 1,
+			  read(ready[0], &x, 1) == 1,
 		      "the client did not get its puts out");
 	ck_assert_uint_gt(status_peer(cb, da.listen).in_flight, 0);
 	kill(child, SIGKILL);
@@ -931,16 +935,17 @@ START_TEST(test_client_killed_on_frozen_peer)
 		ms(harness_now() - t0));
 	b.fds = fds;
 	kill(da.pid, SIGCONT);
-	if (!put_until_ok(cb, rb, rema, 0, 65536, harness_now() + 10,
-			  &attempts, &worst, &st)) {
-		assert_alive(&da, 0, "once thawed, its initiator having "
-				     "force-closed the endpoint");
+	if (!put_until_ok(cb, rb, rema, 0, 65536, harness_now() + 10, &attempts,
+			  &worst, &st)) {
+		assert_alive(&da, 0,
+			     "once thawed, its initiator having "
+			     "force-closed the endpoint");
 		ck_abort_msg("no put succeeded within 10 s of SIGCONT: %s",
 			     rma_strerror(st));
 	}
 	ck_assert_msg(harness_until(5, back_to_baseline, &b),
-		      "5 s after the peer came back: %d fds (was %d)", b.now_fds,
-		      b.fds);
+		      "5 s after the peer came back: %d fds (was %d)",
+		      b.now_fds, b.fds);
 }
 END_TEST
 
@@ -999,25 +1004,26 @@ START_TEST(test_owner_killed_mid_transfer)
 	}
 	close(pipefd[1]);
 	ck_assert_msg(harness_wait_fd(pipefd[0], 10) &&
-			      read(pipefd[0], desc, sizeof(desc)) ==
-				      (ssize_t)sizeof(desc),
+			  read(pipefd[0], desc, sizeof(desc)) ==
+			      (ssize_t)sizeof(desc),
 		      "the owner did not send its descriptor");
 	close(pipefd[0]);
 	ck_assert_int_eq(rma_remote_import(cb, pa, desc, &rem), RMA_OK);
 	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(rma_put(cb, rb, 0, rem, (uint64_t)(i % 16) * SZ,
-					 SZ, 0, tally_cb, &t, NULL),
+		ck_assert_int_eq(rma_put(cb, rb, 0, rem,
+					 (uint64_t)(i % 16) * SZ, SZ, 0,
+					 tally_cb, &t, NULL),
 				 RMA_OK);
 	send_pending(cb);
 	kill(child, SIGKILL);
 	t0 = harness_now();
 	ck_assert_int_eq(waitpid(child, NULL, 0), child);
 	progress_until(cb, &t.done, N, 10);
-	ck_assert_msg(t.reset + t.canceled + t.timeout + t.shutdown + t.gone ==
-			      0 && (t.other == 0 ||
-				    t.other_status == RMA_ERR_STALE_DESCRIPTOR),
-		      "puts to a dying owner: %d reset, %d other (%s)", t.reset,
-		      t.other, rma_strerror(t.other_status));
+	ck_assert_msg(
+	    t.reset + t.canceled + t.timeout + t.shutdown + t.gone == 0 &&
+		(t.other == 0 || t.other_status == RMA_ERR_STALE_DESCRIPTOR),
+	    "puts to a dying owner: %d reset, %d other (%s)", t.reset, t.other,
+	    rma_strerror(t.other_status));
 	/* The owner's daemon tells the initiator: then puts are refused. */
 	deadline = t0 + 5;
 	while (harness_now() < deadline) {
@@ -1028,8 +1034,8 @@ START_TEST(test_owner_killed_mid_transfer)
 	}
 	fprintf(stderr, "faults: owner kill -> its region refused: %.1f ms\n",
 		ms(harness_now() - t0));
-	ck_assert_msg(st == RMA_ERR_STALE_DESCRIPTOR, "put after the owner died: %s",
-		      rma_strerror(st));
+	ck_assert_msg(st == RMA_ERR_STALE_DESCRIPTOR,
+		      "put after the owner died: %s", rma_strerror(st));
 	ck_assert_msg(harness_until(10, back_to_baseline, &b),
 		      "after 10 s: %zu regions (was %zu), %zu clients (was "
 		      "%zu), %d fds (was %d), %llu ops in flight",
@@ -1140,7 +1146,8 @@ START_TEST(test_client_not_reading)
 			fprintf(stderr,
 				"faults: while a client is stuck (%llu frames "
 				"sent): status and put took %.1f ms\n",
-				(unsigned long long)frames, ms(harness_now() - t));
+				(unsigned long long)frames,
+				ms(harness_now() - t));
 			ck_assert_double_lt(harness_now() - t, 1.0);
 			continue;
 		}
@@ -1199,8 +1206,8 @@ stuck_puts(const char *const *flags_b, int n, struct tally *t,
 	kill(da.pid, SIGSTOP);
 	for (int i = 0; i < n; i++)
 		ck_assert_int_eq(rma_put(*cb_p, *rb_p, 0, *rem_p, 0, 4096,
-					 RMA_FLAG_REMOTE_COMPLETION, tally_cb, t,
-					 NULL),
+					 RMA_FLAG_REMOTE_COMPLETION, tally_cb,
+					 t, NULL),
 				 RMA_OK);
 	send_pending(*cb_p);
 	ck_assert_uint_eq(status_peer(*cb_p, da.listen).in_flight, (uint64_t)n);
@@ -1391,9 +1398,9 @@ START_TEST(test_daemon_killed_under_waiter)
 	track(cn);
 	ck_assert_int_eq(rma_region_alloc(cn, 4096, &rn), RMA_OK);
 	ck_assert_int_eq(rma_peer_connect(cn, dc.listen, &self), RMA_OK);
-	ck_assert_int_eq(rma_remote_import(cn, self, rma_region_descriptor(rn),
-					   &remn),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cn, self, rma_region_descriptor(rn), &remn),
+	    RMA_OK);
 	strcpy(rma_region_ptr(rn), "fresh");
 	ck_assert_int_eq(rma_put_sync(cn, rn, 0, remn, 100, 6, 0, WAIT_MS),
 			 RMA_OK);
@@ -1406,9 +1413,9 @@ START_TEST(test_daemon_killed_under_waiter)
 	ck_assert_int_eq(rma_get(cn, rb, 0, remn, 0, 8, NULL, NULL, &req),
 			 RMA_ERR_INVALID);
 	ck_assert_int_eq(rma_region_free(cn, rb), RMA_ERR_INVALID);
-	ck_assert_int_eq(rma_remote_import(cn, pa, rma_region_descriptor(rn),
-					   &rem_old),
-			 RMA_ERR_INVALID);
+	ck_assert_int_eq(
+	    rma_remote_import(cn, pa, rma_region_descriptor(rn), &rem_old),
+	    RMA_ERR_INVALID);
 	ck_assert_int_eq(rma_flush(cn, pa, NULL, NULL, &req), RMA_ERR_INVALID);
 }
 END_TEST

@@ -92,7 +92,8 @@ recv_message(int fd, int *fd_p)
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = {hdr, 4};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
 			    .msg_control = cbuf.buf,
 			    .msg_controllen = sizeof(cbuf.buf)};
 	ssize_t n;
@@ -228,7 +229,8 @@ END_TEST
 START_TEST(test_garbage_closed_others_unaffected)
 {
 	int bad = client_new(), good = client_new();
-	const uint8_t garbage[] = {0, 0, 0, 6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	const uint8_t garbage[] = {0,	 0,    0,    6,	   0xff,
+				   0xff, 0xff, 0xff, 0xff, 0xff};
 	Rma__V1__DaemonMessage *m;
 
 	hello(good, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
@@ -318,7 +320,8 @@ START_TEST(test_client_fd_refused_and_closed)
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = {frame, sizeof(frame)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
 			    .msg_control = cbuf.buf,
 			    .msg_controllen = sizeof(cbuf.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -400,8 +403,7 @@ submit_one(int fd, Rma__V1__Op *op, Rma__V1__DaemonMessage **m_p)
 	send_request(fd, &req);
 	m = recv_message(fd, NULL);
 	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_EVENT);
-	ck_assert_int_eq(m->event->body_case,
-			 RMA__V1__EVENT__BODY_COMPLETIONS);
+	ck_assert_int_eq(m->event->body_case, RMA__V1__EVENT__BODY_COMPLETIONS);
 	ck_assert_uint_eq(m->event->completions->n_completions, 1);
 	*m_p = m;
 	return m->event->completions->completions[0];

@@ -62,10 +62,10 @@ END_TEST
 
 START_TEST(test_allow_lists)
 {
-	static const char *const only_root[] = {"--allow-users", "0",
-						"--socket-group", "nogroup", NULL};
-	static const char *const nogroup[] = {"--allow-groups", "nogroup",
-					      "--socket-group", "nogroup", NULL};
+	static const char *const only_root[] = {
+	    "--allow-users", "0", "--socket-group", "nogroup", NULL};
+	static const char *const nogroup[] = {
+	    "--allow-groups", "nogroup", "--socket-group", "nogroup", NULL};
 	rma_client_t *c;
 
 	if (geteuid() != 0) {
@@ -148,13 +148,13 @@ START_TEST(test_in_flight_limit)
 	ck_assert_int_eq(rma_connect(dp.socket, &c), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(c, 1 << 20, &r), RMA_OK);
 	ck_assert_int_eq(rma_peer_connect(c, owner.listen, &p), RMA_OK);
-	ck_assert_int_eq(rma_remote_import(c, p, rma_region_descriptor(ro), &rem),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(c, p, rma_region_descriptor(ro), &rem), RMA_OK);
 	/* 200 large puts in one burst: the daemon takes 4 at a time. */
 	for (int i = 0; i < 200; i++)
-		ck_assert_int_eq(rma_put(c, r, 0, rem, 0, 1 << 20, 0, tally_cb,
-					 &t, NULL),
-				 RMA_OK);
+		ck_assert_int_eq(
+		    rma_put(c, r, 0, rem, 0, 1 << 20, 0, tally_cb, &t, NULL),
+		    RMA_OK);
 	deadline = harness_now() + 20;
 	while (t.done < 200 && harness_now() < deadline) {
 		harness_wait_fd(rma_fd(c), deadline - harness_now());
@@ -175,7 +175,8 @@ END_TEST
 
 START_TEST(test_peer_from_disallowed_network)
 {
-	static const char *const strict[] = {"--peer-allow", "10.0.0.0/8", NULL};
+	static const char *const strict[] = {"--peer-allow", "10.0.0.0/8",
+					     NULL};
 	struct daemon_proc initiator;
 	rma_client_t *c;
 	rma_peer_t *p;
@@ -188,8 +189,8 @@ START_TEST(test_peer_from_disallowed_network)
 	t0 = harness_now();
 	st = rma_peer_connect(c, dp.listen, &p);
 	ck_assert_msg(st == RMA_ERR_REJECTED || st == RMA_ERR_UNREACHABLE ||
-			      st == RMA_ERR_CONNECTION_RESET ||
-			      st == RMA_ERR_TIMEOUT,
+			  st == RMA_ERR_CONNECTION_RESET ||
+			  st == RMA_ERR_TIMEOUT,
 		      "connect from 127.0.0.1 to a 10/8-only daemon: %s",
 		      rma_strerror(st));
 	ck_assert_double_lt(harness_now() - t0, 8.0);

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Other daemons one daemon connects to: a cluster's worth. */
+#define PEER_MAX 4096
+
 static void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
 static void peer_forget_resolved(struct peer *p);
 static void peer_refresh_resolved(struct peer *p);
@@ -662,8 +665,14 @@ peer_close_failed(struct daemon *d)
 			continue;
 		p->ep_failed = false;
 		peer_close_ep(p);
-		/* An inbound peer exists only for its endpoint. */
-		if (p->inbound && p->in_flight == 0)
+		/* An inbound peer exists only for its endpoint, and an address
+		 * that never answered is kept for nobody: a client cannot grow
+		 * the table with connects to nowhere. */
+		if ((p->inbound && p->in_flight == 0) ||
+		    (!p->inbound && !p->known && p->in_flight == 0 &&
+		     TAILQ_EMPTY(&p->connect_waiters) &&
+		     TAILQ_EMPTY(&p->resolve_waiters) &&
+		     TAILQ_EMPTY(&p->resolved)))
 			peer_destroy(p);
 	}
 }
@@ -870,6 +879,15 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 			break;
 	}
 	if (p == NULL) {
+		size_t n = 0;
+		TAILQ_FOREACH(p, &d->peers, link)
+			n += !p->inbound;
+		if (n >= PEER_MAX) {
+			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
+					"this daemon already knows %zu peers",
+					n);
+			return;
+		}
 		p = peer_new(d, address);
 		if (p == NULL) {
 			conn_send_error(c, req_id,

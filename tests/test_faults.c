@@ -1434,6 +1434,38 @@ add(Suite *s, const char *name, const TTest *test)
 
 #define ADD(s, t) add(s, #t, t)
 
+/* ---- connects to nowhere leave nothing behind ----------------------------- */
+
+START_TEST(test_failed_connects_not_kept)
+{
+	enum { N = 50 };
+	rma_client_t *c;
+	rma_peer_t *p;
+	Rma__V1__Reply *reply;
+	size_t outbound = 0;
+	double deadline;
+
+	harness_daemon_start(&db, NULL);
+	ck_assert_int_eq(rma_connect(db.socket, &c), RMA_OK);
+	for (int i = 0; i < N; i++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", harness_free_port());
+		ck_assert_int_ne(rma_peer_connect(c, addr, &p), RMA_OK);
+	}
+	/* The failed endpoints are closed on the daemon's next turn. */
+	deadline = harness_now() + 5;
+	do {
+		outbound = 0;
+		reply = status_call(c);
+		for (size_t i = 0; i < reply->status_reply->n_peers; i++)
+			outbound += !reply->status_reply->peers[i]->inbound;
+		rma__v1__reply__free_unpacked(reply, NULL);
+	} while (outbound > 0 && harness_now() < deadline);
+	ck_assert_uint_eq(outbound, 0);
+	rma_disconnect(c);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1453,6 +1485,7 @@ main(void)
 	ADD(s, test_sigterm_drains_then_fails);
 	ADD(s, test_second_signal_exits_at_once);
 	ADD(s, test_daemon_killed_under_waiter);
+	ADD(s, test_failed_connects_not_kept);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ struct raw_info {
 	uint32_t rkey_len;
 	uint8_t rkey[];
 };
+
+#define RAW_INFO_HEAD offsetof(struct raw_info, rkey)
 
 struct raw_region {
 	void *addr;
@@ -612,15 +615,22 @@ raw_client_on_info(void *arg, const void *header, size_t header_length,
 		   void *data, size_t length, const ucp_am_recv_param_t *param)
 {
 	struct raw_client *b = arg;
-	const struct raw_info *info = data;
+	struct raw_info info_copy, *info = &info_copy;
 	ucs_status_t st;
 
+	/* AM data may be unaligned: copy the fixed part out first. */
 	if (b->have_info || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-	    length < sizeof(*info) || length - sizeof(*info) < info->rkey_len) {
+	    length < RAW_INFO_HEAD) {
 		b->ep_status = UCS_ERR_INVALID_PARAM;
 		return UCS_OK;
 	}
-	st = ucp_ep_rkey_unpack(b->ep, info->rkey, &b->rkey);
+	memcpy(info, data, RAW_INFO_HEAD);
+	if (length - RAW_INFO_HEAD < info->rkey_len) {
+		b->ep_status = UCS_ERR_INVALID_PARAM;
+		return UCS_OK;
+	}
+	st = ucp_ep_rkey_unpack(b->ep, (const char *)data + RAW_INFO_HEAD,
+				&b->rkey);
 	if (st != UCS_OK) {
 		b->ep_status = st;
 		return UCS_OK;

@@ -267,7 +267,8 @@ void resolved_unref(struct resolved *res);
 void peer_conn_gone(struct daemon *d, struct conn *c);
 /* Owner side: tell peers a region is gone, so their resolves go stale. */
 void peer_broadcast_freed(struct daemon *d, const struct region *r);
-void peer_close_failed(struct daemon *d);
+/* Closes endpoints whose peer failed; returns how many. */
+int peer_close_failed(struct daemon *d);
 /* A request needs a peer that is down: reconnect unless backing off. */
 void peer_maybe_reconnect(struct peer *p);
 bool peer_all_closed(struct daemon *d);
@@ -386,6 +387,7 @@ struct daemon {
 
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */
+	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
 	uint32_t next_peer_id;
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;

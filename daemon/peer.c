@@ -654,16 +654,21 @@ peer_close_ep(struct peer *p)
 		d->closing_eps++;
 }
 
-void
+int
 peer_close_failed(struct daemon *d)
 {
 	struct peer *p, *next;
+	int closed = 0;
 
+	if (d->failed_eps == 0)
+		return 0;
+	d->failed_eps = 0;
 	for (p = TAILQ_FIRST(&d->peers); p != NULL; p = next) {
 		next = TAILQ_NEXT(p, link);
 		if (!p->ep_failed)
 			continue;
 		p->ep_failed = false;
+		closed++;
 		peer_close_ep(p);
 		/* An inbound peer exists only for its endpoint, and an address
 		 * that never answered is kept for nobody: a client cannot grow
@@ -675,6 +680,7 @@ peer_close_failed(struct daemon *d)
 		     TAILQ_EMPTY(&p->resolved)))
 			peer_destroy(p);
 	}
+	return closed;
 }
 
 bool
@@ -760,6 +766,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	}
 	/* Closing inside a UCX callback is not allowed: the tick does it. */
 	p->ep_failed = true;
+	p->d->failed_eps++;
 	worker_kick(p->d);
 }
 
@@ -924,6 +931,7 @@ peer_reconnect(struct peer *p)
 	if (p->ep_failed || p->ep != NULL) {
 		/* The old endpoint goes first. */
 		p->ep_failed = true;
+		p->d->failed_eps++;
 		peer_close_failed(p->d);
 	}
 	log_info("peer_reconnect: connecting to %s", p->address);

@@ -57,8 +57,9 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 		ucs_status_t st;
 
 		worker_progress_idle(d);
-		peer_close_failed(d);
-		worker_progress_idle(d);
+		/* A closed endpoint completes its requests: progress again. */
+		if (peer_close_failed(d) > 0)
+			continue;
 		conn_flush_dirty(d);
 		st = ucp_worker_arm(d->worker);
 		if (st == UCS_OK)

@@ -18,7 +18,19 @@ enum am_id {
 	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
 	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
+	AM_BATCH = 10,        /* data: am_rma records (kind in pad), put
+				 records followed by their bytes */
+	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
+				 one per record, in order */
 };
+
+/* Ids below this have a handler (unknown ones drop the message). */
+#define AM_ID_LIMIT 64
+
+/* Puts and gets up to this size travel in batches: one message per peer
+ * per client frame, one answer per batch. */
+#define AM_BATCH_SMALL 1024
+#define AM_BATCH_BYTES (64 * 1024)
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */
 #define AM_VERSION 1

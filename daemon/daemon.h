@@ -216,6 +216,7 @@ struct resolved {
 TAILQ_HEAD(resolved_list, resolved);
 
 struct op;
+struct op_batch;
 TAILQ_HEAD(op_list, op);
 
 struct peer {
@@ -241,6 +242,7 @@ struct peer {
 	struct waiter_list resolve_waiters;
 	struct resolved_list resolved;
 	struct op_list ops; /* in flight, oldest first (deadline order) */
+	struct op_batch *batch; /* small ops of the frame being handled */
 	uint64_t in_flight;
 	uint64_t stat_ops, stat_bytes, stat_errors;
 	wire_status_t last_status;
@@ -309,6 +311,9 @@ void op_peer_failed(struct peer *p, ucs_status_t status);
 ucs_status_t op_on_put_ack(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
+ucs_status_t op_on_batch_reply(void *arg, const void *header,
+			       size_t header_length, void *data, size_t length,
+			       const ucp_am_recv_param_t *param);
 ucs_status_t op_on_get_reply(void *arg, const void *header,
 			     size_t header_length, void *data, size_t length,
 			     const ucp_am_recv_param_t *param);
@@ -319,6 +324,9 @@ ucs_status_t op_on_get_reply(void *arg, const void *header,
 ucs_status_t target_on_put(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
+ucs_status_t target_on_batch(void *arg, const void *header,
+			    size_t header_length, void *data, size_t length,
+			    const ucp_am_recv_param_t *param);
 ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
@@ -388,6 +396,7 @@ struct daemon {
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */
 	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
+	uint32_t batches;     /* peers with a batch to send */
 	uint32_t next_peer_id;
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;

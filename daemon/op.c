@@ -202,6 +202,9 @@ op_track(struct op *op, ucs_status_ptr_t sp)
 
 static void op_send_am(struct op *op, const struct resolved *res,
 		       uint64_t remote_offset);
+static void op_batch_add(struct op *op, const struct resolved *res,
+			 uint64_t remote_offset);
+static void op_batch_send_all(struct daemon *d);
 
 static struct op *
 op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
@@ -466,7 +469,10 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	res->refs++;
 	op->buf = (char *)local->addr + o->offset;
 	if (res->rkey == NULL) {
-		op_send_am(op, res, o->remote_offset);
+		if (o->length <= AM_BATCH_SMALL)
+			op_batch_add(op, res, o->remote_offset);
+		else
+			op_send_am(op, res, o->remote_offset);
 		op_end_submit(op);
 		return;
 	}
@@ -623,6 +629,172 @@ op_on_get_reply(void *arg, const void *header, size_t header_length, void *data,
 	return UCS_OK;
 }
 
+/* ---- batches: small puts and gets, one message per peer per frame ------ */
+
+struct op_batch {
+	struct daemon *d;
+	size_t len;
+	uint8_t buf[AM_BATCH_BYTES];
+};
+
+/* The batch never left: its ops get no answer. */
+static void
+op_batch_fail(struct op_batch *b, ucs_status_t status)
+{
+	size_t at = 0;
+
+	while (at + sizeof(struct am_rma) <= b->len) {
+		struct am_rma h;
+		struct op *op;
+		memcpy(&h, b->buf + at, sizeof(h));
+		at += sizeof(h) + (h.pad == AM_PUT ? h.length : 0);
+		op = idmap_get(&b->d->ops_by_token, h.token);
+		if (op == NULL || !op->awaiting_answer)
+			continue;
+		if (op->status == UCS_OK)
+			op->status = status;
+		op_stop_waiting(op);
+		if (op->pending == 0)
+			op_finish(op);
+	}
+}
+
+static void
+op_batch_sent(void *request, ucs_status_t status, void *user_data)
+{
+	struct op_batch *b = user_data;
+
+	ucp_request_free(request);
+	if (status != UCS_OK)
+		op_batch_fail(b, status);
+	free(b);
+}
+
+static void
+op_batch_send(struct peer *p)
+{
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+		.cb.send = op_batch_sent,
+	};
+	struct op_batch *b = p->batch;
+	ucs_status_ptr_t sp;
+
+	p->batch = NULL;
+	param.user_data = b;
+	sp = ucp_am_send_nbx(p->ep, AM_BATCH, NULL, 0, b->buf, b->len, &param);
+	if (UCS_PTR_IS_ERR(sp))
+		op_batch_fail(b, UCS_PTR_STATUS(sp));
+	if (sp == NULL || UCS_PTR_IS_ERR(sp))
+		free(b);
+}
+
+static void
+op_batch_send_all(struct daemon *d)
+{
+	struct peer *p;
+
+	if (d->batches == 0)
+		return;
+	d->batches = 0;
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
+		if (p->batch != NULL)
+			op_batch_send(p);
+	}
+}
+
+static void
+op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
+{
+	struct daemon *d = op->d;
+	struct peer *p = op->peer;
+	bool put = op->kind == RMA__V1__OP_KIND__PUT;
+	size_t need = sizeof(struct am_rma) + (put ? op->length : 0);
+	struct am_rma h;
+
+	if (p->batch != NULL && p->batch->len + need > AM_BATCH_BYTES)
+		op_batch_send(p);
+	if (p->batch == NULL) {
+		p->batch = malloc(sizeof(*p->batch));
+		if (p->batch == NULL) {
+			op->status = UCS_ERR_NO_MEMORY;
+			return;
+		}
+		p->batch->d = d;
+		p->batch->len = 0;
+		d->batches++;
+	}
+	op->token = d->next_token++;
+	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
+		op->token = 0;
+		op->status = UCS_ERR_NO_MEMORY;
+		return;
+	}
+	op->awaiting_answer = true;
+	op->pending++;
+	h.magic = AM_MAGIC;
+	h.pad = put ? AM_PUT : AM_GET;
+	h.token = op->token;
+	h.region_id = res->region_id;
+	h.generation = res->generation;
+	h.offset = remote_offset;
+	h.length = op->length;
+	memcpy(p->batch->buf + p->batch->len, &h, sizeof(h));
+	if (put)
+		memcpy(p->batch->buf + p->batch->len + sizeof(h), op->buf,
+		       op->length);
+	p->batch->len += need;
+}
+
+ucs_status_t
+op_on_batch_reply(void *arg, const void *header, size_t header_length,
+		  void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	const uint8_t *p = data;
+	size_t at = 0;
+
+	if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+		if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+			ucp_am_data_release(d->worker, data);
+		return UCS_OK;
+	}
+	while (at + sizeof(struct am_rma_answer) + 8 <= length) {
+		struct am_rma_answer a;
+		uint64_t n;
+		struct op *op;
+
+		memcpy(&a, p + at, sizeof(a));
+		memcpy(&n, p + at + sizeof(a), sizeof(n));
+		at += sizeof(a) + 8;
+		if (a.magic != AM_MAGIC || n > length - at)
+			break; /* malformed: the rest time out */
+		op = idmap_get(&d->ops_by_token, a.token);
+		if (op != NULL && op->awaiting_answer && op->peer != NULL &&
+		    op->peer->ep == param->reply_ep) {
+			if (a.status != RMA__V1__STATUS__OK)
+				op->remote_status = a.status;
+			else if (op->kind == RMA__V1__OP_KIND__GET) {
+				if (n == op->length)
+					memcpy(op->buf, p + at, n);
+				else
+					op->remote_status =
+						RMA__V1__STATUS__ERR_PROTOCOL;
+			}
+			op_stop_waiting(op);
+			if (op->pending == 0)
+				op_finish(op);
+		}
+		at += n;
+	}
+	return UCS_OK;
+}
+
 /* The peer failed: answers will not come. Ops still in UCX's hands
  * complete through their callbacks when the endpoint is closed. */
 void
@@ -683,4 +855,5 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 			break;
 		}
 	}
+	op_batch_send_all(c->d);
 }

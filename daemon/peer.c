@@ -1201,6 +1201,18 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		 address);
 }
 
+static ucs_status_t
+peer_on_am_unknown(void *arg, const void *header, size_t header_length,
+		   void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+		ucp_am_data_release(d->worker, data);
+	log_debug("peer_on_am_unknown: dropped a message rmad does not know");
+	return UCS_OK;
+}
+
 int
 peer_system_start(struct daemon *d)
 {
@@ -1217,6 +1229,8 @@ peer_system_start(struct daemon *d)
 	    {AM_PUT_ACK, op_on_put_ack},
 	    {AM_GET, target_on_get},
 	    {AM_GET_REPLY, op_on_get_reply},
+	    {AM_BATCH, target_on_batch},
+	    {AM_BATCH_REPLY, op_on_batch_reply},
 	};
 	ucp_listener_params_t lparams = {
 	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
@@ -1231,15 +1245,22 @@ peer_system_start(struct daemon *d)
 	ucs_status_t st;
 	socklen_t len;
 
-	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+	/* UCX 1.13 crashes on a message id without a handler: every id a
+	 * peer of another version might send gets one, if only to drop it. */
+	for (unsigned id = 0; id < AM_ID_LIMIT; id++) {
 		ucp_am_handler_param_t hp = {
 		    .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
 				  UCP_AM_HANDLER_PARAM_FIELD_CB |
 				  UCP_AM_HANDLER_PARAM_FIELD_ARG,
-		    .id = handlers[i].id,
-		    .cb = handlers[i].cb,
+		    .id = id,
+		    .cb = peer_on_am_unknown,
 		    .arg = d,
 		};
+		for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]);
+		     i++) {
+			if (handlers[i].id == id)
+				hp.cb = handlers[i].cb;
+		}
 		st = ucp_worker_set_am_recv_handler(d->worker, &hp);
 		if (st != UCS_OK) {
 			log_error("peer_system_start: set_am_recv_handler: %s",

@@ -137,3 +137,109 @@ target_on_get(void *arg, const void *header, size_t header_length, void *data,
 		      r ? (char *)r->addr + h.offset : NULL, r ? h.length : 0);
 	return UCS_OK;
 }
+
+/* Answers to a batch, one buffer sent once. */
+struct target_reply {
+	size_t len, cap;
+	uint8_t *buf;
+};
+
+static bool
+target_reply_add(struct target_reply *r, uint64_t token, wire_status_t st,
+		 const void *data, uint64_t n)
+{
+	struct am_rma_answer a = {.magic = AM_MAGIC, .status = st,
+				  .token = token};
+	size_t need = sizeof(a) + sizeof(n) + n;
+
+	if (r->cap - r->len < need) {
+		size_t cap = r->cap ? r->cap : 4096;
+		uint8_t *buf;
+		while (cap - r->len < need)
+			cap *= 2;
+		buf = realloc(r->buf, cap);
+		if (buf == NULL)
+			return false;
+		r->buf = buf;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, &a, sizeof(a));
+	memcpy(r->buf + r->len + sizeof(a), &n, sizeof(n));
+	if (n > 0)
+		memcpy(r->buf + r->len + sizeof(a) + sizeof(n), data, n);
+	r->len += need;
+	return true;
+}
+
+static void
+target_reply_sent(void *request, ucs_status_t status, void *user_data)
+{
+	free(user_data);
+	ucp_request_free(request);
+}
+
+ucs_status_t
+target_on_batch(void *arg, const void *header, size_t header_length,
+		void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	struct target_reply reply = {0};
+	const uint8_t *p = data;
+	size_t at = 0;
+	ucp_request_param_t rp = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+				UCP_OP_ATTR_FIELD_USER_DATA |
+				UCP_OP_ATTR_FIELD_FLAGS,
+		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+		.cb.send = target_reply_sent,
+	};
+	ucs_status_ptr_t sp;
+
+	if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+		if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+			ucp_am_data_release(d->worker, data);
+		return UCS_OK;
+	}
+	while (at + sizeof(struct am_rma) <= length) {
+		struct region *r = NULL;
+		struct am_rma h;
+		wire_status_t st;
+		bool put;
+
+		memcpy(&h, p + at, sizeof(h));
+		at += sizeof(h);
+		put = h.pad == AM_PUT;
+		if (h.magic != AM_MAGIC || (!put && h.pad != AM_GET) ||
+		    (put && h.length > length - at))
+			break; /* malformed: the initiator's deadline covers it */
+		st = target_check(d, &h, &r);
+		if (put) {
+			if (st == RMA__V1__STATUS__OK)
+				memcpy((char *)r->addr + h.offset, p + at,
+				       h.length);
+			at += h.length;
+			d->counters.target_puts++;
+		} else {
+			d->counters.target_gets++;
+		}
+		if (!target_reply_add(&reply, h.token, st,
+				      !put && st == RMA__V1__STATUS__OK
+					      ? (char *)r->addr + h.offset
+					      : NULL,
+				      !put && st == RMA__V1__STATUS__OK
+					      ? h.length
+					      : 0))
+			break;
+	}
+	if (reply.len == 0) {
+		free(reply.buf);
+		return UCS_OK;
+	}
+	rp.user_data = reply.buf;
+	sp = ucp_am_send_nbx(param->reply_ep, AM_BATCH_REPLY, NULL, 0,
+			     reply.buf, reply.len, &rp);
+	if (sp == NULL || UCS_PTR_IS_ERR(sp))
+		free(reply.buf);
+	return UCS_OK;
+}

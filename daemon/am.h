@@ -29,7 +29,7 @@ enum am_id {
 
 /* Puts and gets up to this size travel in batches: one message per peer
  * per client frame, one answer per batch. */
-#define AM_BATCH_SMALL 1024
+#define AM_BATCH_SMALL 8192
 #define AM_BATCH_BYTES (64 * 1024)
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */

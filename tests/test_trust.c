@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +202,49 @@ START_TEST(test_peer_from_disallowed_network)
 }
 END_TEST
 
+/* Thousands of clients that connect and drop (some mid-frame) cost the
+ * daemon nothing that stays, and a real client is served throughout. */
+START_TEST(test_connection_churn)
+{
+	enum { N = 3000 };
+	static const uint8_t partial[] = {0, 0, 0, 50, 8, 1, 0x12};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	rma_client_t *c;
+	rma_region_t *r;
+	int before, after = -1;
+	double deadline;
+
+	harness_daemon_start(&dp, NULL);
+	ck_assert_int_eq(rma_connect(dp.socket, &c), RMA_OK);
+	before = harness_fd_count(dp.pid);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dp.socket);
+	for (int i = 0; i < N; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)),
+				 0);
+		if (i % 3 == 1)
+			ck_assert_int_eq(write(fd, partial, sizeof(partial)),
+					 (ssize_t)sizeof(partial));
+		close(fd);
+		if (i % 500 == 0) { /* served all along */
+			ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_OK);
+			ck_assert_int_eq(rma_region_free(c, r), RMA_OK);
+		}
+	}
+	deadline = harness_now() + 10;
+	/* The daemon drops each connection on its next turn. */
+	while (harness_now() < deadline &&
+	       (after = harness_fd_count(dp.pid)) > before) {
+		ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_OK);
+		ck_assert_int_eq(rma_region_free(c, r), RMA_OK);
+	}
+	ck_assert_int_le(after, before);
+	rma_disconnect(c);
+	stop();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -214,6 +259,7 @@ main(void)
 	tcase_add_test(tc, test_region_limits);
 	tcase_add_test(tc, test_in_flight_limit);
 	tcase_add_test(tc, test_peer_from_disallowed_network);
+	tcase_add_test(tc, test_connection_churn);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -294,6 +294,7 @@ struct op {
 	ucs_status_t status;
 	wire_status_t remote_status; /* the target refused it */
 	bool timed_out;
+	bool reported; /* the client got its completion already */
 	bool listed;  /* on peer->ops */
 	bool barrier; /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
@@ -307,6 +308,7 @@ struct op {
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
+void op_report_overdue(struct op *op);
 /* Answers from targets (registered as AM handlers by peer.c). */
 ucs_status_t op_on_put_ack(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,

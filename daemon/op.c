@@ -146,6 +146,12 @@ op_finish(struct op *op)
 			snprintf(detail, sizeof(detail), "%s",
 				 ucs_status_string(op->status));
 	}
+	if (op->reported) {
+		/* the client heard at the deadline (op_report_overdue) */
+		c->in_flight--;
+		d->ops_in_flight--;
+		goto release;
+	}
 	if (p) {
 		p->stat_ops++;
 		if (ws == RMA__V1__STATUS__OK)
@@ -164,6 +170,7 @@ op_finish(struct op *op)
 	d->ops_in_flight--;
 	conn_complete(c, op->op_id, ws,
 		      ws == RMA__V1__STATUS__OK ? op->length : 0, detail);
+release:
 	if (op->region) {
 		op->region->in_flight--;
 		region_unref(op->region);
@@ -492,6 +499,29 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
 	}
 	op_end_submit(op);
+}
+
+/* An operation on a failed peer that UCX has still not completed past its
+ * deadline: the client gets its timeout now; the record stays until UCX
+ * lets go of it. */
+void
+op_report_overdue(struct op *op)
+{
+	char detail[160];
+
+	if (op->reported || op->conn == NULL)
+		return;
+	op->reported = true;
+	log_warn("op_report_overdue: operation %llu on %s still pending "
+		 "in UCX after its deadline",
+		 (unsigned long long)op->op_id,
+		 op->peer ? op->peer->address : "?");
+	snprintf(detail, sizeof(detail),
+		 "no completion within %.1f s (peer down)",
+		 op->d->cfg.op_timeout);
+	op->d->counters.ops_failed++;
+	conn_complete(op->conn, op->op_id, RMA__V1__STATUS__ERR_TIMEOUT, 0,
+		      detail);
 }
 
 /* ---- rmad's own protocol: the target answers every put and get ---------- */

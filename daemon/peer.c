@@ -864,6 +864,22 @@ peer_resolve_address(const char *address, struct sockaddr_storage *sa,
 	return peer_sockaddr(host, port, true, sa, len_p);
 }
 
+/* A request that waits for the peer; NULL (answered) without memory. */
+static struct peer_waiter *
+peer_waiter_new(struct conn *c, uint64_t req_id)
+{
+	struct peer_waiter *w = calloc(1, sizeof(*w));
+
+	if (w == NULL) {
+		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
+				"out of memory");
+		return NULL;
+	}
+	w->conn = c;
+	w->request_id = req_id;
+	return w;
+}
+
 void
 peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 {
@@ -911,14 +927,9 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
 		return;
 	}
-	w = calloc(1, sizeof(*w));
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+	w = peer_waiter_new(c, req_id);
+	if (w == NULL)
 		return;
-	}
-	w->conn = c;
-	w->request_id = req_id;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
 	/* An explicit connect does not wait for the backoff. */
 	if (p->state == PEER_DOWN)
@@ -1031,14 +1042,9 @@ peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		peer_reply_import(c, req_id, p, res, &desc);
 		return;
 	}
-	w = calloc(1, sizeof(*w));
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+	w = peer_waiter_new(c, req_id);
+	if (w == NULL)
 		return;
-	}
-	w->conn = c;
-	w->request_id = req_id;
 	w->descriptor = desc;
 	st = peer_send_resolve(p, w, desc.region_id, desc.generation);
 	if (st != UCS_OK) {
@@ -1087,8 +1093,18 @@ peer_check_deadlines(struct daemon *d)
 		char detail[160];
 		int expired = 0;
 
-		if (p->state != PEER_UP)
+		if (p->state != PEER_UP) {
+			/* Its endpoint is closed, so UCX owes these
+			 * operations their completion; should it never come,
+			 * the client still hears by the deadline. */
+			TAILQ_FOREACH(op, &p->ops, link)
+			{
+				if (op->deadline > now)
+					break;
+				op_report_overdue(op);
+			}
 			continue;
+		}
 		/* Resolves are answered in order: the oldest decides. */
 		if (w != NULL && w->deadline <= now) {
 			snprintf(detail, sizeof(detail),

@@ -1,6 +1,8 @@
 /* Unit: descriptor encoding (proto/descriptor.c), bounds checks
  * (daemon/bounds.h) and the id map (daemon/idmap.c). */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +136,6 @@ main(void)
 {
 	Suite *s = suite_create("descriptor");
 	TCase *tc = tcase_create("descriptor");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_whitespace_accepted);
@@ -144,9 +144,5 @@ main(void)
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_idmap);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_main_run(s);
 }

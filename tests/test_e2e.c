@@ -1,6 +1,8 @@
 /* End to end: two real rmad processes on loopback (UCX over tcp), clients
  * through librma. Bytes are verified in the owner's mapping. */
 #include <check.h>
+
+#include "check_main.h"
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -400,8 +402,6 @@ main(void)
 {
 	Suite *s = suite_create("e2e");
 	TCase *tc = tcase_create("e2e");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -417,9 +417,5 @@ main(void)
 	tcase_add_test(tc, test_peer_killed);
 	tcase_add_test(tc, test_sigterm_exits_zero);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_main_run(s);
 }

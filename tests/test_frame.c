@@ -1,5 +1,7 @@
 /* Unit: the frame reader and writer (proto/frame.c). */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,8 +198,6 @@ main(void)
 {
 	Suite *s = suite_create("frame");
 	TCase *tc = tcase_create("frame");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_byte_by_byte);
 	tcase_add_test(tc, test_many_frames_one_read);
@@ -207,9 +207,5 @@ main(void)
 	tcase_add_test(tc, test_empty_frame);
 	tcase_add_test(tc, test_large_frame_grows_buffer);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_main_run(s);
 }

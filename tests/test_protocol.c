@@ -3,6 +3,8 @@
  * unknown input gets an error reply (and a close where the stream cannot
  * be trusted any more), and other clients keep working. */
 #include <check.h>
+
+#include "check_main.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -533,8 +535,6 @@ main(void)
 {
 	Suite *s = suite_create("protocol");
 	TCase *tc = tcase_create("protocol");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -551,9 +551,5 @@ main(void)
 	tcase_add_test(tc, test_region_free_not_owner);
 	tcase_add_test(tc, test_import_refusals);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_main_run(s);
 }

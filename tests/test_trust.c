@@ -1,6 +1,8 @@
 /* Trust: who may connect, per-client limits, peers from disallowed
  * networks. Real daemons; tests that change uid need root. */
 #include <check.h>
+
+#include "check_main.h"
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -250,8 +252,6 @@ main(void)
 {
 	Suite *s = suite_create("trust");
 	TCase *tc = tcase_create("trust");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_socket_mode);
@@ -261,9 +261,5 @@ main(void)
 	tcase_add_test(tc, test_peer_from_disallowed_network);
 	tcase_add_test(tc, test_connection_churn);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_main_run(s);
 }

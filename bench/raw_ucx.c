@@ -37,6 +37,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include "bench_report.h"
+#include "size.h"
+
 #define RAW_AM_INFO 7
 #define RAW_WINDOW_DEFAULT 16
 #define RAW_WINDOW_MAX 65536
@@ -99,53 +102,6 @@ raw_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* As rmactl_parse_size: digits, then K, M, G or T (powers of 1024). */
-static int
-raw_parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		break;
-	case '\0':
-		break;
-	default:
-		return -1;
-	}
-	if (shift != 0) {
-		end++;
-		if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
-			end += strlen(end);
-	}
-	if (*end != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 /* "host:port" (host may be [v6]) into a sockaddr. */
@@ -461,7 +417,7 @@ raw_server_run(int argc, char **argv)
 			listen_addr = optarg;
 			break;
 		case 's':
-			if (raw_parse_size(optarg, &size) < 0 || size == 0 ||
+			if (size_parse(optarg, &size) < 0 || size == 0 ||
 			    size > SIZE_MAX)
 				return raw_errx(EX_USAGE, "bad size \"%s\"",
 						optarg);
@@ -838,65 +794,21 @@ raw_client_loop(struct raw_client *b, uint64_t n)
 	return 0;
 }
 
-static int
-raw_cmp(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static double
-raw_percentile_us(const uint64_t *sorted, uint64_t n, double p)
-{
-	uint64_t rank = (uint64_t)(p * (double)n + 0.999999);
-
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return (double)sorted[rank - 1] / 1000.0;
-}
-
 static void
 raw_client_report(struct raw_client *b, double seconds)
 {
-	const char *op = b->get ? "get" : "put";
-	double ops = (double)b->count / seconds;
-	double bytes = ops * (double)b->size;
-	double sum = 0, p50, p99;
+	struct bench_result r = {
+	    .tool = "raw_ucx",
+	    .get = b->get,
+	    .size = b->size,
+	    .count = b->count,
+	    .window = b->window,
+	    .remote_completion = b->remote_completion,
+	    .seconds = seconds,
+	    .latency_ns = b->stamp,
+	};
 
-	qsort(b->stamp, b->count, sizeof(*b->stamp), raw_cmp);
-	for (uint64_t i = 0; i < b->count; i++)
-		sum += (double)b->stamp[i];
-	p50 = raw_percentile_us(b->stamp, b->count, 0.50);
-	p99 = raw_percentile_us(b->stamp, b->count, 0.99);
-	if (b->json)
-		printf(
-		    "{\"tool\": \"raw_ucx\", \"op\": \"%s\", \"size\": %" PRIu64
-		    ", \"count\": %" PRIu64 ", \"window\": %" PRIu64
-		    ", \"remote_completion\": %s, \"seconds\": %.6f, "
-		    "\"ops_per_s\": %.1f, \"bytes_per_s\": %.1f, "
-		    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"mean_us\": %.3f, "
-		    "\"min_us\": %.3f, \"max_us\": %.3f}\n",
-		    op, b->size, b->count, b->window,
-		    b->remote_completion ? "true" : "false", seconds, ops,
-		    bytes, p50, p99, sum / (double)b->count / 1000.0,
-		    (double)b->stamp[0] / 1000.0,
-		    (double)b->stamp[b->count - 1] / 1000.0);
-	else
-		printf("%s %" PRIu64 " B x %" PRIu64 ", window %" PRIu64
-		       "%s: %.3f s\n"
-		       "  %.0f ops/s, %.1f MiB/s\n"
-		       "  latency (us): p50 %.1f, p99 %.1f, mean %.1f, "
-		       "min %.1f, max %.1f\n",
-		       op, b->size, b->count, b->window,
-		       b->remote_completion ? ", remote completion" : "",
-		       seconds, ops, bytes / (1 << 20), p50, p99,
-		       sum / (double)b->count / 1000.0,
-		       (double)b->stamp[0] / 1000.0,
-		       (double)b->stamp[b->count - 1] / 1000.0);
-	fflush(stdout);
+	bench_report_print(&r, b->json);
 }
 
 static int
@@ -931,26 +843,26 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 			op = optarg;
 			break;
 		case 's':
-			if (raw_parse_size(optarg, &b->size) < 0 ||
+			if (size_parse(optarg, &b->size) < 0 ||
 			    b->size == 0 || b->size > SIZE_MAX)
 				return raw_errx(EX_USAGE, "bad size \"%s\"",
 						optarg);
 			break;
 		case 'n':
-			if (raw_parse_size(optarg, &b->count) < 0 ||
+			if (size_parse(optarg, &b->count) < 0 ||
 			    b->count == 0 || b->count > RAW_COUNT_MAX)
 				return raw_errx(EX_USAGE, "bad count \"%s\"",
 						optarg);
 			b->have_count = 1;
 			break;
 		case 'w':
-			if (raw_parse_size(optarg, &b->window) < 0 ||
+			if (size_parse(optarg, &b->window) < 0 ||
 			    b->window == 0 || b->window > RAW_WINDOW_MAX)
 				return raw_errx(EX_USAGE, "bad window \"%s\"",
 						optarg);
 			break;
 		case 'W':
-			if (raw_parse_size(optarg, &b->warmup) < 0 ||
+			if (size_parse(optarg, &b->warmup) < 0 ||
 			    b->warmup > RAW_COUNT_MAX)
 				return raw_errx(EX_USAGE, "bad warmup \"%s\"",
 						optarg);

@@ -8,6 +8,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "rma.h"
+#include "size.h"
 
 enum { RMACTL_STATUS, RMACTL_EXPOSE, RMACTL_PUT, RMACTL_GET, RMACTL_BENCH };
 
@@ -27,7 +28,7 @@ int rmactl_fail(const char *cmd, rma_status_t st, const rma_client_t *client);
 /* A usage error of command cmd (-1: none); returns EX_USAGE. */
 int rmactl_usage_error(int cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-int rmactl_parse_size(const char *s, uint64_t *out);
+
 int rmactl_parse_timeout(const char *s, int *ms_p);
 int rmactl_check_address(const char *addr);
 

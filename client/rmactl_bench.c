@@ -12,6 +12,7 @@
  *
  * bench/raw_ucx.c runs the same loop on raw UCX: keep the two alike. */
 #include "rma.h"
+#include "bench_report.h"
 #include "rmactl.h"
 
 #include <errno.h>
@@ -115,14 +116,14 @@ bench_args(int argc, char **argv, struct bench *b)
 			op = optarg;
 			break;
 		case 's':
-			if (rmactl_parse_size(optarg, &b->size) < 0 ||
+			if (size_parse(optarg, &b->size) < 0 ||
 			    b->size == 0 || b->size > SIZE_MAX)
 				return rmactl_usage_error(
 				    RMACTL_BENCH, "bench: bad size \"%s\"",
 				    optarg);
 			break;
 		case 'n':
-			if (rmactl_parse_size(optarg, &b->count) < 0 ||
+			if (size_parse(optarg, &b->count) < 0 ||
 			    b->count == 0 || b->count > BENCH_COUNT_MAX)
 				return rmactl_usage_error(
 				    RMACTL_BENCH,
@@ -132,7 +133,7 @@ bench_args(int argc, char **argv, struct bench *b)
 			b->have_count = 1;
 			break;
 		case 'w':
-			if (rmactl_parse_size(optarg, &b->window) < 0 ||
+			if (size_parse(optarg, &b->window) < 0 ||
 			    b->window == 0 || b->window > BENCH_WINDOW_MAX)
 				return rmactl_usage_error(
 				    RMACTL_BENCH,
@@ -140,7 +141,7 @@ bench_args(int argc, char **argv, struct bench *b)
 				    optarg, BENCH_WINDOW_MAX);
 			break;
 		case 'W':
-			if (rmactl_parse_size(optarg, &b->warmup) < 0 ||
+			if (size_parse(optarg, &b->warmup) < 0 ||
 			    b->warmup > BENCH_COUNT_MAX)
 				return rmactl_usage_error(
 				    RMACTL_BENCH, "bench: bad warmup \"%s\"",
@@ -394,66 +395,20 @@ bench_loop(struct bench *b, uint64_t n)
 }
 
 static int
-bench_cmp(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* Nearest rank: the smallest value with at least p of them at or below. */
-static double
-bench_percentile_us(const uint64_t *sorted, uint64_t n, double p)
-{
-	uint64_t rank = (uint64_t)(p * (double)n + 0.999999);
-
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return (double)sorted[rank - 1] / 1000.0;
-}
-
-static int
 bench_report(const struct bench *b, double seconds)
 {
-	const char *op = b->get ? "get" : "put";
-	double ops = (double)b->count / seconds;
-	double bytes = ops * (double)b->size;
-	double sum = 0;
-	double p50, p99;
+	struct bench_result r = {
+	    .tool = "rmad",
+	    .get = b->get,
+	    .size = b->size,
+	    .count = b->count,
+	    .window = b->window,
+	    .remote_completion = b->remote_completion,
+	    .seconds = seconds,
+	    .latency_ns = b->stamp,
+	};
 
-	qsort(b->stamp, b->count, sizeof(*b->stamp), bench_cmp);
-	for (uint64_t i = 0; i < b->count; i++)
-		sum += (double)b->stamp[i];
-	p50 = bench_percentile_us(b->stamp, b->count, 0.50);
-	p99 = bench_percentile_us(b->stamp, b->count, 0.99);
-	if (b->json) {
-		printf("{\"tool\": \"rmad\", \"op\": \"%s\", \"size\": %" PRIu64
-		       ", \"count\": %" PRIu64 ", \"window\": %" PRIu64
-		       ", \"remote_completion\": %s, \"seconds\": %.6f, "
-		       "\"ops_per_s\": %.1f, \"bytes_per_s\": %.1f, "
-		       "\"p50_us\": %.3f, \"p99_us\": %.3f, \"mean_us\": %.3f, "
-		       "\"min_us\": %.3f, \"max_us\": %.3f}\n",
-		       op, b->size, b->count, b->window,
-		       b->remote_completion ? "true" : "false", seconds, ops,
-		       bytes, p50, p99, sum / (double)b->count / 1000.0,
-		       (double)b->stamp[0] / 1000.0,
-		       (double)b->stamp[b->count - 1] / 1000.0);
-	} else {
-		printf("%s %" PRIu64 " B x %" PRIu64 ", window %" PRIu64
-		       "%s: %.3f s\n"
-		       "  %.0f ops/s, %.1f MiB/s\n"
-		       "  latency (us): p50 %.1f, p99 %.1f, mean %.1f, "
-		       "min %.1f, max %.1f\n",
-		       op, b->size, b->count, b->window,
-		       b->remote_completion ? ", remote completion" : "",
-		       seconds, ops, bytes / (1 << 20), p50, p99,
-		       sum / (double)b->count / 1000.0,
-		       (double)b->stamp[0] / 1000.0,
-		       (double)b->stamp[b->count - 1] / 1000.0);
-	}
-	if (fflush(stdout) != 0 || ferror(stdout))
+	if (bench_report_print(&r, b->json) < 0)
 		return rmactl_errx(EX_IOERR, "bench", "write to stdout: %s",
 				   strerror(errno));
 	return 0;

@@ -72,7 +72,7 @@ rmactl_expose_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (rmactl_parse_size(optarg, &size) < 0 || size == 0)
+			if (size_parse(optarg, &size) < 0 || size == 0)
 				return rmactl_usage_error(
 				    RMACTL_EXPOSE, "expose: bad size \"%s\"",
 				    optarg);

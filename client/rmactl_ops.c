@@ -401,7 +401,7 @@ rmactl_ops_ping(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (rmactl_parse_size(optarg, &count) < 0 ||
+			if (size_parse(optarg, &count) < 0 ||
 			    count == 0 || count > RMACTL_OPS_PING_MAX)
 				return rmactl_ops_usage_error(
 				    "ping", "--count: expected 1 to %d, got %s",

@@ -50,7 +50,7 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 			x->descriptor_file = optarg;
 			break;
 		case 'o':
-			if (rmactl_parse_size(optarg, &x->offset) < 0)
+			if (size_parse(optarg, &x->offset) < 0)
 				return rmactl_usage_error(
 				    which, "%s: bad offset \"%s\"", x->cmd,
 				    optarg);
@@ -58,7 +58,7 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 		case 'l':
 			if (!is_get)
 				goto bad_option;
-			if (rmactl_parse_size(optarg, &x->length) < 0 ||
+			if (size_parse(optarg, &x->length) < 0 ||
 			    x->length == 0)
 				return rmactl_usage_error(
 				    which, "%s: bad length \"%s\"", x->cmd,

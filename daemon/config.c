@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "size.h"
 #include "socket_path.h"
 
 enum config_type {
@@ -161,46 +162,6 @@ config_parse_hostport(const char *s, char *host, size_t host_len,
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	*port_p = (uint16_t)port;
-	return 0;
-}
-
-/* Bytes with an optional K, M, G or T suffix (powers of 1024). */
-static int
-config_parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	}
-	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -402,7 +363,7 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 		return 0;
 	case CT_BYTES:
 	case CT_COUNT:
-		if (config_parse_bytes(value, &bytes) < 0 || bytes == 0)
+		if (size_parse(value, &bytes) < 0 || bytes == 0)
 			return config_error(err, err_len,
 					    "%s: expected a positive number%s, "
 					    "got '%s'",

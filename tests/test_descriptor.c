@@ -11,6 +11,7 @@
 #include "bounds.h"
 #include "descriptor.h"
 #include "idmap.h"
+#include "size.h"
 
 static struct descriptor
 sample(void)
@@ -131,6 +132,32 @@ START_TEST(test_idmap)
 }
 END_TEST
 
+START_TEST(test_size_parse)
+{
+	uint64_t v;
+
+	ck_assert_int_eq(size_parse("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(size_parse("4096", &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(size_parse("1K", &v), 0);
+	ck_assert_uint_eq(v, 1024);
+	ck_assert_int_eq(size_parse("16M", &v), 0);
+	ck_assert_uint_eq(v, 16u << 20);
+	ck_assert_int_eq(size_parse("2GiB", &v), 0);
+	ck_assert_uint_eq(v, 2ull << 30);
+	ck_assert_int_eq(size_parse("1tb", &v), -1);
+	ck_assert_int_eq(size_parse("3T", &v), 0);
+	ck_assert_uint_eq(v, 3ull << 40);
+	ck_assert_int_eq(size_parse("-1", &v), -1);
+	ck_assert_int_eq(size_parse("", &v), -1);
+	ck_assert_int_eq(size_parse("1X", &v), -1);
+	ck_assert_int_eq(size_parse("1 K", &v), -1);
+	ck_assert_int_eq(size_parse("16777216T", &v), -1); /* over 2^64 */
+	ck_assert_int_eq(size_parse("99999999999999999999", &v), -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -143,6 +170,7 @@ main(void)
 	tcase_add_test(tc, test_malformed_refused);
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_idmap);
+	tcase_add_test(tc, test_size_parse);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -52,7 +52,7 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 {
 	const Rma__V1__Counters *k = s->counters;
 	uint64_t up = s->uptime_ms / 1000;
-	char b1[32];
+	char b1[32], since[32];
 
 	printf("daemon      %s (pid %d, version %s)\n",
 	       rmactl_status_or_dash(s->daemon_id), s->pid,
@@ -67,17 +67,20 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)
-		printf("  %4s  %-22s %-10s %-3s %-32s %10s %10s %7s %8s  %s\n",
-		       "ID", "ADDRESS", "STATE", "DIR", "DAEMON", "OPS",
+		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s  "
+		       "%s\n",
+		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON", "OPS",
 		       "BYTES", "ERRORS", "INFLIGHT", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 
 		rmactl_status_bytes(b1, sizeof(b1), p->bytes);
-		printf("  %4u  %-22s %-10s %-3s %-32s %10" PRIu64
+		snprintf(since, sizeof(since), "%" PRIu64 "s ago",
+			 p->state_age_ms / 1000);
+		printf("  %4u  %-22s %-10s %8s %-3s %-32s %10" PRIu64
 		       " %10s %7" PRIu64 " %8" PRIu64 "  %s\n",
 		       p->peer_id, rmactl_status_or_dash(p->address),
-		       rmactl_status_peer_state(p->state),
+		       rmactl_status_peer_state(p->state), since,
 		       p->inbound ? "in" : "out",
 		       rmactl_status_or_dash(p->daemon_id), p->ops, b1,
 		       p->errors, p->in_flight,

@@ -226,6 +226,7 @@ struct peer {
 	struct sockaddr_storage sa;
 	socklen_t sa_len;
 	enum peer_state state;
+	double state_since; /* daemon_now() of the last state change */
 	bool self;    /* our own listen address: transfers are local copies */
 	bool inbound; /* accepted from another daemon's connect */
 	ucp_ep_h ep;

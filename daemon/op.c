@@ -195,16 +195,25 @@ op_on_ucx_done(void *request, ucs_status_t status, void *user_data)
 		op_finish(op);
 }
 
-/* Accounts for one UCX call: done now, failed now, or pending. */
+/* Every UCX call that may run an op's callback is counted before it is
+ * made (op_expect): UCX can complete a request, callback included, before
+ * returning it, and counting afterwards then leaves the op waiting for a
+ * callback that already came. op_track uncounts it when no callback will
+ * come: done at once, or failed at once. */
+static void
+op_expect(struct op *op)
+{
+	op->pending++;
+}
+
 static void
 op_track(struct op *op, ucs_status_ptr_t sp)
 {
-	if (UCS_PTR_IS_ERR(sp)) {
-		if (op->status == UCS_OK)
-			op->status = UCS_PTR_STATUS(sp);
-	} else if (sp != NULL) {
-		op->pending++;
-	}
+	if (sp != NULL && !UCS_PTR_IS_ERR(sp))
+		return;
+	op->pending--;
+	if (UCS_PTR_IS_ERR(sp) && op->status == UCS_OK)
+		op->status = UCS_PTR_STATUS(sp);
 }
 
 static void op_send_am(struct op *op, const struct resolved *res,
@@ -284,6 +293,7 @@ op_flush_peer(struct op *op, struct peer *p)
 		op->barrier = true;
 		op->pending++;
 	}
+	op_expect(op);
 	op_track(op, ucp_ep_flush_nbx(p->ep, &param));
 }
 
@@ -486,6 +496,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 	param.user_data = op;
 	param.memh = local->memh;
 	buf = op->buf;
+	op_expect(op);
 	if (put)
 		op_track(op, ucp_put_nbx(rem->peer->ep, buf, o->length,
 					 res->addr + o->remote_offset,
@@ -496,6 +507,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o)
 					 res->rkey, &param));
 	if (put && (o->flags & 1u) && op->status == UCS_OK) {
 		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
+		op_expect(op);
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
 	}
 	op_end_submit(op);
@@ -584,11 +596,12 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->hdr.offset = remote_offset;
 	op->hdr.length = op->length;
 	/* The header lives in the op until UCX is done with it. */
+	op_expect(op);
 	sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
 			     sizeof(op->hdr), put ? op->buf : NULL,
 			     put ? op->length : 0, &param);
 	op_track(op, sp);
-	if (UCS_PTR_IS_ERR(sp))
+	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
 		op_stop_waiting(op);
 }
 

@@ -159,6 +159,7 @@ peer_set_up(struct peer *p)
 	if (p->connect_timer)
 		event_del(p->connect_timer);
 	p->state = PEER_UP;
+	p->state_since = daemon_now();
 	p->last_status = RMA__V1__STATUS__OK;
 	p->backoff = 0;
 	log_info("peer_set_up: peer %u %s is daemon %s%s", p->id, p->address,
@@ -648,10 +649,12 @@ peer_close_ep(struct peer *p)
 	if (p->ep == NULL)
 		return;
 	/* Force: everything still on the endpoint completes (CANCELED). */
+	/* Counted first: UCX may run the callback before it returns. */
+	d->closing_eps++;
 	sp = ucp_ep_close_nbx(p->ep, &param);
 	p->ep = NULL;
-	if (sp != NULL && !UCS_PTR_IS_ERR(sp))
-		d->closing_eps++;
+	if (sp == NULL || UCS_PTR_IS_ERR(sp))
+		d->closing_eps--;
 }
 
 int
@@ -725,6 +728,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->state == PEER_DOWN)
 		return;
 	p->state = PEER_DOWN;
+	p->state_since = daemon_now();
 	p->ep_status = st;
 	p->last_status = op_status_from_ucs(st);
 	snprintf(p->last_error, sizeof(p->last_error), "peer %s: %s",
@@ -805,6 +809,7 @@ peer_connect_start(struct peer *p)
 	params.sockaddr.addr = (struct sockaddr *)&p->sa;
 	params.sockaddr.addrlen = p->sa_len;
 	p->state = PEER_CONNECTING;
+	p->state_since = daemon_now();
 	p->self = false;
 	if (p->connect_timer == NULL)
 		p->connect_timer =
@@ -921,6 +926,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		p->sa = sa;
 		p->sa_len = len;
 		p->state = PEER_DOWN;
+		p->state_since = daemon_now();
 	}
 	if (p->state == PEER_UP) {
 		struct peer_waiter now = {.conn = c, .request_id = req_id};
@@ -1213,6 +1219,7 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		return;
 	}
 	p->state = PEER_UP;
+	p->state_since = daemon_now();
 	log_info("peer_on_conn_request: accepted daemon connection from %s",
 		 address);
 }

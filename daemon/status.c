@@ -116,6 +116,8 @@ status_handle(struct conn *c, uint64_t req_id)
 			pi->in_flight = p->in_flight;
 			pi->last_error = p->last_error;
 			pi->inbound = p->inbound;
+			pi->state_age_ms =
+			    (uint64_t)((daemon_now() - p->state_since) * 1000);
 			peer_ptrs[n++] = pi;
 		}
 	}

@@ -843,8 +843,8 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 			op = optarg;
 			break;
 		case 's':
-			if (size_parse(optarg, &b->size) < 0 ||
-			    b->size == 0 || b->size > SIZE_MAX)
+			if (size_parse(optarg, &b->size) < 0 || b->size == 0 ||
+			    b->size > SIZE_MAX)
 				return raw_errx(EX_USAGE, "bad size \"%s\"",
 						optarg);
 			break;

@@ -45,7 +45,8 @@ static const char rmactl_usage_text[] =
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else your own\n"
-    "                 daemon's $XDG_RUNTIME_DIR/rmad.sock or /tmp/rmad-UID.sock\n"
+    "                 daemon's $XDG_RUNTIME_DIR/rmad.sock or "
+    "/tmp/rmad-UID.sock\n"
     "                 if it exists, else the system's /run/rmad/rmad.sock)\n"
     "  --help         this text; `rmactl COMMAND --help` for one command\n"
     "Sizes and offsets take K, M, G, T suffixes (powers of 1024).\n"
@@ -90,8 +91,8 @@ const char *const rmactl_cmd_usage[] = {
     "counts a final flush (the data is at the target).\n",
 };
 
-static const char *const rmactl_cmd_names[] = {"status", "expose", "put",
-					       "get", "bench"};
+static const char *const rmactl_cmd_names[] = {"status", "expose", "put", "get",
+					       "bench"};
 
 /* ---- errors ---- */
 
@@ -213,16 +214,11 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } rmactl_commands[] = {
-    {"status", rmactl_status_run},
-    {"expose", rmactl_expose_run},
-    {"put", rmactl_xfer_put},
-    {"get", rmactl_xfer_get},
-    {"peers", rmactl_ops_peers},
-    {"clients", rmactl_ops_clients},
-    {"regions", rmactl_ops_regions},
-    {"ops", rmactl_ops_ops},
-    {"ping", rmactl_ops_ping},
-    {"bench", rmactl_bench_run},
+    {"status", rmactl_status_run},   {"expose", rmactl_expose_run},
+    {"put", rmactl_xfer_put},	     {"get", rmactl_xfer_get},
+    {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
+    {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
+    {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
 };
 
 int

@@ -116,8 +116,8 @@ bench_args(int argc, char **argv, struct bench *b)
 			op = optarg;
 			break;
 		case 's':
-			if (size_parse(optarg, &b->size) < 0 ||
-			    b->size == 0 || b->size > SIZE_MAX)
+			if (size_parse(optarg, &b->size) < 0 || b->size == 0 ||
+			    b->size > SIZE_MAX)
 				return rmactl_usage_error(
 				    RMACTL_BENCH, "bench: bad size \"%s\"",
 				    optarg);

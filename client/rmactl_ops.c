@@ -401,8 +401,8 @@ rmactl_ops_ping(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (size_parse(optarg, &count) < 0 ||
-			    count == 0 || count > RMACTL_OPS_PING_MAX)
+			if (size_parse(optarg, &count) < 0 || count == 0 ||
+			    count > RMACTL_OPS_PING_MAX)
 				return rmactl_ops_usage_error(
 				    "ping", "--count: expected 1 to %d, got %s",
 				    RMACTL_OPS_PING_MAX, optarg);

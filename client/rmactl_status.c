@@ -69,8 +69,8 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	if (s->n_peers > 0)
 		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s  "
 		       "%s\n",
-		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON", "OPS",
-		       "BYTES", "ERRORS", "INFLIGHT", "LAST ERROR");
+		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON",
+		       "OPS", "BYTES", "ERRORS", "INFLIGHT", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +32,14 @@ static struct {
 	pthread_t thread;
 	enum fake_mode mode;
 	pthread_mutex_t lock;
+	pthread_cond_t held_more; /* signalled when nheld grows */
 	uint64_t held[20000];
 	int nheld;
 	int submits;
 	int max_batch;
 	int fail_status; /* wire status of completions */
-} fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} fake = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	  .held_more = PTHREAD_COND_INITIALIZER};
 
 static void
 fake_send_raw(const void *buf, size_t n, const int *fds, int nfds)
@@ -174,6 +177,7 @@ fake_submit(Rma__V1__Submit *s)
 			fake.held[fake.nheld++] = s->ops[i]->op_id;
 		ids[i] = s->ops[i]->op_id;
 	}
+	pthread_cond_broadcast(&fake.held_more);
 	pthread_mutex_unlock(&fake.lock);
 	if (!hold)
 		fake_complete(ids, (int)s->n_ops, fake.fail_status,
@@ -385,13 +389,16 @@ START_TEST(test_batching)
 	ck_assert_int_eq(rma_request_wait(c, first, 50), RMA_ERR_TIMEOUT);
 	ck_assert(!rma_request_is_completed(first));
 	/* the fake has all of them once it has read them */
-	for (int i = 0; i < 500; i++) {
+	{
+		struct timespec deadline;
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += 5;
 		pthread_mutex_lock(&fake.lock);
-		int held = fake.nheld;
+		while (fake.nheld < n &&
+		       pthread_cond_timedwait(&fake.held_more, &fake.lock,
+					      &deadline) == 0)
+			;
 		pthread_mutex_unlock(&fake.lock);
-		if (held == n)
-			break;
-		usleep(10000);
 	}
 	ck_assert_int_eq(fake.nheld, n);
 	ck_assert_int_eq(fake.max_batch, REQUEST_BATCH_MAX);

@@ -213,6 +213,16 @@ target_on_batch(void *arg, const void *header, size_t header_length,
 		if (h.magic != AM_MAGIC || (!put && h.pad != AM_GET) ||
 		    (put && h.length > length - at))
 			break; /* malformed: the initiator's deadline covers it */
+		/* Batches carry small operations only: a big get here would
+		 * make the answer as big as the peer asks. */
+		if (h.length > AM_BATCH_SMALL) {
+			if (!target_reply_add(&reply, h.token,
+					      RMA__V1__STATUS__ERR_PROTOCOL,
+					      NULL, 0))
+				break;
+			at += put ? h.length : 0;
+			continue;
+		}
 		st = target_check(d, &h, &r);
 		if (put) {
 			if (st == RMA__V1__STATUS__OK)

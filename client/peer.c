@@ -62,14 +62,15 @@ peer_numeric_address(const char *address, char *out, size_t out_len)
 	if (getaddrinfo(host, NULL, &hints, &ai) != 0)
 		return -1;
 	if (ai->ai_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
-			  ip, sizeof(ip));
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)ai->ai_addr)->sin_addr, ip,
+			  sizeof(ip));
 	else
 		inet_ntop(AF_INET6,
 			  &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, ip,
 			  sizeof(ip));
-	rc = snprintf(out, out_len, ai->ai_family == AF_INET6 ? "[%s]%s" : "%s%s",
-		      ip, colon);
+	rc = snprintf(out, out_len,
+		      ai->ai_family == AF_INET6 ? "[%s]%s" : "%s%s", ip, colon);
 	freeaddrinfo(ai);
 	return rc > 0 && (size_t)rc < out_len ? 0 : -1;
 }
@@ -160,6 +161,22 @@ peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev)
 	peer->state = ev->state;
 	peer->status = status_from_wire(ev->status);
 	peer_set_string(&peer->detail, ev->detail);
+}
+
+RMA_API rma_status_t
+rma_peer_status(const rma_peer_t *peer)
+{
+	if (peer == NULL)
+		return RMA_ERR_INVALID;
+	if (peer->state == RMA__V1__PEER_STATE__PEER_UP)
+		return RMA_OK;
+	return peer->status != RMA_OK ? peer->status : RMA_ERR_CONNECTION_RESET;
+}
+
+RMA_API const char *
+rma_peer_detail(const rma_peer_t *peer)
+{
+	return peer != NULL && peer->detail != NULL ? peer->detail : "";
 }
 
 RMA_API rma_status_t

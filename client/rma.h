@@ -161,6 +161,17 @@ rma_status_t rma_peer_connect(rma_client_t *client, const char *address,
 			      rma_peer_t **peer_p);
 
 /**
+ * The peer's state as the daemon last reported it (events arrive during
+ * rma_progress() and waits, to clients holding remotes on the peer):
+ * RMA_OK while it is up, else the status it failed with. The daemon
+ * reconnects on its own when operations need the peer again.
+ */
+rma_status_t rma_peer_status(const rma_peer_t *peer);
+
+/** The daemon's detail for the peer's last failure ("" if none). */
+const char *rma_peer_detail(const rma_peer_t *peer);
+
+/**
  * Resolve a descriptor with its owning daemon through @p peer. Only the
  * owner's answer is trusted for bounds.
  * @return RMA_OK, RMA_ERR_BAD_DESCRIPTOR, RMA_ERR_STALE_DESCRIPTOR,

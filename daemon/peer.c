@@ -18,6 +18,7 @@
 
 static void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
 static void peer_forget_resolved(struct peer *p);
+static void peer_notify(struct peer *p);
 static void peer_refresh_resolved(struct peer *p);
 
 const char *
@@ -164,6 +165,8 @@ peer_set_up(struct peer *p)
 	p->backoff = 0;
 	log_info("peer_set_up: peer %u %s is daemon %s%s", p->id, p->address,
 		 p->remote_id_hex, p->self ? " (this daemon)" : "");
+	if (!p->inbound)
+		peer_notify(p);
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
 		peer_reply_connect(p, w, RMA__V1__STATUS__OK);
@@ -692,8 +695,10 @@ peer_all_closed(struct daemon *d)
 	return d->closing_eps == 0;
 }
 
+/* Clients holding remotes on the peer hear when it goes down or comes
+ * back. */
 static void
-peer_notify_down(struct peer *p)
+peer_notify(struct peer *p)
 {
 	Rma__V1__PeerEvent pe = RMA__V1__PEER_EVENT__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
@@ -701,7 +706,8 @@ peer_notify_down(struct peer *p)
 
 	pe.peer_id = p->id;
 	pe.address = p->address;
-	pe.state = RMA__V1__PEER_STATE__PEER_DOWN;
+	pe.state = p->state == PEER_UP ? RMA__V1__PEER_STATE__PEER_UP
+				       : RMA__V1__PEER_STATE__PEER_DOWN;
 	pe.status = p->last_status;
 	pe.detail = p->last_error;
 	event.body_case = RMA__V1__EVENT__BODY_PEER;
@@ -766,7 +772,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 		/* Past a deadline it is our own close that cancels the rest. */
 		op_peer_failed(p,
 			       st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
-		peer_notify_down(p);
+		peer_notify(p);
 	}
 	/* Closing inside a UCX callback is not allowed: the tick does it. */
 	p->ep_failed = true;
@@ -909,7 +915,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	if (p == NULL) {
 		size_t n = 0;
 		TAILQ_FOREACH(p, &d->peers, link)
-			n += !p->inbound;
+		n += !p->inbound;
 		if (n >= PEER_MAX) {
 			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
 					"this daemon already knows %zu peers",

@@ -37,6 +37,7 @@ setup(void)
 	ck_assert_int_eq(rma_region_alloc(ca, REGION_SIZE, &ra), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(cb, REGION_SIZE, &rb), RMA_OK);
 	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer_a), RMA_OK);
+	ck_assert_int_eq(rma_peer_status(peer_a), RMA_OK);
 	ck_assert_int_eq(
 	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &remote_a),
 	    RMA_OK);
@@ -373,6 +374,9 @@ START_TEST(test_peer_killed)
 	ck_assert_double_lt(harness_now() - t0, 10.0);
 	/* Some may have finished before the kill; none is lost. */
 	ck_assert_int_lt(cnt.ok, N);
+	/* The client heard that the peer went down, and why. */
+	ck_assert_int_ne(rma_peer_status(peer_a), RMA_OK);
+	ck_assert_uint_gt(strlen(rma_peer_detail(peer_a)), 0);
 	/* New operations fail at once with the peer's error... */
 	ck_assert_int_ne(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
 			 RMA_OK);

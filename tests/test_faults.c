@@ -556,6 +556,9 @@ START_TEST(test_peer_frozen_then_continued)
 		      "second client: no put succeeded within 10 s: %s (%s)",
 		      rma_strerror(st), rma_last_error(cb2));
 	ck_assert_double_lt(worst, 1.5);
+	/* The reconnect was announced: the peer is up again for the client. */
+	ck_assert_int_eq(rma_progress(cb), RMA_OK);
+	ck_assert_int_eq(rma_peer_status(pa), RMA_OK);
 	ck_assert_int_eq(
 	    memcmp((uint8_t *)rma_region_ptr(ra) + 100, rma_region_ptr(rb), SZ),
 	    0);
@@ -1434,7 +1437,8 @@ add(Suite *s, const char *name, const TTest *test)
 
 #define ADD(s, t) add(s, #t, t)
 
-/* ---- connects to nowhere leave nothing behind ----------------------------- */
+/* ---- connects to nowhere leave nothing behind -----------------------------
+ */
 
 START_TEST(test_failed_connects_not_kept)
 {
@@ -1449,7 +1453,8 @@ START_TEST(test_failed_connects_not_kept)
 	ck_assert_int_eq(rma_connect(db.socket, &c), RMA_OK);
 	for (int i = 0; i < N; i++) {
 		char addr[32];
-		snprintf(addr, sizeof(addr), "127.0.0.1:%u", harness_free_port());
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u",
+			 harness_free_port());
 		ck_assert_int_ne(rma_peer_connect(c, addr, &p), RMA_OK);
 	}
 	/* The failed endpoints are closed on the daemon's next turn. */

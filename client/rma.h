@@ -39,35 +39,37 @@ extern "C" {
 /** Status codes: the negated wire Status of rma.proto, 1:1. */
 typedef enum rma_status {
 	RMA_OK = 0,
-	RMA_ERR_INVALID = -1,           /**< bad argument or request */
-	RMA_ERR_PROTOCOL = -2,          /**< daemon and library disagree on framing */
-	RMA_ERR_VERSION = -3,           /**< protocol version mismatch */
-	RMA_ERR_UNKNOWN_REQUEST = -4,   /**< the daemon does not know the request */
-	RMA_ERR_NO_MEMORY = -5,         /**< out of memory (here or in the daemon) */
-	RMA_ERR_NO_REGION = -6,         /**< region unknown, freed or not yours */
-	RMA_ERR_OUT_OF_BOUNDS = -7,     /**< offset + length outside a region */
-	RMA_ERR_BAD_DESCRIPTOR = -8,    /**< descriptor corrupt or malformed */
-	RMA_ERR_STALE_DESCRIPTOR = -9,  /**< region freed or owner restarted */
-	RMA_ERR_NO_PEER = -10,          /**< unknown peer or remote */
-	RMA_ERR_UNREACHABLE = -11,      /**< peer cannot be reached */
-	RMA_ERR_REJECTED = -12,         /**< peer refused the connection */
+	RMA_ERR_INVALID = -1,  /**< bad argument or request */
+	RMA_ERR_PROTOCOL = -2, /**< daemon and library disagree on framing */
+	RMA_ERR_VERSION = -3,  /**< protocol version mismatch */
+	RMA_ERR_UNKNOWN_REQUEST =
+	    -4,			/**< the daemon does not know the request */
+	RMA_ERR_NO_MEMORY = -5, /**< out of memory (here or in the daemon) */
+	RMA_ERR_NO_REGION = -6, /**< region unknown, freed or not yours */
+	RMA_ERR_OUT_OF_BOUNDS = -7,	/**< offset + length outside a region */
+	RMA_ERR_BAD_DESCRIPTOR = -8,	/**< descriptor corrupt or malformed */
+	RMA_ERR_STALE_DESCRIPTOR = -9,	/**< region freed or owner restarted */
+	RMA_ERR_NO_PEER = -10,		/**< unknown peer or remote */
+	RMA_ERR_UNREACHABLE = -11,	/**< peer cannot be reached */
+	RMA_ERR_REJECTED = -12,		/**< peer refused the connection */
 	RMA_ERR_CONNECTION_RESET = -13, /**< peer failed while in use */
-	RMA_ERR_TIMEOUT = -14,          /**< deadline passed */
-	RMA_ERR_CANCELED = -15,         /**< operation canceled */
-	RMA_ERR_NOT_RMAD = -16,         /**< address answered but is not an rmad */
-	RMA_ERR_SHUTDOWN = -17,         /**< the daemon is shutting down */
-	RMA_ERR_LIMIT = -18,            /**< a per-client limit was reached */
-	RMA_ERR_PERMISSION = -19,       /**< not allowed */
-	RMA_ERR_TRANSPORT = -20,        /**< other transport (UCX) error */
-	RMA_ERR_DAEMON_GONE = -21,      /**< the connection to the daemon is closed */
-	RMA_ERR_INTERNAL = -22,         /**< a bug: please report */
-	RMA_INPROGRESS = 1              /**< request not completed yet (not an error) */
+	RMA_ERR_TIMEOUT = -14,		/**< deadline passed */
+	RMA_ERR_CANCELED = -15,		/**< operation canceled */
+	RMA_ERR_NOT_RMAD = -16,	  /**< address answered but is not an rmad */
+	RMA_ERR_SHUTDOWN = -17,	  /**< the daemon is shutting down */
+	RMA_ERR_LIMIT = -18,	  /**< a per-client limit was reached */
+	RMA_ERR_PERMISSION = -19, /**< not allowed */
+	RMA_ERR_TRANSPORT = -20,  /**< other transport (UCX) error */
+	RMA_ERR_DAEMON_GONE =
+	    -21,		/**< the connection to the daemon is closed */
+	RMA_ERR_INTERNAL = -22, /**< a bug: please report */
+	RMA_INPROGRESS = 1	/**< request not completed yet (not an error) */
 } rma_status_t;
 
-typedef struct rma_client rma_client_t;   /**< a connection to rmad */
-typedef struct rma_region rma_region_t;   /**< memory shared with rmad */
-typedef struct rma_peer rma_peer_t;       /**< another host's rmad */
-typedef struct rma_remote rma_remote_t;   /**< a resolved remote region */
+typedef struct rma_client rma_client_t;	  /**< a connection to rmad */
+typedef struct rma_region rma_region_t;	  /**< memory shared with rmad */
+typedef struct rma_peer rma_peer_t;	  /**< another host's rmad */
+typedef struct rma_remote rma_remote_t;	  /**< a resolved remote region */
 typedef struct rma_request rma_request_t; /**< one put, get or flush */
 
 /**
@@ -138,7 +140,8 @@ void *rma_region_ptr(const rma_region_t *region);
 /** Length of the region, as asked of rma_region_alloc(). */
 size_t rma_region_length(const rma_region_t *region);
 
-/** The printable descriptor to hand to other hosts (NUL-terminated, owned by the region). */
+/** The printable descriptor to hand to other hosts (NUL-terminated, owned by
+ * the region). */
 const char *rma_region_descriptor(const rma_region_t *region);
 
 /**

@@ -148,8 +148,8 @@ static bool
 target_reply_add(struct target_reply *r, uint64_t token, wire_status_t st,
 		 const void *data, uint64_t n)
 {
-	struct am_rma_answer a = {.magic = AM_MAGIC, .status = st,
-				  .token = token};
+	struct am_rma_answer a = {
+	    .magic = AM_MAGIC, .status = st, .token = token};
 	size_t need = sizeof(a) + sizeof(n) + n;
 
 	if (r->cap - r->len < need) {
@@ -179,19 +179,19 @@ target_reply_sent(void *request, ucs_status_t status, void *user_data)
 }
 
 ucs_status_t
-target_on_batch(void *arg, const void *header, size_t header_length,
-		void *data, size_t length, const ucp_am_recv_param_t *param)
+target_on_batch(void *arg, const void *header, size_t header_length, void *data,
+		size_t length, const ucp_am_recv_param_t *param)
 {
 	struct daemon *d = arg;
 	struct target_reply reply = {0};
 	const uint8_t *p = data;
 	size_t at = 0;
 	ucp_request_param_t rp = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
-		.cb.send = target_reply_sent,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+	    .cb.send = target_reply_sent,
 	};
 	ucs_status_ptr_t sp;
 
@@ -212,7 +212,8 @@ target_on_batch(void *arg, const void *header, size_t header_length,
 		put = h.pad == AM_PUT;
 		if (h.magic != AM_MAGIC || (!put && h.pad != AM_GET) ||
 		    (put && h.length > length - at))
-			break; /* malformed: the initiator's deadline covers it */
+			break; /* malformed: the initiator's deadline covers it
+				*/
 		/* Batches carry small operations only: a big get here would
 		 * make the answer as big as the peer asks. */
 		if (h.length > AM_BATCH_SMALL) {
@@ -233,13 +234,12 @@ target_on_batch(void *arg, const void *header, size_t header_length,
 		} else {
 			d->counters.target_gets++;
 		}
-		if (!target_reply_add(&reply, h.token, st,
-				      !put && st == RMA__V1__STATUS__OK
-					      ? (char *)r->addr + h.offset
-					      : NULL,
-				      !put && st == RMA__V1__STATUS__OK
-					      ? h.length
-					      : 0))
+		if (!target_reply_add(
+			&reply, h.token, st,
+			!put && st == RMA__V1__STATUS__OK
+			    ? (char *)r->addr + h.offset
+			    : NULL,
+			!put && st == RMA__V1__STATUS__OK ? h.length : 0))
 			break;
 	}
 	if (reply.len == 0) {

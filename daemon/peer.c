@@ -187,7 +187,11 @@ peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
 		return UCS_OK;
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
-		if (p->state == PEER_CONNECTING && p->hello_token == in.token)
+		/* Tokens are guessable: the answer must also come over the
+		 * endpoint the question went out on, or any peer could name
+		 * another's identity. */
+		if (p->state == PEER_CONNECTING && p->hello_token == in.token &&
+		    p->ep == param->reply_ep)
 			break;
 	}
 	if (p == NULL)
@@ -443,6 +447,8 @@ peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
 		return UCS_OK;
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
+		if (p->ep != param->reply_ep)
+			continue; /* only the asked peer answers */
 		TAILQ_FOREACH(w, &p->resolve_waiters, link)
 		{
 			if (w->token == in.token)
@@ -530,7 +536,9 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
 		struct resolved *res;
-		if (p->inbound ||
+		/* Only the owner, over its own connection, frees its
+		 * regions. */
+		if (p->inbound || p->ep != param->reply_ep ||
 		    memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
 			continue;
 		res = peer_find_resolved(p, in.region_id, in.generation);

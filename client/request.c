@@ -12,6 +12,10 @@
 #define REQUEST_FREE_MAX 4096
 /* Room in a frame besides the ops: Request id, Submit and ops headers. */
 #define REQUEST_FRAME_SLACK 64
+/* An Op inside Submit at its largest: tag and length prefix (1 + 1), then
+ * seven 64-bit varints (11 bytes each with their tag) and two 32-bit ones
+ * (6 each). */
+#define REQUEST_OP_PACKED_MAX (2 + 7 * 11 + 2 * 6)
 
 static struct rma_request *
 request_alloc(rma_client_t *c)
@@ -169,8 +173,8 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	c->slots[slot] = req;
 	c->in_flight++;
 
-	/* tag and length prefix of the op inside Submit */
-	size = rma__v1__op__get_packed_size(op) + 1 + 3;
+	/* No size computation per op: an Op packs to at most this. */
+	size = REQUEST_OP_PACKED_MAX;
 	if (c->pending_n > 0 &&
 	    c->pending_bytes + size + REQUEST_FRAME_SLACK > c->max_frame)
 		request_flush(c);
@@ -275,26 +279,28 @@ request_cleanup(rma_client_t *c)
 
 /* ---- public ---- */
 
-RMA_API rma_status_t
-rma_put(rma_client_t *client, rma_region_t *region, uint64_t offset,
-	rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
-	unsigned flags, rma_callback_t cb, void *user_data,
-	rma_request_t **req_p)
+/* put and get: checked here, numbered and sent by request_submit */
+static rma_status_t
+request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
+	    uint64_t offset, rma_remote_t *remote, uint64_t remote_offset,
+	    uint64_t length, unsigned flags, rma_callback_t cb, void *user_data,
+	    rma_request_t **req_p)
 {
+	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
 	Rma__V1__Op op = RMA__V1__OP__INIT;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
 	if (region == NULL || remote == NULL)
 		return client_error(client, RMA_ERR_INVALID,
-				    "put needs a region and a remote");
+				    "%s needs a region and a remote", name);
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
-				    "unknown put flags 0x%x", flags);
-	op.kind = RMA__V1__OP_KIND__PUT;
+				    "unknown %s flags 0x%x", name, flags);
+	op.kind = kind;
 	op.region_id = region->region_id;
 	op.offset = offset;
 	op.remote_id = remote->remote_id;
@@ -305,27 +311,24 @@ rma_put(rma_client_t *client, rma_region_t *region, uint64_t offset,
 }
 
 RMA_API rma_status_t
+rma_put(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	unsigned flags, rma_callback_t cb, void *user_data,
+	rma_request_t **req_p)
+{
+	return request_rma(client, RMA__V1__OP_KIND__PUT, region, offset,
+			   remote, remote_offset, length, flags, cb, user_data,
+			   req_p);
+}
+
+RMA_API rma_status_t
 rma_get(rma_client_t *client, rma_region_t *region, uint64_t offset,
 	rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
 	rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
-	Rma__V1__Op op = RMA__V1__OP__INIT;
-
-	if (client == NULL)
-		return RMA_ERR_INVALID;
-	if (region == NULL || remote == NULL)
-		return client_error(client, RMA_ERR_INVALID,
-				    "get needs a region and a remote");
-	if (region->client != client || remote->client != client)
-		return client_error(client, RMA_ERR_INVALID,
-				    "region or remote of another client");
-	op.kind = RMA__V1__OP_KIND__GET;
-	op.region_id = region->region_id;
-	op.offset = offset;
-	op.remote_id = remote->remote_id;
-	op.remote_offset = remote_offset;
-	op.length = length;
-	return request_submit(client, &op, cb, user_data, req_p);
+	return request_rma(client, RMA__V1__OP_KIND__GET, region, offset,
+			   remote, remote_offset, length, 0, cb, user_data,
+			   req_p);
 }
 
 RMA_API rma_status_t

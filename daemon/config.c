@@ -240,26 +240,48 @@ config_add_cidr(const char *item, void *arg)
 	return config_parse_cidr(item, &cfg->peer_allow[cfg->n_peer_allow++]);
 }
 
+/* A user or group by name or number; (uid_t)-1 is never valid, and a
+ * number that does not fit is an error, not a wrap to some other id. */
+static int
+config_parse_id(const char *item, bool group, unsigned *id_p)
+{
+	struct passwd *pw;
+	struct group *gr;
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(item, &end, 10);
+	if (end != item && *end == '\0') {
+		if (errno != 0 || item[0] == '-' || v >= UINT32_MAX)
+			return -1;
+		*id_p = (unsigned)v;
+		return 0;
+	}
+	if (group) {
+		gr = getgrnam(item);
+		if (gr == NULL)
+			return -1;
+		*id_p = gr->gr_gid;
+	} else {
+		pw = getpwnam(item);
+		if (pw == NULL)
+			return -1;
+		*id_p = pw->pw_uid;
+	}
+	return 0;
+}
+
 static int
 config_add_user(const char *item, void *arg)
 {
 	struct config *cfg = arg;
-	struct passwd *pw;
-	char *end;
-	unsigned long v;
+	unsigned id;
 
-	if (cfg->n_allow_uids == CONFIG_LIST_MAX)
+	if (cfg->n_allow_uids == CONFIG_LIST_MAX ||
+	    config_parse_id(item, false, &id) < 0)
 		return -1;
-	errno = 0;
-	v = strtoul(item, &end, 10);
-	if (errno == 0 && *end == '\0' && end != item) {
-		cfg->allow_uids[cfg->n_allow_uids++] = (uid_t)v;
-		return 0;
-	}
-	pw = getpwnam(item);
-	if (pw == NULL)
-		return -1;
-	cfg->allow_uids[cfg->n_allow_uids++] = pw->pw_uid;
+	cfg->allow_uids[cfg->n_allow_uids++] = (uid_t)id;
 	return 0;
 }
 
@@ -267,22 +289,12 @@ static int
 config_add_group(const char *item, void *arg)
 {
 	struct config *cfg = arg;
-	struct group *gr;
-	char *end;
-	unsigned long v;
+	unsigned id;
 
-	if (cfg->n_allow_gids == CONFIG_LIST_MAX)
+	if (cfg->n_allow_gids == CONFIG_LIST_MAX ||
+	    config_parse_id(item, true, &id) < 0)
 		return -1;
-	errno = 0;
-	v = strtoul(item, &end, 10);
-	if (errno == 0 && *end == '\0' && end != item) {
-		cfg->allow_gids[cfg->n_allow_gids++] = (gid_t)v;
-		return 0;
-	}
-	gr = getgrnam(item);
-	if (gr == NULL)
-		return -1;
-	cfg->allow_gids[cfg->n_allow_gids++] = gr->gr_gid;
+	cfg->allow_gids[cfg->n_allow_gids++] = (gid_t)id;
 	return 0;
 }
 

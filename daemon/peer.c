@@ -304,6 +304,14 @@ peer_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 				(unsigned long long)res->length);
 		return;
 	}
+	/* Imports cost the daemon memory: as many as regions may be held. */
+	if (c->remotes.count >= c->d->cfg.max_regions) {
+		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
+				"client already holds %zu remotes (max_regions "
+				"%u); release some",
+				c->remotes.count, c->d->cfg.max_regions);
+		return;
+	}
 	rem = calloc(1, sizeof(*rem));
 	if (rem == NULL) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,

@@ -115,6 +115,29 @@ START_TEST(test_region_limits)
 	rma_disconnect(other);
 	ck_assert_int_eq(rma_region_free(c, r2), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(c, 4096, &r2), RMA_OK);
+	/* Imports are bounded by the same limit. */
+	{
+		rma_peer_t *self;
+		rma_remote_t *rem[3];
+		ck_assert_int_eq(rma_peer_connect(c, dp.listen, &self), RMA_OK);
+		ck_assert_int_eq(rma_remote_import(c, self,
+						   rma_region_descriptor(r1),
+						   &rem[0]),
+				 RMA_OK);
+		ck_assert_int_eq(rma_remote_import(c, self,
+						   rma_region_descriptor(r2),
+						   &rem[1]),
+				 RMA_OK);
+		ck_assert_int_eq(rma_remote_import(c, self,
+						   rma_region_descriptor(r1),
+						   &rem[2]),
+				 RMA_ERR_LIMIT);
+		rma_remote_release(c, rem[0]);
+		ck_assert_int_eq(rma_remote_import(c, self,
+						   rma_region_descriptor(r1),
+						   &rem[2]),
+				 RMA_OK);
+	}
 	rma_disconnect(c);
 	stop();
 }
@@ -223,8 +246,8 @@ START_TEST(test_connection_churn)
 	for (int i = 0; i < N; i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)),
-				 0);
+		ck_assert_int_eq(
+		    connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 		if (i % 3 == 1)
 			ck_assert_int_eq(write(fd, partial, sizeof(partial)),
 					 (ssize_t)sizeof(partial));

@@ -253,6 +253,20 @@ assert_alive(struct daemon_proc *d, double seconds, const char *what)
 		     WEXITSTATUS(status), what);
 }
 
+/* The usual setup: daemons A and B, a client with a region on each, and
+ * B's client holding a remote on A's region. */
+static void
+two_daemons(const char *const *flags_a, const char *const *flags_b,
+	    rma_client_t **ca, rma_region_t **ra, rma_client_t **cb,
+	    rma_region_t **rb, rma_peer_t **pa, rma_remote_t **rema)
+{
+	harness_daemon_start(&da, flags_a);
+	harness_daemon_start(&db, flags_b);
+	client_with_region(&da, ca, ra);
+	client_with_region(&db, cb, rb);
+	import_from(*cb, &da, *ra, pa, rema);
+}
+
 /* ---- 1. a peer killed with thousands of operations in flight ------------ */
 
 START_TEST(test_peer_killed_in_flight)
@@ -389,11 +403,7 @@ START_TEST(test_initiator_killed_in_flight)
 	struct inbound_count inbound = {0};
 	double t0;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, NULL);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(NULL, NULL, &ca, &ra, &cb, &rb, &pa, &rema);
 	put_and_check(cb, rb, rema, ra, 0, SZ, 1);
 	/* A busy target (here: a stopped one) has the puts of the
 	 * initiator waiting in its socket buffers when the initiator dies. */
@@ -668,11 +678,7 @@ START_TEST(test_peer_restarted)
 	rma_status_t st = RMA_OK;
 	double t0, deadline;
 
-	harness_daemon_start(&da, flags);
-	harness_daemon_start(&db, flags);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(flags, flags, &ca, &ra, &cb, &rb, &pa, &rema);
 	put_and_check(cb, rb, rema, ra, 0, 4096, 1);
 	snprintf(old_desc, sizeof(old_desc), "%s", rma_region_descriptor(ra));
 
@@ -811,12 +817,8 @@ START_TEST(test_client_killed_mid_transfer)
 	char x;
 	double t0;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, NULL);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
 	/* The endpoint to A exists before the baseline is taken. */
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(NULL, NULL, &ca, &ra, &cb, &rb, &pa, &rema);
 	put_and_check(cb, rb, rema, ra, 0, 65536, 1);
 	b.c = cb;
 	b.pid = db.pid;
@@ -887,11 +889,7 @@ START_TEST(test_client_killed_on_frozen_peer)
 	pid_t child;
 	char x;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, flags_b);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(NULL, flags_b, &ca, &ra, &cb, &rb, &pa, &rema);
 	put_and_check(cb, rb, rema, ra, 0, 65536, 1);
 	b.c = cb;
 	b.pid = db.pid;
@@ -986,11 +984,7 @@ START_TEST(test_owner_killed_mid_transfer)
 	pid_t child;
 	double t0, deadline;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, NULL);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(NULL, NULL, &ca, &ra, &cb, &rb, &pa, &rema);
 	/* The lanes a transfer opens exist before the baseline is taken. */
 	put_and_check(cb, rb, rema, ra, 0, SZ, 4);
 	b.c = ca;
@@ -1085,11 +1079,7 @@ START_TEST(test_client_not_reading)
 	uint64_t frames = 0;
 	int fd;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, flags_b);
-	client_with_region(&da, &ca, &ra);
-	client_with_region(&db, &cb, &rb);
-	import_from(cb, &da, ra, &pa, &rema);
+	two_daemons(NULL, flags_b, &ca, &ra, &cb, &rb, &pa, &rema);
 	put_and_check(cb, rb, rema, ra, 0, 4096, 1);
 	rss0 = rss_max = harness_rss_kib(db.pid);
 	ck_assert_int_gt(rss0, 0);

@@ -86,6 +86,8 @@ static const struct config_option config_options[] = {
 	"registered bytes per client"),
     OPT("max_in_flight", CT_COUNT, max_in_flight,
 	"operations in flight per client"),
+    OPT("workers", CT_COUNT, workers,
+	"worker threads, each with its own loop, UCX worker and clients"),
     OPT("metrics_listen", CT_STRING, metrics_listen,
 	"HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
     {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
@@ -113,6 +115,7 @@ config_defaults(struct config *cfg)
 	cfg->max_region_bytes = (uint64_t)64 << 30;
 	cfg->max_in_flight = 65536;
 	cfg->ready_fd = -1;
+	cfg->workers = 1;
 }
 
 static int
@@ -384,6 +387,11 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 						? " of bytes (K, M, G suffixes)"
 						: "",
 					    value);
+		if (o->offset == offsetof(struct config, workers) &&
+		    bytes > CONFIG_WORKERS_MAX)
+			return config_error(err, err_len,
+					    "%s: at most %d, got '%s'", o->name,
+					    CONFIG_WORKERS_MAX, value);
 		if (o->size == sizeof(uint32_t)) {
 			uint32_t v32 = (uint32_t)bytes;
 			if (bytes > UINT32_MAX)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -783,7 +784,7 @@ conn_create(struct daemon *d, int fd)
 		return;
 	}
 	c->d = d;
-	c->id = d->next_conn_id++;
+	c->id = world_next_id(&d->world->next_conn_id);
 	c->fd = fd;
 	c->refs = 1;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
@@ -825,6 +826,25 @@ conn_create(struct daemon *d, int fd)
 /* ---- the listening socket ------------------------------------------------ */
 
 static void
+conn_on_handed_over(struct daemon *d, void *arg)
+{
+	conn_create(d, (int)(intptr_t)arg);
+}
+
+/* New clients go to the workers in turn. */
+static void
+conn_assign(struct daemon *d, int fd)
+{
+	struct world *w = d->world;
+	struct daemon *to = w->workers[w->next_accept++ % w->n];
+
+	if (to == d)
+		conn_create(d, fd);
+	else if (world_post(to, conn_on_handed_over, (void *)(intptr_t)fd) < 0)
+		conn_create(d, fd);
+}
+
+static void
 conn_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -842,7 +862,7 @@ conn_on_accept(evutil_socket_t lfd, short what, void *arg)
 					 strerror(errno));
 			return;
 		}
-		conn_create(d, fd);
+		conn_assign(d, fd);
 	}
 }
 

@@ -1,5 +1,7 @@
-/* The daemon context: set up and torn down in one place, so main() and
- * the protocol tests build it the same way. */
+/* The daemon: a world of workers, set up and torn down in one place, so
+ * main() and the protocol tests build it the same way. The caller's
+ * struct daemon is worker 0; further workers run on threads of their own
+ * (world.c). */
 #include "daemon.h"
 
 #include <errno.h>
@@ -7,55 +9,51 @@
 #include <string.h>
 #include <sys/random.h>
 
-int
-daemon_start(struct daemon *d, const struct config *cfg)
+/* One worker's loop, UCX worker and handlers. */
+static int
+daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
+		    const struct daemon *first)
 {
-	memset(d, 0, sizeof(*d));
-	d->cfg = *cfg;
-	/* A fresh identity per start: descriptors of a previous run are
-	 * recognised as stale, never written through. */
-	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
-		log_error("daemon_start: getrandom: %s", strerror(errno));
-		return -1;
+	d->world = w;
+	d->index = index;
+	d->ucp = w->ucp;
+	if (first != NULL) {
+		d->cfg = first->cfg;
+		memcpy(d->id, first->id, sizeof(d->id));
+		memcpy(d->id_hex, first->id_hex, sizeof(d->id_hex));
+		memcpy(d->ucx_version, first->ucx_version,
+		       sizeof(d->ucx_version));
+		d->started = first->started;
 	}
-	descriptor_hex(d->id, sizeof(d->id), d->id_hex);
-	d->started = daemon_now();
 	d->listen_fd = -1;
-	d->next_conn_id = 1;
-	d->next_region_id = 1;
-	d->next_generation = 1;
-	d->next_peer_id = 1;
+	d->mail_fd = -1;
 	d->next_token = 1;
 	TAILQ_INIT(&d->conns);
 	TAILQ_INIT(&d->dirty_conns);
 	TAILQ_INIT(&d->peers);
 	TAILQ_INIT(&d->quarantine);
-	idmap_init(&d->regions);
 	idmap_init(&d->ops_by_token);
 	d->base = event_base_new();
 	if (d->base == NULL) {
 		log_error("daemon_start: event_base_new failed");
 		return -1;
 	}
-	if (worker_start(d) < 0)
-		goto err_base;
+	if (world_mailbox_open(d) < 0 || worker_start(d) < 0)
+		return -1;
 	if (peer_system_start(d) < 0)
-		goto err_worker;
+		return -1;
+	if (first != NULL)
+		d->listen_sa = first->listen_sa;
 	return 0;
-
-err_worker:
-	peer_system_stop(d);
-	worker_stop(d);
-err_base:
-	event_base_free(d->base);
-	d->base = NULL;
-	return -1;
 }
 
-void
-daemon_stop(struct daemon *d)
+/* Whatever is still in flight on this worker fails now. */
+static void
+daemon_worker_stop(struct daemon *d)
 {
-	/* Whatever is still in flight fails now. */
+	if (d->base == NULL)
+		return;
+	world_mailbox_close(d);
 	conn_server_stop(d);
 	peer_system_stop(d);
 	conn_flush_dirty(d);
@@ -67,8 +65,124 @@ daemon_stop(struct daemon *d)
 	free(d->decode_arena);
 	d->decode_arena = NULL;
 	worker_stop(d);
-	idmap_cleanup(&d->regions);
 	idmap_cleanup(&d->ops_by_token);
 	event_base_free(d->base);
 	d->base = NULL;
+}
+
+int
+daemon_start(struct daemon *d, const struct config *cfg)
+{
+	struct world *w;
+	uint32_t n = cfg->workers > 0 ? cfg->workers : 1;
+
+	memset(d, 0, sizeof(*d));
+	d->cfg = *cfg;
+	d->cfg.workers = n;
+	/* A fresh identity per start: descriptors of a previous run are
+	 * recognised as stale, never written through. */
+	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
+		log_error("daemon_start: getrandom: %s", strerror(errno));
+		return -1;
+	}
+	descriptor_hex(d->id, sizeof(d->id), d->id_hex);
+	d->started = daemon_now();
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -1;
+	d->world = w;
+	w->n = n;
+	w->workers = calloc(n, sizeof(*w->workers));
+	if (w->workers == NULL)
+		goto err;
+	w->workers[0] = d;
+	for (uint32_t i = 1; i < n; i++) {
+		w->workers[i] = calloc(1, sizeof(struct daemon));
+		if (w->workers[i] == NULL)
+			goto err;
+	}
+	w->next_region_id = 1;
+	w->next_conn_id = 1;
+	w->next_peer_id = 1;
+	idmap_init(&w->regions);
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->parked_cv, NULL);
+	pthread_cond_init(&w->resume_cv, NULL);
+	if (worker_context_create(d, &w->ucp) < 0)
+		goto err;
+	/* Worker 0 first: it listens, and the rest learn the address. */
+	for (uint32_t i = 0; i < n; i++) {
+		if (daemon_worker_start(w->workers[i], w, i,
+					i == 0 ? NULL : d) < 0)
+			goto err;
+	}
+	if (world_start_threads(w) < 0)
+		goto err;
+	return 0;
+
+err:
+	daemon_stop(d);
+	return -1;
+}
+
+void
+daemon_stop(struct daemon *d)
+{
+	struct world *w = d->world;
+
+	if (w == NULL)
+		return;
+	/* Draining workers leave their loops on their own deadline. */
+	world_join_threads(d, !d->shutting_down);
+	for (uint32_t i = 1; i < w->n && w->workers; i++) {
+		if (w->workers[i] != NULL)
+			daemon_worker_stop(w->workers[i]);
+	}
+	daemon_worker_stop(d);
+	for (uint32_t i = 1; i < w->n && w->workers; i++)
+		free(w->workers[i]);
+	if (w->ucp)
+		ucp_cleanup(w->ucp);
+	idmap_cleanup(&w->regions);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->parked_cv);
+	pthread_cond_destroy(&w->resume_cv);
+	free(w->workers);
+	free(w);
+	d->world = NULL;
+}
+
+static void
+daemon_finish_shutdown(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	log_warn("daemon_finish_shutdown: %llu operations still in flight "
+		 "after %.1f s, failing them",
+		 (unsigned long long)d->ops_in_flight, d->cfg.shutdown_timeout);
+	event_base_loopbreak(d->base);
+}
+
+void
+daemon_begin_shutdown(struct daemon *d)
+{
+	Rma__V1__Shutdown shutdown = RMA__V1__SHUTDOWN__INIT;
+	Rma__V1__Event event = RMA__V1__EVENT__INIT;
+	double t = d->cfg.shutdown_timeout;
+	struct timeval tv = {(time_t)t,
+			     (suseconds_t)((t - (double)(time_t)t) * 1e6)};
+	struct conn *c;
+
+	if (d->shutting_down)
+		return;
+	d->shutting_down = true;
+	conn_server_stop(d);
+	shutdown.detail = "rmad is shutting down";
+	event.body_case = RMA__V1__EVENT__BODY_SHUTDOWN;
+	event.shutdown = &shutdown;
+	TAILQ_FOREACH(c, &d->conns, link)
+	conn_send_event(c, &event);
+	event_base_once(d->base, -1, EV_TIMEOUT, daemon_finish_shutdown, d,
+			&tv);
+	worker_kick(d);
 }

@@ -5,6 +5,7 @@
 #ifndef RMAD_DAEMON_H
 #define RMAD_DAEMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ typedef Rma__V1__Status wire_status_t;
 /* ---- config.c ---------------------------------------------------------- */
 
 #define CONFIG_LIST_MAX 32
+#define CONFIG_WORKERS_MAX 64
 
 struct cidr {
 	int family; /* AF_INET or AF_INET6 */
@@ -63,6 +65,7 @@ struct config {
 	bool polling;		   /* progress mode: busy-poll the worker */
 	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
 	int ready_fd;		   /* written and closed once serving, -1 */
+	uint32_t workers;	   /* worker threads, the main one included */
 	char metrics_listen[96];   /* HOST:PORT for /metrics, "" = off */
 };
 
@@ -176,8 +179,10 @@ wire_status_t region_create(struct daemon *d, struct conn *owner,
 struct region *region_lookup(struct daemon *d, uint64_t id);
 /* Drops the owner's claim; memory goes once in-flight operations are done. */
 void region_free(struct region *r);
+/* Atomic: a target answer on worker 0 may hold another worker's region.
+ * The last reference releases it on the calling worker, self. */
 void region_ref(struct region *r);
-void region_unref(struct region *r);
+void region_unref(struct daemon *self, struct region *r);
 void region_quarantine_drain_all(struct daemon *d);
 
 /* ---- peer.c: other daemons ------------------------------------------------
@@ -340,6 +345,9 @@ wire_status_t op_status_from_ucs(ucs_status_t st);
 /* ---- worker.c: UCX context, worker, listener, progress ----------------------
  */
 
+/* The UCX context every worker shares; fills d->ucx_version and settles
+ * d->cfg.transports. */
+int worker_context_create(struct daemon *d, ucp_context_h *ucp_p);
 int worker_start(struct daemon *d);
 void worker_stop(struct daemon *d);
 /* Ask for a progress pass and output flush before the loop sleeps. */
@@ -351,6 +359,43 @@ void worker_drain(struct daemon *d, double seconds);
  * ---------------------------------------------------------------- */
 
 void status_handle(struct conn *c, uint64_t req_id);
+
+/* ---- world.c: worker threads and what they share ------------------------
+ */
+
+/* Shared by every worker. The region table and next_region_id change
+ * only while the world is stopped (world_stop); the id counters are
+ * atomic. Everything else in a struct daemon is its own thread's. */
+struct world {
+	uint32_t n;		 /* workers, the main thread's included */
+	struct daemon **workers; /* [0] is the main thread's */
+	ucp_context_h ucp;
+	struct idmap regions; /* every live region, by id */
+	uint64_t next_region_id;
+	uint32_t next_conn_id, next_peer_id;
+	uint32_t next_accept; /* round robin of new clients */
+	pthread_mutex_t lock;
+	pthread_cond_t parked_cv, resume_cv;
+	struct daemon *stopper; /* the worker that stopped the world */
+	uint64_t resume_gen;
+};
+
+typedef void (*world_fn_t)(struct daemon *d, void *arg);
+
+/* Runs fn(to, arg) on to's thread, soon. */
+int world_post(struct daemon *to, world_fn_t fn, void *arg);
+void world_post_all(struct daemon *self, world_fn_t fn, bool include_self);
+int world_mailbox_open(struct daemon *d);
+void world_mailbox_close(struct daemon *d);
+/* Parks every other worker between two callbacks until world_resume:
+ * the caller alone touches shared state meanwhile. Not reentrant. */
+void world_stop(struct daemon *self);
+void world_resume(struct daemon *self);
+int world_start_threads(struct world *w);
+/* Joins the other workers: once they left their loops (draining at
+ * shutdown), or at once when quit asks them to. */
+void world_join_threads(struct daemon *self, bool quit);
+uint32_t world_next_id(uint32_t *counter);
 
 /* ---- the daemon ------------------------------------------------------------
  */
@@ -366,7 +411,10 @@ struct counters {
 	uint64_t target_puts, target_gets; /* served for other daemons */
 };
 
+/* One worker: with --workers 1 (the default), the whole daemon. */
 struct daemon {
+	struct world *world;
+	uint32_t index; /* in world->workers */
 	struct config cfg;
 	struct event_base *base;
 	uint8_t id[DAEMON_ID_SIZE];
@@ -380,9 +428,8 @@ struct daemon {
 	struct event *accept_ev;
 	struct conn_list conns;
 	struct conn_list dirty_conns;
-	uint32_t next_conn_id;
 
-	ucp_context_h ucp;
+	ucp_context_h ucp; /* world->ucp */
 	ucp_worker_h worker;
 	ucp_listener_h listener;
 	struct event *worker_ev;
@@ -391,16 +438,12 @@ struct daemon {
 	struct event *poll_ev; /* polling mode only */
 	char ucx_version[32];
 
-	struct idmap regions; /* every live region, by id */
-	uint64_t next_region_id;
-	uint64_t next_generation;
 	struct quarantine_list quarantine;
 
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */
 	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
 	uint32_t batches;     /* peers with a batch to send */
-	uint32_t next_peer_id;
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;
 
@@ -413,10 +456,23 @@ struct daemon {
 
 	struct notify notify;	 /* notify.c: systemd */
 	struct metrics *metrics; /* metrics.c: NULL when off */
+
+	/* world.c */
+	pthread_t thread;
+	bool thread_started;
+	int world_state; /* under world->lock */
+	pthread_mutex_t mail_lock;
+	struct world_job *mail_head, **mail_tail;
+	int mail_fd;
+	struct event *mail_ev;
 };
 
-/* daemon.c: context, UCX worker and listener; the client socket apart. */
+/* daemon.c: the world and its workers, d being worker 0 (the caller's
+ * thread); the client socket apart. Extra workers run from here on. */
 int daemon_start(struct daemon *d, const struct config *cfg);
 void daemon_stop(struct daemon *d);
+/* First step of a graceful stop on every worker: refuse new work, tell
+ * clients, leave the loop once drained or after shutdown_timeout. */
+void daemon_begin_shutdown(struct daemon *d);
 
 #endif

@@ -11,14 +11,9 @@
 static volatile sig_atomic_t signals_seen;
 
 static void
-main_finish_shutdown(evutil_socket_t fd, short what, void *arg)
+main_shutdown_worker(struct daemon *d, void *arg)
 {
-	struct daemon *d = arg;
-
-	log_warn("main_finish_shutdown: %llu operations still in flight "
-		 "after %.1f s, failing them",
-		 (unsigned long long)d->ops_in_flight, d->cfg.shutdown_timeout);
-	event_base_loopbreak(d->base);
+	daemon_begin_shutdown(d);
 }
 
 /* First signal: stop taking work, drain for a bounded time. Second: go. */
@@ -26,12 +21,6 @@ static void
 main_on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
-	Rma__V1__Shutdown shutdown = RMA__V1__SHUTDOWN__INIT;
-	Rma__V1__Event event = RMA__V1__EVENT__INIT;
-	double t = d->cfg.shutdown_timeout;
-	struct timeval tv = {(time_t)t,
-			     (suseconds_t)((t - (double)(time_t)t) * 1e6)};
-	struct conn *c;
 
 	if (++signals_seen > 1) {
 		log_warn("main_on_signal: second signal, exiting at once");
@@ -39,16 +28,8 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("main_on_signal: %s, shutting down",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
-	d->shutting_down = true;
 	notify_stopping(d);
-	conn_server_stop(d);
-	shutdown.detail = "rmad is shutting down";
-	event.body_case = RMA__V1__EVENT__BODY_SHUTDOWN;
-	event.shutdown = &shutdown;
-	TAILQ_FOREACH(c, &d->conns, link)
-	conn_send_event(c, &event);
-	event_base_once(d->base, -1, EV_TIMEOUT, main_finish_shutdown, d, &tv);
-	worker_kick(d);
+	world_post_all(d, main_shutdown_worker, true);
 }
 
 static void

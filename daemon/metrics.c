@@ -1,8 +1,8 @@
 /* Prometheus text exposition (format 0.0.4) at GET /metrics, served by
- * evhttp from the daemon's own loop: a scrape reads the daemon's state
- * directly, with no locking and no copy. Counters that status.c does not
+ * evhttp from worker 0's loop: a scrape stops the world and reads every
+ * worker's state directly, with no copy. Counters that status.c does not
  * keep (by operation kind and peer, the latency histogram) are recorded
- * here by one call from op_finish. */
+ * by one call from op_finish, in each worker's own struct metrics. */
 #include "daemon.h"
 #include "metrics.h"
 
@@ -41,7 +41,7 @@ struct metrics_series {
 
 struct metrics {
 	struct daemon *d;
-	struct evhttp *http;
+	struct evhttp *http; /* worker 0's only */
 	char url[160];
 	struct metrics_series *series;
 	size_t n_series, cap_series;
@@ -158,9 +158,33 @@ metrics_scalar(struct evbuffer *out, const char *name, const char *type,
 	evbuffer_add_printf(out, "%s %llu\n", name, v);
 }
 
+/* One worker's series added into the scrape's merged ones, by peer. */
 static void
-metrics_by_series(struct evbuffer *out, struct metrics *m, const char *name,
-		  const char *help, size_t field)
+metrics_merge_series(struct metrics *into, const struct metrics *m)
+{
+	for (size_t i = 0; i < m->n_series; i++) {
+		const struct metrics_series *from = &m->series[i];
+		struct metrics_series *s =
+		    metrics_series_get(into, NULL, from->peer);
+		if (s == NULL)
+			continue;
+		for (int k = 0; k < METRICS_KINDS; k++) {
+			s->ops[k] += from->ops[k];
+			s->errors[k] += from->errors[k];
+			s->bytes[k] += from->bytes[k];
+		}
+	}
+	for (int k = 0; k < METRICS_KINDS; k++) {
+		for (size_t b = 0; b <= METRICS_BUCKETS; b++)
+			into->buckets[k][b] += m->buckets[k][b];
+		into->count[k] += m->count[k];
+		into->sum[k] += m->sum[k];
+	}
+}
+
+static void
+metrics_by_series(struct evbuffer *out, const struct metrics *m,
+		  const char *name, const char *help, size_t field)
 {
 	metrics_head(out, name, "counter", help);
 	for (size_t i = 0; i < m->n_series; i++) {
@@ -188,21 +212,44 @@ metrics_peer_labels(struct evbuffer *out, const char *name,
 			    p->inbound ? "in" : "out");
 }
 
+/* Every peer of every worker. */
+#define METRICS_FOREACH_PEER(w, p)                                             \
+	for (uint32_t wi_ = 0; wi_ < (w)->n; wi_++)                            \
+	TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)
+
+/* Called with the world stopped. */
 static void
 metrics_render(struct metrics *m, struct evbuffer *out)
 {
 	static const enum peer_state states[] = {PEER_CONNECTING, PEER_UP,
 						 PEER_DOWN};
 	struct daemon *d = m->d;
+	struct world *w = d->world;
 	unsigned long long clients = 0, regions = 0, region_bytes = 0;
+	unsigned long long in_flight = 0;
+	struct counters sum = {0};
+	struct metrics merged = {0}; /* every worker's series and buckets */
 	struct conn *c;
 	struct peer *p;
 	struct region *r;
 	size_t pos = 0;
 
-	TAILQ_FOREACH(c, &d->conns, link)
-	clients++;
-	while (idmap_next(&d->regions, &pos, (void **)&r)) {
+	for (uint32_t i = 0; i < w->n; i++) {
+		const struct daemon *wd = w->workers[i];
+		const struct counters *k = &wd->counters;
+
+		TAILQ_FOREACH(c, &wd->conns, link)
+		clients++;
+		in_flight += wd->ops_in_flight;
+		sum.ops_failed += k->ops_failed;
+		sum.clients_accepted += k->clients_accepted;
+		sum.protocol_errors += k->protocol_errors;
+		sum.regions_created += k->regions_created;
+		sum.resolves_served += k->resolves_served;
+		if (wd->metrics != NULL)
+			metrics_merge_series(&merged, wd->metrics);
+	}
+	while (idmap_next(&w->regions, &pos, (void **)&r)) {
 		regions++;
 		region_bytes += r->length;
 	}
@@ -222,31 +269,30 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	evbuffer_add_printf(out, "rmad_uptime_seconds %.3f\n",
 			    daemon_now() - d->started);
 
-	metrics_by_series(out, m, "rmad_operations_total",
+	metrics_by_series(out, &merged, "rmad_operations_total",
 			  "Operations completed, by kind and peer.",
 			  offsetof(struct metrics_series, ops));
-	metrics_by_series(out, m, "rmad_operation_errors_total",
+	metrics_by_series(out, &merged, "rmad_operation_errors_total",
 			  "Operations completed with an error, by kind and "
 			  "peer.",
 			  offsetof(struct metrics_series, errors));
-	metrics_by_series(out, m, "rmad_operation_bytes_total",
+	metrics_by_series(out, &merged, "rmad_operation_bytes_total",
 			  "Bytes moved by successful operations, by kind and "
 			  "peer.",
 			  offsetof(struct metrics_series, bytes));
 	metrics_scalar(out, "rmad_operations_failed_total", "counter",
 		       "Failed operations, including those refused before "
 		       "reaching UCX (bad range, stale descriptor, limits).",
-		       (unsigned long long)d->counters.ops_failed);
+		       sum.ops_failed);
 	metrics_scalar(out, "rmad_operations_in_flight", "gauge",
-		       "Operations accepted and not yet completed.",
-		       (unsigned long long)d->ops_in_flight);
+		       "Operations accepted and not yet completed.", in_flight);
 
 	metrics_head(out, "rmad_operation_duration_seconds", "histogram",
 		     "Time from accepting an operation to its completion.");
 	for (int k = 0; k < METRICS_KINDS; k++) {
 		uint64_t cum = 0;
 		for (size_t b = 0; b <= METRICS_BUCKETS; b++) {
-			cum += m->buckets[k][b];
+			cum += merged.buckets[k][b];
 			evbuffer_add_printf(
 			    out,
 			    "rmad_operation_duration_seconds_bucket{op=\"%s\","
@@ -265,21 +311,21 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 				    "\"%s\"} %.9f\n"
 				    "rmad_operation_duration_seconds_count{op="
 				    "\"%s\"} %llu\n",
-				    metrics_kind_names[k], m->sum[k],
+				    metrics_kind_names[k], merged.sum[k],
 				    metrics_kind_names[k],
-				    (unsigned long long)m->count[k]);
+				    (unsigned long long)merged.count[k]);
 	}
 
 	metrics_head(out, "rmad_peer_up", "gauge",
 		     "1 when the endpoint to this peer daemon is up.");
-	TAILQ_FOREACH(p, &d->peers, link)
+	METRICS_FOREACH_PEER(w, p)
 	{
 		metrics_peer_labels(out, "rmad_peer_up", p);
 		evbuffer_add_printf(out, "} %d\n", p->state == PEER_UP);
 	}
 	metrics_head(out, "rmad_peer_state", "gauge",
 		     "State of each peer daemon (1 for the current one).");
-	TAILQ_FOREACH(p, &d->peers, link)
+	METRICS_FOREACH_PEER(w, p)
 	{
 		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]);
 		     i++) {
@@ -291,7 +337,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	}
 	metrics_head(out, "rmad_peer_operations_in_flight", "gauge",
 		     "Operations in flight on each peer.");
-	TAILQ_FOREACH(p, &d->peers, link)
+	METRICS_FOREACH_PEER(w, p)
 	{
 		metrics_peer_labels(out, "rmad_peer_operations_in_flight", p);
 		evbuffer_add_printf(out, "} %llu\n",
@@ -302,22 +348,22 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       clients);
 	metrics_scalar(out, "rmad_clients_accepted_total", "counter",
 		       "Local client connections accepted.",
-		       (unsigned long long)d->counters.clients_accepted);
+		       sum.clients_accepted);
 	metrics_scalar(out, "rmad_protocol_errors_total", "counter",
 		       "Clients cut off for protocol errors.",
-		       (unsigned long long)d->counters.protocol_errors);
+		       sum.protocol_errors);
 	metrics_scalar(out, "rmad_regions", "gauge",
 		       "Regions registered with UCX.", regions);
 	metrics_scalar(out, "rmad_region_bytes", "gauge",
 		       "Bytes of memory registered in regions.", region_bytes);
 	metrics_scalar(out, "rmad_regions_created_total", "counter",
-		       "Regions created.",
-		       (unsigned long long)d->counters.regions_created);
+		       "Regions created.", sum.regions_created);
 	metrics_scalar(out, "rmad_resolves_served_total", "counter",
 		       "Descriptor resolutions answered for other daemons.",
-		       (unsigned long long)d->counters.resolves_served);
+		       sum.resolves_served);
 	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
 		       "Requests for /metrics.", m->scrapes);
+	free(merged.series);
 }
 
 static void
@@ -342,7 +388,9 @@ metrics_on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	m->scrapes++;
+	world_stop(m->d);
 	metrics_render(m, body);
+	world_resume(m->d);
 	evhttp_add_header(headers, "Content-Type",
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);
@@ -403,7 +451,16 @@ metrics_start(struct daemon *d)
 		 strchr(host, ':') ? "http://[%s]:%u/metrics"
 				   : "http://%s:%u/metrics",
 		 host, port);
+	/* Every worker records its own operations. */
+	world_stop(d);
 	d->metrics = m;
+	for (uint32_t i = 1; i < d->world->n; i++) {
+		struct daemon *wd = d->world->workers[i];
+		wd->metrics = calloc(1, sizeof(*wd->metrics));
+		if (wd->metrics != NULL)
+			wd->metrics->d = wd;
+	}
+	world_resume(d);
 	log_info("metrics_start: serving %s", m->url);
 	return 0;
 
@@ -417,12 +474,18 @@ err_free:
 void
 metrics_stop(struct daemon *d)
 {
-	struct metrics *m = d->metrics;
-
-	if (m == NULL)
+	if (d->metrics == NULL)
 		return;
-	d->metrics = NULL;
-	evhttp_free(m->http);
-	free(m->series);
-	free(m);
+	world_stop(d);
+	for (uint32_t i = 0; i < d->world->n; i++) {
+		struct metrics *m = d->world->workers[i]->metrics;
+		if (m == NULL)
+			continue;
+		d->world->workers[i]->metrics = NULL;
+		if (m->http != NULL)
+			evhttp_free(m->http);
+		free(m->series);
+		free(m);
+	}
+	world_resume(d);
 }

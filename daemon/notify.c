@@ -73,26 +73,34 @@ static void
 notify_summary(struct daemon *d, char *buf, size_t len)
 {
 	unsigned clients = 0, peers = 0, up = 0;
+	unsigned long long in_flight = 0;
+	struct world *w = d->world;
 	struct conn *c;
 	struct peer *p;
 
-	TAILQ_FOREACH(c, &d->conns, link)
-	clients++;
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		peers++;
-		if (p->state == PEER_UP)
-			up++;
+	world_stop(d);
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct daemon *wd = w->workers[i];
+		TAILQ_FOREACH(c, &wd->conns, link)
+		clients++;
+		TAILQ_FOREACH(p, &wd->peers, link)
+		{
+			peers++;
+			if (p->state == PEER_UP)
+				up++;
+		}
+		in_flight += wd->ops_in_flight;
 	}
+	world_resume(d);
 	if (d->shutting_down)
 		snprintf(buf, len,
 			 "Shutting down: %llu operations in flight, %u clients",
-			 (unsigned long long)d->ops_in_flight, clients);
+			 in_flight, clients);
 	else
 		snprintf(
 		    buf, len,
 		    "%u clients, %u/%u peers up, %llu operations in flight",
-		    clients, up, peers, (unsigned long long)d->ops_in_flight);
+		    clients, up, peers, in_flight);
 }
 
 static void

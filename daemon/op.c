@@ -173,7 +173,7 @@ op_finish(struct op *op)
 release:
 	if (op->region) {
 		op->region->in_flight--;
-		region_unref(op->region);
+		region_unref(op->d, op->region);
 	}
 	if (op->res)
 		resolved_unref(op->res);

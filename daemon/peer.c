@@ -561,23 +561,37 @@ peer_on_am_freed(void *arg, const void *header, size_t header_length,
 	return UCS_OK;
 }
 
-void
-peer_broadcast_freed(struct daemon *d, const struct region *r)
+static void
+peer_send_freed(struct daemon *d, void *arg)
 {
-	struct am_freed msg;
+	struct am_freed *msg = arg;
 	struct peer *p;
 
-	memset(&msg, 0, sizeof(msg));
-	msg.magic = AM_MAGIC;
-	memcpy(msg.daemon_id, d->id, DAEMON_ID_SIZE);
-	msg.region_id = r->id;
-	msg.generation = r->generation;
-	/* Initiators resolved through connections they opened to us. */
+	/* Initiators resolved through connections they opened to us, all
+	 * of which worker 0 accepted. */
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
 		if (p->inbound && p->state == PEER_UP && p->ep != NULL)
-			peer_am_send(p->ep, AM_FREED, &msg, sizeof(msg));
+			peer_am_send(p->ep, AM_FREED, msg, sizeof(*msg));
 	}
+	free(msg);
+}
+
+void
+peer_broadcast_freed(struct daemon *d, const struct region *r)
+{
+	struct am_freed *msg = calloc(1, sizeof(*msg));
+
+	if (msg == NULL)
+		return; /* initiators learn at their next operation */
+	msg->magic = AM_MAGIC;
+	memcpy(msg->daemon_id, d->id, DAEMON_ID_SIZE);
+	msg->region_id = r->id;
+	msg->generation = r->generation;
+	if (d->index == 0)
+		peer_send_freed(d, msg);
+	else if (world_post(d->world->workers[0], peer_send_freed, msg) < 0)
+		free(msg);
 }
 
 /* ---- endpoints ----------------------------------------------------------- */
@@ -600,7 +614,7 @@ peer_new(struct daemon *d, const char *address)
 	if (p == NULL)
 		return NULL;
 	p->d = d;
-	p->id = d->next_peer_id++;
+	p->id = world_next_id(&d->world->next_peer_id);
 	snprintf(p->address, sizeof(p->address), "%s", address);
 	TAILQ_INIT(&p->connect_waiters);
 	TAILQ_INIT(&p->resolve_waiters);
@@ -1313,6 +1327,9 @@ peer_system_start(struct daemon *d)
 			return -1;
 		}
 	}
+	/* Worker 0 listens; the others only connect out. */
+	if (d->index != 0)
+		return 0;
 	snprintf(address, sizeof(address), "%s:%u", d->cfg.listen_host,
 		 d->cfg.listen_port);
 	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port, false,

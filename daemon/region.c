@@ -18,6 +18,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	      struct region **region_p, int *memfd_p, char *detail,
 	      size_t detail_len)
 {
+	struct world *w = d->world;
 	ucp_mem_map_params_t params;
 	struct descriptor desc;
 	struct region *r;
@@ -88,27 +89,35 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_memh;
 	}
 	r->d = d;
-	r->id = d->next_region_id++;
 	/* Unguessable: with the id it is what a peer must know to reach the
 	 * region, so a descriptor is the only way in. */
 	if (getrandom(&r->generation, sizeof(r->generation), 0) !=
-	    sizeof(r->generation))
-		r->generation = d->next_generation++;
+	    sizeof(r->generation)) {
+		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
+		goto err_rkey;
+	}
 	r->generation |= 1; /* never 0 */
 	r->length = length;
 	r->owner = owner;
 	r->refs = 1;
+	world_stop(d);
+	r->id = w->next_region_id++;
+	if (idmap_put(&w->regions, r->id, r) < 0) {
+		world_resume(d);
+		goto err_nomem_rkey;
+	}
+	world_resume(d);
+	if (idmap_put(&owner->regions, r->id, r) < 0) {
+		world_stop(d);
+		idmap_remove(&w->regions, r->id);
+		world_resume(d);
+		goto err_nomem_rkey;
+	}
 	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
 	desc.region_id = r->id;
 	desc.generation = r->generation;
 	desc.length = length;
 	descriptor_format(&desc, r->descriptor);
-	if (idmap_put(&d->regions, r->id, r) < 0)
-		goto err_rkey;
-	if (idmap_put(&owner->regions, r->id, r) < 0) {
-		idmap_remove(&d->regions, r->id);
-		goto err_rkey;
-	}
 	owner->region_bytes += length;
 	d->counters.regions_created++;
 	log_debug("region_create: region %llu, %llu bytes, client %u",
@@ -118,9 +127,11 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	*memfd_p = fd;
 	return RMA__V1__STATUS__OK;
 
+err_nomem_rkey:
+	snprintf(detail, detail_len, "out of memory");
+	errno = ENOMEM;
 err_rkey:
 	ucp_rkey_buffer_release(r->rkey);
-	snprintf(detail, detail_len, "out of memory");
 err_memh:
 	ucp_mem_unmap(d->ucp, r->memh);
 err_unmap:
@@ -136,16 +147,17 @@ err_nomem:
 	return RMA__V1__STATUS__ERR_NO_MEMORY;
 }
 
+/* No lock: the table changes only while every other worker is parked. */
 struct region *
 region_lookup(struct daemon *d, uint64_t id)
 {
-	return idmap_get(&d->regions, id);
+	return idmap_get(&d->world->regions, id);
 }
 
 void
 region_ref(struct region *r)
 {
-	r->refs++;
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
 static void
@@ -159,11 +171,11 @@ region_on_quarantine_end(evutil_socket_t fd, short what, void *arg)
 	free(q);
 }
 
-/* The last reference: no operation of ours uses the memory any more. */
+/* The last reference: no operation uses the memory any more. d is the
+ * calling worker, which keeps the quarantine. */
 static void
-region_release(struct region *r)
+region_release(struct daemon *d, struct region *r)
 {
-	struct daemon *d = r->d;
 	struct quarantine *q;
 	double hold = 2 * d->cfg.op_timeout;
 	struct timeval tv = {
@@ -202,25 +214,28 @@ region_release(struct region *r)
 }
 
 void
-region_unref(struct region *r)
+region_unref(struct daemon *self, struct region *r)
 {
-	if (--r->refs == 0)
-		region_release(r);
+	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		region_release(self, r);
 }
 
 void
 region_free(struct region *r)
 {
 	struct daemon *d = r->d;
+	struct conn *owner = r->owner;
 
 	if (r->owner == NULL)
 		return;
-	idmap_remove(&d->regions, r->id);
-	idmap_remove(&r->owner->regions, r->id);
-	r->owner->region_bytes -= r->length;
+	world_stop(d);
+	idmap_remove(&d->world->regions, r->id);
 	r->owner = NULL;
+	world_resume(d);
+	idmap_remove(&owner->regions, r->id);
+	owner->region_bytes -= r->length;
 	peer_broadcast_freed(d, r);
-	region_unref(r);
+	region_unref(d, r);
 }
 
 void

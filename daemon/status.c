@@ -1,4 +1,6 @@
-/* The status request: everything an operator asks "what is rmad doing". */
+/* The status request: everything an operator asks "what is rmad doing".
+ * It reads every worker's state, so the world is stopped while the reply
+ * is built and queued. */
 #include "daemon.h"
 
 #include <stdio.h>
@@ -13,22 +15,27 @@
  * start order already, so this merges their heads. Returns how many of
  * max were filled. */
 static size_t
-status_fill_ops(struct daemon *d, Rma__V1__OpInfo *infos,
-		Rma__V1__OpInfo **ptrs, size_t max)
+status_fill_ops(struct world *w, Rma__V1__OpInfo *infos, Rma__V1__OpInfo **ptrs,
+		size_t max)
 {
+	struct daemon *d = w->workers[0];
 	struct op **cursor;
 	struct peer *p;
 	size_t n_peers = 0, n = 0, i;
 	double now = daemon_now();
 
-	TAILQ_FOREACH(p, &d->peers, link)
-	n_peers++;
+	for (uint32_t k = 0; k < w->n; k++) {
+		TAILQ_FOREACH(p, &w->workers[k]->peers, link)
+		n_peers++;
+	}
 	cursor = calloc(n_peers + 1, sizeof(*cursor));
 	if (cursor == NULL)
 		return 0;
 	i = 0;
-	TAILQ_FOREACH(p, &d->peers, link)
-	cursor[i++] = TAILQ_FIRST(&p->ops);
+	for (uint32_t k = 0; k < w->n; k++) {
+		TAILQ_FOREACH(p, &w->workers[k]->peers, link)
+		cursor[i++] = TAILQ_FIRST(&p->ops);
+	}
 	while (n < max) {
 		size_t best = n_peers;
 		const struct op *op;
@@ -63,10 +70,35 @@ status_fill_ops(struct daemon *d, Rma__V1__OpInfo *infos,
 	return n;
 }
 
-void
-status_handle(struct conn *c, uint64_t req_id)
+static void
+status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
+{
+	sum->ops_put += c->ops_put;
+	sum->ops_get += c->ops_get;
+	sum->ops_flush += c->ops_flush;
+	sum->bytes_put += c->bytes_put;
+	sum->bytes_get += c->bytes_get;
+	sum->ops_failed += c->ops_failed;
+	sum->clients_accepted += c->clients_accepted;
+	sum->protocol_errors += c->protocol_errors;
+	sum->regions_created += c->regions_created;
+	sum->resolves_served += c->resolves_served;
+}
+
+static Rma__V1__PeerState
+status_peer_state(enum peer_state s)
+{
+	return s == PEER_UP	      ? RMA__V1__PEER_STATE__PEER_UP
+	       : s == PEER_CONNECTING ? RMA__V1__PEER_STATE__PEER_CONNECTING
+				      : RMA__V1__PEER_STATE__PEER_DOWN;
+}
+
+/* Called with the world stopped. */
+static void
+status_reply(struct conn *c, uint64_t req_id)
 {
 	struct daemon *d = c->d;
+	struct world *w = d->world;
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	Rma__V1__StatusReply st = RMA__V1__STATUS_REPLY__INIT;
 	Rma__V1__Counters counters = RMA__V1__COUNTERS__INIT;
@@ -74,10 +106,9 @@ status_handle(struct conn *c, uint64_t req_id)
 	Rma__V1__ClientInfo *clients = NULL, **client_ptrs = NULL;
 	Rma__V1__RegionInfo *regions = NULL, **region_ptrs = NULL;
 	Rma__V1__OpInfo *ops = NULL, **op_ptrs = NULL;
+	size_t n_peers = 0, n_clients = 0, n_ops = 0, n, pos;
+	double now = daemon_now();
 	char listen[96];
-	size_t n, pos;
-	struct peer *p;
-	struct conn *k;
 	struct region *r;
 
 	snprintf(listen, sizeof(listen), "%s:%u", d->cfg.listen_host,
@@ -87,28 +118,38 @@ status_handle(struct conn *c, uint64_t req_id)
 	st.ucx_version = d->ucx_version;
 	st.transports = d->cfg.transports;
 	st.listen_address = listen;
-	st.uptime_ms = (uint64_t)((daemon_now() - d->started) * 1000);
+	st.uptime_ms = (uint64_t)((now - d->started) * 1000);
 	st.pid = (int32_t)getpid();
 	st.progress_mode = d->cfg.polling ? "polling" : "blocking";
+	st.workers = w->n;
 
-	n = 0;
-	TAILQ_FOREACH(p, &d->peers, link)
-	n++;
-	peers = calloc(n + 1, sizeof(*peers));
-	peer_ptrs = calloc(n + 1, sizeof(*peer_ptrs));
-	n = 0;
-	if (peers && peer_ptrs) {
-		TAILQ_FOREACH(p, &d->peers, link)
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct daemon *wd = w->workers[i];
+		struct peer *p;
+		struct conn *k;
+
+		TAILQ_FOREACH(p, &wd->peers, link)
+		n_peers++;
+		TAILQ_FOREACH(k, &wd->conns, link)
+		n_clients++;
+		n_ops += wd->ops_in_flight;
+		status_add_counters(&counters, &wd->counters);
+	}
+	peers = calloc(n_peers + 1, sizeof(*peers));
+	peer_ptrs = calloc(n_peers + 1, sizeof(*peer_ptrs));
+	clients = calloc(n_clients + 1, sizeof(*clients));
+	client_ptrs = calloc(n_clients + 1, sizeof(*client_ptrs));
+	n_peers = n_clients = 0;
+	for (uint32_t i = 0; i < w->n && peers && peer_ptrs; i++) {
+		struct peer *p;
+
+		TAILQ_FOREACH(p, &w->workers[i]->peers, link)
 		{
-			Rma__V1__PeerInfo *pi = &peers[n];
+			Rma__V1__PeerInfo *pi = &peers[n_peers];
 			rma__v1__peer_info__init(pi);
 			pi->peer_id = p->id;
 			pi->address = p->address;
-			pi->state = p->state == PEER_UP
-					? RMA__V1__PEER_STATE__PEER_UP
-				    : p->state == PEER_CONNECTING
-					? RMA__V1__PEER_STATE__PEER_CONNECTING
-					: RMA__V1__PEER_STATE__PEER_DOWN;
+			pi->state = status_peer_state(p->state);
 			pi->daemon_id = p->remote_id_hex;
 			pi->ops = p->stat_ops;
 			pi->bytes = p->stat_bytes;
@@ -117,23 +158,19 @@ status_handle(struct conn *c, uint64_t req_id)
 			pi->last_error = p->last_error;
 			pi->inbound = p->inbound;
 			pi->state_age_ms =
-			    (uint64_t)((daemon_now() - p->state_since) * 1000);
-			peer_ptrs[n++] = pi;
+			    (uint64_t)((now - p->state_since) * 1000);
+			pi->worker = i;
+			peer_ptrs[n_peers++] = pi;
 		}
 	}
-	st.n_peers = n;
+	st.n_peers = n_peers;
 	st.peers = peer_ptrs;
+	for (uint32_t i = 0; i < w->n && clients && client_ptrs; i++) {
+		struct conn *k;
 
-	n = 0;
-	TAILQ_FOREACH(k, &d->conns, link)
-	n++;
-	clients = calloc(n + 1, sizeof(*clients));
-	client_ptrs = calloc(n + 1, sizeof(*client_ptrs));
-	n = 0;
-	if (clients && client_ptrs) {
-		TAILQ_FOREACH(k, &d->conns, link)
+		TAILQ_FOREACH(k, &w->workers[i]->conns, link)
 		{
-			Rma__V1__ClientInfo *ci = &clients[n];
+			Rma__V1__ClientInfo *ci = &clients[n_clients];
 			rma__v1__client_info__init(ci);
 			ci->client_id = k->id;
 			ci->pid = (int32_t)k->pid;
@@ -144,18 +181,19 @@ status_handle(struct conn *c, uint64_t req_id)
 			ci->region_bytes = k->region_bytes;
 			ci->in_flight = k->in_flight;
 			ci->ops = k->ops;
-			client_ptrs[n++] = ci;
+			ci->worker = i;
+			client_ptrs[n_clients++] = ci;
 		}
 	}
-	st.n_clients = n;
+	st.n_clients = n_clients;
 	st.clients = client_ptrs;
 
-	regions = calloc(d->regions.count + 1, sizeof(*regions));
-	region_ptrs = calloc(d->regions.count + 1, sizeof(*region_ptrs));
+	regions = calloc(w->regions.count + 1, sizeof(*regions));
+	region_ptrs = calloc(w->regions.count + 1, sizeof(*region_ptrs));
 	n = 0;
 	pos = 0;
 	if (regions && region_ptrs) {
-		while (idmap_next(&d->regions, &pos, (void **)&r)) {
+		while (idmap_next(&w->regions, &pos, (void **)&r)) {
 			Rma__V1__RegionInfo *ri = &regions[n];
 			rma__v1__region_info__init(ri);
 			ri->region_id = r->id;
@@ -169,24 +207,12 @@ status_handle(struct conn *c, uint64_t req_id)
 	st.n_regions = n;
 	st.regions = region_ptrs;
 
-	n = d->ops_in_flight < STATUS_OPS_MAX ? d->ops_in_flight
-					      : STATUS_OPS_MAX;
+	n = n_ops < STATUS_OPS_MAX ? n_ops : STATUS_OPS_MAX;
 	ops = calloc(n + 1, sizeof(*ops));
 	op_ptrs = calloc(n + 1, sizeof(*op_ptrs));
-	st.n_ops = ops && op_ptrs ? status_fill_ops(d, ops, op_ptrs, n) : 0;
+	st.n_ops = ops && op_ptrs ? status_fill_ops(w, ops, op_ptrs, n) : 0;
 	st.ops = op_ptrs;
-	st.ops_in_flight = d->ops_in_flight;
-
-	counters.ops_put = d->counters.ops_put;
-	counters.ops_get = d->counters.ops_get;
-	counters.ops_flush = d->counters.ops_flush;
-	counters.bytes_put = d->counters.bytes_put;
-	counters.bytes_get = d->counters.bytes_get;
-	counters.ops_failed = d->counters.ops_failed;
-	counters.clients_accepted = d->counters.clients_accepted;
-	counters.protocol_errors = d->counters.protocol_errors;
-	counters.regions_created = d->counters.regions_created;
-	counters.resolves_served = d->counters.resolves_served;
+	st.ops_in_flight = n_ops;
 	st.counters = &counters;
 
 	reply.id = req_id;
@@ -201,4 +227,12 @@ status_handle(struct conn *c, uint64_t req_id)
 	free(region_ptrs);
 	free(ops);
 	free(op_ptrs);
+}
+
+void
+status_handle(struct conn *c, uint64_t req_id)
+{
+	world_stop(c->d);
+	status_reply(c, req_id);
+	world_resume(c->d);
 }

@@ -15,6 +15,7 @@
  * both kept until UCX is done with them. */
 struct target_answer {
 	struct am_rma_answer hdr;
+	struct daemon *d;
 	struct region *region;
 };
 
@@ -24,7 +25,7 @@ target_answer_sent(void *request, ucs_status_t status, void *user_data)
 	struct target_answer *a = user_data;
 
 	if (a->region != NULL)
-		region_unref(a->region);
+		region_unref(a->d, a->region);
 	free(a);
 	ucp_request_free(request);
 }
@@ -49,6 +50,7 @@ target_answer(struct daemon *d, ucp_ep_h ep, unsigned id, uint64_t token,
 	a->hdr.magic = AM_MAGIC;
 	a->hdr.status = status;
 	a->hdr.token = token;
+	a->d = d;
 	a->region = r;
 	if (r != NULL)
 		region_ref(r);
@@ -60,10 +62,9 @@ target_answer(struct daemon *d, ucp_ep_h ep, unsigned id, uint64_t token,
 			log_debug("target_answer: %s",
 				  ucs_status_string(UCS_PTR_STATUS(sp)));
 		if (r != NULL)
-			region_unref(r);
+			region_unref(d, r);
 		free(a);
 	}
-	(void)d;
 }
 
 /* Which region, if the request is acceptable; a wire status otherwise. */

@@ -93,7 +93,7 @@ worker_on_deadline(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-worker_start(struct daemon *d)
+worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 {
 	ucp_params_t params = {
 	    .field_mask =
@@ -102,18 +102,12 @@ worker_start(struct daemon *d)
 	     * RMA, which writes any address it is sent. */
 	    .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
 			(d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
-	    .mt_workers_shared = 0,
-	};
-	ucp_worker_params_t wparams = {
-	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-	    .thread_mode = UCS_THREAD_MODE_SINGLE,
+	    /* Workers register memory from their own threads. */
+	    .mt_workers_shared = d->cfg.workers > 1,
 	};
 	ucp_config_t *config;
 	ucs_status_t st;
 	unsigned major, minor, release;
-	int efd;
-	double period;
-	struct timeval tv;
 
 	ucp_get_version(&major, &minor, &release);
 	snprintf(d->ucx_version, sizeof(d->ucx_version), "%u.%u.%u", major,
@@ -124,7 +118,7 @@ worker_start(struct daemon *d)
 	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	st = ucp_config_read(NULL, NULL, &config);
 	if (st != UCS_OK) {
-		log_error("worker_start: ucp_config_read: %s",
+		log_error("worker_context_create: ucp_config_read: %s",
 			  ucs_status_string(st));
 		return -1;
 	}
@@ -141,17 +135,33 @@ worker_start(struct daemon *d)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL && d->cfg.net_devices[0] != '\0')
 		ucp_config_modify(config, "NET_DEVICES", d->cfg.net_devices);
-	st = ucp_init(&params, config, &d->ucp);
+	st = ucp_init(&params, config, ucp_p);
 	ucp_config_release(config);
 	if (st != UCS_OK) {
-		log_error("worker_start: ucp_init: %s", ucs_status_string(st));
+		log_error("worker_context_create: ucp_init: %s",
+			  ucs_status_string(st));
 		return -1;
 	}
+	return 0;
+}
+
+int
+worker_start(struct daemon *d)
+{
+	ucp_worker_params_t wparams = {
+	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+	    .thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucs_status_t st;
+	int efd;
+	double period;
+	struct timeval tv;
+
 	st = ucp_worker_create(d->ucp, &wparams, &d->worker);
 	if (st != UCS_OK) {
 		log_error("worker_start: ucp_worker_create: %s",
 			  ucs_status_string(st));
-		goto err_cleanup;
+		return -1;
 	}
 	st = ucp_worker_get_efd(d->worker, &efd);
 	if (st != UCS_OK) {
@@ -182,9 +192,12 @@ worker_start(struct daemon *d)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
 	worker_kick(d);
-	log_info("worker_start: UCX %s, transports %s, %s progress",
-		 d->ucx_version, d->cfg.transports,
-		 d->cfg.polling ? "polling" : "blocking");
+	if (d->index == 0)
+		log_info("worker_start: UCX %s, transports %s, %s progress, "
+			 "%u worker%s",
+			 d->ucx_version, d->cfg.transports,
+			 d->cfg.polling ? "polling" : "blocking",
+			 d->cfg.workers, d->cfg.workers == 1 ? "" : "s");
 	return 0;
 
 err_events:
@@ -199,9 +212,6 @@ err_events:
 err_worker:
 	ucp_worker_destroy(d->worker);
 	d->worker = NULL;
-err_cleanup:
-	ucp_cleanup(d->ucp);
-	d->ucp = NULL;
 	return -1;
 }
 
@@ -220,10 +230,7 @@ worker_stop(struct daemon *d)
 	d->worker_ev = d->tick_ev = d->deadline_ev = NULL;
 	if (d->worker)
 		ucp_worker_destroy(d->worker);
-	if (d->ucp)
-		ucp_cleanup(d->ucp);
 	d->worker = NULL;
-	d->ucp = NULL;
 }
 
 /* Progress until nothing is in flight or the deadline passes: used when

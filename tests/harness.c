@@ -86,6 +86,11 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 		argv[argc++] = "--rma-protocol";
 		argv[argc++] = getenv("RMAD_PROTOCOL");
 	}
+	/* RMAD_WORKERS runs a whole suite with worker threads. */
+	if (getenv("RMAD_WORKERS") != NULL) {
+		argv[argc++] = "--workers";
+		argv[argc++] = getenv("RMAD_WORKERS");
+	}
 	for (int i = 0; extra && extra[i] && argc < 31; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;

@@ -496,7 +496,7 @@ START_TEST(test_region_free_not_owner)
 	send_request(fd, &req); /* twice */
 	expect_reply(fd, 3, RMA__V1__STATUS__ERR_NO_REGION, &m);
 	rma__v1__daemon_message__free_unpacked(m, NULL);
-	ck_assert_uint_eq(d.regions.count, 0);
+	ck_assert_uint_eq(d.world->regions.count, 0);
 	close(memfd);
 	close(fd);
 	close(other);

@@ -316,7 +316,7 @@ fuzz_reset_peers(void)
 {
 	peer_system_stop(&d);
 	d.cfg.listen_port = 0;
-	d.next_peer_id = 1;
+	d.world->next_peer_id = 1;
 	if (peer_system_start(&d) < 0)
 		fuzz_fail("cannot restart the peer system");
 }
@@ -336,10 +336,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_start();
 	if (!TAILQ_EMPTY(&d.conns))
 		fuzz_fail("a client of an earlier input is still there");
-	if (d.regions.count != 0)
+	if (d.world->regions.count != 0)
 		fuzz_fail("regions of a gone client are still in the table");
-	d.next_region_id = 1;
-	d.next_generation = 1;
+	d.world->next_region_id = 1;
 	random_count = 0;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)

@@ -1,0 +1,301 @@
+/* Worker threads (--workers N) and what they share.
+ *
+ * Each worker is a struct daemon of its own: loop, UCX worker, clients,
+ * outbound peers and operations, touched by its thread alone. Worker 0
+ * runs on the main thread and also owns the client socket, the UCX
+ * listener (so every inbound peer and the target side live there), the
+ * metrics server and the signals.
+ *
+ * The few things they share (the region table, id counters) change only
+ * while the world is stopped: world_stop() parks every other worker
+ * between two of its callbacks, so readers need no lock at all, and the
+ * hot path (a lookup in a target handler, a local copy) takes none.
+ * Stops are for control paths: region create and free, status, metrics.
+ *
+ * Messages between workers go through mailboxes: a locked job list and
+ * an eventfd in the receiving worker's loop. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct world_job {
+	world_fn_t fn;
+	void *arg;
+	struct world_job *next;
+};
+
+enum { WORLD_RUNNING, WORLD_PARKED, WORLD_WAITING, WORLD_EXITED };
+
+/* ---- mailboxes ------------------------------------------------------------
+ */
+
+static void
+world_mailbox_run(struct daemon *d)
+{
+	struct world_job *job, *next;
+
+	pthread_mutex_lock(&d->mail_lock);
+	job = d->mail_head;
+	d->mail_head = NULL;
+	d->mail_tail = &d->mail_head;
+	pthread_mutex_unlock(&d->mail_lock);
+	for (; job != NULL; job = next) {
+		next = job->next;
+		job->fn(d, job->arg);
+		free(job);
+	}
+}
+
+static void
+world_on_mail(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("world_on_mail: read: %s", strerror(errno));
+	world_mailbox_run(arg);
+	worker_kick(arg);
+}
+
+int
+world_post(struct daemon *to, world_fn_t fn, void *arg)
+{
+	struct world_job *job = malloc(sizeof(*job));
+	uint64_t one = 1;
+
+	if (job == NULL)
+		return -1;
+	job->fn = fn;
+	job->arg = arg;
+	job->next = NULL;
+	pthread_mutex_lock(&to->mail_lock);
+	*to->mail_tail = job;
+	to->mail_tail = &job->next;
+	pthread_mutex_unlock(&to->mail_lock);
+	/* Only fails when the counter would overflow: it is read soon. */
+	if (write(to->mail_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("world_post: write: %s", strerror(errno));
+	return 0;
+}
+
+int
+world_mailbox_open(struct daemon *d)
+{
+	pthread_mutex_init(&d->mail_lock, NULL);
+	d->mail_head = NULL;
+	d->mail_tail = &d->mail_head;
+	d->mail_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->mail_fd < 0) {
+		log_error("world_mailbox_open: eventfd: %s", strerror(errno));
+		return -1;
+	}
+	d->mail_ev = event_new(d->base, d->mail_fd, EV_READ | EV_PERSIST,
+			       world_on_mail, d);
+	if (d->mail_ev == NULL || event_add(d->mail_ev, NULL) < 0) {
+		log_error("world_mailbox_open: cannot add mailbox event");
+		return -1;
+	}
+	return 0;
+}
+
+void
+world_mailbox_close(struct daemon *d)
+{
+	/* What is left was posted while this worker stopped: run it now,
+	 * so an accepted client is closed rather than leaked. */
+	world_mailbox_run(d);
+	if (d->mail_ev)
+		event_free(d->mail_ev);
+	d->mail_ev = NULL;
+	if (d->mail_fd >= 0)
+		close(d->mail_fd);
+	d->mail_fd = -1;
+	pthread_mutex_destroy(&d->mail_lock);
+}
+
+/* ---- stopping the world ---------------------------------------------------
+ */
+
+static bool
+world_others_quiet(const struct world *w, const struct daemon *self)
+{
+	for (uint32_t i = 0; i < w->n; i++) {
+		const struct daemon *o = w->workers[i];
+		if (o != self && o->world_state == WORLD_RUNNING)
+			return false;
+	}
+	return true;
+}
+
+/* Called with w->lock held: wait here until the stopper resumes. */
+static void
+world_park_locked(struct world *w, struct daemon *self)
+{
+	uint64_t gen = w->resume_gen;
+
+	self->world_state = WORLD_PARKED;
+	pthread_cond_broadcast(&w->parked_cv);
+	while (w->resume_gen == gen)
+		pthread_cond_wait(&w->resume_cv, &w->lock);
+}
+
+static void
+world_on_park(struct daemon *d, void *arg)
+{
+	struct world *w = d->world;
+
+	pthread_mutex_lock(&w->lock);
+	/* A job left over from a stop that already ended does nothing. */
+	if (w->stopper != NULL && w->stopper != d)
+		world_park_locked(w, d);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void
+world_stop(struct daemon *self)
+{
+	struct world *w = self->world;
+
+	if (w->n == 1)
+		return;
+	pthread_mutex_lock(&w->lock);
+	/* Another worker is stopping the world: be stopped first. */
+	while (w->stopper != NULL)
+		world_park_locked(w, self);
+	w->stopper = self;
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct daemon *o = w->workers[i];
+		if (o != self && o->world_state == WORLD_RUNNING &&
+		    world_post(o, world_on_park, NULL) < 0)
+			log_warn("world_stop: cannot reach worker %u", i);
+	}
+	while (!world_others_quiet(w, self))
+		pthread_cond_wait(&w->parked_cv, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void
+world_resume(struct daemon *self)
+{
+	struct world *w = self->world;
+
+	if (w->n == 1)
+		return;
+	pthread_mutex_lock(&w->lock);
+	/* Running again as of now, before any next stopper can look. */
+	for (uint32_t i = 0; i < w->n; i++) {
+		if (w->workers[i]->world_state == WORLD_PARKED)
+			w->workers[i]->world_state = WORLD_RUNNING;
+	}
+	w->stopper = NULL;
+	w->resume_gen++;
+	pthread_cond_broadcast(&w->resume_cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* ---- worker threads -------------------------------------------------------
+ */
+
+static void
+world_set_state(struct daemon *d, int state)
+{
+	struct world *w = d->world;
+
+	pthread_mutex_lock(&w->lock);
+	d->world_state = state;
+	pthread_cond_broadcast(&w->parked_cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void *
+world_thread(void *arg)
+{
+	struct daemon *d = arg;
+
+	event_base_dispatch(d->base);
+	world_set_state(d, WORLD_EXITED);
+	return NULL;
+}
+
+int
+world_start_threads(struct world *w)
+{
+	for (uint32_t i = 1; i < w->n; i++) {
+		int err = pthread_create(&w->workers[i]->thread, NULL,
+					 world_thread, w->workers[i]);
+		if (err != 0) {
+			log_error("world_start_threads: pthread_create: %s",
+				  strerror(err));
+			return -1;
+		}
+		w->workers[i]->thread_started = true;
+	}
+	return 0;
+}
+
+static void
+world_on_quit(struct daemon *d, void *arg)
+{
+	event_base_loopbreak(d->base);
+}
+
+void
+world_join_threads(struct daemon *self, bool quit)
+{
+	struct world *w = self->world;
+	bool all_exited;
+
+	for (uint32_t i = 0; quit && i < w->n; i++) {
+		struct daemon *o = w->workers[i];
+		if (o != self && o->thread_started)
+			world_post(o, world_on_quit, NULL);
+	}
+	/* Waiting, this thread counts as stopped for any worker that stops
+	 * the world on its way out (a client closing frees regions). */
+	pthread_mutex_lock(&w->lock);
+	self->world_state = WORLD_WAITING;
+	pthread_cond_broadcast(&w->parked_cv);
+	do {
+		all_exited = true;
+		for (uint32_t i = 0; i < w->n; i++) {
+			const struct daemon *o = w->workers[i];
+			if (o != self && o->thread_started &&
+			    o->world_state != WORLD_EXITED)
+				all_exited = false;
+		}
+		if (!all_exited)
+			pthread_cond_wait(&w->parked_cv, &w->lock);
+	} while (!all_exited);
+	self->world_state = WORLD_RUNNING;
+	pthread_mutex_unlock(&w->lock);
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct daemon *o = w->workers[i];
+		if (o != self && o->thread_started) {
+			pthread_join(o->thread, NULL);
+			o->thread_started = false;
+		}
+	}
+}
+
+void
+world_post_all(struct daemon *self, world_fn_t fn, bool include_self)
+{
+	struct world *w = self->world;
+
+	for (uint32_t i = 0; i < w->n; i++) {
+		if (w->workers[i] != self)
+			world_post(w->workers[i], fn, NULL);
+	}
+	if (include_self)
+		fn(self, NULL);
+}
+
+uint32_t
+world_next_id(uint32_t *counter)
+{
+	return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}

@@ -26,13 +26,15 @@ static const struct {
     [VIEW_PEERS] =
 	{"peers",
 	 "usage: rmactl [--socket PATH] peers [--json]\n"
-	 "  other daemons: address, state, direction, operations,\n"
-	 "  bytes, errors, in flight, age of the oldest, last error\n",
+	 "  other daemons: address, state, direction, worker thread,\n"
+	 "  operations, bytes, errors, in flight, age of the oldest,\n"
+	 "  last error\n",
 	 {"peers", NULL}},
     [VIEW_CLIENTS] = {"clients",
 		      "usage: rmactl [--socket PATH] clients [--json]\n"
-		      "  local clients: pid, uid, gid, name, regions, bytes,\n"
-		      "  in flight, age of the oldest, operations\n",
+		      "  local clients: pid, uid, gid, name, worker thread,\n"
+		      "  regions, bytes, in flight, age of the oldest,\n"
+		      "  operations\n",
 		      {"clients", NULL}},
     [VIEW_REGIONS] = {"regions",
 		      "usage: rmactl [--socket PATH] regions [--json]\n"
@@ -166,20 +168,21 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 		printf("no peers\n");
 		return;
 	}
-	printf("%4s  %-22s %-10s %-3s %-32s %10s %10s %7s %8s %8s  %s\n", "ID",
-	       "ADDRESS", "STATE", "DIR", "DAEMON", "OPS", "BYTES", "ERRORS",
-	       "INFLIGHT", "OLDEST", "LAST ERROR");
+	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s  %s\n",
+	       "ID", "ADDRESS", "STATE", "DIR", "WKR", "DAEMON", "OPS", "BYTES",
+	       "ERRORS", "INFLIGHT", "OLDEST", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
 
 		rmactl_ops_bytes(bytes, sizeof(bytes), p->bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
-		printf("%4u  %-22s %-10s %-3s %-32s %10" PRIu64
+		printf("%4u  %-22s %-10s %-3s %3u %-32s %10" PRIu64
 		       " %10s %7" PRIu64 " %8" PRIu64 " %8s  %s\n",
 		       p->peer_id, rmactl_ops_dash(p->address),
 		       rmactl_ops_peer_state(p->state),
-		       p->inbound ? "in" : "out", rmactl_ops_dash(p->daemon_id),
+		       p->inbound ? "in" : "out", p->worker,
+		       rmactl_ops_dash(p->daemon_id),
 		       p->ops, bytes, p->errors, p->in_flight, age,
 		       rmactl_ops_dash(p->last_error));
 	}
@@ -194,9 +197,9 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 		printf("no clients\n");
 		return;
 	}
-	printf("%4s %7s %6s %6s %-24s %7s %10s %8s %8s %10s\n", "ID", "PID",
-	       "UID", "GID", "NAME", "REGIONS", "BYTES", "INFLIGHT", "OLDEST",
-	       "OPS");
+	printf("%4s %7s %6s %6s %-24s %3s %7s %10s %8s %8s %10s\n", "ID",
+	       "PID", "UID", "GID", "NAME", "WKR", "REGIONS", "BYTES",
+	       "INFLIGHT", "OLDEST", "OPS");
 	for (size_t i = 0; i < s->n_clients; i++) {
 		const Rma__V1__ClientInfo *c = s->clients[i];
 		const Rma__V1__OpInfo *o =
@@ -204,10 +207,10 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 
 		rmactl_ops_bytes(bytes, sizeof(bytes), c->region_bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
-		printf("%4u %7d %6u %6u %-24s %7u %10s %8" PRIu64
+		printf("%4u %7d %6u %6u %-24s %3u %7u %10s %8" PRIu64
 		       " %8s %10" PRIu64 "\n",
 		       c->client_id, c->pid, c->uid, c->gid,
-		       rmactl_ops_dash(c->name), c->regions, bytes,
+		       rmactl_ops_dash(c->name), c->worker, c->regions, bytes,
 		       c->in_flight, age, c->ops);
 	}
 }

@@ -64,6 +64,7 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	       "\n",
 	       up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
 	printf("progress    %s\n", rmactl_status_or_dash(s->progress_mode));
+	printf("workers     %u\n", s->workers);
 
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)

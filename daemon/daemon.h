@@ -378,6 +378,7 @@ struct world {
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */
 	uint64_t resume_gen;
+	bool joined; /* only the main thread is left (teardown) */
 };
 
 typedef void (*world_fn_t)(struct daemon *d, void *arg);

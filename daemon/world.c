@@ -160,7 +160,7 @@ world_stop(struct daemon *self)
 {
 	struct world *w = self->world;
 
-	if (w->n == 1)
+	if (w->n == 1 || w->joined)
 		return;
 	pthread_mutex_lock(&w->lock);
 	/* Another worker is stopping the world: be stopped first. */
@@ -183,7 +183,7 @@ world_resume(struct daemon *self)
 {
 	struct world *w = self->world;
 
-	if (w->n == 1)
+	if (w->n == 1 || w->joined)
 		return;
 	pthread_mutex_lock(&w->lock);
 	/* Running again as of now, before any next stopper can look. */
@@ -279,6 +279,8 @@ world_join_threads(struct daemon *self, bool quit)
 			o->thread_started = false;
 		}
 	}
+	/* One thread from here on: tearing down any worker needs no stop. */
+	w->joined = true;
 }
 
 void

@@ -221,6 +221,51 @@ START_TEST(test_workers_status_under_load)
 }
 END_TEST
 
+/* SIGTERM while clients of every worker hold regions and have
+ * operations in flight: each worker drains, the daemon exits 0, and the
+ * clients learn it. */
+START_TEST(test_workers_sigterm_with_clients)
+{
+	static const char *const three[] = {"--workers", "3", NULL};
+	enum { N = 3, OPS = 500 };
+	struct daemon_proc dw;
+	rma_client_t *c[N];
+	rma_region_t *r[N];
+	rma_peer_t *self;
+	rma_remote_t *rem;
+	int status;
+
+	harness_daemon_start(&dw, three);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(rma_connect(dw.socket, &c[i]), RMA_OK);
+		ck_assert_int_eq(rma_region_alloc(c[i], REGION, &r[i]), RMA_OK);
+	}
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(rma_peer_connect(c[i], dw.listen, &self),
+				 RMA_OK);
+		ck_assert_int_eq(
+		    rma_remote_import(c[i], self,
+				      rma_region_descriptor(r[(i + 1) % N]),
+				      &rem),
+		    RMA_OK);
+		for (int k = 0; k < OPS; k++)
+			ck_assert_int_eq(rma_put(c[i], r[i], 0, rem, 0, 4096, 0,
+						 NULL, NULL, NULL),
+					 RMA_OK);
+		ck_assert_int_eq(rma_progress(c[i]), RMA_OK);
+	}
+	status = harness_daemon_stop(&dw, SIGTERM);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < N; i++) {
+		rma_status_t st = rma_flush_sync(c[i], NULL, WAIT_MS);
+		ck_assert_msg(
+		    st == RMA_ERR_DAEMON_GONE || st == RMA_ERR_SHUTDOWN,
+		    "flush after the daemon exited: %s", rma_strerror(st));
+		rma_disconnect(c[i]);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -230,6 +275,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_workers);
 	tcase_add_test(tc, test_workers_status_under_load);
+	tcase_add_test(tc, test_workers_sigterm_with_clients);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -46,10 +46,10 @@ head -c 65536 /dev/urandom >"$T/data"
 ctl put --peer "127.0.0.1:$a_PORT" --descriptor "$T/desc" "$T/data" || fail "put"
 
 ctl peers >"$T/peers" || fail "peers"
-grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +[0-9a-f]{32} +[1-9]" \
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +0 +[0-9a-f]{32} +[1-9]" \
 	"$T/peers" || fail "peers: $(cat "$T/peers")"
 ctl clients >"$T/clients" || fail "clients"
-grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +1 +64\.0 KiB' \
+grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +1 +64\.0 KiB' \
 	"$T/clients" || fail "clients: $(cat "$T/clients")"
 ctl regions >"$T/regions" || fail "regions"
 grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"

@@ -202,14 +202,16 @@ metrics_by_series(struct evbuffer *out, const struct metrics *m,
 	}
 }
 
+/* Each worker has its own endpoint to a peer: the worker tells them
+ * apart. */
 static void
 metrics_peer_labels(struct evbuffer *out, const char *name,
 		    const struct peer *p)
 {
 	evbuffer_add_printf(out, "%s{peer=", name);
 	metrics_label(out, p->address);
-	evbuffer_add_printf(out, ",direction=\"%s\"",
-			    p->inbound ? "in" : "out");
+	evbuffer_add_printf(out, ",direction=\"%s\",worker=\"%u\"",
+			    p->inbound ? "in" : "out", p->d->index);
 }
 
 /* Every peer of every worker. */

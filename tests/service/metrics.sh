@@ -7,7 +7,9 @@
 : "${RMAD_BIN:?}" "${RMACTL_BIN:?}"
 
 start_daemon a
-start_daemon b --metrics-listen 127.0.0.1:0
+# Two workers on b: the clients of the puts below land on both, and the
+# page must add their counts up.
+start_daemon b --metrics-listen 127.0.0.1:0 --workers 2
 MPORT=$(sed -n 's|.*metrics_start: serving http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' \
 	"$T/b.log")
 [ -n "$MPORT" ] || fail "no metrics address in b's log: $(cat "$T/b.log")"
@@ -71,15 +73,18 @@ metric "$T/m1" "rmad_operation_duration_seconds_count\\{op=\"put\"\\} $puts"
 metric "$T/m1" "rmad_operation_duration_seconds_bucket\\{op=\"put\",le=\"\\+Inf\"\\} $puts"
 metric "$T/m1" 'rmad_operation_duration_seconds_bucket\{op="put",le="10"\} [1-9][0-9]*'
 metric "$T/m1" 'rmad_operation_duration_seconds_sum\{op="put"\} [0-9.]+'
-metric "$T/m1" "rmad_peer_up\\{peer=\"$peer\",direction=\"out\"\\} 1"
-metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",state=\"up\"\\} 1"
-metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",state=\"down\"\\} 0"
-metric "$T/m1" "rmad_peer_operations_in_flight\\{peer=\"$peer\",direction=\"out\"\\} 0"
+metric "$T/m1" "rmad_peer_up\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\"\\} 1"
+metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\",state=\"up\"\\} 1"
+metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\",state=\"down\"\\} 0"
+metric "$T/m1" "rmad_peer_operations_in_flight\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\"\\} 0"
 metric "$T/m1" 'rmad_operations_in_flight 0'
 metric "$T/m1" 'rmad_clients 1'
 metric "$T/m1" 'rmad_regions 1'
 metric "$T/m1" 'rmad_region_bytes 1048576'
 metric "$T/m1" 'rmad_info\{version="[^"]+",ucx_version="[^"]+",daemon_id="[0-9a-f]+"\} 1'
+# no sample twice (each worker's endpoint has its own labels)
+dups=$(sed -n '/^HTTP/,/^$/!{/^#/!p}' "$T/m1" | sed 's/ [^ ]*$//' | sort | uniq -d)
+[ -z "$dups" ] || fail "samples repeated: $dups"
 # exposition format: every sample's metric has a TYPE line
 sed '1,/^$/d' "$T/m1" | grep -v '^#' | sed 's/[{ ].*//' |
 	sed 's/_\(bucket\|sum\|count\)$//' | sort -u | while read -r name; do

@@ -191,9 +191,20 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 {
 	switch (ev->body_case) {
 	case RMA__V1__EVENT__BODY_COMPLETIONS:
-		for (size_t i = 0; i < ev->completions->n_completions; i++)
-			request_complete_wire(c,
-					      ev->completions->completions[i]);
+		for (size_t i = 0; i < ev->completions->n_completions; i++) {
+			const Rma__V1__Completion *k =
+			    ev->completions->completions[i];
+			request_complete_wire(c, k->op_id, k->status, k->bytes,
+					      k->detail);
+		}
+		for (size_t i = 0;
+		     i + COMPREC_SIZE <= ev->completions->packed.len;
+		     i += COMPREC_SIZE) {
+			struct comprec k;
+			comprec_decode(ev->completions->packed.data + i, &k);
+			request_complete_wire(c, k.op_id, k.status, k.bytes,
+					      NULL);
+		}
 		/* Callbacks may have queued submissions behind ops that
 		 * are now all complete: nothing would wake a poller to send
 		 * them. */
@@ -651,10 +662,6 @@ client_attach(int fd, const char *name, const char *path,
 	c->op_seq = 1;
 	c->max_frame = FRAME_MAX_DEFAULT;
 	frame_reader_init(&c->reader, FRAME_MAX_DEFAULT);
-	for (size_t i = 0; i < REQUEST_BATCH_MAX; i++) {
-		rma__v1__op__init(&c->pending_ops[i]);
-		c->pending_ptrs[i] = &c->pending_ops[i];
-	}
 	if (path != NULL) {
 		c->socket_path = strdup(path);
 		if (c->socket_path == NULL) {
@@ -715,7 +722,7 @@ rma_connect(const char *socket_path, rma_client_t **client_p)
 				    "rma_connect: client_p is NULL");
 	if (socket_path == NULL) {
 		if (socket_path_client(client_socket_buf,
-					sizeof(client_socket_buf)) < 0)
+				       sizeof(client_socket_buf)) < 0)
 			return client_error(NULL, RMA_ERR_INVALID,
 					    "default socket path too long");
 		socket_path = client_socket_buf;

@@ -10,12 +10,9 @@
 
 /* Request structs kept for reuse; more are freed. */
 #define REQUEST_FREE_MAX 4096
-/* Room in a frame besides the ops: Request id, Submit and ops headers. */
+/* Room in a frame besides the records: Request id, Submit and field
+ * headers. */
 #define REQUEST_FRAME_SLACK 64
-/* An Op inside Submit at its largest: tag and length prefix (1 + 1), then
- * seven 64-bit varints (11 bytes each with their tag) and two 32-bit ones
- * (6 each). */
-#define REQUEST_OP_PACKED_MAX (2 + 7 * 11 + 2 * 6)
 
 static struct rma_request *
 request_alloc(rma_client_t *c)
@@ -121,8 +118,8 @@ request_flush(rma_client_t *c)
 		return RMA_OK;
 	if (c->gone)
 		return client_gone_error(c);
-	submit.n_ops = n;
-	submit.ops = c->pending_ptrs;
+	submit.packed.data = c->pending_packed;
+	submit.packed.len = n * OPREC_SIZE;
 	req.id = 0;
 	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
 	req.submit = &submit;
@@ -147,9 +144,8 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	       void *user_data, rma_request_t **req_p)
 {
 	struct rma_request *req;
-	Rma__V1__Op *slot_op;
+	Rma__V1__Op rec_op;
 	uint32_t slot;
-	size_t size;
 
 	if (c->gone)
 		return client_gone_error(c);
@@ -173,18 +169,17 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	c->slots[slot] = req;
 	c->in_flight++;
 
-	/* No size computation per op: an Op packs to at most this. */
-	size = REQUEST_OP_PACKED_MAX;
 	if (c->pending_n > 0 &&
-	    c->pending_bytes + size + REQUEST_FRAME_SLACK > c->max_frame)
+	    c->pending_bytes + OPREC_SIZE + REQUEST_FRAME_SLACK > c->max_frame)
 		request_flush(c);
 	if (!c->gone) {
-		slot_op = &c->pending_ops[c->pending_n];
-		*slot_op = *op;
-		slot_op->op_id = req->op_id;
+		rec_op = *op;
+		rec_op.op_id = req->op_id;
+		oprec_encode(c->pending_packed + c->pending_n * OPREC_SIZE,
+			     &rec_op);
 		c->pending_reqs[c->pending_n] = req;
 		c->pending_n++;
-		c->pending_bytes += size;
+		c->pending_bytes += OPREC_SIZE;
 		/* Nothing in flight: send now, for latency. Otherwise a
 		 * completion will come and wake the caller, who sends the
 		 * batch from rma_progress(). */
@@ -225,19 +220,19 @@ request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 }
 
 void
-request_complete_wire(rma_client_t *c, const Rma__V1__Completion *comp)
+request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
+		      uint64_t bytes, const char *detail)
 {
-	uint32_t slot = (uint32_t)comp->op_id;
+	uint32_t slot = (uint32_t)op_id;
 	struct rma_request *req;
 
 	if (slot >= c->slots_used)
 		return;
 	req = c->slots[slot];
 	/* unknown, repeated, or for an op not even sent: ignore */
-	if (req == NULL || req->op_id != comp->op_id || !req->sent)
+	if (req == NULL || req->op_id != op_id || !req->sent)
 		return;
-	request_complete(c, req, status_from_wire(comp->status), comp->bytes,
-			 comp->detail);
+	request_complete(c, req, status_from_wire(status), bytes, detail);
 }
 
 void

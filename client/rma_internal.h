@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "rma.h"
+#include "oprec.h"
 #include "rma.pb-c.h"
 #include "frame.h"
 
@@ -116,9 +117,8 @@ struct rma_client {
 	size_t sent_in_flight; /* sent and not completed */
 	size_t in_flight;      /* pending or sent, not completed */
 
-	/* the coalesced Submit not sent yet */
-	Rma__V1__Op pending_ops[REQUEST_BATCH_MAX];
-	Rma__V1__Op *pending_ptrs[REQUEST_BATCH_MAX];
+	/* the coalesced Submit not sent yet, as records (oprec.h) */
+	uint8_t pending_packed[REQUEST_BATCH_MAX * OPREC_SIZE];
 	struct rma_request *pending_reqs[REQUEST_BATCH_MAX];
 	size_t pending_n;
 	size_t pending_bytes;
@@ -193,7 +193,9 @@ rma_status_t client_wait(rma_client_t *c, int64_t deadline,
 rma_status_t request_flush(rma_client_t *c);
 
 /* A Completion from the daemon. */
-void request_complete_wire(rma_client_t *c, const Rma__V1__Completion *comp);
+/* A completion from the daemon (status on the wire; detail may be NULL). */
+void request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
+			   uint64_t bytes, const char *detail);
 
 /* Complete every request in flight (or pending) with status. */
 void request_complete_all(rma_client_t *c, rma_status_t status,

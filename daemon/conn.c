@@ -3,6 +3,7 @@
  * may not send any), dispatched through a table, replies and events queued
  * and written without ever blocking on a slow client. */
 #include "daemon.h"
+#include "oprec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,10 +169,22 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+/* Completions per event (on the stack: a packed one takes 24 bytes). */
+#define CONN_COMPLETIONS_PER_EVENT 1024
+
+static bool
+conn_completion_packs(const Rma__V1__Completion *comp)
+{
+	return comp->detail == protobuf_c_empty_string;
+}
+
+/* Completions go out in order, as runs: those without a detail as packed
+ * records, the others as Completion messages. */
 static void
 conn_pack_completions(struct conn *c)
 {
-	Rma__V1__Completion *ptrs[256];
+	Rma__V1__Completion *ptrs[CONN_COMPLETIONS_PER_EVENT];
+	uint8_t packed[CONN_COMPLETIONS_PER_EVENT * COMPREC_SIZE];
 	Rma__V1__Completions comps = RMA__V1__COMPLETIONS__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
 	size_t at = 0;
@@ -179,13 +192,30 @@ conn_pack_completions(struct conn *c)
 	event.body_case = RMA__V1__EVENT__BODY_COMPLETIONS;
 	event.completions = &comps;
 	while (at < c->done_len) {
-		size_t n = c->done_len - at;
-		if (n > 256)
-			n = 256;
-		for (size_t i = 0; i < n; i++)
-			ptrs[i] = &c->done[at + i];
-		comps.n_completions = n;
-		comps.completions = ptrs;
+		bool pack = conn_completion_packs(&c->done[at]);
+		size_t n = 0;
+
+		comps.n_completions = 0;
+		comps.packed.len = 0;
+		while (at + n < c->done_len && n < CONN_COMPLETIONS_PER_EVENT &&
+		       conn_completion_packs(&c->done[at + n]) == pack) {
+			const Rma__V1__Completion *k = &c->done[at + n];
+			if (pack) {
+				struct comprec rec = {k->op_id, k->bytes,
+						      (int32_t)k->status};
+				comprec_encode(packed + n * COMPREC_SIZE, &rec);
+			} else {
+				ptrs[n] = &c->done[at + n];
+			}
+			n++;
+		}
+		if (pack) {
+			comps.packed.data = packed;
+			comps.packed.len = n * COMPREC_SIZE;
+		} else {
+			comps.n_completions = n;
+			comps.completions = ptrs;
+		}
 		conn_send_event(c, &event);
 		at += n;
 	}
@@ -415,6 +445,15 @@ conn_handle_remote_release(struct conn *c, const Rma__V1__Request *req)
 static void
 conn_handle_submit(struct conn *c, const Rma__V1__Request *req)
 {
+	if (req->submit->packed.len % OPREC_SIZE != 0) {
+		c->d->counters.protocol_errors++;
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
+				"Submit.packed holds %zu bytes, not a whole "
+				"number of %d-byte operation records",
+				req->submit->packed.len, OPREC_SIZE);
+		c->closing = true;
+		return;
+	}
 	op_submit(c, req->submit);
 }
 

@@ -11,6 +11,7 @@
  * fabrics where the NIC does RMA one-sidedly. A flush completes once
  * everything before it on its peer has. */
 #include "daemon.h"
+#include "oprec.h"
 #include "am.h"
 #include "bounds.h"
 
@@ -717,11 +718,11 @@ static void
 op_batch_send(struct peer *p)
 {
 	ucp_request_param_t param = {
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				UCP_OP_ATTR_FIELD_USER_DATA |
-				UCP_OP_ATTR_FIELD_FLAGS,
-		.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
-		.cb.send = op_batch_sent,
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+	    .cb.send = op_batch_sent,
 	};
 	struct op_batch *b = p->batch;
 	ucs_status_ptr_t sp;
@@ -827,7 +828,7 @@ op_on_batch_reply(void *arg, const void *header, size_t header_length,
 					memcpy(op->buf, p + at, n);
 				else
 					op->remote_status =
-						RMA__V1__STATUS__ERR_PROTOCOL;
+					    RMA__V1__STATUS__ERR_PROTOCOL;
 			}
 			op_stop_waiting(op);
 			if (op->pending == 0)
@@ -866,37 +867,52 @@ op_peer_failed(struct peer *p, ucs_status_t status)
 	op_release_barriers(p);
 }
 
+static void
+op_submit_one(struct conn *c, const Rma__V1__Op *o)
+{
+	if (c->d->shutting_down) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_SHUTDOWN,
+			"daemon shutting down");
+		return;
+	}
+	if (c->in_flight >= c->d->cfg.max_in_flight) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_LIMIT,
+			"%llu operations in flight (max_in_flight %u)",
+			(unsigned long long)c->in_flight,
+			c->d->cfg.max_in_flight);
+		return;
+	}
+	switch (o->kind) {
+	case RMA__V1__OP_KIND__PUT:
+	case RMA__V1__OP_KIND__GET:
+		op_start_rma(c, o);
+		break;
+	case RMA__V1__OP_KIND__FLUSH:
+		op_start_flush(c, o);
+		break;
+	default:
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"unknown operation kind %d", (int)o->kind);
+		break;
+	}
+}
+
 void
 op_submit(struct conn *c, const Rma__V1__Submit *submit)
 {
-	for (size_t i = 0; i < submit->n_ops && !c->dead; i++) {
-		const Rma__V1__Op *o = submit->ops[i];
+	const uint8_t *rec = submit->packed.data;
+	size_t n_packed = submit->packed.len / OPREC_SIZE;
+	Rma__V1__Op o;
 
-		if (c->d->shutting_down) {
-			op_fail(c, o, RMA__V1__STATUS__ERR_SHUTDOWN,
-				"daemon shutting down");
-			continue;
-		}
-		if (c->in_flight >= c->d->cfg.max_in_flight) {
-			op_fail(c, o, RMA__V1__STATUS__ERR_LIMIT,
-				"%llu operations in flight (max_in_flight %u)",
-				(unsigned long long)c->in_flight,
-				c->d->cfg.max_in_flight);
-			continue;
-		}
-		switch (o->kind) {
-		case RMA__V1__OP_KIND__PUT:
-		case RMA__V1__OP_KIND__GET:
-			op_start_rma(c, o);
-			break;
-		case RMA__V1__OP_KIND__FLUSH:
-			op_start_flush(c, o);
-			break;
-		default:
-			op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
-				"unknown operation kind %d", (int)o->kind);
-			break;
-		}
+	for (size_t i = 0; i < submit->n_ops && !c->dead; i++)
+		op_submit_one(c, submit->ops[i]);
+	for (size_t i = 0; i < n_packed && !c->dead; i++, rec += OPREC_SIZE) {
+		if (oprec_decode(rec, &o) < 0)
+			op_fail(c, &o, RMA__V1__STATUS__ERR_PROTOCOL,
+				"reserved bytes of an operation record are "
+				"not 0");
+		else
+			op_submit_one(c, &o);
 	}
 	op_batch_send_all(c->d);
 }

@@ -12,7 +12,7 @@
 #define FRAME_HEADER_SIZE 4
 #define FRAME_MAX_DEFAULT (1u << 20)
 /* Hello.protocol_version; bumped on any incompatible change. */
-#define RMA_PROTOCOL_VERSION 1
+#define RMA_PROTOCOL_VERSION 2
 
 struct frame_reader {
 	uint8_t *buf;

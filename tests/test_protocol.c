@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "oprec.h"
 
 static struct daemon d;
 
@@ -406,10 +407,94 @@ submit_one(int fd, Rma__V1__Op *op, Rma__V1__DaemonMessage **m_p)
 	m = recv_message(fd, NULL);
 	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_EVENT);
 	ck_assert_int_eq(m->event->body_case, RMA__V1__EVENT__BODY_COMPLETIONS);
-	ck_assert_uint_eq(m->event->completions->n_completions, 1);
 	*m_p = m;
-	return m->event->completions->completions[0];
+	if (m->event->completions->n_completions == 1)
+		return m->event->completions->completions[0];
+	/* no detail text: a record */
+	static Rma__V1__Completion from_record;
+	struct comprec rec;
+
+	ck_assert_uint_eq(m->event->completions->n_completions, 0);
+	ck_assert_uint_eq(m->event->completions->packed.len, COMPREC_SIZE);
+	comprec_decode(m->event->completions->packed.data, &rec);
+	rma__v1__completion__init(&from_record);
+	from_record.op_id = rec.op_id;
+	from_record.status = rec.status;
+	from_record.bytes = rec.bytes;
+	return &from_record;
 }
+
+/* Operations as records (what librma sends): completed in order, OK ones
+ * as records too, an error with its text as a message; a record with its
+ * reserved bytes set fails alone; a torn record array closes the client. */
+START_TEST(test_packed_records)
+{
+	int fd = client_new(), memfd;
+	Rma__V1__Op ops[3];
+	Rma__V1__Submit s = RMA__V1__SUBMIT__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+	uint8_t packed[3 * OPREC_SIZE];
+	struct comprec rec;
+	uint64_t mine;
+
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	mine = region_alloc(fd, 4096, &memfd, NULL);
+	for (int i = 0; i < 3; i++) {
+		rma__v1__op__init(&ops[i]);
+		ops[i].op_id = 10 + (uint64_t)i;
+		ops[i].kind = RMA__V1__OP_KIND__FLUSH; /* flush all: OK */
+	}
+	ops[1].kind = RMA__V1__OP_KIND__PUT; /* no such remote */
+	ops[1].region_id = mine;
+	ops[1].length = 8;
+	ops[1].remote_id = 99;
+	for (int i = 0; i < 3; i++)
+		oprec_encode(packed + i * OPREC_SIZE, &ops[i]);
+	s.packed.data = packed;
+	s.packed.len = sizeof(packed);
+	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
+	req.submit = &s;
+	send_request(fd, &req);
+
+	m = recv_message(fd, NULL);
+	ck_assert_uint_eq(m->event->completions->packed.len, COMPREC_SIZE);
+	comprec_decode(m->event->completions->packed.data, &rec);
+	ck_assert_uint_eq(rec.op_id, 10);
+	ck_assert_int_eq(rec.status, RMA__V1__STATUS__OK);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	m = recv_message(fd, NULL);
+	ck_assert_uint_eq(m->event->completions->n_completions, 1);
+	ck_assert_uint_eq(m->event->completions->completions[0]->op_id, 11);
+	ck_assert_int_eq(m->event->completions->completions[0]->status,
+			 RMA__V1__STATUS__ERR_NO_PEER);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	m = recv_message(fd, NULL);
+	comprec_decode(m->event->completions->packed.data, &rec);
+	ck_assert_uint_eq(rec.op_id, 12);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	/* reserved bytes set: that operation fails, the client stays */
+	packed[OPREC_SIZE - 1] = 1;
+	s.packed.len = OPREC_SIZE;
+	send_request(fd, &req);
+	m = recv_message(fd, NULL);
+	ck_assert_uint_eq(m->event->completions->n_completions, 1);
+	ck_assert_int_eq(m->event->completions->completions[0]->status,
+			 RMA__V1__STATUS__ERR_PROTOCOL);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+
+	/* half a record: a protocol error, and the client is cut off */
+	s.packed.len = OPREC_SIZE / 2;
+	send_request(fd, &req);
+	m = recv_message(fd, NULL);
+	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_int_eq(m->reply->status, RMA__V1__STATUS__ERR_PROTOCOL);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(fd);
+	close(memfd);
+}
+END_TEST
 
 START_TEST(test_op_errors_are_completions)
 {
@@ -548,6 +633,7 @@ main(void)
 	tcase_add_test(tc, test_client_fd_refused_and_closed);
 	tcase_add_test(tc, test_region_is_sealed_memfd);
 	tcase_add_test(tc, test_op_errors_are_completions);
+	tcase_add_test(tc, test_packed_records);
 	tcase_add_test(tc, test_region_free_not_owner);
 	tcase_add_test(tc, test_import_refusals);
 	suite_add_tcase(s, tc);

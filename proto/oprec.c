@@ -1,0 +1,85 @@
+/* Fixed-layout operation and completion records: see oprec.h. */
+#include "oprec.h"
+
+#include <endian.h>
+#include <string.h>
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+void
+oprec_encode(uint8_t *p, const Rma__V1__Op *op)
+{
+	put64(p, op->op_id);
+	put64(p + 8, op->region_id);
+	put64(p + 16, op->offset);
+	put64(p + 24, op->remote_id);
+	put64(p + 32, op->remote_offset);
+	put64(p + 40, op->length);
+	put32(p + 48, (uint32_t)op->kind);
+	put32(p + 52, op->flags);
+	put32(p + 56, op->peer_id);
+	put32(p + 60, 0);
+}
+
+int
+oprec_decode(const uint8_t *p, Rma__V1__Op *op)
+{
+	rma__v1__op__init(op);
+	op->op_id = get64(p);
+	op->region_id = get64(p + 8);
+	op->offset = get64(p + 16);
+	op->remote_id = get64(p + 24);
+	op->remote_offset = get64(p + 32);
+	op->length = get64(p + 40);
+	op->kind = (Rma__V1__OpKind)get32(p + 48);
+	op->flags = get32(p + 52);
+	op->peer_id = get32(p + 56);
+	return get32(p + 60) == 0 ? 0 : -1;
+}
+
+void
+comprec_encode(uint8_t *p, const struct comprec *c)
+{
+	put64(p, c->op_id);
+	put64(p + 8, c->bytes);
+	put32(p + 16, (uint32_t)c->status);
+	put32(p + 20, 0);
+}
+
+void
+comprec_decode(const uint8_t *p, struct comprec *c)
+{
+	c->op_id = get64(p);
+	c->bytes = get64(p + 8);
+	c->status = (int32_t)get32(p + 16);
+}

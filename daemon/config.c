@@ -25,6 +25,7 @@ enum config_type {
 	CT_SECONDS,
 	CT_BYTES,
 	CT_COUNT,
+	CT_MICROS, /* microseconds, 0 allowed */
 	CT_FD,
 	CT_CIDRS,
 	CT_USERS,
@@ -78,6 +79,9 @@ static const struct config_option config_options[] = {
 	"groups whose members may connect (names or gids)"),
     OPT("progress_mode", CT_PROGRESS, polling,
 	"blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
+    OPT("progress_spin", CT_MICROS, progress_spin_us,
+	"blocking mode: microseconds to keep polling UCX before sleeping "
+	"while operations are in flight (0 = sleep at once)"),
     OPT("rma_protocol", CT_RMA, ucx_rma,
 	"am (rmad's messages; the target checks every access) or ucx "
 	"(ucp_put/get_nbx, for RDMA fabrics)"),
@@ -116,6 +120,7 @@ config_defaults(struct config *cfg)
 	cfg->max_in_flight = 65536;
 	cfg->ready_fd = -1;
 	cfg->workers = 1;
+	cfg->progress_spin_us = 30;
 }
 
 static int
@@ -324,6 +329,7 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 	const struct config_option *o = config_find(name);
 	char *field;
 	uint64_t bytes;
+	uint32_t micros;
 	char *end;
 	double secs;
 
@@ -375,6 +381,15 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 			    "got '%s'",
 			    o->name, value);
 		memcpy(field, &secs, sizeof(secs));
+		return 0;
+	case CT_MICROS:
+		if (size_parse(value, &bytes) < 0 || bytes > 1000000)
+			return config_error(err, err_len,
+					    "%s: expected microseconds in [0, "
+					    "1000000], got '%s'",
+					    o->name, value);
+		micros = (uint32_t)bytes;
+		memcpy(field, &micros, sizeof(micros));
 		return 0;
 	case CT_BYTES:
 	case CT_COUNT:
@@ -534,6 +549,7 @@ config_print_value(FILE *f, const struct config *cfg,
 		memcpy(&secs, field, sizeof(secs));
 		fprintf(f, "%g", secs);
 		break;
+	case CT_MICROS:
 	case CT_BYTES:
 	case CT_COUNT:
 		if (o->size == sizeof(uint32_t)) {
@@ -676,6 +692,12 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
 			if (config_set(cfg, config_options[opt].name, optarg,
 				       err, sizeof(err)) < 0) {
+				/* the option as typed: dashes, not the
+				 * config key's underscores */
+				for (char *q = err; *q != '\0' && *q != ':';
+				     q++)
+					if (*q == '_')
+						*q = '-';
 				fprintf(stderr, "rmad: --%s\n", err);
 				return -1;
 			}

@@ -63,6 +63,8 @@ struct config {
 	uint64_t max_region_bytes; /* per client */
 	uint32_t max_in_flight;	   /* per client */
 	bool polling;		   /* progress mode: busy-poll the worker */
+	uint32_t progress_spin_us; /* blocking: poll this long before sleeping
+				      while operations are in flight */
 	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
 	int ready_fd;		   /* written and closed once serving, -1 */
 	uint32_t workers;	   /* worker threads, the main one included */
@@ -247,7 +249,7 @@ struct peer {
 	struct waiter_list connect_waiters;
 	struct waiter_list resolve_waiters;
 	struct resolved_list resolved;
-	struct op_list ops; /* in flight, oldest first (deadline order) */
+	struct op_list ops;	/* in flight, oldest first (deadline order) */
 	struct op_batch *batch; /* small ops of the frame being handled */
 	uint64_t in_flight;
 	uint64_t stat_ops, stat_bytes, stat_errors;
@@ -301,8 +303,8 @@ struct op {
 	wire_status_t remote_status; /* the target refused it */
 	bool timed_out;
 	bool reported; /* the client got its completion already */
-	bool listed;  /* on peer->ops */
-	bool barrier; /* flush: waiting for older operations on its peer */
+	bool listed;   /* on peer->ops */
+	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
@@ -333,8 +335,8 @@ ucs_status_t target_on_put(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
 ucs_status_t target_on_batch(void *arg, const void *header,
-			    size_t header_length, void *data, size_t length,
-			    const ucp_am_recv_param_t *param);
+			     size_t header_length, void *data, size_t length,
+			     const ucp_am_recv_param_t *param);
 ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
@@ -437,6 +439,7 @@ struct daemon {
 	struct event *tick_ev;
 	struct event *deadline_ev;
 	struct event *poll_ev; /* polling mode only */
+	bool in_tick;	       /* worker_tick is running */
 	char ucx_version[32];
 
 	struct quarantine_list quarantine;

@@ -43,16 +43,38 @@ worker_poll(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(d->poll_ev, &zero);
 }
 
+/* Blocking mode, operations in flight: an answer is often microseconds
+ * away, and waking up for it costs more than polling for it. Returns
+ * whether UCX had work. */
+static bool
+worker_spin(struct daemon *d)
+{
+	double end;
+
+	if (d->cfg.progress_spin_us == 0 || d->ops_in_flight == 0)
+		return false;
+	end = daemon_now() + d->cfg.progress_spin_us * 1e-6;
+	do {
+		if (ucp_worker_progress(d->worker) != 0)
+			return true;
+	} while (daemon_now() < end);
+	return false;
+}
+
 static void
 worker_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
+	bool spun = false;
 
 	if (d->cfg.polling) {
 		worker_progress_idle(d);
 		conn_flush_dirty(d);
 		return;
 	}
+	/* Kicks from callbacks of this pass (a completion queued) are
+	 * served by the pass itself, not by another one. */
+	d->in_tick = true;
 	for (int round = 0; round < 64; round++) {
 		ucs_status_t st;
 
@@ -61,6 +83,12 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 		if (peer_close_failed(d) > 0)
 			continue;
 		conn_flush_dirty(d);
+		/* Once a pass: new client frames wait meanwhile. */
+		if (!spun) {
+			spun = true;
+			if (worker_spin(d))
+				continue;
+		}
 		st = ucp_worker_arm(d->worker);
 		if (st == UCS_OK)
 			break;
@@ -70,6 +98,7 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 			break;
 		}
 	}
+	d->in_tick = false;
 	if (d->shutting_down && d->ops_in_flight == 0)
 		event_base_loopbreak(d->base);
 }
@@ -77,7 +106,7 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 void
 worker_kick(struct daemon *d)
 {
-	if (!event_pending(d->tick_ev, EV_TIMEOUT, NULL))
+	if (!d->in_tick && !event_pending(d->tick_ev, EV_TIMEOUT, NULL))
 		event_active(d->tick_ev, EV_TIMEOUT, 0);
 }
 

@@ -139,6 +139,74 @@ target_on_get(void *arg, const void *header, size_t header_length, void *data,
 	return UCS_OK;
 }
 
+static void
+target_tagged_sent(void *request, ucs_status_t status, void *user_data)
+{
+	struct target_answer *a = user_data;
+
+	region_unref(a->d, a->region);
+	free(a);
+	ucp_request_free(request);
+}
+
+/* The bytes of a big get, as the tagged message the initiator posted a
+ * receive for; false if they cannot go. */
+static bool
+target_send_tagged(struct daemon *d, ucp_ep_h ep, struct region *r,
+		   const struct am_get_tagged *h)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA,
+	    .cb.send = target_tagged_sent,
+	};
+	struct target_answer *a = malloc(sizeof(*a));
+	ucs_status_ptr_t sp;
+
+	if (a == NULL)
+		return false;
+	a->d = d;
+	a->region = r;
+	region_ref(r);
+	param.user_data = a;
+	sp = ucp_tag_send_nbx(ep, (char *)r->addr + h->rma.offset,
+			      h->rma.length, h->tag, &param);
+	if (sp == NULL || UCS_PTR_IS_ERR(sp)) {
+		region_unref(d, r);
+		free(a);
+	}
+	return !UCS_PTR_IS_ERR(sp);
+}
+
+ucs_status_t
+target_on_get_tagged(void *arg, const void *header, size_t header_length,
+		     void *data, size_t length,
+		     const ucp_am_recv_param_t *param)
+{
+	struct daemon *d = arg;
+	struct region *r = NULL;
+	struct am_get_tagged h;
+	wire_status_t st;
+
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+		ucp_am_data_release(d->worker, data);
+	if (header_length != sizeof(h) ||
+	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
+		return UCS_OK;
+	memcpy(&h, header, sizeof(h));
+	if (h.rma.magic != AM_MAGIC)
+		return UCS_OK;
+	st = target_check(d, &h.rma, &r);
+	d->counters.target_gets++;
+	if (st == RMA__V1__STATUS__OK &&
+	    !target_send_tagged(d, param->reply_ep, r, &h))
+		st = RMA__V1__STATUS__ERR_INTERNAL;
+	/* After the bytes, on the same endpoint: yes (or why not). */
+	target_answer(d, param->reply_ep, AM_GET_REPLY, h.rma.token, st, NULL,
+		      NULL, 0);
+	return UCS_OK;
+}
+
 /* Answers to a batch, one buffer sent once. */
 struct target_reply {
 	size_t len, cap;

@@ -418,6 +418,7 @@ struct counters {
 	uint64_t regions_created;
 	uint64_t resolves_served;
 	uint64_t target_puts, target_gets; /* served for other daemons */
+	uint64_t unexpected_dropped; /* tagged messages nobody waited for */
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */

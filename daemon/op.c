@@ -602,8 +602,8 @@ static bool
 op_post_tag_recv(struct op *op)
 {
 	ucp_request_param_t param = {
-	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-			    UCP_OP_ATTR_FIELD_USER_DATA,
+	    .op_attr_mask =
+		UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
 	    .cb.recv = op_on_tag_recv,
 	    .user_data = op,
 	};
@@ -665,8 +665,8 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	else
 		sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET,
 				     &op->hdr.rma, sizeof(op->hdr.rma),
-				     put ? op->buf : NULL,
-				     put ? op->length : 0, &param);
+				     put ? op->buf : NULL, put ? op->length : 0,
+				     &param);
 	op_track(op, sp);
 	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer) {
 		op_stop_waiting(op);

@@ -156,8 +156,8 @@ target_send_tagged(struct daemon *d, ucp_ep_h ep, struct region *r,
 		   const struct am_get_tagged *h)
 {
 	ucp_request_param_t param = {
-	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-			    UCP_OP_ATTR_FIELD_USER_DATA,
+	    .op_attr_mask =
+		UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
 	    .cb.send = target_tagged_sent,
 	};
 	struct target_answer *a = malloc(sizeof(*a));

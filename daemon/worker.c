@@ -41,6 +41,7 @@ worker_drop_unexpected(struct daemon *d)
 	while ((msg = ucp_tag_probe_nb(d->worker, 0, 0, 1, &info)) != NULL) {
 		log_debug("worker_drop_unexpected: %zu bytes, tag %llx",
 			  info.length, (unsigned long long)info.sender_tag);
+		d->counters.unexpected_dropped++;
 		sp = ucp_tag_msg_recv_nbx(d->worker, NULL, 0, msg, &param);
 		if (UCS_PTR_IS_ERR(sp))
 			log_warn("worker_drop_unexpected: %s",

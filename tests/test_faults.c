@@ -1443,10 +1443,8 @@ START_TEST(test_big_gets_on_frozen_peer)
 	ck_assert_int_eq(rma_region_alloc(cb, (size_t)N * SZ, &rb), RMA_OK);
 	import_from(cb, &da, ra, &pa, &rema);
 	harness_fill(rma_region_ptr(ra), (size_t)N * SZ, 7);
-	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rema, 0, SZ, WAIT_MS),
-			 RMA_OK);
-	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ),
-			 0);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rema, 0, SZ, WAIT_MS), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ), 0);
 
 	kill(da.pid, SIGSTOP);
 	for (int i = 0; i < N; i++)
@@ -1478,6 +1476,64 @@ START_TEST(test_big_gets_on_frozen_peer)
 	ck_assert_uint_eq(reply->status_reply->ops_in_flight, 0);
 	rma__v1__reply__free_unpacked(reply, NULL);
 	assert_alive(&db, 0, "after big gets on a frozen peer");
+}
+END_TEST
+
+/* ---- a peer sending tagged messages nobody waits for -----------------------
+ */
+
+static uint64_t
+unexpected_dropped(rma_client_t *c)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	uint64_t n = reply->status_reply->counters->unexpected_dropped;
+
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return n;
+}
+
+/* 200 tagged messages of 256 KiB (50 MiB) with random tags: rmad drops
+ * them as they come instead of keeping them for a receive that never
+ * comes; its memory stays put and it keeps serving. */
+START_TEST(test_junk_tagged_messages)
+{
+	enum { COUNT = 200, BYTES = 256 * 1024 };
+	const char *bin = getenv("JUNK_PEER_BIN");
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *pa;
+	rma_remote_t *rema;
+	char count[16], bytes[16];
+	long rss0, rss1;
+	double deadline;
+	int status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(bin);
+	two_daemons(NULL, NULL, &ca, &ra, &cb, &rb, &pa, &rema);
+	rss0 = harness_rss_kib(db.pid);
+	snprintf(count, sizeof(count), "%d", COUNT);
+	snprintf(bytes, sizeof(bytes), "%d", BYTES);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(bin, bin, db.listen, count, bytes, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "junk_peer failed (status %d)", status);
+	deadline = harness_now() + 10;
+	while (unexpected_dropped(cb) < COUNT && harness_now() < deadline)
+		harness_pause(0.02, deadline);
+	ck_assert_uint_eq(unexpected_dropped(cb), COUNT);
+	rss1 = harness_rss_kib(db.pid);
+	fprintf(stderr,
+		"faults: %d junk tagged messages of %d KiB dropped; daemon RSS "
+		"%ld -> %ld KiB\n",
+		COUNT, BYTES / 1024, rss0, rss1);
+	ck_assert_int_lt(rss1 - rss0, (long)COUNT * BYTES / 1024 / 4);
+	put_and_check(cb, rb, rema, ra, 0, 65536, 3);
 }
 END_TEST
 
@@ -1550,6 +1606,7 @@ main(void)
 	ADD(s, test_daemon_killed_under_waiter);
 	ADD(s, test_failed_connects_not_kept);
 	ADD(s, test_big_gets_on_frozen_peer);
+	ADD(s, test_junk_tagged_messages);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -54,7 +54,7 @@ worker_progress_idle(struct daemon *d)
 {
 	/* Bounded, so a flood from one peer cannot starve the clients. */
 	for (int i = 0; i < 4096 && ucp_worker_progress(d->worker) != 0; i++)
-		;
+		worker_drop_unexpected(d); /* as they come: none piles up */
 	worker_drop_unexpected(d);
 }
 

@@ -18,13 +18,10 @@ enum am_id {
 	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
 	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
-	AM_BATCH = 10,	      /* data: am_rma records (kind in pad), put
+	AM_BATCH = 10,        /* data: am_rma records (kind in pad), put
 				 records followed by their bytes */
 	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
 				 one per record, in order */
-	AM_GET_TAGGED = 12,   /* header am_get_tagged: send me these bytes
-				 as a tagged message, then AM_GET_REPLY
-				 (without bytes) */
 };
 
 /* Ids below this have a handler (unknown ones drop the message). */
@@ -34,11 +31,6 @@ enum am_id {
  * per client frame, one answer per batch. */
 #define AM_BATCH_SMALL 8192
 #define AM_BATCH_BYTES (64 * 1024)
-
-/* Gets from this size on come back as a tagged message received straight
- * into the region (an active message would be reassembled in a buffer of
- * UCX's first, then copied: a copy too many for big transfers). */
-#define AM_GET_TAGGED_MIN (64 * 1024)
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */
 #define AM_VERSION 1
@@ -89,13 +81,6 @@ struct am_rma {
 	uint64_t generation;
 	uint64_t offset;
 	uint64_t length;
-};
-
-/* The tag is random: a tag receive matches a message from any endpoint,
- * so only the target of this get may know it. */
-struct am_get_tagged {
-	struct am_rma rma;
-	uint64_t tag;
 };
 
 struct am_rma_answer {

@@ -307,9 +307,7 @@ struct op {
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
-	struct am_get_tagged hdr; /* rmad protocol: header, alive until sent
-				     (hdr.rma; the tag for a tagged get) */
-	void *tag_req; /* tagged get: the receive of its bytes, posted */
+	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
 	double deadline;
 	struct op *flush_all_parent; /* flush of every peer: the aggregate */
 	TAILQ_ENTRY(op) link;	     /* peer->ops */
@@ -342,10 +340,6 @@ ucs_status_t target_on_batch(void *arg, const void *header,
 ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
 			   void *data, size_t length,
 			   const ucp_am_recv_param_t *param);
-ucs_status_t target_on_get_tagged(void *arg, const void *header,
-				  size_t header_length, void *data,
-				  size_t length,
-				  const ucp_am_recv_param_t *param);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
@@ -418,7 +412,6 @@ struct counters {
 	uint64_t regions_created;
 	uint64_t resolves_served;
 	uint64_t target_puts, target_gets; /* served for other daemons */
-	uint64_t unexpected_dropped; /* tagged messages nobody waited for */
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */

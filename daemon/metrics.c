@@ -248,7 +248,6 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.protocol_errors += k->protocol_errors;
 		sum.regions_created += k->regions_created;
 		sum.resolves_served += k->resolves_served;
-		sum.unexpected_dropped += k->unexpected_dropped;
 		if (wd->metrics != NULL)
 			metrics_merge_series(&merged, wd->metrics);
 	}
@@ -364,10 +363,6 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	metrics_scalar(out, "rmad_resolves_served_total", "counter",
 		       "Descriptor resolutions answered for other daemons.",
 		       sum.resolves_served);
-	metrics_scalar(out, "rmad_unexpected_dropped_total", "counter",
-		       "Tagged messages from peers that no get waited for "
-		       "(late bytes of a failed get, or junk), dropped.",
-		       sum.unexpected_dropped);
 	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
 		       "Requests for /metrics.", m->scrapes);
 	free(merged.series);

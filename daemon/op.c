@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 wire_status_t
 op_status_from_ucs(ucs_status_t st)
@@ -549,8 +548,6 @@ op_stop_waiting(struct op *op)
 	op->pending--;
 }
 
-static void op_cancel_tag_recv(struct op *op);
-
 static void
 op_on_am_sent(void *request, ucs_status_t status, void *user_data)
 {
@@ -560,66 +557,12 @@ op_on_am_sent(void *request, ucs_status_t status, void *user_data)
 	if (status != UCS_OK) {
 		if (op->status == UCS_OK)
 			op->status = status;
-		/* never delivered: no answer, no bytes will come */
+		/* never delivered: no answer will come */
 		if (op->awaiting_answer)
 			op_stop_waiting(op);
-		op_cancel_tag_recv(op);
 	}
 	if (--op->pending == 0)
 		op_finish(op);
-}
-
-/* The bytes of a tagged get landed in the region (or the receive was
- * cancelled: the answer refused it, or the peer failed). */
-static void
-op_on_tag_recv(void *request, ucs_status_t status,
-	       const ucp_tag_recv_info_t *info, void *user_data)
-{
-	struct op *op = user_data;
-
-	op->tag_req = NULL;
-	if (status == UCS_OK && info->length != op->length)
-		status = UCS_ERR_MESSAGE_TRUNCATED;
-	if (status != UCS_OK && status != UCS_ERR_CANCELED &&
-	    op->status == UCS_OK)
-		op->status = status;
-	ucp_request_free(request);
-	if (--op->pending == 0)
-		op_finish(op);
-}
-
-/* No bytes will come: the receive goes (its callback finishes the op). */
-static void
-op_cancel_tag_recv(struct op *op)
-{
-	if (op->tag_req != NULL)
-		ucp_request_cancel(op->d->worker, op->tag_req);
-}
-
-/* A big get: its receive is posted before the request leaves, so the
- * bytes never wait in UCX as an unexpected message. */
-static bool
-op_post_tag_recv(struct op *op)
-{
-	ucp_request_param_t param = {
-	    .op_attr_mask =
-		UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-	    .cb.recv = op_on_tag_recv,
-	    .user_data = op,
-	};
-	ucs_status_ptr_t sp;
-	uint64_t tag;
-
-	if (getrandom(&tag, sizeof(tag), 0) != sizeof(tag))
-		return false;
-	op->hdr.tag = tag;
-	op_expect(op);
-	sp = ucp_tag_recv_nbx(op->d->worker, op->buf, op->length, tag,
-			      UINT64_MAX, &param);
-	if (sp != NULL && !UCS_PTR_IS_ERR(sp))
-		op->tag_req = sp;
-	op_track(op, sp);
-	return !UCS_PTR_IS_ERR(sp);
 }
 
 static void
@@ -627,7 +570,6 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 {
 	struct daemon *d = op->d;
 	bool put = op->kind == RMA__V1__OP_KIND__PUT;
-	bool tagged = !put && op->length >= AM_GET_TAGGED_MIN;
 	ucp_request_param_t param = {
 	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
 			    UCP_OP_ATTR_FIELD_USER_DATA |
@@ -640,38 +582,28 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	};
 	ucs_status_ptr_t sp;
 
-	if (tagged && !op_post_tag_recv(op))
-		return; /* op->status says why */
 	op->token = d->next_token++;
 	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
 		op->token = 0;
 		op->status = UCS_ERR_NO_MEMORY;
-		op_cancel_tag_recv(op);
 		return;
 	}
 	op->awaiting_answer = true;
 	op->pending++;
-	op->hdr.rma.magic = AM_MAGIC;
-	op->hdr.rma.token = op->token;
-	op->hdr.rma.region_id = res->region_id;
-	op->hdr.rma.generation = res->generation;
-	op->hdr.rma.offset = remote_offset;
-	op->hdr.rma.length = op->length;
+	op->hdr.magic = AM_MAGIC;
+	op->hdr.token = op->token;
+	op->hdr.region_id = res->region_id;
+	op->hdr.generation = res->generation;
+	op->hdr.offset = remote_offset;
+	op->hdr.length = op->length;
 	/* The header lives in the op until UCX is done with it. */
 	op_expect(op);
-	if (tagged)
-		sp = ucp_am_send_nbx(op->peer->ep, AM_GET_TAGGED, &op->hdr,
-				     sizeof(op->hdr), NULL, 0, &param);
-	else
-		sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET,
-				     &op->hdr.rma, sizeof(op->hdr.rma),
-				     put ? op->buf : NULL, put ? op->length : 0,
-				     &param);
+	sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
+			     sizeof(op->hdr), put ? op->buf : NULL,
+			     put ? op->length : 0, &param);
 	op_track(op, sp);
-	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer) {
+	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
 		op_stop_waiting(op);
-		op_cancel_tag_recv(op);
-	}
 }
 
 /* An answer from a target: the op it names, if it is still waiting and
@@ -729,15 +661,7 @@ op_on_get_reply(void *arg, const void *header, size_t header_length, void *data,
 	}
 	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
 		return UCS_OK;
-	if (op->length >= AM_GET_TAGGED_MIN) {
-		/* the bytes come tagged: this only says yes or no */
-		if (op->remote_status != RMA__V1__STATUS__OK || length != 0) {
-			if (op->remote_status == RMA__V1__STATUS__OK)
-				op->remote_status =
-				    RMA__V1__STATUS__ERR_PROTOCOL;
-			op_cancel_tag_recv(op);
-		}
-	} else if (op->remote_status == RMA__V1__STATUS__OK) {
+	if (op->remote_status == RMA__V1__STATUS__OK) {
 		if (length == op->length)
 			memcpy(op->buf, data, length);
 		else
@@ -925,17 +849,12 @@ op_peer_failed(struct peer *p, ucs_status_t status)
 
 	for (op = TAILQ_FIRST(&p->ops); op != NULL; op = next) {
 		next = TAILQ_NEXT(op, link);
-		if (!op->awaiting_answer && op->tag_req == NULL)
+		if (!op->awaiting_answer)
 			continue;
 		if (op->status == UCS_OK)
 			op->status = status;
-		/* held: the cancel may complete at once */
-		op->pending++;
-		/* the bytes of a tagged get will not come either */
-		op_cancel_tag_recv(op);
-		if (op->awaiting_answer)
-			op_stop_waiting(op);
-		if (--op->pending == 0) {
+		op_stop_waiting(op);
+		if (op->pending == 0) {
 			TAILQ_REMOVE(&p->ops, op, link);
 			op->listed = false;
 			TAILQ_INSERT_TAIL(&done, op, link);

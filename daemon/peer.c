@@ -1290,7 +1290,6 @@ peer_system_start(struct daemon *d)
 	    {AM_GET_REPLY, op_on_get_reply},
 	    {AM_BATCH, target_on_batch},
 	    {AM_BATCH_REPLY, op_on_batch_reply},
-	    {AM_GET_TAGGED, target_on_get_tagged},
 	};
 	ucp_listener_params_t lparams = {
 	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |

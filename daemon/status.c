@@ -83,7 +83,6 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->protocol_errors += c->protocol_errors;
 	sum->regions_created += c->regions_created;
 	sum->resolves_served += c->resolves_served;
-	sum->unexpected_dropped += c->unexpected_dropped;
 }
 
 static Rma__V1__PeerState

@@ -18,44 +18,11 @@ daemon_now(void)
 }
 
 static void
-worker_dropped(void *request, ucs_status_t status,
-	       const ucp_tag_recv_info_t *info, void *user_data)
-{
-	ucp_request_free(request);
-}
-
-/* Tagged messages nobody waits for: bytes of a get that failed or timed
- * out meanwhile, or junk from a peer. A zero-length receive drops them,
- * so they do not pile up in UCX. */
-static void
-worker_drop_unexpected(struct daemon *d)
-{
-	ucp_request_param_t param = {
-	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK,
-	    .cb.recv = worker_dropped,
-	};
-	ucp_tag_recv_info_t info;
-	ucp_tag_message_h msg;
-	ucs_status_ptr_t sp;
-
-	while ((msg = ucp_tag_probe_nb(d->worker, 0, 0, 1, &info)) != NULL) {
-		log_debug("worker_drop_unexpected: %zu bytes, tag %llx",
-			  info.length, (unsigned long long)info.sender_tag);
-		d->counters.unexpected_dropped++;
-		sp = ucp_tag_msg_recv_nbx(d->worker, NULL, 0, msg, &param);
-		if (UCS_PTR_IS_ERR(sp))
-			log_warn("worker_drop_unexpected: %s",
-				 ucs_status_string(UCS_PTR_STATUS(sp)));
-	}
-}
-
-static void
 worker_progress_idle(struct daemon *d)
 {
 	/* Bounded, so a flood from one peer cannot starve the clients. */
 	for (int i = 0; i < 4096 && ucp_worker_progress(d->worker) != 0; i++)
-		worker_drop_unexpected(d); /* as they come: none piles up */
-	worker_drop_unexpected(d);
+		;
 }
 
 /* Polling mode: progress on every loop turn. A zero timer (not
@@ -162,7 +129,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 		UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
 	    /* Without UCP_FEATURE_RMA no peer can use UCX's emulated
 	     * RMA, which writes any address it is sent. */
-	    .features = UCP_FEATURE_AM | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP |
+	    .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
 			(d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
 	    /* Workers register memory from their own threads. */
 	    .mt_workers_shared = d->cfg.workers > 1,
@@ -195,10 +162,6 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	 * peer killed under 64 KiB puts. */
 	if (getenv("UCX_ZCOPY_THRESH") == NULL)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
-	/* Tagged messages (big gets' bytes) go eager too: rendezvous over
-	 * tcp is the emulated RMA that aborts on a vanished peer. */
-	if (getenv("UCX_RNDV_THRESH") == NULL)
-		ucp_config_modify(config, "RNDV_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL && d->cfg.net_devices[0] != '\0')
 		ucp_config_modify(config, "NET_DEVICES", d->cfg.net_devices);
 	st = ucp_init(&params, config, ucp_p);

@@ -1413,6 +1413,71 @@ START_TEST(test_daemon_killed_under_waiter)
 }
 END_TEST
 
+/* ---- big gets on a frozen peer ------------------------------------------ */
+
+/* Gets of 1 MiB (answers of many fragments) on a frozen peer time out;
+ * thawed, the peer answers them anyway, which nobody waits for any more;
+ * then a new get works and brings the right bytes. */
+START_TEST(test_big_gets_on_frozen_peer)
+{
+	enum { N = 8, SZ = 1 << 20 };
+	static const char *const flags_b[] = {"--op-timeout", "1", NULL};
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *pa;
+	rma_remote_t *rema;
+	struct tally t = {0};
+	rma_status_t st = RMA_ERR_INTERNAL;
+	Rma__V1__Reply *reply;
+	double deadline;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, flags_b);
+	ck_assert_int_eq(rma_connect(da.socket, &ca), RMA_OK);
+	track(ca);
+	ck_assert_int_eq(rma_region_alloc(ca, (size_t)N * SZ, &ra), RMA_OK);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	track(cb);
+	ck_assert_int_eq(rma_region_alloc(cb, (size_t)N * SZ, &rb), RMA_OK);
+	import_from(cb, &da, ra, &pa, &rema);
+	harness_fill(rma_region_ptr(ra), (size_t)N * SZ, 7);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rema, 0, SZ, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ),
+			 0);
+
+	kill(da.pid, SIGSTOP);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(rma_get(cb, rb, (uint64_t)i * SZ, rema,
+					 (uint64_t)i * SZ, SZ, tally_cb, &t,
+					 NULL),
+				 RMA_OK);
+	send_pending(cb);
+	progress_until(cb, &t.done, N, 5);
+	ck_assert_int_eq(t.ok, 0);
+	ck_assert_int_eq(t.timeout + t.canceled, N);
+	kill(da.pid, SIGCONT);
+
+	/* The same handle works again once the peer is back. */
+	memset(rma_region_ptr(rb), 0, SZ);
+	deadline = harness_now() + 10;
+	while (harness_now() < deadline) {
+		st = rma_get_sync(cb, rb, 0, rema, 3 * SZ, SZ, WAIT_MS);
+		if (st == RMA_OK)
+			break;
+		harness_pause(0.05, deadline);
+	}
+	ck_assert_int_eq(st, RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb),
+				(uint8_t *)rma_region_ptr(ra) + 3 * SZ, SZ),
+			 0);
+	reply = status_call(cb);
+	ck_assert_uint_eq(reply->status_reply->ops_in_flight, 0);
+	rma__v1__reply__free_unpacked(reply, NULL);
+	assert_alive(&db, 0, "after big gets on a frozen peer");
+}
+END_TEST
+
 /* One case per test, so that CK_RUN_CASE=test_name runs just that one. */
 static void
 add(Suite *s, const char *name, const TTest *test)
@@ -1481,6 +1546,7 @@ main(void)
 	ADD(s, test_second_signal_exits_at_once);
 	ADD(s, test_daemon_killed_under_waiter);
 	ADD(s, test_failed_connects_not_kept);
+	ADD(s, test_big_gets_on_frozen_peer);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

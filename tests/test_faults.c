@@ -25,6 +25,7 @@
 #include "harness.h"
 #include "rma.h"
 #include "rma_internal.h"
+#include "status_call.h"
 
 #define WAIT_MS 10000
 #define REGION (1u << 20)
@@ -142,20 +143,6 @@ send_pending(rma_client_t *c)
 	while (c->pending_n > 0 && harness_now() < deadline)
 		ck_assert_int_eq(rma_progress(c), RMA_OK);
 	ck_assert_uint_eq(c->pending_n, 0);
-}
-
-static Rma__V1__Reply *
-status_call(rma_client_t *c)
-{
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
-	Rma__V1__Reply *reply = NULL;
-
-	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
-	req.status = &body;
-	ck_assert_int_eq(rma_client_call(c, &req, &reply), RMA_OK);
-	ck_assert_int_eq(reply->body_case, RMA__V1__REPLY__BODY_STATUS_REPLY);
-	return reply;
 }
 
 struct peer_view {

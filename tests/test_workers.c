@@ -16,24 +16,11 @@
 #include "harness.h"
 #include "rma.h"
 #include "rma_internal.h"
+#include "status_call.h"
 
 #define N_CLIENTS 4
 #define REGION (1u << 20)
 #define WAIT_MS 20000
-
-static Rma__V1__Reply *
-status_call(rma_client_t *c)
-{
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
-	Rma__V1__Reply *reply = NULL;
-
-	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
-	req.status = &body;
-	ck_assert_int_eq(rma_client_call(c, &req, &reply), RMA_OK);
-	ck_assert_int_eq(reply->body_case, RMA__V1__REPLY__BODY_STATUS_REPLY);
-	return reply;
-}
 
 /* Puts n bytes of a pattern from local to rem, then reads them back into
  * another part of local with a get; both checked in the owner's memory. */

@@ -4,11 +4,13 @@
  *   build/tests/fuzz/make_corpus tests/fuzz/corpus
  * Stream inputs are [flags][chunk][stream...] (fuzz.h); for dispatch,
  * flags & 1 = the target sends a Hello first. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "descriptor.h"
+#include "oprec.h"
 #include "frame.h"
 #include "fuzz.h"
 #include "rma.pb-c.h"
@@ -182,6 +184,24 @@ req_submit(struct buf *b, Rma__V1__Op *ops, size_t n)
 	buf_request(b, &req);
 }
 
+/* The same operations as records (what librma sends); torn cuts the
+ * array in the middle of the last record. */
+static void
+req_submit_packed(struct buf *b, const Rma__V1__Op *ops, size_t n, bool torn)
+{
+	uint8_t packed[64 * OPREC_SIZE];
+	Rma__V1__Submit s = RMA__V1__SUBMIT__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+
+	for (size_t i = 0; i < n; i++)
+		oprec_encode(packed + i * OPREC_SIZE, &ops[i]);
+	s.packed.data = packed;
+	s.packed.len = n * OPREC_SIZE - (torn ? OPREC_SIZE / 2 : 0);
+	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
+	req.submit = &s;
+	buf_request(b, &req);
+}
+
 static Rma__V1__Op
 op(uint64_t op_id, Rma__V1__OpKind kind, uint64_t region, uint64_t offset,
    uint64_t remote, uint64_t remote_offset, uint64_t length, uint32_t flags)
@@ -286,6 +306,20 @@ make_dispatch(void)
 	ops[3].peer_id = 12345;
 	req_submit(&b, ops, 4);
 	write_stream("dispatch", "submit_errors", 1, 0x1b, &b);
+
+	/* The local copies again, as records, then a torn record array. */
+	b.len = 0;
+	req_region_alloc(&b, 10, 4096);
+	req_region_alloc(&b, 11, 4096);
+	req_peer_connect(&b, 12, "127.0.0.1:1");
+	req_remote_import(&b, 13, 1, desc);
+	ops[0] = op(1, RMA__V1__OP_KIND__PUT, 1, 0, 1, 100, 64, 0);
+	ops[1] = op(2, RMA__V1__OP_KIND__GET, 1, 4000, 1, 0, 96, 0);
+	ops[2] = op(3, RMA__V1__OP_KIND__FLUSH, 0, 0, 0, 0, 0, 0);
+	ops[3] = op(4, 42, 1, 0, 1, 0, 8, 0);
+	req_submit_packed(&b, ops, 4, false);
+	req_submit_packed(&b, ops, 2, true);
+	write_stream("dispatch", "local_copy_packed", 1, 0, &b);
 
 	b.len = 0;
 	req_peer_connect(&b, 20, "nonsense");

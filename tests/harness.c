@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,15 +124,21 @@ harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 {
 	static int serial;
 
+	int attempts = 0;
+	bool ready;
+
 	memset(p, 0, sizeof(*p));
 	snprintf(p->socket, sizeof(p->socket), "/tmp/rmad-test-%d-%d.sock",
 		 (int)getpid(), serial++);
-	/* Port races with other tests are retried by the caller's suite
-	 * rerun; a fresh ephemeral port is free in practice. */
-	p->port = harness_free_port();
-	snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
-	ck_assert_msg(harness_daemon_spawn(p, extra, 10.0),
-		      "rmad did not become ready within 10 s");
+	/* A free port can be taken by another test before rmad binds it:
+	 * then rmad exits at once, and another port is tried. */
+	do {
+		p->port = harness_free_port();
+		snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u",
+			 p->port);
+		ready = harness_daemon_spawn(p, extra, 10.0);
+	} while (!ready && ++attempts < 3);
+	ck_assert_msg(ready, "rmad did not become ready within 10 s");
 }
 
 void

@@ -13,7 +13,8 @@
  * Stops are for control paths: region create and free, status, metrics.
  *
  * Messages between workers go through mailboxes: a locked job list and
- * an eventfd in the receiving worker's loop. */
+ * an eventfd in the receiving worker's loop. A stop wakes the others
+ * through the same eventfd, and each parks in that callback. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -50,6 +51,8 @@ world_mailbox_run(struct daemon *d)
 	}
 }
 
+static void world_park_if_stopped(struct daemon *d);
+
 static void
 world_on_mail(evutil_socket_t fd, short what, void *arg)
 {
@@ -57,15 +60,26 @@ world_on_mail(evutil_socket_t fd, short what, void *arg)
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_warn("world_on_mail: read: %s", strerror(errno));
+	world_park_if_stopped(arg);
 	world_mailbox_run(arg);
 	worker_kick(arg);
+}
+
+/* Wakes a worker's loop: it parks there if the world is being stopped. */
+static void
+world_wake(struct daemon *to)
+{
+	uint64_t one = 1;
+
+	/* Only fails when the counter would overflow: it is read soon. */
+	if (write(to->mail_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("world_wake: write: %s", strerror(errno));
 }
 
 int
 world_post(struct daemon *to, world_fn_t fn, void *arg)
 {
 	struct world_job *job = malloc(sizeof(*job));
-	uint64_t one = 1;
 
 	if (job == NULL)
 		return -1;
@@ -76,9 +90,7 @@ world_post(struct daemon *to, world_fn_t fn, void *arg)
 	*to->mail_tail = job;
 	to->mail_tail = &job->next;
 	pthread_mutex_unlock(&to->mail_lock);
-	/* Only fails when the counter would overflow: it is read soon. */
-	if (write(to->mail_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		log_warn("world_post: write: %s", strerror(errno));
+	world_wake(to);
 	return 0;
 }
 
@@ -143,13 +155,17 @@ world_park_locked(struct world *w, struct daemon *self)
 		pthread_cond_wait(&w->resume_cv, &w->lock);
 }
 
+/* Between two callbacks of d's loop: the place where it parks. */
 static void
-world_on_park(struct daemon *d, void *arg)
+world_park_if_stopped(struct daemon *d)
 {
 	struct world *w = d->world;
 
+	if (w->n == 1)
+		return;
 	pthread_mutex_lock(&w->lock);
-	/* A job left over from a stop that already ended does nothing. */
+	/* A wake-up left over from a stop that already ended does
+	 * nothing. */
 	if (w->stopper != NULL && w->stopper != d)
 		world_park_locked(w, d);
 	pthread_mutex_unlock(&w->lock);
@@ -169,9 +185,8 @@ world_stop(struct daemon *self)
 	w->stopper = self;
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct daemon *o = w->workers[i];
-		if (o != self && o->world_state == WORLD_RUNNING &&
-		    world_post(o, world_on_park, NULL) < 0)
-			log_warn("world_stop: cannot reach worker %u", i);
+		if (o != self && o->world_state == WORLD_RUNNING)
+			world_wake(o);
 	}
 	while (!world_others_quiet(w, self))
 		pthread_cond_wait(&w->parked_cv, &w->lock);

@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,78 @@ START_TEST(test_workers_sigterm_with_clients)
 }
 END_TEST
 
+/* Clients on every worker at once create and free regions and ask for
+ * status, each of which stops the world: stops that meet one another
+ * must take turns, never deadlock, and lose nothing. */
+struct churn {
+	const char *socket;
+	int rounds;
+	int failures;
+};
+
+static void *
+churn_thread(void *arg)
+{
+	struct churn *ch = arg;
+	rma_client_t *c;
+	rma_region_t *r;
+
+	if (rma_connect(ch->socket, &c) != RMA_OK) {
+		ch->failures++;
+		return NULL;
+	}
+	for (int i = 0; i < ch->rounds; i++) {
+		Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+		Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
+		Rma__V1__Reply *reply = NULL;
+
+		if (rma_region_alloc(c, 4096, &r) != RMA_OK ||
+		    rma_region_free(c, r) != RMA_OK)
+			ch->failures++;
+		req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+		req.status = &body;
+		if (rma_client_call(c, &req, &reply) != RMA_OK)
+			ch->failures++;
+		else
+			rma__v1__reply__free_unpacked(reply, NULL);
+	}
+	rma_disconnect(c);
+	return NULL;
+}
+
+START_TEST(test_workers_concurrent_stops)
+{
+	static const char *const four[] = {"--workers", "4", NULL};
+	enum { THREADS = 6, ROUNDS = 150 };
+	struct daemon_proc dw;
+	pthread_t t[THREADS];
+	struct churn ch[THREADS];
+	rma_client_t *c;
+	Rma__V1__Reply *reply;
+	int status;
+
+	harness_daemon_start(&dw, four);
+	for (int i = 0; i < THREADS; i++) {
+		ch[i] = (struct churn){dw.socket, ROUNDS, 0};
+		ck_assert_int_eq(
+		    pthread_create(&t[i], NULL, churn_thread, &ch[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(ch[i].failures, 0);
+	}
+	ck_assert_int_eq(rma_connect(dw.socket, &c), RMA_OK);
+	reply = status_call(c);
+	ck_assert_uint_eq(reply->status_reply->n_regions, 0);
+	ck_assert_uint_eq(reply->status_reply->counters->regions_created,
+			  THREADS * ROUNDS);
+	rma__v1__reply__free_unpacked(reply, NULL);
+	rma_disconnect(c);
+	status = harness_daemon_stop(&dw, SIGTERM);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -263,6 +336,7 @@ main(void)
 	tcase_add_test(tc, test_workers);
 	tcase_add_test(tc, test_workers_status_under_load);
 	tcase_add_test(tc, test_workers_sigterm_with_clients);
+	tcase_add_test(tc, test_workers_concurrent_stops);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

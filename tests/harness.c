@@ -134,8 +134,7 @@ harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 	 * then rmad exits at once, and another port is tried. */
 	do {
 		p->port = harness_free_port();
-		snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u",
-			 p->port);
+		snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
 		ready = harness_daemon_spawn(p, extra, 10.0);
 	} while (!ready && ++attempts < 3);
 	ck_assert_msg(ready, "rmad did not become ready within 10 s");

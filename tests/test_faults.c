@@ -1428,10 +1428,8 @@ START_TEST(test_big_gets_on_frozen_peer)
 	ck_assert_int_eq(rma_region_alloc(cb, (size_t)N * SZ, &rb), RMA_OK);
 	import_from(cb, &da, ra, &pa, &rema);
 	harness_fill(rma_region_ptr(ra), (size_t)N * SZ, 7);
-	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rema, 0, SZ, WAIT_MS),
-			 RMA_OK);
-	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ),
-			 0);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, rema, 0, SZ, WAIT_MS), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ), 0);
 
 	kill(da.pid, SIGSTOP);
 	for (int i = 0; i < N; i++)

@@ -2,9 +2,11 @@
  * line, "rmactl: CMD: WHAT[: DETAIL]", and exits with a sysexits code that
  * scripts can test (see rmactl_usage_text). */
 #include "rma.h"
+#include "rma.pb-c.h"
 #include "rmactl.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -169,6 +171,46 @@ rmactl_usage_error(int cmd, const char *fmt, ...)
 	fprintf(stderr, " (see rmactl%s%s --help)\n", cmd >= 0 ? " " : "",
 		cmd >= 0 ? rmactl_cmd_names[cmd] : "");
 	return EX_USAGE;
+}
+
+/* ---- text for the tables ---- */
+
+void
+rmactl_bytes(char *buf, size_t len, uint64_t v)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", v);
+	else
+		snprintf(buf, len, "%.1f %s", d, units[u]);
+}
+
+const char *
+rmactl_or_dash(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : "-";
+}
+
+const char *
+rmactl_peer_state(int state)
+{
+	switch (state) {
+	case RMA__V1__PEER_STATE__PEER_CONNECTING:
+		return "connecting";
+	case RMA__V1__PEER_STATE__PEER_UP:
+		return "up";
+	case RMA__V1__PEER_STATE__PEER_DOWN:
+		return "down";
+	default:
+		return "?";
+	}
 }
 
 /* ---- arguments ---- */

@@ -32,6 +32,15 @@ int rmactl_usage_error(int cmd, const char *fmt, ...)
 int rmactl_parse_timeout(const char *s, int *ms_p);
 int rmactl_check_address(const char *addr);
 
+/* ---- rmactl.c: text for the tables ---- */
+
+/* v bytes as "512 B", "1.5 MiB", ... */
+void rmactl_bytes(char *buf, size_t len, uint64_t v);
+/* s, or "-" when it is NULL or empty */
+const char *rmactl_or_dash(const char *s);
+/* A PeerState as a word ("up") */
+const char *rmactl_peer_state(int state);
+
 /* ---- commands ---- */
 
 int rmactl_status_run(int argc, char **argv);

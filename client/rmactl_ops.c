@@ -78,23 +78,6 @@ rmactl_ops_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void
-rmactl_ops_bytes(char *buf, size_t len, uint64_t v)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	int u = 0;
-
-	while (d >= 1024 && u < 4) {
-		d /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", v);
-	else
-		snprintf(buf, len, "%.1f %s", d, units[u]);
-}
-
 /* An age in the unit that reads best; "-" for none. */
 static void
 rmactl_ops_age(char *buf, size_t len, uint64_t us, int known)
@@ -110,12 +93,6 @@ rmactl_ops_age(char *buf, size_t len, uint64_t us, int known)
 }
 
 static const char *
-rmactl_ops_dash(const char *s)
-{
-	return s != NULL && s[0] != '\0' ? s : "-";
-}
-
-static const char *
 rmactl_ops_kind(int kind)
 {
 	switch (kind) {
@@ -125,21 +102,6 @@ rmactl_ops_kind(int kind)
 		return "get";
 	case RMA__V1__OP_KIND__FLUSH:
 		return "flush";
-	default:
-		return "?";
-	}
-}
-
-static const char *
-rmactl_ops_peer_state(int state)
-{
-	switch (state) {
-	case RMA__V1__PEER_STATE__PEER_CONNECTING:
-		return "connecting";
-	case RMA__V1__PEER_STATE__PEER_UP:
-		return "up";
-	case RMA__V1__PEER_STATE__PEER_DOWN:
-		return "down";
 	default:
 		return "?";
 	}
@@ -175,16 +137,15 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 		const Rma__V1__PeerInfo *p = s->peers[i];
 		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
 
-		rmactl_ops_bytes(bytes, sizeof(bytes), p->bytes);
+		rmactl_bytes(bytes, sizeof(bytes), p->bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
 		printf("%4u  %-22s %-10s %-3s %3u %-32s %10" PRIu64
 		       " %10s %7" PRIu64 " %8" PRIu64 " %8s  %s\n",
-		       p->peer_id, rmactl_ops_dash(p->address),
-		       rmactl_ops_peer_state(p->state),
-		       p->inbound ? "in" : "out", p->worker,
-		       rmactl_ops_dash(p->daemon_id),
-		       p->ops, bytes, p->errors, p->in_flight, age,
-		       rmactl_ops_dash(p->last_error));
+		       p->peer_id, rmactl_or_dash(p->address),
+		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
+		       p->worker, rmactl_or_dash(p->daemon_id), p->ops, bytes,
+		       p->errors, p->in_flight, age,
+		       rmactl_or_dash(p->last_error));
 	}
 }
 
@@ -197,20 +158,20 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 		printf("no clients\n");
 		return;
 	}
-	printf("%4s %7s %6s %6s %-24s %3s %7s %10s %8s %8s %10s\n", "ID",
-	       "PID", "UID", "GID", "NAME", "WKR", "REGIONS", "BYTES",
-	       "INFLIGHT", "OLDEST", "OPS");
+	printf("%4s %7s %6s %6s %-24s %3s %7s %10s %8s %8s %10s\n", "ID", "PID",
+	       "UID", "GID", "NAME", "WKR", "REGIONS", "BYTES", "INFLIGHT",
+	       "OLDEST", "OPS");
 	for (size_t i = 0; i < s->n_clients; i++) {
 		const Rma__V1__ClientInfo *c = s->clients[i];
 		const Rma__V1__OpInfo *o =
 		    rmactl_ops_oldest(s, 0, c->client_id);
 
-		rmactl_ops_bytes(bytes, sizeof(bytes), c->region_bytes);
+		rmactl_bytes(bytes, sizeof(bytes), c->region_bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
 		printf("%4u %7d %6u %6u %-24s %3u %7u %10s %8" PRIu64
 		       " %8s %10" PRIu64 "\n",
 		       c->client_id, c->pid, c->uid, c->gid,
-		       rmactl_ops_dash(c->name), c->worker, c->regions, bytes,
+		       rmactl_or_dash(c->name), c->worker, c->regions, bytes,
 		       c->in_flight, age, c->ops);
 	}
 }
@@ -236,7 +197,7 @@ rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 		       r->region_id, r->generation, r->length, r->client_id,
 		       r->in_flight);
 	}
-	rmactl_ops_bytes(bytes, sizeof(bytes), total);
+	rmactl_bytes(bytes, sizeof(bytes), total);
 	printf("%zu regions, %s registered\n", s->n_regions, bytes);
 }
 
@@ -261,7 +222,7 @@ rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
 		       " %8s\n",
 		       o->op_id, o->client_id, o->client_pid,
 		       rmactl_ops_kind(o->kind), o->peer_id,
-		       rmactl_ops_dash(o->peer_address), o->length, age);
+		       rmactl_or_dash(o->peer_address), o->length, age);
 	}
 	printf("%" PRIu64 " operations in flight, %zu listed%s\n",
 	       s->ops_in_flight, s->n_ops,
@@ -460,9 +421,9 @@ rmactl_ops_ping(int argc, char **argv)
 	} else {
 		printf("rmad %s (daemon %s) at %s: connect+hello %.3f ms, "
 		       "status min/avg/max %.3f/%.3f/%.3f ms (%" PRIu64 ")\n",
-		       rmactl_ops_dash(client->daemon_version),
-		       rmactl_ops_dash(client->daemon_id),
-		       rmactl_ops_dash(client->socket_path), hello_ms, min,
+		       rmactl_or_dash(client->daemon_version),
+		       rmactl_or_dash(client->daemon_id),
+		       rmactl_or_dash(client->socket_path), hello_ms, min,
 		       sum / (double)count, max, count);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout))

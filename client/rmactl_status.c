@@ -10,44 +10,6 @@
 #include <sysexits.h>
 
 static void
-rmactl_status_bytes(char *buf, size_t len, uint64_t v)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	int u = 0;
-
-	while (d >= 1024 && u < 4) {
-		d /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", v);
-	else
-		snprintf(buf, len, "%.1f %s", d, units[u]);
-}
-
-static const char *
-rmactl_status_peer_state(int state)
-{
-	switch (state) {
-	case RMA__V1__PEER_STATE__PEER_CONNECTING:
-		return "connecting";
-	case RMA__V1__PEER_STATE__PEER_UP:
-		return "up";
-	case RMA__V1__PEER_STATE__PEER_DOWN:
-		return "down";
-	default:
-		return "?";
-	}
-}
-
-static const char *
-rmactl_status_or_dash(const char *s)
-{
-	return s != NULL && s[0] != '\0' ? s : "-";
-}
-
-static void
 rmactl_status_human(const Rma__V1__StatusReply *s)
 {
 	const Rma__V1__Counters *k = s->counters;
@@ -55,15 +17,15 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	char b1[32], since[32];
 
 	printf("daemon      %s (pid %d, version %s)\n",
-	       rmactl_status_or_dash(s->daemon_id), s->pid,
-	       rmactl_status_or_dash(s->version));
-	printf("ucx         %s\n", rmactl_status_or_dash(s->ucx_version));
-	printf("transports  %s\n", rmactl_status_or_dash(s->transports));
-	printf("listen      %s\n", rmactl_status_or_dash(s->listen_address));
+	       rmactl_or_dash(s->daemon_id), s->pid,
+	       rmactl_or_dash(s->version));
+	printf("ucx         %s\n", rmactl_or_dash(s->ucx_version));
+	printf("transports  %s\n", rmactl_or_dash(s->transports));
+	printf("listen      %s\n", rmactl_or_dash(s->listen_address));
 	printf("uptime      %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64
 	       "\n",
 	       up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
-	printf("progress    %s\n", rmactl_status_or_dash(s->progress_mode));
+	printf("progress    %s\n", rmactl_or_dash(s->progress_mode));
 	printf("workers     %u\n", s->workers);
 
 	printf("\npeers (%zu)\n", s->n_peers);
@@ -75,17 +37,16 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 
-		rmactl_status_bytes(b1, sizeof(b1), p->bytes);
+		rmactl_bytes(b1, sizeof(b1), p->bytes);
 		snprintf(since, sizeof(since), "%" PRIu64 "s ago",
 			 p->state_age_ms / 1000);
 		printf("  %4u  %-22s %-10s %8s %-3s %-32s %10" PRIu64
 		       " %10s %7" PRIu64 " %8" PRIu64 "  %s\n",
-		       p->peer_id, rmactl_status_or_dash(p->address),
-		       rmactl_status_peer_state(p->state), since,
-		       p->inbound ? "in" : "out",
-		       rmactl_status_or_dash(p->daemon_id), p->ops, b1,
-		       p->errors, p->in_flight,
-		       rmactl_status_or_dash(p->last_error));
+		       p->peer_id, rmactl_or_dash(p->address),
+		       rmactl_peer_state(p->state), since,
+		       p->inbound ? "in" : "out", rmactl_or_dash(p->daemon_id),
+		       p->ops, b1, p->errors, p->in_flight,
+		       rmactl_or_dash(p->last_error));
 	}
 
 	printf("\nclients (%zu)\n", s->n_clients);
@@ -96,12 +57,12 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	for (size_t i = 0; i < s->n_clients; i++) {
 		const Rma__V1__ClientInfo *c = s->clients[i];
 
-		rmactl_status_bytes(b1, sizeof(b1), c->region_bytes);
+		rmactl_bytes(b1, sizeof(b1), c->region_bytes);
 		printf("  %4u %7d %6u %6u %-24s %7u %10s %8" PRIu64
 		       " %10" PRIu64 "\n",
 		       c->client_id, c->pid, c->uid, c->gid,
-		       rmactl_status_or_dash(c->name), c->regions, b1,
-		       c->in_flight, c->ops);
+		       rmactl_or_dash(c->name), c->regions, b1, c->in_flight,
+		       c->ops);
 	}
 
 	printf("\nregions (%zu)\n", s->n_regions);

@@ -231,16 +231,8 @@ worker_start(struct daemon *d)
 
 err_events:
 	log_error("worker_start: cannot set up worker events");
-	if (d->worker_ev)
-		event_free(d->worker_ev);
-	if (d->tick_ev)
-		event_free(d->tick_ev);
-	if (d->deadline_ev)
-		event_free(d->deadline_ev);
-	d->worker_ev = d->tick_ev = d->deadline_ev = NULL;
 err_worker:
-	ucp_worker_destroy(d->worker);
-	d->worker = NULL;
+	worker_stop(d);
 	return -1;
 }
 

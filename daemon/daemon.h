@@ -380,14 +380,18 @@ struct world {
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */
 	uint64_t resume_gen;
-	bool joined; /* only the main thread is left (teardown) */
+	bool joined;   /* only the main thread is left (teardown) */
+	bool shutdown; /* atomic: every worker begins its shutdown */
+	bool quit;     /* atomic: every worker leaves its loop */
 };
 
 typedef void (*world_fn_t)(struct daemon *d, void *arg);
 
 /* Runs fn(to, arg) on to's thread, soon. */
 int world_post(struct daemon *to, world_fn_t fn, void *arg);
-void world_post_all(struct daemon *self, world_fn_t fn, bool include_self);
+/* daemon_begin_shutdown on every worker: at once on self, at their next
+ * wake-up on the others. */
+void world_shutdown(struct daemon *self);
 int world_mailbox_open(struct daemon *d);
 void world_mailbox_close(struct daemon *d);
 /* Parks every other worker between two callbacks until world_resume:

@@ -10,12 +10,6 @@
 
 static volatile sig_atomic_t signals_seen;
 
-static void
-main_shutdown_worker(struct daemon *d, void *arg)
-{
-	daemon_begin_shutdown(d);
-}
-
 /* First signal: stop taking work, drain for a bounded time. Second: go. */
 static void
 main_on_signal(evutil_socket_t sig, short what, void *arg)
@@ -29,7 +23,7 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	log_info("main_on_signal: %s, shutting down",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
 	notify_stopping(d);
-	world_post_all(d, main_shutdown_worker, true);
+	world_shutdown(d);
 }
 
 static void

@@ -52,6 +52,8 @@ world_mailbox_run(struct daemon *d)
 }
 
 static void world_park_if_stopped(struct daemon *d);
+static void world_check_flags(struct daemon *d);
+static void world_raise(struct daemon *self, bool *flag);
 
 static void
 world_on_mail(evutil_socket_t fd, short what, void *arg)
@@ -62,6 +64,7 @@ world_on_mail(evutil_socket_t fd, short what, void *arg)
 		log_warn("world_on_mail: read: %s", strerror(errno));
 	world_park_if_stopped(arg);
 	world_mailbox_run(arg);
+	world_check_flags(arg);
 	worker_kick(arg);
 }
 
@@ -252,23 +255,14 @@ world_start_threads(struct world *w)
 	return 0;
 }
 
-static void
-world_on_quit(struct daemon *d, void *arg)
-{
-	event_base_loopbreak(d->base);
-}
-
 void
 world_join_threads(struct daemon *self, bool quit)
 {
 	struct world *w = self->world;
 	bool all_exited;
 
-	for (uint32_t i = 0; quit && i < w->n; i++) {
-		struct daemon *o = w->workers[i];
-		if (o != self && o->thread_started)
-			world_post(o, world_on_quit, NULL);
-	}
+	if (quit)
+		world_raise(self, &w->quit);
 	/* Waiting, this thread counts as stopped for any worker that stops
 	 * the world on its way out (a client closing frees regions). */
 	pthread_mutex_lock(&w->lock);
@@ -298,17 +292,36 @@ world_join_threads(struct daemon *self, bool quit)
 	w->joined = true;
 }
 
-void
-world_post_all(struct daemon *self, world_fn_t fn, bool include_self)
+/* The flags: set once, seen by every worker at its next wake-up. No
+ * allocation, so they cannot fail to arrive. */
+static void
+world_raise(struct daemon *self, bool *flag)
 {
 	struct world *w = self->world;
 
+	__atomic_store_n(flag, true, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < w->n; i++) {
 		if (w->workers[i] != self)
-			world_post(w->workers[i], fn, NULL);
+			world_wake(w->workers[i]);
 	}
-	if (include_self)
-		fn(self, NULL);
+}
+
+static void
+world_check_flags(struct daemon *d)
+{
+	struct world *w = d->world;
+
+	if (__atomic_load_n(&w->shutdown, __ATOMIC_ACQUIRE))
+		daemon_begin_shutdown(d);
+	if (__atomic_load_n(&w->quit, __ATOMIC_ACQUIRE))
+		event_base_loopbreak(d->base);
+}
+
+void
+world_shutdown(struct daemon *self)
+{
+	world_raise(self, &self->world->shutdown);
+	daemon_begin_shutdown(self);
 }
 
 uint32_t

@@ -9,8 +9,8 @@
 #include "descriptor.h"
 
 enum am_id {
-	AM_HELLO = 1,	      /* am_hello: are you an rmad, who are you */
-	AM_HELLO_REPLY = 2,   /* am_hello */
+	AM_HELLO = 1,	      /* am_hello: who I am, which connection this is */
+	AM_HELLO_REPLY = 2,   /* am_hello_reply: accepted (or refused) */
 	AM_RESOLVE = 3,	      /* am_resolve: describe one of your regions */
 	AM_RESOLVE_REPLY = 4, /* am_resolve_reply [+ packed rkey] */
 	AM_FREED = 5,	      /* am_freed: a region you resolved is gone */
@@ -22,25 +22,73 @@ enum am_id {
 				 records followed by their bytes */
 	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
 				 one per record, in order */
+	AM_HELLO_PROOF = 12,  /* am_hello_proof: keyed handshake, 3rd step */
+	AM_HELLO_DONE = 13,   /* am_hello_reply: keyed handshake, accepted */
 };
 
-/* Ids below this have a handler (unknown ones drop the message). */
+/* Ids below this are rmad's; every other 16-bit id gets a handler that
+ * drops the message (UCX 1.13 reads the handler table before checking
+ * the id against its length). */
 #define AM_ID_LIMIT 64
 
 /* Puts and gets up to this size travel in batches: one message per peer
- * per client frame, one answer per batch. */
+ * per client frame, one answer per batch. A batch message is at most
+ * AM_BATCH_BYTES; its answer at most AM_BATCH_REPLY_BYTES of data plus
+ * one am_rma_answer and length per record. */
 #define AM_BATCH_SMALL 8192
 #define AM_BATCH_BYTES (64 * 1024)
+#define AM_BATCH_REPLY_BYTES (128 * 1024)
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */
-#define AM_VERSION 1
+#define AM_VERSION 2
 #define AM_RKEY_MAX 4096
 
+#define AM_NONCE_SIZE 32
+#define AM_PROOF_SIZE 32
+
+/* am_hello.flags */
+#define AM_HELLO_KEYED 1u /* the initiator holds a cluster key */
+
+/* Initiator -> target, first message on a new endpoint. The target keeps,
+ * per origin (source address + listen_port) and lane, the connection of
+ * the highest epoch: a newer one closes the older at the target before
+ * anything is served on it, so data still on an old connection can never
+ * land after operations on the new one. A different daemon_id from the
+ * same origin is a restarted daemon: every connection of the old one
+ * closes. */
 struct am_hello {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t token;
 	uint8_t daemon_id[DAEMON_ID_SIZE];
+	uint64_t epoch;	      /* grows with every connection a daemon opens */
+	uint16_t lane;	      /* the initiator's worker index */
+	uint16_t listen_port; /* the initiator's own listen port */
+	uint32_t flags;	      /* AM_HELLO_* */
+	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the target's challenge */
+};
+
+/* Target -> initiator. Keyed: proof = MAC(key, "rmad-target" | hello |
+ * this reply's nonce), and the initiator answers with am_hello_proof;
+ * the target serves nothing on the endpoint until that proof is right. */
+struct am_hello_reply {
+	uint32_t magic;
+	int32_t status; /* wire status: OK, or why the connection is refused */
+	uint64_t token;
+	uint8_t daemon_id[DAEMON_ID_SIZE];
+	uint32_t flags; /* AM_HELLO_KEYED: a proof is required */
+	uint32_t pad;
+	uint8_t nonce[AM_NONCE_SIZE];
+	uint8_t proof[AM_PROOF_SIZE];
+};
+
+/* Initiator -> target, keyed handshake only: proof = MAC(key,
+ * "rmad-initiator" | hello | reply nonce). */
+struct am_hello_proof {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t token;
+	uint8_t proof[AM_PROOF_SIZE];
 };
 
 struct am_resolve {
@@ -75,7 +123,7 @@ struct am_freed {
  * against its own region table before touching memory. */
 struct am_rma {
 	uint32_t magic;
-	uint32_t pad;
+	uint32_t kind; /* in a batch: AM_PUT or AM_GET */
 	uint64_t token;
 	uint64_t region_id;
 	uint64_t generation;

@@ -691,7 +691,7 @@ op_batch_fail(struct op_batch *b, ucs_status_t status)
 		struct am_rma h;
 		struct op *op;
 		memcpy(&h, b->buf + at, sizeof(h));
-		at += sizeof(h) + (h.pad == AM_PUT ? h.length : 0);
+		at += sizeof(h) + (h.kind == AM_PUT ? h.length : 0);
 		op = idmap_get(&b->d->ops_by_token, h.token);
 		if (op == NULL || !op->awaiting_answer)
 			continue;
@@ -781,7 +781,7 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->awaiting_answer = true;
 	op->pending++;
 	h.magic = AM_MAGIC;
-	h.pad = put ? AM_PUT : AM_GET;
+	h.kind = put ? AM_PUT : AM_GET;
 	h.token = op->token;
 	h.region_id = res->region_id;
 	h.generation = res->generation;

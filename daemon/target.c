@@ -210,8 +210,8 @@ target_on_batch(void *arg, const void *header, size_t header_length, void *data,
 
 		memcpy(&h, p + at, sizeof(h));
 		at += sizeof(h);
-		put = h.pad == AM_PUT;
-		if (h.magic != AM_MAGIC || (!put && h.pad != AM_GET) ||
+		put = h.kind == AM_PUT;
+		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > length - at))
 			break; /* malformed: the initiator's deadline covers it
 				*/

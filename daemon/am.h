@@ -18,7 +18,7 @@ enum am_id {
 	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
 	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
-	AM_BATCH = 10,        /* data: am_rma records (kind in pad), put
+	AM_BATCH = 10,	      /* data: am_rma records (kind in pad), put
 				 records followed by their bytes */
 	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
 				 one per record, in order */

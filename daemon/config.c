@@ -118,6 +118,8 @@ config_defaults(struct config *cfg)
 	cfg->max_regions = 1024;
 	cfg->max_region_bytes = (uint64_t)64 << 30;
 	cfg->max_in_flight = 65536;
+	cfg->max_inbound_peers = 1024;
+	cfg->max_inbound_per_address = 64;
 	cfg->ready_fd = -1;
 	cfg->workers = 1;
 	cfg->progress_spin_us = 30;

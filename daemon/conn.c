@@ -420,7 +420,7 @@ conn_handle_peer_connect(struct conn *c, const Rma__V1__Request *req)
 static void
 conn_handle_remote_import(struct conn *c, const Rma__V1__Request *req)
 {
-	peer_handle_import(c, req->id, req->remote_import->peer_id,
+	resolve_handle_import(c, req->id, req->remote_import->peer_id,
 			   req->remote_import->descriptor);
 }
 

@@ -4,6 +4,8 @@
  * (world.c). */
 #include "daemon.h"
 
+#include <time.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,8 @@ daemon_worker_stop(struct daemon *d)
 	op_pool_cleanup(d);
 	free(d->decode_arena);
 	d->decode_arena = NULL;
+	free(d->batch_reply);
+	d->batch_reply = NULL;
 	worker_stop(d);
 	idmap_cleanup(&d->ops_by_token);
 	event_base_free(d->base);
@@ -104,6 +108,13 @@ daemon_start(struct daemon *d, const struct config *cfg)
 	w->next_region_id = 1;
 	w->next_conn_id = 1;
 	w->next_peer_id = 1;
+	{
+		/* Epochs of this run start above any of an earlier run. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		w->next_epoch = (uint64_t)ts.tv_sec * 1000000000u +
+				(uint64_t)ts.tv_nsec;
+	}
 	idmap_init(&w->regions);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->parked_cv, NULL);

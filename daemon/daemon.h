@@ -59,16 +59,20 @@ struct config {
 	size_t n_allow_uids;
 	gid_t allow_gids[CONFIG_LIST_MAX];
 	size_t n_allow_gids;
-	uint32_t max_regions;	   /* per client */
-	uint64_t max_region_bytes; /* per client */
-	uint32_t max_in_flight;	   /* per client */
-	bool polling;		   /* progress mode: busy-poll the worker */
-	uint32_t progress_spin_us; /* blocking: poll this long before sleeping
-				      while operations are in flight */
-	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
-	int ready_fd;		   /* written and closed once serving, -1 */
-	uint32_t workers;	   /* worker threads, the main one included */
-	char metrics_listen[96];   /* HOST:PORT for /metrics, "" = off */
+	uint32_t max_regions;	    /* per client */
+	uint64_t max_region_bytes;  /* per client */
+	uint32_t max_in_flight;	    /* per client */
+	bool polling;		    /* progress mode: busy-poll the worker */
+	uint32_t progress_spin_us;  /* blocking: poll this long before sleeping
+				       while operations are in flight */
+	bool ucx_rma;		    /* rma_protocol = ucx: ucp_put/get_nbx */
+	int ready_fd;		    /* written and closed once serving, -1 */
+	uint32_t workers;	    /* worker threads, the main one included */
+	char metrics_listen[96];    /* HOST:PORT for /metrics, "" = off */
+	uint32_t max_inbound_peers; /* inbound endpoints in total */
+	uint32_t max_inbound_per_address; /* ... per source address */
+	bool peer_key_set;		  /* peer_key_file: a cluster key */
+	uint8_t peer_key[32];
 };
 
 void config_defaults(struct config *cfg);
@@ -222,6 +226,9 @@ struct resolved {
 
 TAILQ_HEAD(resolved_list, resolved);
 
+struct am_tx;
+TAILQ_HEAD(am_tx_list, am_tx);
+
 struct op;
 struct op_batch;
 TAILQ_HEAD(op_list, op);
@@ -253,8 +260,22 @@ struct peer {
 	struct op_batch *batch; /* small ops of the frame being handled */
 	uint64_t in_flight;
 	uint64_t stat_ops, stat_bytes, stat_errors;
+	uint64_t stat_dropped; /* messages the door refused (am.c) */
 	wire_status_t last_status;
 	char last_error[160];
+	double last_warned; /* daemon_now() of the last reconnect warning */
+	/* The connection's identity (handshake): an outbound peer sends its
+	 * own, an inbound one records the initiator's. */
+	uint64_t epoch;
+	uint16_t lane;
+	uint16_t origin_port;  /* inbound: the initiator's listen port */
+	bool await_proof;      /* keyed handshake: hello seen, proof not yet */
+	struct am_hello hello; /* keyed: what the proofs are computed over */
+	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
+	/* am.c: answers UCX has not sent yet */
+	struct am_tx_list tx;
+	uint32_t tx_msgs;
+	uint64_t tx_bytes;
 	TAILQ_ENTRY(peer) link;
 };
 
@@ -266,17 +287,14 @@ struct remote {
 	struct resolved *res;
 };
 
+/* Fails the peer: state DOWN, waiters answered, the endpoint closed at
+ * the next tick (never inside a UCX callback). */
+void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
 int peer_system_start(struct daemon *d);
 void peer_system_stop(struct daemon *d);
 struct peer *peer_lookup(struct daemon *d, uint32_t id);
 void peer_handle_connect(struct conn *c, uint64_t req_id, const char *address);
-void peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
-			const char *descriptor);
-void remote_release(struct remote *rem);
-void resolved_unref(struct resolved *res);
 void peer_conn_gone(struct daemon *d, struct conn *c);
-/* Owner side: tell peers a region is gone, so their resolves go stale. */
-void peer_broadcast_freed(struct daemon *d, const struct region *r);
 /* Closes endpoints whose peer failed; returns how many. */
 int peer_close_failed(struct daemon *d);
 /* A request needs a peer that is down: reconnect unless backing off. */
@@ -284,6 +302,65 @@ void peer_maybe_reconnect(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
 const char *peer_state_name(enum peer_state s);
+
+/* ---- am.c: the door between daemons ------------------------------------- */
+
+/* One rmad message as the gate hands it on. */
+struct am_msg {
+	const void *header;
+	size_t header_length;
+	const void *data;
+	size_t length;
+};
+
+typedef void (*am_handler_t)(struct peer *p, const struct am_msg *m);
+
+struct am_route {
+	unsigned id;
+	bool to_target; /* arrives over inbound endpoints (a request) */
+	bool handshake; /* served before the handshake completed */
+	size_t header_min;
+	am_handler_t fn;
+};
+
+struct am_door {
+	struct daemon *d;
+	unsigned id;
+};
+
+/* Registers a handler for every id: routes for rmad's own, a drop for
+ * the rest. */
+int am_start(struct daemon *d, const struct am_route *routes, size_t n);
+void am_stop(struct daemon *d);
+/* Messages over p->ep are served from now on / no longer. */
+void am_attach(struct peer *p);
+void am_detach(struct peer *p);
+/* Sends header + data to p (REPLY, eager). data is copied unless hold is
+ * the region it lies in (a reference is kept until sent). Fails, and cuts
+ * the peer off, when p has too much unsent already. */
+ucs_status_t am_send(struct peer *p, unsigned id, const void *header,
+		     size_t header_length, const void *data, size_t length,
+		     struct region *hold);
+/* p is going away: pending sends forget it. */
+void am_peer_gone(struct peer *p);
+
+/* ---- resolve.c: descriptors resolved with their owner -------------------- */
+
+void resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
+			   const char *descriptor);
+void remote_release(struct remote *rem);
+void resolved_unref(struct resolved *res);
+/* Owner side: tell peers a region is gone, so their resolves go stale. */
+void resolve_broadcast_freed(struct daemon *d, const struct region *r);
+/* The peer came up (again): confirm cached regions, or mark them stale
+ * when it restarted. */
+void resolve_peer_up(struct peer *p, bool restarted);
+/* The peer went down: waiting imports fail, the cache needs confirming. */
+void resolve_peer_down(struct peer *p);
+void resolve_peer_destroy(struct peer *p);
+void resolve_on_request(struct peer *p, const struct am_msg *m);
+void resolve_on_reply(struct peer *p, const struct am_msg *m);
+void resolve_on_freed(struct peer *p, const struct am_msg *m);
 
 /* ---- op.c: puts, gets and flushes -----------------------------------------
  */
@@ -317,29 +394,17 @@ void op_submit(struct conn *c, const Rma__V1__Submit *submit);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
 void op_report_overdue(struct op *op);
-/* Answers from targets (registered as AM handlers by peer.c). */
-ucs_status_t op_on_put_ack(void *arg, const void *header, size_t header_length,
-			   void *data, size_t length,
-			   const ucp_am_recv_param_t *param);
-ucs_status_t op_on_batch_reply(void *arg, const void *header,
-			       size_t header_length, void *data, size_t length,
-			       const ucp_am_recv_param_t *param);
-ucs_status_t op_on_get_reply(void *arg, const void *header,
-			     size_t header_length, void *data, size_t length,
-			     const ucp_am_recv_param_t *param);
+/* Answers from targets (routed by am.c). */
+void op_on_put_ack(struct peer *p, const struct am_msg *m);
+void op_on_batch_reply(struct peer *p, const struct am_msg *m);
+void op_on_get_reply(struct peer *p, const struct am_msg *m);
 
 /* ---- target.c: puts and gets other daemons send here -----------------------
  */
 
-ucs_status_t target_on_put(void *arg, const void *header, size_t header_length,
-			   void *data, size_t length,
-			   const ucp_am_recv_param_t *param);
-ucs_status_t target_on_batch(void *arg, const void *header,
-			     size_t header_length, void *data, size_t length,
-			     const ucp_am_recv_param_t *param);
-ucs_status_t target_on_get(void *arg, const void *header, size_t header_length,
-			   void *data, size_t length,
-			   const ucp_am_recv_param_t *param);
+void target_on_put(struct peer *p, const struct am_msg *m);
+void target_on_batch(struct peer *p, const struct am_msg *m);
+void target_on_get(struct peer *p, const struct am_msg *m);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
@@ -375,6 +440,7 @@ struct world {
 	struct idmap regions; /* every live region, by id */
 	uint64_t next_region_id;
 	uint32_t next_conn_id, next_peer_id;
+	uint64_t next_epoch;  /* atomic: connections this daemon opens */
 	uint32_t next_accept; /* round robin of new clients */
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
@@ -416,6 +482,10 @@ struct counters {
 	uint64_t regions_created;
 	uint64_t resolves_served;
 	uint64_t target_puts, target_gets; /* served for other daemons */
+	uint64_t am_dropped;		   /* peer messages the door refused */
+	uint64_t peers_cut_off;	  /* peers that did not read their answers */
+	uint64_t inbound_refused; /* connections over a cap, or stale */
+	uint64_t auth_failures;	  /* peers that failed the key proof */
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */
@@ -455,8 +525,16 @@ struct daemon {
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;
 
-	struct op *op_free;	   /* free list of operation records */
-	void *decode_arena;	   /* conn.c: requests are decoded here */
+	/* am.c */
+	const struct am_route *am_routes;
+	size_t am_n_routes;
+	struct am_door am_doors[AM_ID_LIMIT];
+	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
+
+	struct op *op_free;   /* free list of operation records */
+	void *decode_arena;   /* conn.c: requests are decoded here */
+	uint8_t *batch_reply; /* target.c: scratch for batch answers */
+	size_t batch_reply_cap;
 	struct idmap ops_by_token; /* ops waiting for a target's answer */
 	uint64_t ops_in_flight;
 

@@ -609,20 +609,17 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 /* An answer from a target: the op it names, if it is still waiting and
  * the answer came over that op's own endpoint. */
 static struct op *
-op_answered(struct daemon *d, const void *header, size_t header_length,
-	    const ucp_am_recv_param_t *param, struct am_rma_answer *a)
+op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a)
 {
 	struct op *op;
 
-	if (header_length != sizeof(*a) ||
-	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP))
+	if (m->header_length != sizeof(*a))
 		return NULL;
-	memcpy(a, header, sizeof(*a));
+	memcpy(a, m->header, sizeof(*a));
 	if (a->magic != AM_MAGIC)
 		return NULL;
-	op = idmap_get(&d->ops_by_token, a->token);
-	if (op == NULL || !op->awaiting_answer || op->peer == NULL ||
-	    op->peer->ep != param->reply_ep)
+	op = idmap_get(&p->d->ops_by_token, a->token);
+	if (op == NULL || !op->awaiting_answer || op->peer != p)
 		return NULL; /* late, or not for us */
 	if (a->status != RMA__V1__STATUS__OK &&
 	    op->remote_status == RMA__V1__STATUS__OK)
@@ -630,47 +627,36 @@ op_answered(struct daemon *d, const void *header, size_t header_length,
 	return op;
 }
 
-ucs_status_t
-op_on_put_ack(void *arg, const void *header, size_t header_length, void *data,
-	      size_t length, const ucp_am_recv_param_t *param)
+void
+op_on_put_ack(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
-	struct op *op = op_answered(arg, header, header_length, param, &a);
+	struct op *op = op_answered(p, m, &a);
 
 	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT) {
 		op_stop_waiting(op);
 		if (op->pending == 0)
 			op_finish(op);
 	}
-	return UCS_OK;
 }
 
-ucs_status_t
-op_on_get_reply(void *arg, const void *header, size_t header_length, void *data,
-		size_t length, const ucp_am_recv_param_t *param)
+void
+op_on_get_reply(struct peer *p, const struct am_msg *m)
 {
-	struct daemon *d = arg;
 	struct am_rma_answer a;
-	struct op *op = op_answered(d, header, header_length, param, &a);
+	struct op *op = op_answered(p, m, &a);
 
-	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-		/* rmad answers eager only; anything else is dropped */
-		ucp_am_data_release(d->worker, data);
-		if (op != NULL && op->remote_status == RMA__V1__STATUS__OK)
-			op->remote_status = RMA__V1__STATUS__ERR_PROTOCOL;
-	}
 	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
-		return UCS_OK;
+		return;
 	if (op->remote_status == RMA__V1__STATUS__OK) {
-		if (length == op->length)
-			memcpy(op->buf, data, length);
+		if (m->length == op->length)
+			memcpy(op->buf, m->data, m->length);
 		else
 			op->remote_status = RMA__V1__STATUS__ERR_PROTOCOL;
 	}
 	op_stop_waiting(op);
 	if (op->pending == 0)
 		op_finish(op);
-	return UCS_OK;
 }
 
 /* ---- batches: small puts and gets, one message per peer per frame ------ */
@@ -678,6 +664,7 @@ op_on_get_reply(void *arg, const void *header, size_t header_length, void *data,
 struct op_batch {
 	struct daemon *d;
 	size_t len;
+	size_t reply_bytes; /* what its gets will bring back */
 	uint8_t buf[AM_BATCH_BYTES];
 };
 
@@ -760,7 +747,10 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	size_t need = sizeof(struct am_rma) + (put ? op->length : 0);
 	struct am_rma h;
 
-	if (p->batch != NULL && p->batch->len + need > AM_BATCH_BYTES)
+	/* The target answers at most AM_BATCH_REPLY_BYTES per batch. */
+	if (p->batch != NULL && (p->batch->len + need > AM_BATCH_BYTES ||
+				 (!put && p->batch->reply_bytes + op->length >
+					      AM_BATCH_REPLY_BYTES)))
 		op_batch_send(p);
 	if (p->batch == NULL) {
 		p->batch = malloc(sizeof(*p->batch));
@@ -770,6 +760,7 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 		}
 		p->batch->d = d;
 		p->batch->len = 0;
+		p->batch->reply_bytes = 0;
 		d->batches++;
 	}
 	op->token = d->next_token++;
@@ -792,40 +783,34 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 		memcpy(p->batch->buf + p->batch->len + sizeof(h), op->buf,
 		       op->length);
 	p->batch->len += need;
+	if (!put)
+		p->batch->reply_bytes += op->length;
 }
 
-ucs_status_t
-op_on_batch_reply(void *arg, const void *header, size_t header_length,
-		  void *data, size_t length, const ucp_am_recv_param_t *param)
+void
+op_on_batch_reply(struct peer *p, const struct am_msg *m)
 {
-	struct daemon *d = arg;
-	const uint8_t *p = data;
-	size_t at = 0;
+	struct daemon *d = p->d;
+	const uint8_t *data = m->data;
+	size_t at = 0, length = m->length;
 
-	if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-		if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-			ucp_am_data_release(d->worker, data);
-		return UCS_OK;
-	}
 	while (at + sizeof(struct am_rma_answer) + 8 <= length) {
 		struct am_rma_answer a;
 		uint64_t n;
 		struct op *op;
 
-		memcpy(&a, p + at, sizeof(a));
-		memcpy(&n, p + at + sizeof(a), sizeof(n));
+		memcpy(&a, data + at, sizeof(a));
+		memcpy(&n, data + at + sizeof(a), sizeof(n));
 		at += sizeof(a) + 8;
 		if (a.magic != AM_MAGIC || n > length - at)
 			break; /* malformed: the rest time out */
 		op = idmap_get(&d->ops_by_token, a.token);
-		if (op != NULL && op->awaiting_answer && op->peer != NULL &&
-		    op->peer->ep == param->reply_ep) {
+		if (op != NULL && op->awaiting_answer && op->peer == p) {
 			if (a.status != RMA__V1__STATUS__OK)
 				op->remote_status = a.status;
 			else if (op->kind == RMA__V1__OP_KIND__GET) {
 				if (n == op->length)
-					memcpy(op->buf, p + at, n);
+					memcpy(op->buf, data + at, n);
 				else
 					op->remote_status =
 					    RMA__V1__STATUS__ERR_PROTOCOL;
@@ -836,7 +821,6 @@ op_on_batch_reply(void *arg, const void *header, size_t header_length,
 		}
 		at += n;
 	}
-	return UCS_OK;
 }
 
 /* The peer failed: answers will not come. Ops still in UCX's hands

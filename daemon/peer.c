@@ -1,25 +1,38 @@
-/* Other daemons: one UCX endpoint per remote daemon, shared by every local
- * client; a handshake that proves the far side is an rmad and learns its
- * identity; descriptor resolution (the owner's answer is the only bounds
- * the initiator trusts); failure, deadlines and endpoint closing.
- * Messages between daemons are in am.h. */
+/* Other daemons: one UCX endpoint per remote daemon and worker, shared by
+ * every local client of that worker; the handshake; failure, deadlines
+ * and endpoint closing; the listener. Messages between daemons are in
+ * am.h and pass the door in am.c; descriptor resolution is resolve.c.
+ *
+ * The handshake proves the far side is an rmad, learns its identity and
+ * gives the connection one: the initiator's daemon id, its lane (worker
+ * index) and an epoch that grows with every connection it opens. A
+ * target serves a connection only while it is the newest from its origin
+ * (source address and the initiator's listen port) and lane; a newer one
+ * closes the older at the target before anything on it is served, so a
+ * put that failed with the old connection can never land after one made
+ * over the new. With a cluster key, both sides prove they hold it
+ * (challenge and response, keyed BLAKE2b) before anything else is served.
+ */
 #include "daemon.h"
 #include "am.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Other daemons one daemon connects to: a cluster's worth. */
 #define PEER_MAX 4096
+/* A peer that keeps failing is warned about at most this often. */
+#define PEER_WARN_INTERVAL 30.0
 
-static void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
-static void peer_forget_resolved(struct peer *p);
+static void peer_reconnect(struct peer *p);
 static void peer_notify(struct peer *p);
-static void peer_refresh_resolved(struct peer *p);
 
 const char *
 peer_state_name(enum peer_state s)
@@ -48,89 +61,46 @@ peer_lookup(struct daemon *d, uint32_t id)
 	return NULL;
 }
 
-/* ---- active messages ---------------------------------------------------- */
-
 static void
-peer_am_sent(void *request, ucs_status_t status, void *user_data)
+peer_timer_start(struct peer *p, event_callback_fn fn, double seconds)
 {
-	free(user_data);
-	ucp_request_free(request);
+	struct timeval tv;
+
+	if (p->connect_timer == NULL)
+		p->connect_timer = evtimer_new(p->d->base, fn, p);
+	if (p->connect_timer == NULL)
+		return;
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	evtimer_add(p->connect_timer, &tv);
 }
 
-/* Sends a copy of buf; the copy is freed once UCX is done with it. */
-static ucs_status_t
-peer_am_send(ucp_ep_h ep, unsigned id, const void *buf, size_t len)
-{
-	ucp_request_param_t param = {
-	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-			    UCP_OP_ATTR_FIELD_USER_DATA |
-			    UCP_OP_ATTR_FIELD_FLAGS,
-	    .flags = UCP_AM_SEND_FLAG_REPLY,
-	    .cb.send = peer_am_sent,
-	};
-	ucs_status_ptr_t sp;
-	void *copy = malloc(len);
+/* ---- the handshake ------------------------------------------------------- */
 
-	if (copy == NULL)
-		return UCS_ERR_NO_MEMORY;
-	memcpy(copy, buf, len);
-	param.user_data = copy;
-	sp = ucp_am_send_nbx(ep, id, NULL, 0, copy, len, &param);
-	if (UCS_PTR_IS_ERR(sp)) {
-		free(copy);
-		return UCS_PTR_STATUS(sp);
-	}
-	if (sp == NULL)
-		free(copy);
-	return UCS_OK;
+/* MAC(key, label | hello | nonce): what each side proves with. */
+static void
+peer_proof(const struct daemon *d, const char *label,
+	   const struct am_hello *hello, const uint8_t *nonce, uint8_t *out)
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, d->cfg.peer_key, sizeof(d->cfg.peer_key),
+				AM_PROOF_SIZE);
+	crypto_generichash_update(&st, (const uint8_t *)label, strlen(label));
+	crypto_generichash_update(&st, (const uint8_t *)hello, sizeof(*hello));
+	crypto_generichash_update(&st, nonce, AM_NONCE_SIZE);
+	crypto_generichash_final(&st, out, AM_PROOF_SIZE);
 }
 
-/* Our messages are small, so eager: the data is readable during the
- * callback (FLAG_DATA would only mean it may be kept after). A rendezvous
- * message is not one of ours and is dropped. */
-static int
-peer_am_usable(const ucp_am_recv_param_t *param, size_t length, size_t min)
-{
-	return !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) &&
-	       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
-	       length >= min;
-}
-
-/* Copies a fixed-size message out of an AM; false if it is not one of
- * ours (every message starts with the magic). */
 static bool
-peer_am_read(const ucp_am_recv_param_t *param, const void *data, size_t length,
-	     void *out, size_t size)
+peer_proof_ok(const struct daemon *d, const char *label,
+	      const struct am_hello *hello, const uint8_t *nonce,
+	      const uint8_t *proof)
 {
-	uint32_t magic;
+	uint8_t want[AM_PROOF_SIZE];
 
-	if (!peer_am_usable(param, length, size))
-		return false;
-	memcpy(out, data, size);
-	memcpy(&magic, out, sizeof(magic));
-	return magic == AM_MAGIC;
-}
-
-static ucs_status_t
-peer_on_am_hello(void *arg, const void *header, size_t header_length,
-		 void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-	struct daemon *d = arg;
-	struct am_hello in, out;
-
-	if (!peer_am_read(param, data, length, &in, sizeof(in)))
-		return UCS_OK;
-	if (in.version != AM_VERSION) {
-		log_warn("peer_on_am_hello: bad magic or version, ignored");
-		return UCS_OK;
-	}
-	memset(&out, 0, sizeof(out));
-	out.magic = AM_MAGIC;
-	out.version = AM_VERSION;
-	out.token = in.token;
-	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
-	peer_am_send(param->reply_ep, AM_HELLO_REPLY, &out, sizeof(out));
-	return UCS_OK;
+	peer_proof(d, label, hello, nonce, want);
+	return sodium_memcmp(want, proof, AM_PROOF_SIZE) == 0;
 }
 
 static void
@@ -162,11 +132,14 @@ peer_set_up(struct peer *p)
 	p->state = PEER_UP;
 	p->state_since = daemon_now();
 	p->last_status = RMA__V1__STATUS__OK;
+	p->last_error[0] = '\0';
 	p->backoff = 0;
-	log_info("peer_set_up: peer %u %s is daemon %s%s", p->id, p->address,
+	log_info("peer_set_up: %s peer %u %s is daemon %s%s",
+		 p->inbound ? "inbound" : "outbound", p->id, p->address,
 		 p->remote_id_hex, p->self ? " (this daemon)" : "");
-	if (!p->inbound)
-		peer_notify(p);
+	if (p->inbound)
+		return;
+	peer_notify(p);
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
 		peer_reply_connect(p, w, RMA__V1__STATUS__OK);
@@ -174,424 +147,243 @@ peer_set_up(struct peer *p)
 	}
 }
 
-static ucs_status_t
-peer_on_am_hello_reply(void *arg, const void *header, size_t header_length,
-		       void *data, size_t length,
-		       const ucp_am_recv_param_t *param)
+/* Initiator: the target accepted; learn who it is. */
+static void
+peer_up_as(struct peer *p, const uint8_t *daemon_id)
 {
-	struct daemon *d = arg;
-	struct am_hello in;
-	struct peer *p;
+	bool restarted =
+	    p->known && memcmp(p->remote_id, daemon_id, DAEMON_ID_SIZE) != 0;
 
-	if (!peer_am_read(param, data, length, &in, sizeof(in)))
-		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		/* Tokens are guessable: the answer must also come over the
-		 * endpoint the question went out on, or any peer could name
-		 * another's identity. */
-		if (p->state == PEER_CONNECTING && p->hello_token == in.token &&
-		    p->ep == param->reply_ep)
-			break;
-	}
-	if (p == NULL)
-		return UCS_OK; /* late answer to a connect that timed out */
-	if (p->known && memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
-		peer_forget_resolved(p); /* restarted: its regions are gone */
-	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
+	memcpy(p->remote_id, daemon_id, DAEMON_ID_SIZE);
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
 	p->known = true;
-	if (memcmp(p->remote_id, d->id, DAEMON_ID_SIZE) == 0) {
-		/* We reached ourselves: copies are local, the endpoint idles.
-		 */
-		p->self = true;
-	}
 	peer_set_up(p);
-	peer_refresh_resolved(p);
-	return UCS_OK;
-}
-
-static ucs_status_t
-peer_on_am_resolve(void *arg, const void *header, size_t header_length,
-		   void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-	struct daemon *d = arg;
-	struct am_resolve in;
-	struct am_resolve_reply *out;
-	struct region *r = NULL;
-	size_t out_len = sizeof(*out);
-
-	if (!peer_am_read(param, data, length, &in, sizeof(in)))
-		return UCS_OK;
-	d->counters.resolves_served++;
-	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
-		r = region_lookup(d, in.region_id);
-	if (r != NULL && r->generation != in.generation)
-		r = NULL;
-	/* Addresses and keys go out only when UCX-native RMA is on. */
-	if (r != NULL && d->cfg.ucx_rma && r->rkey_len <= AM_RKEY_MAX)
-		out_len += r->rkey_len;
-	out = calloc(1, out_len);
-	if (out == NULL)
-		return UCS_OK;
-	out->magic = AM_MAGIC;
-	out->token = in.token;
-	if (r == NULL) {
-		out->status = RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
-	} else {
-		out->status = RMA__V1__STATUS__OK;
-		out->length = r->length;
-		if (out_len > sizeof(*out)) {
-			out->addr = (uint64_t)(uintptr_t)r->addr;
-			out->rkey_len = (uint32_t)r->rkey_len;
-			memcpy(out + 1, r->rkey, r->rkey_len);
-		}
-	}
-	peer_am_send(param->reply_ep, AM_RESOLVE_REPLY, out, out_len);
-	free(out);
-	return UCS_OK;
-}
-
-static struct resolved *
-peer_find_resolved(struct peer *p, uint64_t region_id, uint64_t generation)
-{
-	struct resolved *res;
-
-	TAILQ_FOREACH(res, &p->resolved, link)
-	{
-		if (res->valid && res->region_id == region_id &&
-		    res->generation == generation)
-			return res;
-	}
-	return NULL;
-}
-
-void
-resolved_unref(struct resolved *res)
-{
-	if (--res->refs > 0)
-		return;
-	if (res->peer != NULL)
-		TAILQ_REMOVE(&res->peer->resolved, res, link);
-	if (res->rkey != NULL)
-		ucp_rkey_destroy(res->rkey);
-	free(res);
-}
-
-void
-remote_release(struct remote *rem)
-{
-	resolved_unref(rem->res);
-	free(rem);
+	resolve_peer_up(p, restarted);
 }
 
 static void
-peer_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
-		  struct resolved *res, const struct descriptor *desc)
+peer_on_hello_reply(struct peer *p, const struct am_msg *m)
 {
-	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
-	Rma__V1__RemoteImportReply body = RMA__V1__REMOTE_IMPORT_REPLY__INIT;
-	struct remote *rem;
+	struct daemon *d = p->d;
+	struct am_hello_reply in;
+	struct am_hello_proof proof;
 
-	/* A descriptor is a claim; the owner's answer decides. One that
-	 * claims more than the owner exported was forged or corrupted. */
-	if (desc->length != res->length) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
-				"descriptor claims %llu bytes but the owner's "
-				"region %llu has %llu",
-				(unsigned long long)desc->length,
-				(unsigned long long)res->region_id,
-				(unsigned long long)res->length);
+	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
+	    p->await_proof)
 		return;
-	}
-	/* Imports cost the daemon memory: as many as regions may be held. */
-	if (c->remotes.count >= c->d->cfg.max_regions) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
-				"client already holds %zu remotes (max_regions "
-				"%u); release some",
-				c->remotes.count, c->d->cfg.max_regions);
+	memcpy(&in, m->data, sizeof(in));
+	if (in.magic != AM_MAGIC || in.token != p->hello.token)
 		return;
-	}
-	rem = calloc(1, sizeof(*rem));
-	if (rem == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
-		return;
-	}
-	rem->id = c->next_remote_id++;
-	rem->peer = p;
-	rem->res = res;
-	res->refs++;
-	if (idmap_put(&c->remotes, rem->id, rem) < 0) {
-		remote_release(rem);
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
-		return;
-	}
-	body.remote_id = rem->id;
-	body.length = res->length;
-	body.local = res->peer == NULL;
-	reply.id = req_id;
-	reply.body_case = RMA__V1__REPLY__BODY_REMOTE_IMPORT;
-	reply.remote_import = &body;
-	conn_send_reply(c, &reply, -1);
-}
-
-/* UCX-native RMA only when both sides offer it; NULL means rmad's own
- * protocol, where the target checks every access itself. */
-static ucs_status_t
-peer_unpack_rkey(struct peer *p, const struct am_resolve_reply *in,
-		 const void *data, ucp_rkey_h *rkey_p)
-{
-	*rkey_p = NULL;
-	if (!p->d->cfg.ucx_rma || in->rkey_len == 0)
-		return UCS_OK;
-	return ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(*in),
-				  rkey_p);
-}
-
-/* Asks the owner about one of its regions; on success w waits for the
- * answer (matched by token) until the operation deadline. */
-static ucs_status_t
-peer_send_resolve(struct peer *p, struct peer_waiter *w, uint64_t region_id,
-		  uint64_t generation)
-{
-	struct am_resolve msg;
-	ucs_status_t st;
-
-	memset(&msg, 0, sizeof(msg));
-	msg.magic = AM_MAGIC;
-	msg.token = w->token = p->d->next_token++;
-	memcpy(msg.daemon_id, p->remote_id, DAEMON_ID_SIZE);
-	msg.region_id = region_id;
-	msg.generation = generation;
-	st = peer_am_send(p->ep, AM_RESOLVE, &msg, sizeof(msg));
-	if (st == UCS_OK) {
-		w->deadline = daemon_now() + p->d->cfg.op_timeout;
-		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
-	}
-	return st;
-}
-
-/* A reconnect: remotes imported before it stay usable once the owner
- * confirms their regions again, with the new endpoint's rkey. */
-static void
-peer_refresh_done(struct peer *p, struct resolved *res,
-		  const struct am_resolve_reply *in, const void *data,
-		  size_t length)
-{
-	ucp_rkey_h rkey;
-
-	if (res->valid || res->stale)
-		return;
-	if (in->status != RMA__V1__STATUS__OK || in->length != res->length ||
-	    in->rkey_len > AM_RKEY_MAX || length < sizeof(*in) + in->rkey_len ||
-	    peer_unpack_rkey(p, in, data, &rkey) != UCS_OK) {
-		res->stale = true;
-		return;
-	}
-	if (res->rkey != NULL)
-		ucp_rkey_destroy(res->rkey);
-	res->rkey = rkey;
-	res->addr = in->addr;
-	res->valid = true;
-	res->refs++; /* the cache's reference again */
-}
-
-static void
-peer_refresh_resolved(struct peer *p)
-{
-	struct resolved *res;
-
-	if (p->self)
-		return;
-	TAILQ_FOREACH(res, &p->resolved, link)
-	{
-		struct peer_waiter *w;
-
-		if (res->valid || res->stale)
-			continue;
-		w = calloc(1, sizeof(*w));
-		if (w == NULL) {
-			res->stale = true;
-			continue;
-		}
-		w->refresh = res;
-		res->refs++;
-		if (peer_send_resolve(p, w, res->region_id, res->generation) !=
-		    UCS_OK) {
-			res->stale = true;
-			resolved_unref(res);
-			free(w);
-		}
-	}
-}
-
-static void
-peer_forget_resolved(struct peer *p)
-{
-	struct resolved *res;
-
-	log_warn("peer_forget_resolved: %s restarted; descriptors of its "
-		 "previous run are stale",
-		 p->address);
-	TAILQ_FOREACH(res, &p->resolved, link)
-	res->stale = true;
-}
-
-static ucs_status_t
-peer_on_am_resolve_reply(void *arg, const void *header, size_t header_length,
-			 void *data, size_t length,
-			 const ucp_am_recv_param_t *param)
-{
-	struct daemon *d = arg;
-	struct am_resolve_reply in;
-	struct peer_waiter *w = NULL;
-	struct resolved *res;
-	struct peer *p;
-	ucs_status_t st;
-
-	if (!peer_am_read(param, data, length, &in, sizeof(in)))
-		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		if (p->ep != param->reply_ep)
-			continue; /* only the asked peer answers */
-		TAILQ_FOREACH(w, &p->resolve_waiters, link)
-		{
-			if (w->token == in.token)
-				goto found;
-		}
-	}
-	return UCS_OK; /* its client went away */
-found:
-	TAILQ_REMOVE(&p->resolve_waiters, w, link);
-	if (w->refresh != NULL) {
-		peer_refresh_done(p, w->refresh, &in, data, length);
-		resolved_unref(w->refresh);
-		goto out;
-	}
 	if (in.status != RMA__V1__STATUS__OK) {
-		conn_send_error(w->conn, w->request_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"daemon %s has no region %llu generation %llu "
-				"(freed, or the daemon restarted)",
-				p->remote_id_hex,
-				(unsigned long long)w->descriptor.region_id,
-				(unsigned long long)w->descriptor.generation);
-		goto out;
-	}
-	if (in.rkey_len > AM_RKEY_MAX || length < sizeof(in) + in.rkey_len) {
-		conn_send_error(
-		    w->conn, w->request_id, RMA__V1__STATUS__ERR_PROTOCOL,
-		    "peer %s sent a malformed resolve answer", p->address);
-		goto out;
-	}
-	res = peer_find_resolved(p, w->descriptor.region_id,
-				 w->descriptor.generation);
-	if (res == NULL) {
-		res = calloc(1, sizeof(*res));
-		if (res == NULL) {
-			conn_send_error(w->conn, w->request_id,
-					RMA__V1__STATUS__ERR_NO_MEMORY,
-					"out of memory");
-			goto out;
-		}
-		st = peer_unpack_rkey(p, &in, data, &res->rkey);
-		if (st != UCS_OK) {
-			free(res);
-			conn_send_error(w->conn, w->request_id,
-					RMA__V1__STATUS__ERR_TRANSPORT,
-					"ucp_ep_rkey_unpack: %s",
-					ucs_status_string(st));
-			goto out;
-		}
-		res->peer = p;
-		res->region_id = w->descriptor.region_id;
-		res->generation = w->descriptor.generation;
-		res->addr = in.addr;
-		res->length = in.length;
-		res->valid = true;
-		res->refs = 1; /* the peer's cache */
-		TAILQ_INSERT_TAIL(&p->resolved, res, link);
-	}
-	peer_reply_import(w->conn, w->request_id, p, res, &w->descriptor);
-out:
-	free(w);
-	worker_kick(d);
-	return UCS_OK;
-}
-
-static void
-peer_invalidate(struct resolved *res)
-{
-	if (!res->valid)
+		peer_fail(p, UCS_ERR_REJECTED,
+			  in.flags & AM_HELLO_KEYED
+			      ? "refused: it requires a cluster key "
+				"(peer_key_file)"
+			      : "refused the connection");
 		return;
-	res->valid = false;
-	resolved_unref(res); /* the cache's reference */
-}
-
-static ucs_status_t
-peer_on_am_freed(void *arg, const void *header, size_t header_length,
-		 void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-	struct daemon *d = arg;
-	struct am_freed in;
-	struct peer *p;
-
-	if (!peer_am_read(param, data, length, &in, sizeof(in)))
-		return UCS_OK;
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		struct resolved *res;
-		/* Only the owner, over its own connection, frees its
-		 * regions. */
-		if (p->inbound || p->ep != param->reply_ep ||
-		    memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
-			continue;
-		res = peer_find_resolved(p, in.region_id, in.generation);
-		if (res != NULL) {
-			log_debug("peer_on_am_freed: region %llu of %s freed",
-				  (unsigned long long)in.region_id,
-				  p->remote_id_hex);
-			res->stale = true;
-			peer_invalidate(res);
-		}
 	}
-	return UCS_OK;
+	if (!(in.flags & AM_HELLO_KEYED) != !d->cfg.peer_key_set) {
+		peer_fail(p, UCS_ERR_REJECTED,
+			  d->cfg.peer_key_set
+			      ? "does not prove a cluster key, and this "
+				"daemon requires one"
+			      : "requires a cluster key (peer_key_file)");
+		return;
+	}
+	if (!d->cfg.peer_key_set) {
+		peer_up_as(p, in.daemon_id);
+		return;
+	}
+	if (!peer_proof_ok(d, "rmad-target", &p->hello, in.nonce, in.proof)) {
+		d->counters.auth_failures++;
+		peer_fail(p, UCS_ERR_REJECTED,
+			  "failed the cluster key proof (another key?)");
+		return;
+	}
+	memset(&proof, 0, sizeof(proof));
+	proof.magic = AM_MAGIC;
+	proof.token = p->hello.token;
+	peer_proof(d, "rmad-initiator", &p->hello, in.nonce, proof.proof);
+	p->await_proof = true; /* ours is sent: wait for HELLO_DONE */
+	am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof), NULL);
 }
 
 static void
-peer_send_freed(struct daemon *d, void *arg)
+peer_on_hello_done(struct peer *p, const struct am_msg *m)
 {
-	struct am_freed *msg = arg;
-	struct peer *p;
+	struct am_hello_reply in;
 
-	/* Initiators resolved through connections they opened to us, all
-	 * of which worker 0 accepted. */
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		if (p->inbound && p->state == PEER_UP && p->ep != NULL)
-			peer_am_send(p->ep, AM_FREED, msg, sizeof(*msg));
+	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
+	    !p->await_proof)
+		return;
+	memcpy(&in, m->data, sizeof(in));
+	if (in.magic != AM_MAGIC || in.token != p->hello.token)
+		return;
+	p->await_proof = false;
+	if (in.status != RMA__V1__STATUS__OK) {
+		peer_fail(p, UCS_ERR_REJECTED, "refused our key proof");
+		return;
 	}
-	free(msg);
+	peer_up_as(p, in.daemon_id);
 }
 
-void
-peer_broadcast_freed(struct daemon *d, const struct region *r)
+static void
+peer_send_hello_reply(struct peer *p, unsigned id, wire_status_t status)
 {
-	struct am_freed *msg = calloc(1, sizeof(*msg));
+	struct daemon *d = p->d;
+	struct am_hello_reply out;
 
-	if (msg == NULL)
-		return; /* initiators learn at their next operation */
-	msg->magic = AM_MAGIC;
-	memcpy(msg->daemon_id, d->id, DAEMON_ID_SIZE);
-	msg->region_id = r->id;
-	msg->generation = r->generation;
-	if (d->index == 0)
-		peer_send_freed(d, msg);
-	else if (world_post(d->world->workers[0], peer_send_freed, msg) < 0)
-		free(msg);
+	memset(&out, 0, sizeof(out));
+	out.magic = AM_MAGIC;
+	out.status = status;
+	out.token = p->hello.token;
+	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
+	if (d->cfg.peer_key_set) {
+		out.flags = AM_HELLO_KEYED;
+		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
+			memcpy(out.nonce, p->nonce, AM_NONCE_SIZE);
+			peer_proof(d, "rmad-target", &p->hello, p->nonce,
+				   out.proof);
+		}
+	}
+	am_send(p, id, NULL, 0, &out, sizeof(out), NULL);
+}
+
+static bool
+peer_same_origin(const struct peer *a, const struct peer *b)
+{
+	const struct sockaddr_storage *x = &a->sa, *y = &b->sa;
+
+	if (a->origin_port != b->origin_port || x->ss_family != y->ss_family)
+		return false;
+	if (x->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
+	if (x->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)x)->sin6_addr,
+			      &((const struct sockaddr_in6 *)y)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/* Target: p proved itself; it becomes the connection of its origin and
+ * lane, and every older one is closed before p is served. False if p is
+ * itself the older one (its hello came late). */
+static bool
+peer_take_over(struct peer *p)
+{
+	struct daemon *d = p->d;
+	struct peer *q;
+
+	TAILQ_FOREACH(q, &d->peers, link)
+	{
+		if (q == p || !q->inbound || q->state != PEER_UP ||
+		    !peer_same_origin(p, q))
+			continue;
+		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) == 0 &&
+		    q->lane == p->lane && q->epoch >= p->epoch)
+			return false;
+	}
+	TAILQ_FOREACH(q, &d->peers, link)
+	{
+		if (q == p || !q->inbound || q->state != PEER_UP ||
+		    !peer_same_origin(p, q))
+			continue;
+		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) != 0)
+			peer_fail(q, UCS_ERR_CANCELED,
+				  "its daemon restarted: connection closed");
+		else if (q->lane == p->lane)
+			peer_fail(q, UCS_ERR_CANCELED,
+				  "replaced by a newer connection from the "
+				  "same daemon");
+	}
+	return true;
+}
+
+/* Target: serve p from now on, or close it if a newer connection from
+ * its origin and lane exists already. */
+static void
+peer_accept(struct peer *p)
+{
+	if (!peer_take_over(p)) {
+		p->d->counters.inbound_refused++;
+		peer_fail(p, UCS_ERR_CANCELED,
+			  "an older connection of its daemon: closed");
+		return;
+	}
+	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
+	p->known = true;
+	peer_set_up(p);
+}
+
+static void
+peer_on_hello(struct peer *p, const struct am_msg *m)
+{
+	struct daemon *d = p->d;
+	struct am_hello in;
+
+	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
+	    p->await_proof || p->known)
+		return;
+	memcpy(&in, m->data, sizeof(in));
+	if (in.magic != AM_MAGIC || in.version != AM_VERSION) {
+		peer_fail(p, UCS_ERR_UNSUPPORTED,
+			  "not an rmad of protocol version 2");
+		return;
+	}
+	p->hello = in;
+	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
+	p->epoch = in.epoch;
+	p->lane = in.lane;
+	p->origin_port = in.listen_port;
+	if (!d->cfg.peer_key_set) {
+		peer_send_hello_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
+		peer_accept(p);
+		return;
+	}
+	if (!(in.flags & AM_HELLO_KEYED)) {
+		peer_send_hello_reply(p, AM_HELLO_REPLY,
+				      RMA__V1__STATUS__ERR_REJECTED);
+		d->counters.auth_failures++;
+		peer_fail(p, UCS_ERR_REJECTED, "holds no cluster key");
+		return;
+	}
+	randombytes_buf(p->nonce, sizeof(p->nonce));
+	p->await_proof = true;
+	peer_send_hello_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
+}
+
+static void
+peer_on_hello_proof(struct peer *p, const struct am_msg *m)
+{
+	struct daemon *d = p->d;
+	struct am_hello_proof in;
+	static double last_logged;
+
+	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
+	    !p->await_proof)
+		return;
+	memcpy(&in, m->data, sizeof(in));
+	p->await_proof = false;
+	if (in.magic != AM_MAGIC || in.token != p->hello.token ||
+	    !peer_proof_ok(d, "rmad-initiator", &p->hello, p->nonce,
+			   in.proof)) {
+		d->counters.auth_failures++;
+		/* Rate-limited: a stranger may try without end. */
+		if (daemon_now() - last_logged > PEER_WARN_INTERVAL) {
+			last_logged = daemon_now();
+			log_warn("peer_on_hello_proof: %s failed the cluster "
+				 "key proof (%llu failures so far)",
+				 p->address,
+				 (unsigned long long)d->counters.auth_failures);
+		}
+		peer_send_hello_reply(p, AM_HELLO_DONE,
+				      RMA__V1__STATUS__ERR_REJECTED);
+		peer_fail(p, UCS_ERR_REJECTED, "failed the cluster key proof");
+		return;
+	}
+	peer_send_hello_reply(p, AM_HELLO_DONE, RMA__V1__STATUS__OK);
+	peer_accept(p);
 }
 
 /* ---- endpoints ----------------------------------------------------------- */
@@ -602,8 +394,19 @@ peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 	struct peer *p = arg;
 	char detail[160];
 
-	snprintf(detail, sizeof(detail), "%s", ucs_status_string(status));
-	peer_fail(p, status, detail);
+	/* UCX 1.13's tcp data path says "Endpoint timeout" when the far
+	 * end closed or reset the connection: nothing timed out. */
+	if (status == UCS_ERR_ENDPOINT_TIMEOUT ||
+	    status == UCS_ERR_CONNECTION_RESET)
+		snprintf(detail, sizeof(detail),
+			 "connection lost (closed or reset by the far end)");
+	else
+		snprintf(detail, sizeof(detail), "%s",
+			 ucs_status_string(status));
+	peer_fail(p,
+		  status == UCS_ERR_ENDPOINT_TIMEOUT ? UCS_ERR_CONNECTION_RESET
+						     : status,
+		  detail);
 }
 
 static struct peer *
@@ -620,6 +423,7 @@ peer_new(struct daemon *d, const char *address)
 	TAILQ_INIT(&p->resolve_waiters);
 	TAILQ_INIT(&p->resolved);
 	TAILQ_INIT(&p->ops);
+	TAILQ_INIT(&p->tx);
 	TAILQ_INSERT_TAIL(&d->peers, p, link);
 	return p;
 }
@@ -627,22 +431,7 @@ peer_new(struct daemon *d, const char *address)
 static void
 peer_destroy(struct peer *p)
 {
-	struct resolved *res, *next;
-
-	for (res = TAILQ_FIRST(&p->resolved); res != NULL; res = next) {
-		next = TAILQ_NEXT(res, link);
-		/* Remotes may still name it: detach from the dying peer. */
-		TAILQ_REMOVE(&p->resolved, res, link);
-		res->peer = NULL;
-		if (res->valid) {
-			res->valid = false;
-			if (--res->refs == 0) {
-				if (res->rkey)
-					ucp_rkey_destroy(res->rkey);
-				free(res);
-			}
-		}
-	}
+	resolve_peer_destroy(p);
 	/* Only at shutdown can operations outlive their peer (UCX did not
 	 * complete them in time): they must not point at it. */
 	while (!TAILQ_EMPTY(&p->ops)) {
@@ -650,6 +439,8 @@ peer_destroy(struct peer *p)
 		TAILQ_REMOVE(&p->ops, op, link);
 		op->peer = NULL;
 	}
+	am_detach(p);
+	am_peer_gone(p);
 	if (p->connect_timer)
 		event_free(p->connect_timer);
 	TAILQ_REMOVE(&p->d->peers, p, link);
@@ -681,6 +472,8 @@ peer_close_ep(struct peer *p)
 
 	if (p->ep == NULL)
 		return;
+	/* Nothing that still arrives on it is served. */
+	am_detach(p);
 	/* Force: everything still on the endpoint completes (CANCELED). */
 	/* Counted first: UCX may run the callback before it returns. */
 	d->closing_eps++;
@@ -756,23 +549,43 @@ peer_notify(struct peer *p)
 }
 
 static void
+peer_log_failure(struct peer *p, const char *previous)
+{
+	double now = daemon_now();
+
+	if (p->inbound) {
+		log_info("peer_fail: inbound peer %s: %s", p->address,
+			 p->last_error);
+		return;
+	}
+	/* A peer that stays down fails at every retry: say so once in a
+	 * while, and whenever the reason changes. */
+	if (strcmp(previous, p->last_error) != 0 ||
+	    now - p->last_warned >= PEER_WARN_INTERVAL) {
+		p->last_warned = now;
+		log_warn("peer_fail: %s", p->last_error);
+	} else {
+		log_debug("peer_fail: %s", p->last_error);
+	}
+}
+
+void
 peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 {
 	struct peer_waiter *w;
-	struct resolved *res, *next;
+	char previous[sizeof(p->last_error)];
 
 	if (p->state == PEER_DOWN)
 		return;
+	memcpy(previous, p->last_error, sizeof(previous));
 	p->state = PEER_DOWN;
 	p->state_since = daemon_now();
+	p->await_proof = false;
 	p->ep_status = st;
 	p->last_status = op_status_from_ucs(st);
 	snprintf(p->last_error, sizeof(p->last_error), "peer %s: %s",
 		 p->address, detail);
-	if (p->inbound)
-		log_info("peer_fail: inbound peer %s: %s", p->address, detail);
-	else
-		log_warn("peer_fail: %s", p->last_error);
+	peer_log_failure(p, previous);
 	if (p->connect_timer)
 		event_del(p->connect_timer);
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
@@ -780,31 +593,20 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 		peer_reply_connect(p, w, p->last_status);
 		free(w);
 	}
-	while ((w = TAILQ_FIRST(&p->resolve_waiters)) != NULL) {
-		TAILQ_REMOVE(&p->resolve_waiters, w, link);
-		if (w->refresh != NULL)
-			resolved_unref(w->refresh);
-		else
-			conn_send_error(w->conn, w->request_id, p->last_status,
-					"%s", p->last_error);
-		free(w);
-	}
 	/* Reconnect on demand, at most every backoff seconds. */
 	p->backoff = p->backoff == 0 ? 0.1 : p->backoff * 2;
 	if (p->backoff > 5.0)
 		p->backoff = 5.0;
 	p->next_attempt = daemon_now() + p->backoff;
-	for (res = TAILQ_FIRST(&p->resolved); res != NULL; res = next) {
-		next = TAILQ_NEXT(res, link);
-		peer_invalidate(res);
-	}
+	resolve_peer_down(p);
 	if (!p->inbound) {
 		/* Past a deadline it is our own close that cancels the rest. */
 		op_peer_failed(p,
 			       st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
 		peer_notify(p);
 	}
-	/* Closing inside a UCX callback is not allowed: the tick does it. */
+	/* Closing inside a UCX callback is not allowed: the tick does it;
+	 * meanwhile the door serves nothing more on it (state DOWN). */
 	p->ep_failed = true;
 	p->d->failed_eps++;
 	worker_kick(p->d);
@@ -822,7 +624,13 @@ peer_on_connect_timeout(evutil_socket_t fd, short what, void *arg)
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
 
-static void peer_reconnect(struct peer *p);
+/* Every connection a daemon opens gets a higher epoch than the last, in
+ * this run and (the clock permitting) in any earlier one. */
+static uint64_t
+peer_next_epoch(struct daemon *d)
+{
+	return __atomic_fetch_add(&d->world->next_epoch, 1, __ATOMIC_RELAXED);
+}
 
 static int
 peer_connect_start(struct peer *p)
@@ -838,34 +646,35 @@ peer_connect_start(struct peer *p)
 	    .err_handler.cb = peer_on_ep_error,
 	    .err_handler.arg = p,
 	};
-	struct am_hello hello;
-	struct timeval tv;
+	struct am_hello *hello = &p->hello;
 	ucs_status_t st;
 
 	params.sockaddr.addr = (struct sockaddr *)&p->sa;
 	params.sockaddr.addrlen = p->sa_len;
 	p->state = PEER_CONNECTING;
 	p->state_since = daemon_now();
-	p->self = false;
-	if (p->connect_timer == NULL)
-		p->connect_timer =
-		    evtimer_new(d->base, peer_on_connect_timeout, p);
-	tv.tv_sec = (time_t)d->cfg.connect_timeout;
-	tv.tv_usec =
-	    (suseconds_t)((d->cfg.connect_timeout - (double)tv.tv_sec) * 1e6);
-	evtimer_add(p->connect_timer, &tv);
+	p->await_proof = false;
+	peer_timer_start(p, peer_on_connect_timeout, d->cfg.connect_timeout);
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
 		p->ep = NULL;
 		peer_fail(p, st, ucs_status_string(st));
 		return -1;
 	}
-	memset(&hello, 0, sizeof(hello));
-	hello.magic = AM_MAGIC;
-	hello.version = AM_VERSION;
-	hello.token = p->hello_token = d->next_token++;
-	memcpy(hello.daemon_id, d->id, DAEMON_ID_SIZE);
-	st = peer_am_send(p->ep, AM_HELLO, &hello, sizeof(hello));
+	am_attach(p);
+	memset(hello, 0, sizeof(*hello));
+	hello->magic = AM_MAGIC;
+	hello->version = AM_VERSION;
+	hello->token = d->next_token++;
+	memcpy(hello->daemon_id, d->id, DAEMON_ID_SIZE);
+	hello->epoch = p->epoch = peer_next_epoch(d);
+	hello->lane = p->lane = (uint16_t)d->index;
+	hello->listen_port = d->cfg.listen_port;
+	if (d->cfg.peer_key_set) {
+		hello->flags = AM_HELLO_KEYED;
+		randombytes_buf(hello->nonce, sizeof(hello->nonce));
+	}
+	st = am_send(p, AM_HELLO, NULL, 0, hello, sizeof(*hello), NULL);
 	if (st != UCS_OK) {
 		peer_fail(p, st, ucs_status_string(st));
 		return -1;
@@ -905,20 +714,76 @@ peer_resolve_address(const char *address, struct sockaddr_storage *sa,
 	return peer_sockaddr(host, port, true, sa, len_p);
 }
 
-/* A request that waits for the peer; NULL (answered) without memory. */
-static struct peer_waiter *
-peer_waiter_new(struct conn *c, uint64_t req_id)
+static void
+peer_reconnect(struct peer *p)
 {
-	struct peer_waiter *w = calloc(1, sizeof(*w));
-
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
-		return NULL;
+	if (p->ep_failed || p->ep != NULL) {
+		/* The old endpoint goes first. */
+		p->ep_failed = true;
+		p->d->failed_eps++;
+		peer_close_failed(p->d);
 	}
-	w->conn = c;
-	w->request_id = req_id;
-	return w;
+	log_debug("peer_reconnect: connecting to %s", p->address);
+	peer_connect_start(p);
+}
+
+void
+peer_maybe_reconnect(struct peer *p)
+{
+	if (p->inbound || p->self || p->state != PEER_DOWN ||
+	    daemon_now() < p->next_attempt)
+		return;
+	peer_reconnect(p);
+}
+
+/* Is sa this daemon's own listener? Then transfers are local copies and
+ * no endpoint is needed. */
+static bool
+peer_is_self(const struct daemon *d, const struct sockaddr_storage *sa)
+{
+	const struct sockaddr_storage *ls = &d->listen_sa;
+	struct ifaddrs *ifs, *i;
+	bool found = false;
+
+	if (sa->ss_family != ls->ss_family)
+		return false;
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa,
+					 *l = (const void *)ls;
+		if (ntohs(a->sin_port) != d->cfg.listen_port)
+			return false;
+		if (l->sin_addr.s_addr != htonl(INADDR_ANY))
+			return a->sin_addr.s_addr == l->sin_addr.s_addr;
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa,
+					  *l = (const void *)ls;
+		if (ntohs(a->sin6_port) != d->cfg.listen_port)
+			return false;
+		if (!IN6_IS_ADDR_UNSPECIFIED(&l->sin6_addr))
+			return IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &l->sin6_addr);
+	} else {
+		return false;
+	}
+	/* A wildcard listener is reached through any local address. */
+	if (getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i != NULL && !found; i = i->ifa_next) {
+		if (i->ifa_addr == NULL ||
+		    i->ifa_addr->sa_family != sa->ss_family)
+			continue;
+		if (sa->ss_family == AF_INET)
+			found =
+			    ((const struct sockaddr_in *)i->ifa_addr)
+				->sin_addr.s_addr ==
+			    ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+		else
+			found = IN6_ARE_ADDR_EQUAL(
+			    &((const struct sockaddr_in6 *)i->ifa_addr)
+				 ->sin6_addr,
+			    &((const struct sockaddr_in6 *)sa)->sin6_addr);
+	}
+	freeifaddrs(ifs);
+	return found;
 }
 
 void
@@ -963,138 +828,33 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		p->sa_len = len;
 		p->state = PEER_DOWN;
 		p->state_since = daemon_now();
+		if (peer_is_self(d, &sa)) {
+			/* Our own address: copies are local, no endpoint. */
+			p->self = true;
+			memcpy(p->remote_id, d->id, DAEMON_ID_SIZE);
+			p->known = true;
+			descriptor_hex(p->remote_id, DAEMON_ID_SIZE,
+				       p->remote_id_hex);
+			peer_set_up(p);
+		}
 	}
 	if (p->state == PEER_UP) {
 		struct peer_waiter now = {.conn = c, .request_id = req_id};
 		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
 		return;
 	}
-	w = peer_waiter_new(c, req_id);
-	if (w == NULL)
-		return;
-	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
-	/* An explicit connect does not wait for the backoff. */
-	if (p->state == PEER_DOWN)
-		peer_reconnect(p);
-}
-
-static void
-peer_reconnect(struct peer *p)
-{
-	if (p->ep_failed || p->ep != NULL) {
-		/* The old endpoint goes first. */
-		p->ep_failed = true;
-		p->d->failed_eps++;
-		peer_close_failed(p->d);
-	}
-	log_info("peer_reconnect: connecting to %s", p->address);
-	peer_connect_start(p);
-}
-
-void
-peer_maybe_reconnect(struct peer *p)
-{
-	if (p->inbound || p->state != PEER_DOWN ||
-	    daemon_now() < p->next_attempt)
-		return;
-	peer_reconnect(p);
-}
-
-static void
-peer_import_local(struct conn *c, uint64_t req_id,
-		  const struct descriptor *desc)
-{
-	struct region *r = region_lookup(c->d, desc->region_id);
-	struct resolved *res;
-
-	if (r == NULL || r->generation != desc->generation) {
-		conn_send_error(
-		    c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-		    "this daemon has no region %llu generation %llu "
-		    "(freed)",
-		    (unsigned long long)desc->region_id,
-		    (unsigned long long)desc->generation);
-		return;
-	}
-	res = calloc(1, sizeof(*res));
-	if (res == NULL) {
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
 				"out of memory");
 		return;
 	}
-	res->region_id = r->id;
-	res->generation = r->generation;
-	res->length = r->length;
-	res->valid = true;
-	res->refs = 1;
-	peer_reply_import(c, req_id, NULL, res, desc);
-	resolved_unref(res);
-}
-
-void
-peer_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
-		   const char *text)
-{
-	struct daemon *d = c->d;
-	struct descriptor desc;
-	struct peer_waiter *w;
-	struct resolved *res;
-	struct peer *p;
-	ucs_status_t st;
-
-	if (descriptor_parse(text, strlen(text), &desc) < 0) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
-				"not a valid rma1 descriptor (corrupt, "
-				"truncated or wrong version)");
-		return;
-	}
-	p = peer_lookup(d, peer_id);
-	if (p == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_PEER,
-				"no peer %u: connect to it first", peer_id);
-		return;
-	}
-	if (memcmp(desc.daemon_id, d->id, DAEMON_ID_SIZE) == 0) {
-		peer_import_local(c, req_id, &desc);
-		return;
-	}
-	if (p->state != PEER_UP) {
-		peer_maybe_reconnect(p);
-		conn_send_error(
-		    c, req_id,
-		    p->state == PEER_DOWN ? p->last_status
-					  : RMA__V1__STATUS__ERR_INVALID,
-		    "peer %s is %s%s%s", p->address, peer_state_name(p->state),
-		    p->last_error[0] ? ": " : "", p->last_error);
-		return;
-	}
-	if (p->self ||
-	    memcmp(desc.daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
-		char hex[2 * DAEMON_ID_SIZE + 1];
-		descriptor_hex(desc.daemon_id, DAEMON_ID_SIZE, hex);
-		conn_send_error(c, req_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"descriptor belongs to daemon %s, but %s is "
-				"daemon %s (restarted, or the wrong peer)",
-				hex, p->address, p->remote_id_hex);
-		return;
-	}
-	res = peer_find_resolved(p, desc.region_id, desc.generation);
-	if (res != NULL) {
-		peer_reply_import(c, req_id, p, res, &desc);
-		return;
-	}
-	w = peer_waiter_new(c, req_id);
-	if (w == NULL)
-		return;
-	w->descriptor = desc;
-	st = peer_send_resolve(p, w, desc.region_id, desc.generation);
-	if (st != UCS_OK) {
-		free(w);
-		conn_send_error(c, req_id, op_status_from_ucs(st),
-				"resolve request to %s: %s", p->address,
-				ucs_status_string(st));
-	}
+	w->conn = c;
+	w->request_id = req_id;
+	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
+	/* An explicit connect does not wait for the backoff. */
+	if (p->state == PEER_DOWN)
+		peer_reconnect(p);
 }
 
 void
@@ -1197,6 +957,49 @@ peer_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
 }
 
 static void
+peer_on_handshake_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	char detail[160];
+
+	snprintf(detail, sizeof(detail),
+		 "no handshake within %.1f s (connect_timeout); closed",
+		 p->d->cfg.connect_timeout);
+	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
+}
+
+static bool
+peer_same_host(const struct sockaddr_storage *x,
+	       const struct sockaddr_storage *y)
+{
+	struct peer a = {.sa = *x}, b = {.sa = *y};
+
+	return peer_same_origin(&a, &b);
+}
+
+/* Inbound endpoints are capped in total and per source address: each
+ * costs file descriptors (UCX's tcp holds about 4 per peer). */
+static const char *
+peer_inbound_refusal(struct daemon *d, const struct sockaddr_storage *ss)
+{
+	uint32_t total = 0, same = 0;
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
+		if (!p->inbound || p->ep == NULL)
+			continue;
+		total++;
+		same += peer_same_host(&p->sa, ss);
+	}
+	if (total >= d->cfg.max_inbound_peers)
+		return "max_inbound_peers reached";
+	if (same >= d->cfg.max_inbound_per_address)
+		return "max_inbound_per_address reached";
+	return NULL;
+}
+
+static void
 peer_on_conn_request(ucp_conn_request_h req, void *arg)
 {
 	struct daemon *d = arg;
@@ -1212,6 +1015,8 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 	    .err_handler.cb = peer_on_ep_error,
 	};
 	char host[INET6_ADDRSTRLEN] = "?", address[96];
+	static double last_logged;
+	const char *refusal;
 	struct peer *p;
 	ucs_status_t st;
 	uint16_t port = 0;
@@ -1231,11 +1036,20 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		}
 	}
 	snprintf(address, sizeof(address), "%s:%u", host, port);
-	if (!peer_address_allowed(d, &attr.client_address)) {
-		log_warn(
-		    "peer_on_conn_request: rejected daemon connection from "
-		    "%s: not in peer_allow",
-		    address);
+	refusal = !peer_address_allowed(d, &attr.client_address)
+		      ? "not in peer_allow"
+		      : peer_inbound_refusal(d, &attr.client_address);
+	if (refusal != NULL || d->shutting_down) {
+		d->counters.inbound_refused++;
+		/* Rate-limited: a flood must not flood the log too. */
+		if (daemon_now() - last_logged >= 1.0) {
+			last_logged = daemon_now();
+			log_warn(
+			    "peer_on_conn_request: rejected daemon "
+			    "connection from %s: %s (%llu refused so far)",
+			    address, refusal ? refusal : "shutting down",
+			    (unsigned long long)d->counters.inbound_refused);
+		}
 		ucp_listener_reject(d->listener, req);
 		return;
 	}
@@ -1245,6 +1059,8 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		return;
 	}
 	p->inbound = true;
+	p->sa = attr.client_address;
+	p->sa_len = sizeof(p->sa);
 	params.err_handler.arg = p;
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
@@ -1254,42 +1070,35 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 		peer_destroy(p);
 		return;
 	}
-	p->state = PEER_UP;
+	am_attach(p);
+	/* Served only once its handshake is done, within connect_timeout. */
+	p->state = PEER_CONNECTING;
 	p->state_since = daemon_now();
-	log_info("peer_on_conn_request: accepted daemon connection from %s",
-		 address);
-}
-
-static ucs_status_t
-peer_on_am_unknown(void *arg, const void *header, size_t header_length,
-		   void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-	struct daemon *d = arg;
-
-	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-		ucp_am_data_release(d->worker, data);
-	log_debug("peer_on_am_unknown: dropped a message rmad does not know");
-	return UCS_OK;
+	peer_timer_start(p, peer_on_handshake_timeout, d->cfg.connect_timeout);
+	log_debug("peer_on_conn_request: accepted daemon connection from %s",
+		  address);
 }
 
 int
 peer_system_start(struct daemon *d)
 {
-	static const struct {
-		unsigned id;
-		ucp_am_recv_callback_t cb;
-	} handlers[] = {
-	    {AM_HELLO, peer_on_am_hello},
-	    {AM_HELLO_REPLY, peer_on_am_hello_reply},
-	    {AM_RESOLVE, peer_on_am_resolve},
-	    {AM_RESOLVE_REPLY, peer_on_am_resolve_reply},
-	    {AM_FREED, peer_on_am_freed},
-	    {AM_PUT, target_on_put},
-	    {AM_PUT_ACK, op_on_put_ack},
-	    {AM_GET, target_on_get},
-	    {AM_GET_REPLY, op_on_get_reply},
-	    {AM_BATCH, target_on_batch},
-	    {AM_BATCH_REPLY, op_on_batch_reply},
+	/* What may arrive, over which endpoints, and when. */
+	static const struct am_route routes[] = {
+	    {AM_HELLO, true, true, 0, peer_on_hello},
+	    {AM_HELLO_PROOF, true, true, 0, peer_on_hello_proof},
+	    {AM_HELLO_REPLY, false, true, 0, peer_on_hello_reply},
+	    {AM_HELLO_DONE, false, true, 0, peer_on_hello_done},
+	    {AM_RESOLVE, true, false, 0, resolve_on_request},
+	    {AM_RESOLVE_REPLY, false, false, 0, resolve_on_reply},
+	    {AM_FREED, false, false, 0, resolve_on_freed},
+	    {AM_PUT, true, false, sizeof(struct am_rma), target_on_put},
+	    {AM_GET, true, false, sizeof(struct am_rma), target_on_get},
+	    {AM_BATCH, true, false, 0, target_on_batch},
+	    {AM_PUT_ACK, false, false, sizeof(struct am_rma_answer),
+	     op_on_put_ack},
+	    {AM_GET_REPLY, false, false, sizeof(struct am_rma_answer),
+	     op_on_get_reply},
+	    {AM_BATCH_REPLY, false, false, 0, op_on_batch_reply},
 	};
 	ucp_listener_params_t lparams = {
 	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
@@ -1304,29 +1113,8 @@ peer_system_start(struct daemon *d)
 	ucs_status_t st;
 	socklen_t len;
 
-	/* UCX 1.13 crashes on a message id without a handler: every id a
-	 * peer of another version might send gets one, if only to drop it. */
-	for (unsigned id = 0; id < AM_ID_LIMIT; id++) {
-		ucp_am_handler_param_t hp = {
-		    .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-				  UCP_AM_HANDLER_PARAM_FIELD_CB |
-				  UCP_AM_HANDLER_PARAM_FIELD_ARG,
-		    .id = id,
-		    .cb = peer_on_am_unknown,
-		    .arg = d,
-		};
-		for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]);
-		     i++) {
-			if (handlers[i].id == id)
-				hp.cb = handlers[i].cb;
-		}
-		st = ucp_worker_set_am_recv_handler(d->worker, &hp);
-		if (st != UCS_OK) {
-			log_error("peer_system_start: set_am_recv_handler: %s",
-				  ucs_status_string(st));
-			return -1;
-		}
-	}
+	if (am_start(d, routes, sizeof(routes) / sizeof(routes[0])) < 0)
+		return -1;
 	/* Worker 0 listens; the others only connect out. */
 	if (d->index != 0)
 		return 0;
@@ -1343,7 +1131,8 @@ peer_system_start(struct daemon *d)
 	st = ucp_listener_create(d->worker, &lparams, &d->listener);
 	if (st != UCS_OK) {
 		log_error("peer_system_start: cannot listen on %s: %s", address,
-			  ucs_status_string(st));
+			  st == UCS_ERR_BUSY ? "the address is already in use"
+					     : ucs_status_string(st));
 		return -1;
 	}
 	/* Port 0 asks for any free port: learn which one we got. */
@@ -1377,4 +1166,5 @@ peer_system_stop(struct daemon *d)
 	}
 	while (!TAILQ_EMPTY(&d->peers))
 		peer_destroy(TAILQ_FIRST(&d->peers));
+	am_stop(d);
 }

@@ -903,7 +903,7 @@ conn_accept_pause(struct daemon *d, int err)
 	d->accept_pauses++;
 	if (now >= d->accept_warn_next) {
 		log_warn("conn_on_accept: %s: not accepting clients until "
-			 "descriptors free up (%llu pauses so far)",
+			 "descriptors free up (paused %llu times)",
 			 strerror(err), (unsigned long long)d->accept_pauses);
 		d->accept_warn_next = now + CONN_ACCEPT_WARN_PERIOD;
 	}

@@ -902,7 +902,7 @@ conn_accept_pause(struct daemon *d, int err)
 
 	d->accept_pauses++;
 	if (now >= d->accept_warn_next) {
-		log_warn("conn_on_accept: %s: not accepting clients until "
+		log_warn("conn_accept_pause: %s: not accepting clients until "
 			 "descriptors free up (paused %llu times)",
 			 strerror(err), (unsigned long long)d->accept_pauses);
 		d->accept_warn_next = now + CONN_ACCEPT_WARN_PERIOD;
@@ -983,18 +983,19 @@ conn_server_check_path(const char *path)
 	if (lstat(path, &st) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		log_error("conn_server_start: %s: %s", path, strerror(errno));
+		log_error("conn_server_check_path: %s: %s", path,
+			  strerror(errno));
 		return -1;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		log_error("conn_server_start: %s exists and is not a socket: "
-			  "not replacing it",
+		log_error("conn_server_check_path: %s exists and is not a "
+			  "socket: not replacing it",
 			  path);
 		return -1;
 	}
 	if (st.st_uid != geteuid()) {
-		log_error("conn_server_start: %s belongs to uid %u, not to "
-			  "uid %u: not taking it over",
+		log_error("conn_server_check_path: %s belongs to uid %u, not "
+			  "to uid %u: not taking it over",
 			  path, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -1;
 	}

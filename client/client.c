@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,11 +712,55 @@ rma_default_socket(void)
 	return client_socket_buf;
 }
 
+/* RMAD_DAEMON_USER or the service user: a name, or a uid in digits. */
+static bool
+client_user_is(const char *user, uid_t uid)
+{
+	struct passwd pw, *found = NULL;
+	char buf[2048];
+	char *end;
+	unsigned long n;
+
+	if (user == NULL || user[0] == '\0')
+		return false;
+	n = strtoul(user, &end, 10);
+	if (*end == '\0')
+		return n == (unsigned long)uid;
+	return getpwnam_r(user, &pw, buf, sizeof(buf), &found) == 0 &&
+	       found != NULL && found->pw_uid == uid;
+}
+
+/* Whoever listens at the path gets the hello and hands out the memfds
+ * that become regions: a daemon of anyone else could read everything
+ * written into them. Only this user's own daemon, root's and the service
+ * user's are trusted, whatever the path. */
+static rma_status_t
+client_check_daemon(int fd, const char *path)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return client_error(NULL, RMA_ERR_PERMISSION,
+				    "cannot tell who serves %s: %s", path,
+				    strerror(errno));
+	if (cred.uid == getuid() || cred.uid == geteuid() || cred.uid == 0 ||
+	    client_user_is(SOCKET_PATH_SERVICE_USER, cred.uid) ||
+	    client_user_is(getenv("RMAD_DAEMON_USER"), cred.uid))
+		return RMA_OK;
+	return client_error(NULL, RMA_ERR_PERMISSION,
+			    "%s is served by uid %u (pid %d), not by this "
+			    "user, root or user %s: not trusting it",
+			    path, (unsigned)cred.uid, (int)cred.pid,
+			    SOCKET_PATH_SERVICE_USER);
+}
+
 RMA_API rma_status_t
 rma_connect(const char *socket_path, rma_client_t **client_p)
 {
 	struct sockaddr_un sa;
-	char name[128];
+	char name[128], why[256];
+	rma_status_t st;
 	int fd, err;
 
 	if (client_p == NULL)
@@ -736,6 +782,9 @@ rma_connect(const char *socket_path, rma_client_t **client_p)
 				    "%zu bytes)",
 				    socket_path, sizeof(sa.sun_path) - 1);
 	strcpy(sa.sun_path, socket_path);
+	if (socket_path_check_dir(socket_path, why, sizeof(why)) < 0 &&
+	    errno == EPERM)
+		return client_error(NULL, RMA_ERR_PERMISSION, "%s", why);
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -761,6 +810,11 @@ rma_connect(const char *socket_path, rma_client_t **client_p)
 					    "cannot connect to %s: %s",
 					    socket_path, strerror(err));
 		}
+	}
+	st = client_check_daemon(fd, socket_path);
+	if (st != RMA_OK) {
+		close(fd);
+		return st;
 	}
 	snprintf(name, sizeof(name), "%s[%d]", program_invocation_short_name,
 		 (int)getpid());

@@ -84,9 +84,11 @@ typedef void (*rma_callback_t)(rma_request_t *req, rma_status_t status,
 
 /**
  * Default socket: $RMAD_SOCKET if set; else the user's own daemon at
- * $XDG_RUNTIME_DIR/rmad.sock (or /tmp/rmad-UID.sock without
- * XDG_RUNTIME_DIR) if it is there; else the system service's
- * /run/rmad/rmad.sock if that is there; else the user's path.
+ * $XDG_RUNTIME_DIR/rmad.sock (without XDG_RUNTIME_DIR: at
+ * ${TMPDIR:-/tmp}/rmad-UID/rmad.sock) if it is there; else the system
+ * service's /run/rmad/rmad.sock if that is there; else the user's path.
+ * The directory rmad-UID, which rmad creates, counts only while it is the
+ * user's alone: a directory (not a symlink) owned by the user, mode 0700.
  */
 const char *rma_default_socket(void);
 
@@ -94,8 +96,15 @@ const char *rma_default_socket(void);
  * Connect to rmad.
  * @param socket_path  NULL for rma_default_socket().
  * @param client_p     set on success; free with rma_disconnect().
+ * The daemon must run as this user, as root, as the service user `rmad`
+ * or as $RMAD_DAEMON_USER (a name or a uid), whatever the path: its
+ * SO_PEERCRED is checked before anything is sent, since whoever serves
+ * the socket hands out the memory regions are made of.
  * @return RMA_OK, RMA_ERR_DAEMON_GONE (no daemon at the socket),
- *         RMA_ERR_PERMISSION, RMA_ERR_VERSION, RMA_ERR_NO_MEMORY.
+ *         RMA_ERR_PERMISSION (the daemon refused this user; or the socket
+ *         is served by another user, or lies in a per-user directory that
+ *         is not this user's alone: rma_last_error(NULL) says which),
+ *         RMA_ERR_VERSION, RMA_ERR_NO_MEMORY.
  */
 rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
 

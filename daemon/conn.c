@@ -4,6 +4,7 @@
  * and written without ever blocking on a slow client. */
 #include "daemon.h"
 #include "oprec.h"
+#include "socket_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 /* Work done for one client per wake-up, so one client cannot starve others. */
@@ -27,6 +29,7 @@ typedef void (*conn_handler_t)(struct conn *c, const Rma__V1__Request *req);
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void conn_accept_resume(struct daemon *d);
 
 /* ---- output ----------------------------------------------------------- */
 
@@ -760,6 +763,7 @@ conn_close(struct conn *c, const char *why)
 	c->read_ev = c->write_ev = NULL;
 	close(c->fd);
 	c->fd = -1;
+	conn_accept_resume(d);
 	TAILQ_REMOVE(&d->conns, c, link);
 	if (c->dirty) {
 		TAILQ_REMOVE(&d->dirty_conns, c, dirty_link);
@@ -883,6 +887,49 @@ conn_assign(struct daemon *d, int fd)
 		conn_create(d, fd);
 }
 
+/* Out of descriptors, the client stays queued and the listener readable:
+ * accepting again at once would spin (and log) on every turn. Accepting
+ * pauses until a client of this worker closes or a short timer fires, as
+ * OpenBSD's daemons do; the warning comes once a minute at most. */
+#define CONN_ACCEPT_PAUSE_US 200000
+#define CONN_ACCEPT_WARN_PERIOD 60.0
+
+static void
+conn_accept_pause(struct daemon *d, int err)
+{
+	static const struct timeval pause = {0, CONN_ACCEPT_PAUSE_US};
+	double now = daemon_now();
+
+	d->accept_pauses++;
+	if (now >= d->accept_warn_next) {
+		log_warn("conn_accept_pause: %s: not accepting clients until "
+			 "descriptors free up (paused %llu times)",
+			 strerror(err), (unsigned long long)d->accept_pauses);
+		d->accept_warn_next = now + CONN_ACCEPT_WARN_PERIOD;
+	}
+	event_del(d->accept_ev);
+	evtimer_add(d->accept_pause_ev, &pause);
+}
+
+/* A descriptor came free: accept again now rather than at the timer. */
+static void
+conn_accept_resume(struct daemon *d)
+{
+	if (d->accept_pause_ev == NULL ||
+	    !evtimer_pending(d->accept_pause_ev, NULL))
+		return;
+	evtimer_del(d->accept_pause_ev);
+	event_add(d->accept_ev, NULL);
+}
+
+static void
+conn_on_accept_pause_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	event_add(d->accept_ev, NULL);
+}
+
 static void
 conn_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
@@ -892,9 +939,7 @@ conn_on_accept(evutil_socket_t lfd, short what, void *arg)
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				log_warn("conn_on_accept: %s: refusing clients "
-					 "until descriptors free up",
-					 strerror(errno));
+				conn_accept_pause(d, errno);
 			else if (errno != EAGAIN && errno != EINTR &&
 				 errno != ECONNABORTED)
 				log_warn("conn_on_accept: accept: %s",
@@ -905,17 +950,70 @@ conn_on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+/* Serves clients on the listening socket fd (ours from now on). */
+static int
+conn_server_listen(struct daemon *d, int fd)
+{
+	d->accept_ev =
+	    event_new(d->base, fd, EV_READ | EV_PERSIST, conn_on_accept, d);
+	d->accept_pause_ev = evtimer_new(d->base, conn_on_accept_pause_end, d);
+	if (d->accept_ev == NULL || d->accept_pause_ev == NULL ||
+	    event_add(d->accept_ev, NULL) < 0) {
+		log_error("conn_server_listen: cannot add accept event");
+		if (d->accept_ev != NULL)
+			event_free(d->accept_ev);
+		if (d->accept_pause_ev != NULL)
+			event_free(d->accept_pause_ev);
+		d->accept_ev = d->accept_pause_ev = NULL;
+		return -1;
+	}
+	d->listen_fd = fd;
+	return 0;
+}
+
+/* Our socket path may hold a socket a dead rmad of ours left; anything
+ * else there (another user's socket, a file, a symlink) is not ours to
+ * remove, and taking another user's path over would make us the daemon
+ * its clients talk to. */
+static int
+conn_server_check_path(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		log_error("conn_server_check_path: %s: %s", path,
+			  strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("conn_server_check_path: %s exists and is not a "
+			  "socket: not replacing it",
+			  path);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		log_error("conn_server_check_path: %s belongs to uid %u, not "
+			  "to uid %u: not taking it over",
+			  path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
 int
 conn_server_start(struct daemon *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	socklen_t sa_len = sizeof(sa);
 	const char *path = d->cfg.socket_path;
+	char why[256];
 	mode_t old_umask;
 	int fd;
 
 	if (notify_listen_fd(&fd) < 0)
-		return -1;
+		return 1;
 	if (fd >= 0) {
 		/* Socket activation: systemd made the socket (path, mode,
 		 * group) and keeps it across our restarts; say where it is. */
@@ -925,26 +1023,29 @@ conn_server_start(struct daemon *d)
 			snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
 				 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
 				 sa.sun_path);
-		d->accept_ev = event_new(d->base, fd, EV_READ | EV_PERSIST,
-					 conn_on_accept, d);
-		if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) < 0) {
-			log_error("conn_server_start: cannot add accept event");
-			close(fd);
-			return -1;
-		}
-		d->listen_fd = fd;
 		d->listen_inherited = true;
+		if (conn_server_listen(d, fd) < 0) {
+			close(fd);
+			return 1;
+		}
 		return 0;
 	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		log_error("conn_server_start: socket path too long: %s", path);
-		return -1;
+		return 1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (socket_path_make_dir(path, why, sizeof(why)) < 0) {
+		log_error("conn_server_start: %s",
+			  errno == EPERM ? why : strerror(errno));
+		return EX_NOPERM;
+	}
+	if (conn_server_check_path(path) < 0)
+		return EX_NOPERM;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		log_error("conn_server_start: socket: %s", strerror(errno));
-		return -1;
+		return 1;
 	}
 	/* A stale socket from a dead daemon is replaced; a live one is not. */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
@@ -958,7 +1059,7 @@ conn_server_start(struct daemon *d)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		log_error("conn_server_start: socket: %s", strerror(errno));
-		return -1;
+		return 1;
 	}
 	old_umask = umask(0117); /* 0660 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -982,20 +1083,15 @@ conn_server_start(struct daemon *d)
 		log_error("conn_server_start: listen: %s", strerror(errno));
 		goto err_unlink;
 	}
-	d->accept_ev =
-	    event_new(d->base, fd, EV_READ | EV_PERSIST, conn_on_accept, d);
-	if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) < 0) {
-		log_error("conn_server_start: cannot add accept event");
+	if (conn_server_listen(d, fd) < 0)
 		goto err_unlink;
-	}
-	d->listen_fd = fd;
 	return 0;
 
 err_unlink:
 	unlink(path);
 err_close:
 	close(fd);
-	return -1;
+	return 1;
 }
 
 void
@@ -1004,7 +1100,8 @@ conn_server_stop(struct daemon *d)
 	if (d->listen_fd < 0)
 		return;
 	event_free(d->accept_ev);
-	d->accept_ev = NULL;
+	event_free(d->accept_pause_ev);
+	d->accept_ev = d->accept_pause_ev = NULL;
 	close(d->listen_fd);
 	d->listen_fd = -1;
 	/* systemd's copy of an inherited socket queues clients for our next

@@ -132,6 +132,8 @@ struct conn {
 
 TAILQ_HEAD(conn_list, conn);
 
+/* Returns 0, or the exit status for a failed start: EX_NOPERM when the
+ * socket path or its per-user directory belongs to someone else, else 1. */
 int conn_server_start(struct daemon *d);
 void conn_server_stop(struct daemon *d);
 /* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
@@ -503,6 +505,9 @@ struct daemon {
 	bool
 	    listen_inherited; /* from systemd: its path is not ours to unlink */
 	struct event *accept_ev;
+	struct event *accept_pause_ev; /* out of fds: accepting again */
+	uint64_t accept_pauses;
+	double accept_warn_next; /* daemon_now() the next warning may come */
 	struct conn_list conns;
 	struct conn_list dirty_conns;
 

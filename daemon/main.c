@@ -56,8 +56,10 @@ main(int argc, char **argv)
 
 	if (daemon_start(&d, &cfg) < 0)
 		return 1;
-	if (conn_server_start(&d) < 0)
+	rc = conn_server_start(&d);
+	if (rc != 0)
 		goto err_daemon;
+	rc = 1; /* what the failures below exit with */
 	if (metrics_start(&d) < 0)
 		goto err_daemon;
 	if (notify_start(&d) < 0)
@@ -86,5 +88,5 @@ err_metrics:
 	metrics_stop(&d);
 err_daemon:
 	daemon_stop(&d);
-	return 1;
+	return rc;
 }

@@ -588,6 +588,8 @@ END_TEST
 
 START_TEST(test_connect_errors)
 {
+	char want[64];
+
 	ck_assert_int_eq(rma_connect("/nonexistent/rmad.sock", &c),
 			 RMA_ERR_DAEMON_GONE);
 	ck_assert_ptr_nonnull(
@@ -597,6 +599,15 @@ START_TEST(test_connect_errors)
 	unsetenv("RMAD_SOCKET");
 	setenv("XDG_RUNTIME_DIR", "/run/user/5", 1);
 	ck_assert_str_eq(rma_default_socket(), "/run/user/5/rmad.sock");
+	/* Without it (cron, ssh without a session): the per-user directory,
+	 * which the system service's socket wins over while it is absent. */
+	unsetenv("XDG_RUNTIME_DIR");
+	setenv("TMPDIR", "/x", 1);
+	snprintf(want, sizeof(want), "/x/rmad-%u/rmad.sock",
+		 (unsigned)getuid());
+	if (access("/run/rmad/rmad.sock", F_OK) != 0)
+		ck_assert_str_eq(rma_default_socket(), want);
+	ck_assert_int_eq(rma_connect(want, &c), RMA_ERR_DAEMON_GONE);
 }
 END_TEST
 

@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="gcc pkg-config meson ninja-build libucx-dev ucx-utils \
 libevent-dev libprotobuf-c-dev protobuf-c-compiler check libsystemd-dev \
-libinih-dev iproute2 procps systemd clang libclang-rt-14-dev"
+libinih-dev libsodium-dev iproute2 procps systemd clang libclang-rt-14-dev"
 
 missing=""
 for p in $PACKAGES; do

@@ -38,7 +38,7 @@ static const struct {
 		      {"clients", NULL}},
     [VIEW_REGIONS] = {"regions",
 		      "usage: rmactl [--socket PATH] regions [--json]\n"
-		      "  registered regions: id, generation, length, owning\n"
+		      "  registered regions: id, length, owning\n"
 		      "  client, in flight\n",
 		      {"regions", NULL}},
     [VIEW_OPS] = {"ops",
@@ -186,16 +186,13 @@ rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 		printf("no regions\n");
 		return;
 	}
-	printf("%8s %6s %12s %6s %8s\n", "ID", "GEN", "LENGTH", "CLIENT",
-	       "INFLIGHT");
+	printf("%8s %12s %6s %8s\n", "ID", "LENGTH", "CLIENT", "INFLIGHT");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
 		total += r->length;
-		printf("%8" PRIu64 " %6" PRIu64 " %12" PRIu64 " %6u %8" PRIu64
-		       "\n",
-		       r->region_id, r->generation, r->length, r->client_id,
-		       r->in_flight);
+		printf("%8" PRIu64 " %12" PRIu64 " %6u %8" PRIu64 "\n",
+		       r->region_id, r->length, r->client_id, r->in_flight);
 	}
 	rmactl_bytes(bytes, sizeof(bytes), total);
 	printf("%zu regions, %s registered\n", s->n_regions, bytes);

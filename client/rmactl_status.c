@@ -67,15 +67,13 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 
 	printf("\nregions (%zu)\n", s->n_regions);
 	if (s->n_regions > 0)
-		printf("  %8s %6s %12s %6s %8s\n", "ID", "GEN", "LENGTH",
-		       "CLIENT", "INFLIGHT");
+		printf("  %8s %12s %6s %8s\n", "ID", "LENGTH", "CLIENT",
+		       "INFLIGHT");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
-		printf("  %8" PRIu64 " %6" PRIu64 " %12" PRIu64 " %6u %8" PRIu64
-		       "\n",
-		       r->region_id, r->generation, r->length, r->client_id,
-		       r->in_flight);
+		printf("  %8" PRIu64 " %12" PRIu64 " %6u %8" PRIu64 "\n",
+		       r->region_id, r->length, r->client_id, r->in_flight);
 	}
 
 	if (k != NULL) {

@@ -4,16 +4,24 @@
 #include "daemon.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <ifaddrs.h>
 #include <ini.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <pwd.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "size.h"
 #include "socket_path.h"
@@ -32,6 +40,7 @@ enum config_type {
 	CT_GROUPS,
 	CT_PROGRESS,
 	CT_RMA,
+	CT_BOOL, /* yes/no; as a flag, the value is optional (yes) */
 };
 
 struct config_option {
@@ -69,9 +78,17 @@ static const struct config_option config_options[] = {
     OPT("transports", CT_STRING, transports,
 	"UCX transports between daemons (UCX_TLS)"),
     OPT("net_devices", CT_STRING, net_devices,
-	"UCX network devices (UCX_NET_DEVICES), empty = all"),
+	"UCX network devices (UCX_NET_DEVICES): auto = the interfaces "
+	"holding the listen address, all = every device, or a list"),
     OPT("peer_allow", CT_CIDRS, peer_allow,
 	"networks other daemons may connect from (CIDR list)"),
+    OPT("peer_key_file", CT_STRING, peer_key_file,
+	"file holding the cluster key peers prove (mode 0600, at least 32 "
+	"bytes), empty = none"),
+    OPT("max_inbound_peers", CT_COUNT, max_inbound_peers,
+	"endpoints other daemons may open to this one, in total"),
+    OPT("max_inbound_per_address", CT_COUNT, max_inbound_per_address,
+	"endpoints other daemons may open from one IP address"),
     OPT("allow_users", CT_USERS, allow_uids,
 	"users who may connect (names or uids), empty = anyone who can open "
 	"the socket"),
@@ -85,6 +102,10 @@ static const struct config_option config_options[] = {
     OPT("rma_protocol", CT_RMA, ucx_rma,
 	"am (rmad's messages; the target checks every access) or ucx "
 	"(ucp_put/get_nbx, for RDMA fabrics)"),
+    OPT("rma_protocol_unchecked", CT_BOOL, ucx_rma_unchecked,
+	"allow rma_protocol = ucx over transports that do not check remote "
+	"keys (tcp, shared memory): any peer can then read and write all of "
+	"this daemon's memory"),
     OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
     OPT("max_region_bytes", CT_BYTES, max_region_bytes,
 	"registered bytes per client"),
@@ -114,6 +135,7 @@ config_defaults(struct config *cfg)
 	cfg->max_frame = FRAME_MAX_DEFAULT;
 	cfg->max_queued_bytes = 64u << 20;
 	snprintf(cfg->transports, sizeof(cfg->transports), "tcp");
+	snprintf(cfg->net_devices, sizeof(cfg->net_devices), "auto");
 	config_set(cfg, "peer_allow", "127.0.0.0/8,::1/128", NULL, 0);
 	cfg->max_regions = 1024;
 	cfg->max_region_bytes = (uint64_t)64 << 30;
@@ -308,6 +330,25 @@ config_add_group(const char *item, void *arg)
 	return 0;
 }
 
+static int
+config_parse_bool(const char *value, bool *b_p)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(value, yes[i]) == 0) {
+			*b_p = true;
+			return 0;
+		}
+		if (strcasecmp(value, no[i]) == 0) {
+			*b_p = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static const struct config_option *
 config_find(const char *name)
 {
@@ -464,6 +505,12 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 					    o->name, value);
 		cfg->ucx_rma = strcmp(value, "ucx") == 0;
 		return 0;
+	case CT_BOOL:
+		if (config_parse_bool(value, (bool *)field) < 0)
+			return config_error(err, err_len,
+					    "%s: expected yes or no, got '%s'",
+					    o->name, value);
+		return 0;
 	case CT_GROUPS:
 		cfg->n_allow_gids = 0;
 		if (config_each(value, config_add_group, cfg) < 0)
@@ -473,6 +520,342 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 		return 0;
 	}
 	return config_error(err, err_len, "%s: unhandled type", o->name);
+}
+
+/* The cluster key: BLAKE2b-256 of the file's content, trailing white
+ * space and newlines stripped (so `base64 > file` and an editor's final
+ * newline give the same key). The file is a secret: a group or world
+ * readable one is refused rather than trusted. */
+static int
+config_load_peer_key(struct config *cfg, char *err, size_t err_len)
+{
+	enum { KEY_FILE_MAX = 64 * 1024 };
+	const char *path = cfg->peer_key_file;
+	unsigned char *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+	ssize_t got;
+	int fd, rc = -1;
+
+	cfg->peer_key_set = false;
+	if (path[0] == '\0')
+		return 0;
+	if (sodium_init() < 0)
+		return config_error(err, err_len,
+				    "peer_key_file: libsodium failed to start");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return config_error(err, err_len, "peer_key_file: %s: %s", path,
+				    strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		config_error(err, err_len, "peer_key_file: %s: %s", path,
+			     strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		config_error(err, err_len, "peer_key_file: %s is not a file",
+			     path);
+		goto out_close;
+	}
+	if ((st.st_mode & 077) != 0) {
+		config_error(err, err_len,
+			     "peer_key_file: %s has mode %04o: group or others "
+			     "may read or write it (chmod 600 it)",
+			     path, (unsigned)(st.st_mode & 07777));
+		goto out_close;
+	}
+	if (st.st_size > KEY_FILE_MAX) {
+		config_error(err, err_len,
+			     "peer_key_file: %s is larger than %d bytes", path,
+			     KEY_FILE_MAX);
+		goto out_close;
+	}
+	buf = malloc(KEY_FILE_MAX + 1);
+	if (buf == NULL) {
+		config_error(err, err_len, "peer_key_file: out of memory");
+		goto out_close;
+	}
+	while ((got = read(fd, buf + n, KEY_FILE_MAX + 1 - n)) > 0)
+		n += (size_t)got;
+	if (got < 0 || n > KEY_FILE_MAX) {
+		config_error(err, err_len, "peer_key_file: %s: %s", path,
+			     got < 0 ? strerror(errno) : "file too large");
+		goto out_free;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
+			 buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		n--;
+	if (n < CONFIG_PEER_KEY_SIZE) {
+		config_error(err, err_len,
+			     "peer_key_file: %s holds %zu bytes, at least %d "
+			     "needed (head -c 32 /dev/urandom | base64 > %s)",
+			     path, n, CONFIG_PEER_KEY_SIZE, path);
+		goto out_free;
+	}
+	crypto_generichash(cfg->peer_key, sizeof(cfg->peer_key), buf, n, NULL,
+			   0);
+	cfg->peer_key_set = true;
+	rc = 0;
+out_free:
+	sodium_memzero(buf, KEY_FILE_MAX + 1);
+	free(buf);
+out_close:
+	close(fd);
+	return rc;
+}
+
+bool
+config_transports_check_keys(const char *tls)
+{
+	/* UCX 1.13's verbs/mlx5 transports and the aliases naming only
+	 * them (ucp_tl_aliases): the NIC checks the remote key of every
+	 * access. Everything else (tcp, shared memory, cuda/rocm ipc,
+	 * "all", "^..." exclusions) is emulated or unchecked. */
+	static const char *const checked[] = {
+	    "ib",      "rc",   "rc_v",	   "rc_x",    "rc_verbs",
+	    "rc_mlx5", "dc",   "dc_x",	   "dc_mlx5", "ud",
+	    "ud_v",    "ud_x", "ud_verbs", "ud_mlx5",
+	};
+	char buf[256], *save, *item;
+	int n = 0;
+
+	if (strlen(tls) >= sizeof(buf))
+		return false;
+	snprintf(buf, sizeof(buf), "%s", tls);
+	for (item = strtok_r(buf, ", \t", &save); item != NULL;
+	     item = strtok_r(NULL, ", \t", &save)) {
+		char *aux = strchr(item, ':');
+		bool ok = false;
+
+		if (aux != NULL && strcmp(aux, ":aux") == 0)
+			*aux = '\0';
+		for (size_t i = 0; i < sizeof(checked) / sizeof(checked[0]);
+		     i++)
+			ok = ok || strcmp(item, checked[i]) == 0;
+		if (!ok)
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
+/* The transports UCX will use: UCX_TLS wins over the option, as in
+ * worker_context_create. */
+static const char *
+config_effective_transports(const struct config *cfg)
+{
+	const char *env = getenv("UCX_TLS");
+
+	return env != NULL ? env : cfg->transports;
+}
+
+bool
+config_rma_unchecked(const struct config *cfg, char *msg, size_t len)
+{
+	const char *tls = config_effective_transports(cfg);
+
+	if (!cfg->ucx_rma || config_transports_check_keys(tls))
+		return false;
+	snprintf(msg, len,
+		 "rma_protocol = ucx over transports '%s', which do not check "
+		 "remote keys: any daemon that connects (from peer_allow) can "
+		 "read and write any address of this daemon's memory, not "
+		 "only its regions",
+		 tls[0] != '\0' ? tls : "all");
+	return true;
+}
+
+int
+config_check(struct config *cfg, char *err, size_t err_len)
+{
+	char msg[320];
+
+	if (config_rma_unchecked(cfg, msg, sizeof(msg)) &&
+	    !cfg->ucx_rma_unchecked)
+		return config_error(err, err_len,
+				    "%s. Use rma_protocol = am, RDMA "
+				    "transports only (rc, dc, ud, ib), or set "
+				    "rma_protocol_unchecked = yes to accept "
+				    "this",
+				    msg);
+	return config_load_peer_key(cfg, err, err_len);
+}
+
+/* Appends name to the comma list in out unless it is there already. */
+static int
+config_list_add(char *out, size_t len, const char *name)
+{
+	size_t have = strlen(out), n = strlen(name);
+	const char *p = out;
+
+	while ((p = strstr(p, name)) != NULL) {
+		if ((p == out || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return 0;
+		p += n;
+	}
+	if (have + (have > 0) + n + 1 > len)
+		return -1;
+	snprintf(out + have, len - have, "%s%s", have > 0 ? "," : "", name);
+	return 0;
+}
+
+/* The RDMA ports behind a network interface (RoCE, IPoIB), as UCX names
+ * them: device:port, found through sysfs. */
+static int
+config_add_rdma_ports(const char *ifname, char *out, size_t len)
+{
+	char path[PATH_MAX], name[NAME_MAX + 32];
+	unsigned port = 0;
+	struct dirent *e;
+	FILE *f;
+	DIR *dir;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/dev_port", ifname);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		if (fscanf(f, "%u", &port) != 1)
+			port = 0;
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device/infiniband",
+		 ifname);
+	dir = opendir(path);
+	if (dir == NULL)
+		return 0;
+	while (rc == 0 && (e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "%s:%u", e->d_name, port + 1);
+		rc = config_list_add(out, len, name);
+	}
+	closedir(dir);
+	return rc;
+}
+
+static bool
+config_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)b)->sin6_addr,
+		      sizeof(struct in6_addr)) == 0;
+}
+
+static bool
+config_addr_wildcard(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(
+	    &((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static bool
+config_addr_loopback(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return (ntohl(
+			    ((const struct sockaddr_in *)a)->sin_addr.s_addr) >>
+			24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(
+	    &((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+/* Interfaces holding one of the listen host's addresses: those with the
+ * address itself, or for a loopback address that no interface names
+ * (127.0.0.2), the loopback interfaces. */
+static int
+config_resolve_net_devices(const struct config *cfg, char *out, size_t len,
+			   char *err, size_t err_len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res, *ai;
+	struct ifaddrs *ifs, *ifa;
+	int rc, pass;
+
+	if (strcmp(cfg->net_devices, "auto") != 0) {
+		snprintf(out, len, "%s",
+			 cfg->net_devices[0] != '\0' ? cfg->net_devices
+						     : "all");
+		return 0;
+	}
+	rc = getaddrinfo(cfg->listen_host, NULL, &hints, &res);
+	if (rc != 0)
+		return config_error(err, err_len,
+				    "net_devices = auto: cannot resolve listen "
+				    "host %s: %s",
+				    cfg->listen_host, gai_strerror(rc));
+	if (getifaddrs(&ifs) < 0) {
+		freeaddrinfo(res);
+		return config_error(err, err_len,
+				    "net_devices = auto: getifaddrs: %s",
+				    strerror(errno));
+	}
+	out[0] = '\0';
+	rc = 0;
+	for (ai = res; ai != NULL && rc == 0; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		if (config_addr_wildcard(ai->ai_addr)) {
+			snprintf(out, len, "all");
+			goto out;
+		}
+		/* Exact address first; a loopback one held by no interface
+		 * goes to the loopback interfaces. */
+		for (pass = 0; pass < 2 && rc == 0; pass++) {
+			bool found = false;
+			for (ifa = ifs; ifa != NULL && rc == 0;
+			     ifa = ifa->ifa_next) {
+				if (ifa->ifa_addr == NULL ||
+				    !(ifa->ifa_flags & IFF_UP))
+					continue;
+				if (pass == 0
+					? !config_addr_equal(ifa->ifa_addr,
+							     ai->ai_addr)
+					: !(config_addr_loopback(ai->ai_addr) &&
+					    (ifa->ifa_flags & IFF_LOOPBACK)))
+					continue;
+				found = true;
+				rc = config_list_add(out, len, ifa->ifa_name);
+				if (rc == 0)
+					rc = config_add_rdma_ports(
+					    ifa->ifa_name, out, len);
+			}
+			if (found)
+				break;
+		}
+	}
+	if (rc < 0)
+		config_error(err, err_len,
+			     "net_devices = auto: device list too long");
+	else if (out[0] == '\0')
+		rc = config_error(err, err_len,
+				  "net_devices = auto: no interface holds the "
+				  "listen address %s (set net_devices)",
+				  cfg->listen_host);
+out:
+	freeifaddrs(ifs);
+	freeaddrinfo(res);
+	return rc;
+}
+
+int
+config_auto_net_devices(const struct config *cfg, char *out, size_t len)
+{
+	char err[256];
+
+	if (config_resolve_net_devices(cfg, out, len, err, sizeof(err)) < 0) {
+		log_error("config_auto_net_devices: %s", err);
+		return -1;
+	}
+	return 0;
 }
 
 struct config_ini {
@@ -584,6 +967,9 @@ config_print_value(FILE *f, const struct config *cfg,
 	case CT_RMA:
 		fprintf(f, "%s", cfg->ucx_rma ? "ucx" : "am");
 		break;
+	case CT_BOOL:
+		fprintf(f, "%s", *(const bool *)field ? "yes" : "no");
+		break;
 	case CT_GROUPS:
 		for (size_t i = 0; i < cfg->n_allow_gids; i++)
 			fprintf(f, "%s%u", i ? "," : "",
@@ -603,6 +989,27 @@ config_print(FILE *f, const struct config *cfg)
 		config_print_value(f, cfg, &config_options[i]);
 		fprintf(f, "\n");
 	}
+}
+
+/* --check-config: what the options turn into on this host, and what the
+ * daemon would warn about at start. */
+static void
+config_print_resolved(FILE *out, FILE *warn, const struct config *cfg)
+{
+	char buf[512], err[256];
+
+	if (strcmp(cfg->net_devices, "auto") == 0) {
+		if (config_resolve_net_devices(cfg, buf, sizeof(buf), err,
+					       sizeof(err)) == 0)
+			fprintf(out, "# net_devices = auto: %s\n", buf);
+		else
+			fprintf(warn, "rmad: warning: %s\n", err);
+	}
+	if (cfg->peer_key_set)
+		fprintf(out, "# peer key: read from %s\n", cfg->peer_key_file);
+	if (config_rma_unchecked(cfg, buf, sizeof(buf)))
+		fprintf(warn, "rmad: warning: %s (rma_protocol_unchecked)\n",
+			buf);
 }
 
 static void
@@ -645,6 +1052,7 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 	char names[N_OPTIONS][64];
 	const char *config_path = NULL;
 	const char *env = getenv("RMAD_SOCKET");
+	char err[512];
 	bool check = false;
 	size_t n = 0;
 	int opt;
@@ -655,8 +1063,11 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		     *p && k < sizeof(names[i]) - 1; p++)
 			names[i][k++] = *p == '_' ? '-' : *p;
 		names[i][k] = '\0';
-		longopts[n++] =
-		    (struct option){names[i], required_argument, NULL, (int)i};
+		longopts[n++] = (struct option){
+		    names[i],
+		    config_options[i].type == CT_BOOL ? optional_argument
+						      : required_argument,
+		    NULL, (int)i};
 	}
 	longopts[n++] =
 	    (struct option){"config", required_argument, NULL, OPT_CONFIG};
@@ -690,9 +1101,10 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 	opterr = 1;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		char err[256];
 		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
-			if (config_set(cfg, config_options[opt].name, optarg,
+			/* --rma-protocol-unchecked alone means yes */
+			const char *value = optarg != NULL ? optarg : "yes";
+			if (config_set(cfg, config_options[opt].name, value,
 				       err, sizeof(err)) < 0) {
 				/* the option as typed: dashes, not the
 				 * config key's underscores */
@@ -705,16 +1117,21 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 			}
 		} else if (opt == '?') {
 			config_usage(stderr);
-			return -1;
+			return CONFIG_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "rmad: unexpected argument '%s'\n",
 			argv[optind]);
+		return CONFIG_USAGE;
+	}
+	if (config_check(cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rmad: %s\n", err);
 		return -1;
 	}
 	if (check) {
 		config_print(stdout, cfg);
+		config_print_resolved(stdout, stderr, cfg);
 		return 1;
 	}
 	return 0;

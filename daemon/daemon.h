@@ -33,6 +33,9 @@ typedef Rma__V1__Status wire_status_t;
 
 #define CONFIG_LIST_MAX 32
 #define CONFIG_WORKERS_MAX 64
+#define CONFIG_PEER_KEY_SIZE 32 /* BLAKE2b output, bytes */
+/* config_parse_args: a flag that does not exist, or a stray argument. */
+#define CONFIG_USAGE (-2)
 
 struct cidr {
 	int family; /* AF_INET or AF_INET6 */
@@ -52,35 +55,57 @@ struct config {
 	uint32_t max_frame;
 	uint64_t max_queued_bytes; /* outbound bytes queued for one client */
 	char transports[64];	   /* UCX_TLS */
-	char net_devices[128];	   /* UCX_NET_DEVICES, "" = all */
+	/* UCX_NET_DEVICES: "auto" (interfaces holding the listen address),
+	 * "all" or "" (every device), or a list; see config_auto_net_devices */
+	char net_devices[128];
 	struct cidr peer_allow[CONFIG_LIST_MAX];
 	size_t n_peer_allow;
 	uid_t allow_uids[CONFIG_LIST_MAX];
 	size_t n_allow_uids;
 	gid_t allow_gids[CONFIG_LIST_MAX];
 	size_t n_allow_gids;
-	uint32_t max_regions;	    /* per client */
-	uint64_t max_region_bytes;  /* per client */
-	uint32_t max_in_flight;	    /* per client */
-	bool polling;		    /* progress mode: busy-poll the worker */
-	uint32_t progress_spin_us;  /* blocking: poll this long before sleeping
-				       while operations are in flight */
-	bool ucx_rma;		    /* rma_protocol = ucx: ucp_put/get_nbx */
-	int ready_fd;		    /* written and closed once serving, -1 */
-	uint32_t workers;	    /* worker threads, the main one included */
-	char metrics_listen[96];    /* HOST:PORT for /metrics, "" = off */
-	uint32_t max_inbound_peers; /* inbound endpoints in total */
-	uint32_t max_inbound_per_address; /* ... per source address */
-	bool peer_key_set;		  /* peer_key_file: a cluster key */
-	uint8_t peer_key[32];
+	uint32_t max_regions;	   /* per client */
+	uint64_t max_region_bytes; /* per client */
+	uint32_t max_in_flight;	   /* per client */
+	bool polling;		   /* progress mode: busy-poll the worker */
+	uint32_t progress_spin_us; /* blocking: poll this long before sleeping
+				      while operations are in flight */
+	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
+	/* rma_protocol_unchecked: ucx_rma although the transports do not
+	 * check remote keys (any peer can read and write the daemon) */
+	bool ucx_rma_unchecked;
+	char peer_key_file[256]; /* "" = no cluster key */
+	bool peer_key_set;	 /* peer_key holds the key from peer_key_file */
+	uint8_t peer_key[CONFIG_PEER_KEY_SIZE];
+	uint32_t max_inbound_peers; /* endpoints other daemons opened, total */
+	uint32_t max_inbound_per_address; /* ... per source IP address */
+	int ready_fd;		 /* written and closed once serving, -1 */
+	uint32_t workers;	 /* worker threads, the main one included */
+	char metrics_listen[96]; /* HOST:PORT for /metrics, "" = off */
 };
 
 void config_defaults(struct config *cfg);
 /* Returns 0, 1 when the caller should exit 0 (--help, --check-config),
- * -1 on a bad flag or config file (already reported on stderr). */
+ * -1 on a bad value, config file or combination (exit EX_CONFIG, 78),
+ * CONFIG_USAGE on an unknown flag (exit EX_USAGE, 64); errors are
+ * already reported on stderr. */
 int config_parse_args(struct config *cfg, int argc, char **argv);
 int config_set(struct config *cfg, const char *name, const char *value,
 	       char *err, size_t err_len);
+/* What can only be judged once every option is set: reads peer_key_file
+ * into peer_key, refuses rma_protocol = ucx over transports that do not
+ * check remote keys unless rma_protocol_unchecked. 0 or -1 with err. */
+int config_check(struct config *cfg, char *err, size_t err_len);
+/* True if every transport in tls (UCX_TLS syntax) is an RDMA one whose
+ * NIC checks remote keys. */
+bool config_transports_check_keys(const char *tls);
+/* rma_protocol = ucx over transports that do not check keys: true, with
+ * what a peer can then do in msg. */
+bool config_rma_unchecked(const struct config *cfg, char *msg, size_t len);
+/* UCX_NET_DEVICES for net_devices: "all", the list as given, or for
+ * "auto" the interfaces holding the listen address (all for a wildcard
+ * address) and the RDMA ports behind them. -1 (logged) if none does. */
+int config_auto_net_devices(const struct config *cfg, char *out, size_t len);
 int config_load_file(struct config *cfg, const char *path);
 void config_print(FILE *f, const struct config *cfg);
 int config_parse_hostport(const char *s, char *host, size_t host_len,

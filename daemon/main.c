@@ -49,8 +49,8 @@ main(int argc, char **argv)
 
 	config_defaults(&cfg);
 	rc = config_parse_args(&cfg, argc, argv);
-	if (rc != 0)
-		return rc > 0 ? 0 : 64;
+	if (rc != 0) /* sysexits.h: EX_USAGE, EX_CONFIG */
+		return rc > 0 ? 0 : rc == CONFIG_USAGE ? 64 : 78;
 	log_init(cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 

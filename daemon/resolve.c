@@ -467,6 +467,7 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	struct daemon *d = c->d;
 	struct descriptor desc;
 	struct peer_waiter *w;
+	struct resolved *res;
 	struct peer *p;
 	ucs_status_t st;
 
@@ -507,8 +508,13 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 				hex, p->address, p->remote_id_hex);
 		return;
 	}
-	/* Always ask the owner, even with an answer cached: a FREED notice
-	 * may still be on its way, and only the owner knows. */
+	/* A cached answer may be older than a FREED notice still on its
+	 * way: the target refuses the operations then (STALE). */
+	res = resolve_find(p, desc.region_id, desc.generation);
+	if (res != NULL) {
+		resolve_reply_import(c, req_id, p, res, &desc);
+		return;
+	}
 	w = calloc(1, sizeof(*w));
 	if (w == NULL) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,

@@ -197,7 +197,6 @@ status_reply(struct conn *c, uint64_t req_id)
 			Rma__V1__RegionInfo *ri = &regions[n];
 			rma__v1__region_info__init(ri);
 			ri->region_id = r->id;
-			ri->generation = r->generation;
 			ri->length = r->length;
 			ri->client_id = r->owner ? r->owner->id : 0;
 			ri->in_flight = r->in_flight;

@@ -137,6 +137,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	ucp_config_t *config;
 	ucs_status_t st;
 	unsigned major, minor, release;
+	char warning[320];
 
 	ucp_get_version(&major, &minor, &release);
 	snprintf(d->ucx_version, sizeof(d->ucx_version), "%u.%u.%u", major,
@@ -162,8 +163,20 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	 * peer killed under 64 KiB puts. */
 	if (getenv("UCX_ZCOPY_THRESH") == NULL)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
-	if (getenv("UCX_NET_DEVICES") == NULL && d->cfg.net_devices[0] != '\0')
-		ucp_config_modify(config, "NET_DEVICES", d->cfg.net_devices);
+	if (getenv("UCX_NET_DEVICES") == NULL) {
+		char devices[512];
+		if (config_auto_net_devices(&d->cfg, devices, sizeof(devices)) <
+		    0) {
+			ucp_config_release(config);
+			return -1;
+		}
+		ucp_config_modify(config, "NET_DEVICES", devices);
+		log_info("worker_context_create: UCX network devices %s",
+			 devices);
+	}
+	if (config_rma_unchecked(&d->cfg, warning, sizeof(warning)))
+		log_warn("worker_context_create: %s (rma_protocol_unchecked)",
+			 warning);
 	st = ucp_init(&params, config, ucp_p);
 	ucp_config_release(config);
 	if (st != UCS_OK) {

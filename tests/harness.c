@@ -87,6 +87,9 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 		argv[argc++] = "--rma-protocol";
 		argv[argc++] = getenv("RMAD_PROTOCOL");
 	}
+	/* ucx over tcp is refused unless the risk is accepted explicitly. */
+	if (getenv("RMAD_PROTOCOL_UNCHECKED") != NULL)
+		argv[argc++] = "--rma-protocol-unchecked";
 	/* RMAD_WORKERS runs a whole suite with worker threads. */
 	if (getenv("RMAD_WORKERS") != NULL) {
 		argv[argc++] = "--workers";

@@ -3,9 +3,14 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "descriptor.h"
 #include "harness.h"
 #include "rma.h"
+#include "status_call.h"
 
 #define WAIT_MS 10000
 
@@ -604,6 +611,378 @@ START_TEST(test_accept_pauses_out_of_fds)
 }
 END_TEST
 
+/* Runs argv with stdout and stderr captured (NUL-terminated, caller
+ * frees); returns the wait status. Fails the test after 10 s. */
+static int
+run_capture(const char *const *argv, char **out_p, char **err_p)
+{
+	int out_pipe[2], err_pipe[2], status;
+	char *buf[2] = {NULL, NULL};
+	size_t len[2] = {0, 0};
+	bool open_[2] = {true, true};
+	double deadline = harness_now() + 10;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(out_pipe, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(err_pipe, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(out_pipe[1], 1);
+		dup2(err_pipe[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(out_pipe[1]);
+	close(err_pipe[1]);
+	while (open_[0] || open_[1]) {
+		struct pollfd pfd[2] = {
+		    {.fd = open_[0] ? out_pipe[0] : -1, .events = POLLIN},
+		    {.fd = open_[1] ? err_pipe[0] : -1, .events = POLLIN}};
+		double left = deadline - harness_now();
+		ck_assert_msg(left > 0, "%s did not finish within 10 s",
+			      argv[0]);
+		if (poll(pfd, 2, (int)(left * 1000) + 1) <= 0)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			char chunk[4096];
+			ssize_t n;
+			if (!open_[k] || pfd[k].revents == 0)
+				continue;
+			n = read(pfd[k].fd, chunk, sizeof(chunk));
+			if (n <= 0) {
+				open_[k] = false;
+				continue;
+			}
+			buf[k] = realloc(buf[k], len[k] + (size_t)n + 1);
+			ck_assert_ptr_nonnull(buf[k]);
+			memcpy(buf[k] + len[k], chunk, (size_t)n);
+			len[k] += (size_t)n;
+		}
+	}
+	close(out_pipe[0]);
+	close(err_pipe[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	for (int k = 0; k < 2; k++)
+		if (buf[k] == NULL)
+			buf[k] = calloc(1, 1);
+		else
+			buf[k][len[k]] = '\0';
+	*out_p = buf[0];
+	*err_p = buf[1];
+	return status;
+}
+
+/* Every way a 64-bit secret could be written out: decimal, hex (either
+ * case; zero-padded forms contain these), and its bytes as a protobuf
+ * varint or as 8 bytes in either order. */
+static bool
+holds_secret(const void *data, size_t len, uint64_t v)
+{
+	char text[4][32];
+	uint8_t bin[3][10];
+	size_t bin_len[3];
+	uint64_t x = v;
+
+	snprintf(text[0], sizeof(text[0]), "%" PRIu64, v);
+	snprintf(text[1], sizeof(text[1]), "%" PRIx64, v);
+	snprintf(text[2], sizeof(text[2]), "%" PRIX64, v);
+	snprintf(text[3], sizeof(text[3]), "%" PRId64, (int64_t)v);
+	bin_len[0] = 0;
+	do {
+		bin[0][bin_len[0]++] =
+		    (uint8_t)((x & 0x7f) | (x > 0x7f ? 0x80 : 0));
+		x >>= 7;
+	} while (x != 0);
+	for (int i = 0; i < 8; i++) {
+		bin[1][i] = (uint8_t)(v >> (8 * i));
+		bin[2][i] = (uint8_t)(v >> (8 * (7 - i)));
+	}
+	bin_len[1] = bin_len[2] = 8;
+	for (int i = 0; i < 4; i++)
+		if (memmem(data, len, text[i], strlen(text[i])) != NULL)
+			return true;
+	for (int i = 0; i < 3; i++)
+		if (memmem(data, len, bin[i], bin_len[i]) != NULL)
+			return true;
+	return false;
+}
+
+/* GET /metrics over a plain socket; the body (and headers), to free. */
+static char *
+metrics_get(uint16_t port)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port)};
+	double deadline = harness_now() + 10;
+	char *text = NULL;
+	size_t len = 0;
+	int fd;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1),
+			 (ssize_t)sizeof(req) - 1);
+	for (;;) {
+		char chunk[4096];
+		ssize_t n;
+		ck_assert_msg(harness_wait_fd(fd, deadline - harness_now()),
+			      "no /metrics answer within 10 s");
+		n = read(fd, chunk, sizeof(chunk));
+		if (n <= 0)
+			break;
+		text = realloc(text, len + (size_t)n + 1);
+		ck_assert_ptr_nonnull(text);
+		memcpy(text + len, chunk, (size_t)n);
+		len += (size_t)n;
+	}
+	close(fd);
+	ck_assert_ptr_nonnull(text);
+	text[len] = '\0';
+	return text;
+}
+
+/* A descriptor built from what status shows, the generation guessed. */
+static void
+forge_from_status(const char *daemon_id_hex, uint64_t region_id,
+		  uint64_t length, uint64_t generation, char *out)
+{
+	struct descriptor d = {
+	    .region_id = region_id, .generation = generation, .length = length};
+
+	ck_assert_uint_eq(strlen(daemon_id_hex), 2 * DAEMON_ID_SIZE);
+	for (int i = 0; i < DAEMON_ID_SIZE; i++) {
+		unsigned byte;
+		ck_assert_int_eq(sscanf(daemon_id_hex + 2 * i, "%2x", &byte),
+				 1);
+		d.daemon_id[i] = (uint8_t)byte;
+	}
+	descriptor_format(&d, out);
+}
+
+/* Issue 10 item 3: status showed every region's generation, and any local
+ * client forged descriptors from it and read and wrote another client's
+ * region. What makes a descriptor valid now reaches its owner only. */
+START_TEST(test_descriptor_secret)
+{
+	static const char *const views[][3] = {
+	    {"status", NULL},	   {"status", "--json"}, {"regions", NULL},
+	    {"regions", "--json"}, {"ops", "--json"},	 {"clients", "--json"},
+	};
+	const char *rmactl = getenv("RMACTL_BIN");
+	uint16_t mport = harness_free_port();
+	char mlisten[32], text[DESCRIPTOR_TEXT_SIZE];
+	const char *flags[] = {"--metrics-listen", mlisten, NULL};
+	struct daemon_proc other;
+	rma_client_t *a, *b, *b2;
+	rma_region_t *ra, *rb;
+	rma_peer_t *self, *far;
+	rma_remote_t *rem;
+	struct descriptor secret;
+	Rma__V1__Reply *reply;
+	const Rma__V1__StatusReply *st;
+	uint8_t *raw, pattern[65536];
+	size_t raw_len;
+	uint64_t guesses[4];
+	int n_forged = 0;
+	char *out, *err, *metrics;
+
+	ck_assert_ptr_nonnull(rmactl);
+	snprintf(mlisten, sizeof(mlisten), "127.0.0.1:%u", mport);
+	harness_daemon_start(&dp, flags);
+	harness_daemon_start(&other, NULL);
+
+	/* A owns a region; its descriptor's generation is the secret. */
+	ck_assert_int_eq(rma_connect(dp.socket, &a), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(a, sizeof(pattern), &ra), RMA_OK);
+	harness_fill(pattern, sizeof(pattern), 77);
+	memcpy(rma_region_ptr(ra), pattern, sizeof(pattern));
+	ck_assert_int_eq(descriptor_parse(rma_region_descriptor(ra),
+					  strlen(rma_region_descriptor(ra)),
+					  &secret),
+			 0);
+	/* The search can find it where it is: in the descriptor itself. */
+	ck_assert(holds_secret(rma_region_descriptor(ra),
+			       strlen(rma_region_descriptor(ra)),
+			       secret.generation));
+
+	/* B, another client of the same daemon, with a region and an
+	 * operation of its own so that every table has rows. */
+	ck_assert_int_eq(rma_connect(dp.socket, &b), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(b, 4096, &rb), RMA_OK);
+
+	/* The raw status reply, as B receives it. */
+	reply = status_call(b);
+	st = reply->status_reply;
+	ck_assert_uint_ge(st->n_regions, 2);
+	raw_len = rma__v1__reply__get_packed_size(reply);
+	raw = malloc(raw_len);
+	ck_assert_ptr_nonnull(raw);
+	rma__v1__reply__pack(reply, raw);
+	ck_assert_msg(!holds_secret(raw, raw_len, secret.generation),
+		      "the raw status reply holds A's generation");
+	free(raw);
+
+	/* What rmactl prints, every view, human and JSON. */
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		const char *argv[] = {rmactl,	   "--socket",	dp.socket,
+				      views[i][0], views[i][1], NULL};
+		int status = run_capture(argv, &out, &err);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "rmactl %s %s: %s", views[i][0],
+			      views[i][1] ? views[i][1] : "", err);
+		ck_assert_msg(
+		    !holds_secret(out, strlen(out), secret.generation),
+		    "rmactl %s %s shows A's generation", views[i][0],
+		    views[i][1] ? views[i][1] : "");
+		ck_assert_ptr_null(strstr(out, rma_region_descriptor(ra)));
+		free(out);
+		free(err);
+	}
+	metrics = metrics_get(mport);
+	ck_assert_ptr_nonnull(strstr(metrics, "rmad_regions"));
+	ck_assert_msg(
+	    !holds_secret(metrics, strlen(metrics), secret.generation),
+	    "/metrics shows A's generation");
+	free(metrics);
+
+	/* B forges from what status shows: daemon id, region id, length,
+	 * and a guessed generation. Through its own daemon, and through
+	 * another one, every guess is refused. */
+	guesses[0] = 0;
+	guesses[1] = 1;
+	ck_assert_int_eq(getentropy(&guesses[2], sizeof(guesses[2])), 0);
+	ck_assert_int_eq(rma_connect(other.socket, &b2), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(b, dp.listen, &self), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(b2, dp.listen, &far), RMA_OK);
+	for (size_t i = 0; i < st->n_regions; i++) {
+		const Rma__V1__RegionInfo *r = st->regions[i];
+		guesses[3] = r->region_id;
+		for (int g = 0; g < 4; g++) {
+			forge_from_status(st->daemon_id, r->region_id,
+					  r->length, guesses[g], text);
+			ck_assert_int_eq(rma_remote_import(b, self, text, &rem),
+					 RMA_ERR_STALE_DESCRIPTOR);
+			ck_assert_int_eq(rma_remote_import(b2, far, text, &rem),
+					 RMA_ERR_STALE_DESCRIPTOR);
+			n_forged++;
+		}
+	}
+	ck_assert_int_ge(n_forged, 8);
+	/* The forging path works: with the secret, the same fields pass. */
+	{
+		const Rma__V1__RegionInfo *mine = NULL;
+		for (size_t i = 0; i < st->n_regions; i++)
+			if (st->regions[i]->region_id == secret.region_id)
+				mine = st->regions[i];
+		ck_assert_ptr_nonnull(mine);
+		forge_from_status(st->daemon_id, mine->region_id, mine->length,
+				  secret.generation, text);
+		ck_assert_int_eq(rma_remote_import(b2, far, text, &rem),
+				 RMA_OK);
+		rma_remote_release(b2, rem);
+	}
+	rma__v1__reply__free_unpacked(reply, NULL);
+	/* A's bytes are as A wrote them. */
+	ck_assert_mem_eq(rma_region_ptr(ra), pattern, sizeof(pattern));
+
+	rma_disconnect(b2);
+	rma_disconnect(b);
+	rma_disconnect(a);
+	harness_daemon_stop(&other, SIGTERM);
+	stop();
+}
+END_TEST
+
+/* Issue 10 item 4: rma_protocol = ucx over tcp hands a peer the daemon's
+ * memory. Refused at start and by --check-config (EX_CONFIG, 78) unless
+ * rma_protocol_unchecked, which is then warned about. */
+START_TEST(test_ucx_over_tcp_refused)
+{
+	const char *rmad = getenv("RMAD_BIN");
+	const char *check[] = {rmad,  "--rma-protocol", "ucx", "--transports",
+			       "tcp", "--check-config", NULL};
+	const char *check_ok[] = {rmad,
+				  "--rma-protocol",
+				  "ucx",
+				  "--transports",
+				  "tcp",
+				  "--rma-protocol-unchecked",
+				  "--check-config",
+				  NULL};
+	const char *check_rdma[] = {
+	    rmad,	 "--rma-protocol", "ucx", "--transports",
+	    "rc,ud:aux", "--check-config", NULL};
+	const char *check_bad_value[] = {rmad, "--max-inbound-peers", "0",
+					 "--check-config", NULL};
+	const char *check_usage[] = {rmad, "--no-such-flag", NULL};
+	char sock[108];
+	const char *start[] = {rmad,	   "--socket",	  sock,
+			       "--listen", "127.0.0.1:0", "--rma-protocol",
+			       "ucx",	   NULL};
+	char *out, *err;
+	int status;
+
+	ck_assert_ptr_nonnull(rmad);
+	unsetenv("UCX_TLS");
+	status = run_capture(check, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 78,
+		      "--check-config ucx over tcp: status %d", status);
+	ck_assert_msg(strstr(err, "do not check remote keys") &&
+			  strstr(err, "rma_protocol_unchecked = yes"),
+		      "%s", err);
+	free(out);
+	free(err);
+
+	status = run_capture(check_ok, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	ck_assert_ptr_nonnull(strstr(out, "rma_protocol_unchecked = yes"));
+	ck_assert_msg(strstr(err, "warning") && strstr(err, "any address"),
+		      "%s", err);
+	free(out);
+	free(err);
+
+	status = run_capture(check_rdma, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	ck_assert_ptr_null(strstr(err, "warning: rma_protocol"));
+	free(out);
+	free(err);
+
+	/* every configuration error is EX_CONFIG; an unknown flag EX_USAGE */
+	status = run_capture(check_bad_value, &out, &err);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 78);
+	free(out);
+	free(err);
+	status = run_capture(check_usage, &out, &err);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 64);
+	free(out);
+	free(err);
+
+	/* Starting it for real fails the same way, before serving. */
+	snprintf(sock, sizeof(sock), "/tmp/rmad-test-%d-ucx.sock",
+		 (int)getpid());
+	status = run_capture(start, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 78,
+		      "start: status %d: %s", status, err);
+	ck_assert_ptr_nonnull(strstr(err, "do not check remote keys"));
+	ck_assert_int_eq(access(sock, F_OK), -1);
+	free(out);
+	free(err);
+
+	/* With the override it starts, and says what a peer can do. */
+	{
+		static const char *const unchecked[] = {
+		    "--rma-protocol", "ucx",  "--rma-protocol-unchecked",
+		    "--log-level",    "warn", NULL};
+		harness_daemon_start(&dp, unchecked);
+		stop();
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -621,6 +1000,8 @@ main(void)
 	tcase_add_test(tc, test_user_dir_checked);
 	tcase_add_test(tc, test_daemon_keeps_off_others_paths);
 	tcase_add_test(tc, test_accept_pauses_out_of_fds);
+	tcase_add_test(tc, test_descriptor_secret);
+	tcase_add_test(tc, test_ucx_over_tcp_refused);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -1,0 +1,432 @@
+/* Unit: daemon/config.c alone. The pieces judged after parsing (the
+ * cluster key file, rma_protocol over transports that check no keys,
+ * net_devices = auto) and the flags that drive them. */
+#include <check.h>
+
+#include "check_main.h"
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static char dir[64];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/rmad-test-config.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	unsetenv("UCX_TLS");
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A key file with content and mode; returns its path (static buffer). */
+static const char *
+key_file(const char *name, const char *content, mode_t mode)
+{
+	static char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(content, f);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, mode), 0);
+	return path;
+}
+
+/* config_check on defaults plus one peer_key_file; 0 or -1, err set. */
+static int
+check_key(const char *path, struct config *cfg, char *err, size_t len)
+{
+	config_defaults(cfg);
+	ck_assert_int_eq(config_set(cfg, "peer_key_file", path, err, len), 0);
+	err[0] = '\0';
+	return config_check(cfg, err, len);
+}
+
+START_TEST(test_defaults)
+{
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	ck_assert_str_eq(cfg.net_devices, "auto");
+	ck_assert_uint_eq(cfg.max_inbound_peers, 1024);
+	ck_assert_uint_eq(cfg.max_inbound_per_address, 64);
+	ck_assert(!cfg.ucx_rma_unchecked);
+	ck_assert(!cfg.peer_key_set);
+	ck_assert_str_eq(cfg.peer_key_file, "");
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+	ck_assert(!cfg.peer_key_set);
+
+	ck_assert_int_eq(
+	    config_set(&cfg, "max_inbound_peers", "7", err, sizeof(err)), 0);
+	ck_assert_int_eq(
+	    config_set(&cfg, "max-inbound-per-address", "3", err, sizeof(err)),
+	    0);
+	ck_assert_uint_eq(cfg.max_inbound_peers, 7);
+	ck_assert_uint_eq(cfg.max_inbound_per_address, 3);
+	ck_assert_int_eq(
+	    config_set(&cfg, "max_inbound_peers", "0", err, sizeof(err)), -1);
+	ck_assert_int_eq(
+	    config_set(&cfg, "max_inbound_per_address", "-1", err, sizeof(err)),
+	    -1);
+	ck_assert_int_eq(config_set(&cfg, "max_inbound_per_address",
+				    "5000000000", err, sizeof(err)),
+			 -1);
+}
+END_TEST
+
+START_TEST(test_bool)
+{
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	ck_assert_int_eq(
+	    config_set(&cfg, "rma_protocol_unchecked", "yes", err, sizeof(err)),
+	    0);
+	ck_assert(cfg.ucx_rma_unchecked);
+	ck_assert_int_eq(
+	    config_set(&cfg, "rma_protocol_unchecked", "No", err, sizeof(err)),
+	    0);
+	ck_assert(!cfg.ucx_rma_unchecked);
+	ck_assert_int_eq(config_set(&cfg, "rma_protocol_unchecked", "maybe",
+				    err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "expected yes or no"));
+	ck_assert(!cfg.ucx_rma_unchecked);
+}
+END_TEST
+
+START_TEST(test_transports_check_keys)
+{
+	static const char *const checked[] = {
+	    "rc",	"rc_v",	     "rc_x",	  "rc_mlx5",
+	    "rc_verbs", "dc",	     "dc_x",	  "dc_mlx5",
+	    "ud",	"ud_v",	     "ud_x",	  "ud_mlx5",
+	    "ib",	"rc,ud:aux", "rc_x dc_x", "rc_verbs,ud_verbs:aux",
+	};
+	static const char *const unchecked[] = {
+	    "tcp",  "",	      "all",	 "sm",	   "shm",      "posix",
+	    "sysv", "cma",    "self",	 "knem",   "xpmem",    "mm",
+	    "^tcp", "^rc",    "rc,tcp",	 "tcp,rc", "cuda_ipc", "cuda",
+	    "RC",   "rc:foo", "tcp:aux", ",",	   "rocm",
+	};
+
+	for (size_t i = 0; i < sizeof(checked) / sizeof(checked[0]); i++)
+		ck_assert_msg(config_transports_check_keys(checked[i]),
+			      "'%s' should check keys", checked[i]);
+	for (size_t i = 0; i < sizeof(unchecked) / sizeof(unchecked[0]); i++)
+		ck_assert_msg(!config_transports_check_keys(unchecked[i]),
+			      "'%s' should not count as checking keys",
+			      unchecked[i]);
+}
+END_TEST
+
+START_TEST(test_rma_protocol_check)
+{
+	struct config cfg;
+	char err[512], msg[320];
+
+	config_defaults(&cfg);
+	/* am over tcp: nothing to judge */
+	ck_assert(!config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+
+	ck_assert_int_eq(
+	    config_set(&cfg, "rma_protocol", "ucx", err, sizeof(err)), 0);
+	ck_assert(config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert_ptr_nonnull(strstr(msg, "'tcp'"));
+	ck_assert_ptr_nonnull(strstr(msg, "any address"));
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "rma_protocol_unchecked = yes"));
+	ck_assert_ptr_nonnull(strstr(err, "do not check remote keys"));
+
+	/* accepted once the risk is: still reported for the warning */
+	cfg.ucx_rma_unchecked = true;
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+	ck_assert(config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	cfg.ucx_rma_unchecked = false;
+
+	/* RDMA transports: the NIC checks keys */
+	ck_assert_int_eq(
+	    config_set(&cfg, "transports", "rc,ud:aux", err, sizeof(err)), 0);
+	ck_assert(!config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+	/* ...unless UCX_TLS, which wins over the option, says otherwise */
+	setenv("UCX_TLS", "rc,tcp", 1);
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'rc,tcp'"));
+	setenv("UCX_TLS", "", 1);
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'all'"));
+	setenv("UCX_TLS", "dc_x", 1);
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+	unsetenv("UCX_TLS");
+}
+END_TEST
+
+START_TEST(test_peer_key)
+{
+	static const char key44[] =
+	    "q6Vx0r0mYl1n8zXvEJ0w6o5b7kXU4Gm0bS3zq9Qy2Vc=";
+	uint8_t want[CONFIG_PEER_KEY_SIZE];
+	struct config cfg, cfg2;
+	char err[512], sub[160];
+	const char *path;
+
+	ck_assert_int_ge(sodium_init(), 0);
+	crypto_generichash(want, sizeof(want), (const uint8_t *)key44,
+			   strlen(key44), NULL, 0);
+
+	/* what the docs say to do: base64 with a newline, mode 0600 */
+	snprintf(sub, sizeof(sub), "%s\n", key44);
+	path = key_file("good", sub, 0600);
+	ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), 0);
+	ck_assert(cfg.peer_key_set);
+	ck_assert_mem_eq(cfg.peer_key, want, sizeof(want));
+	/* trailing white space does not change the key; 0400 is fine */
+	snprintf(sub, sizeof(sub), "%s \r\n\t\n", key44);
+	path = key_file("spaces", sub, 0400);
+	ck_assert_int_eq(check_key(path, &cfg2, err, sizeof(err)), 0);
+	ck_assert_mem_eq(cfg2.peer_key, want, sizeof(want));
+	/* another content, another key */
+	path = key_file("other",
+			"Q6Vx0r0mYl1n8zXvEJ0w6o5b7kXU4Gm0bS3zq9Qy2Vc=", 0600);
+	ck_assert_int_eq(check_key(path, &cfg2, err, sizeof(err)), 0);
+	ck_assert(memcmp(cfg2.peer_key, want, sizeof(want)) != 0);
+
+	/* readable or writable by group or others: refused */
+	path = key_file("open", key44, 0640);
+	ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "0640") && strstr(err, "chmod 600"), "%s",
+		      err);
+	ck_assert(!cfg.peer_key_set);
+	path = key_file("world", key44, 0602);
+	ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "group or others"));
+
+	/* too short, once the newline is gone */
+	path = key_file("short", "0123456789abcdef0123456789abcde\n", 0600);
+	ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "31 bytes") && strstr(err, "at least 32"),
+		      "%s", err);
+	path = key_file("exact", "0123456789abcdef0123456789abcdef", 0600);
+	ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), 0);
+
+	/* missing, or not a file */
+	snprintf(sub, sizeof(sub), "%s/none", dir);
+	ck_assert_int_eq(check_key(sub, &cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "No such file"));
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	ck_assert_int_eq(check_key(dir, &cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "not a file"));
+
+	/* the key never shows in the printed configuration */
+	{
+		char *text = NULL, hex[2 * CONFIG_PEER_KEY_SIZE + 1];
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		path = key_file("good", key44, 0600);
+		ck_assert_int_eq(check_key(path, &cfg, err, sizeof(err)), 0);
+		config_print(f, &cfg);
+		fclose(f);
+		descriptor_hex(cfg.peer_key, sizeof(cfg.peer_key), hex);
+		ck_assert_ptr_nonnull(strstr(text, path));
+		ck_assert_ptr_null(strstr(text, hex));
+		ck_assert_ptr_null(strstr(text, key44));
+		free(text);
+	}
+}
+END_TEST
+
+/* Whether an interface named name is up on this host. */
+static bool
+have_interface(const char *name, int family)
+{
+	struct ifaddrs *ifs, *ifa;
+	bool found = false;
+
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next)
+		found = found || (ifa->ifa_addr != NULL &&
+				  ifa->ifa_addr->sa_family == family &&
+				  strcmp(ifa->ifa_name, name) == 0);
+	freeifaddrs(ifs);
+	return found;
+}
+
+static int
+devices_for(const char *listen, const char *net_devices, char *out, size_t len)
+{
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	ck_assert_int_eq(config_set(&cfg, "listen", listen, err, sizeof(err)),
+			 0);
+	if (net_devices != NULL)
+		ck_assert_int_eq(config_set(&cfg, "net_devices", net_devices,
+					    err, sizeof(err)),
+				 0);
+	out[0] = '\0';
+	return config_auto_net_devices(&cfg, out, len);
+}
+
+START_TEST(test_auto_net_devices)
+{
+	char out[512];
+
+	ck_assert(have_interface("lo", AF_INET));
+	ck_assert_int_eq(devices_for("127.0.0.1:1", NULL, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "lo");
+	/* a loopback address no interface names still goes to lo */
+	ck_assert_int_eq(devices_for("127.0.0.2:1", "auto", out, sizeof(out)),
+			 0);
+	ck_assert_str_eq(out, "lo");
+	ck_assert_int_eq(devices_for("localhost:1", "auto", out, sizeof(out)),
+			 0);
+	ck_assert_str_eq(out, "lo");
+	if (have_interface("lo", AF_INET6)) {
+		ck_assert_int_eq(
+		    devices_for("[::1]:1", "auto", out, sizeof(out)), 0);
+		ck_assert_str_eq(out, "lo");
+		ck_assert_int_eq(
+		    devices_for("[::]:1", "auto", out, sizeof(out)), 0);
+		ck_assert_str_eq(out, "all");
+	}
+	/* a wildcard listen address: every device */
+	ck_assert_int_eq(devices_for("0.0.0.0:1", "auto", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "all");
+	/* explicit values pass through; empty and all mean every device */
+	ck_assert_int_eq(devices_for("127.0.0.1:1", "", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "all");
+	ck_assert_int_eq(devices_for("127.0.0.1:1", "all", out, sizeof(out)),
+			 0);
+	ck_assert_str_eq(out, "all");
+	ck_assert_int_eq(
+	    devices_for("127.0.0.1:1", "eth9,mlx5_0:1", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "eth9,mlx5_0:1");
+	/* an address this host does not hold (TEST-NET-1): refused */
+	ck_assert_int_eq(devices_for("192.0.2.1:1", "auto", out, sizeof(out)),
+			 -1);
+}
+END_TEST
+
+/* config_parse_args on a flag vector; stderr carries its complaints. */
+static int
+parse(struct config *cfg, const char *const *args)
+{
+	char *argv[16];
+	int argc = 0;
+
+	argv[argc++] = (char *)"rmad";
+	for (int i = 0; args[i] != NULL; i++)
+		argv[argc++] = (char *)args[i];
+	argv[argc] = NULL;
+	config_defaults(cfg);
+	optind = 0; /* glibc: start over */
+	return config_parse_args(cfg, argc, argv);
+}
+
+START_TEST(test_parse_args)
+{
+	static const char *const ucx[] = {"--rma-protocol", "ucx", NULL};
+	static const char *const ucx_ok[] = {"--rma-protocol", "ucx",
+					     "--rma-protocol-unchecked", NULL};
+	static const char *const ucx_yes[] = {
+	    "--rma-protocol", "ucx", "--rma-protocol-unchecked=yes", NULL};
+	static const char *const ucx_no[] = {
+	    "--rma-protocol", "ucx", "--rma-protocol-unchecked=no", NULL};
+	static const char *const ucx_rc[] = {"--rma-protocol", "ucx",
+					     "--transports", "rc", NULL};
+	static const char *const bogus[] = {"--bogus", NULL};
+	static const char *const stray[] = {"stray", NULL};
+	static const char *const zero[] = {"--max-inbound-peers", "0", NULL};
+	static const char *const limits[] = {
+	    "--max-inbound-peers", "9", "--max-inbound-per-address", "2", NULL};
+	struct config cfg;
+
+	ck_assert_int_eq(parse(&cfg, ucx), -1);
+	ck_assert_int_eq(parse(&cfg, ucx_ok), 0);
+	ck_assert(cfg.ucx_rma && cfg.ucx_rma_unchecked);
+	ck_assert_int_eq(parse(&cfg, ucx_yes), 0);
+	ck_assert_int_eq(parse(&cfg, ucx_no), -1);
+	ck_assert_int_eq(parse(&cfg, ucx_rc), 0);
+	ck_assert_int_eq(parse(&cfg, bogus), CONFIG_USAGE);
+	ck_assert_int_eq(parse(&cfg, stray), CONFIG_USAGE);
+	ck_assert_int_eq(parse(&cfg, zero), -1);
+	ck_assert_int_eq(parse(&cfg, limits), 0);
+	ck_assert_uint_eq(cfg.max_inbound_peers, 9);
+	ck_assert_uint_eq(cfg.max_inbound_per_address, 2);
+}
+END_TEST
+
+START_TEST(test_config_file)
+{
+	struct config cfg;
+	char conf[128], key[128], body[512];
+	const char *args[] = {"--config", conf, NULL};
+	FILE *f;
+
+	snprintf(key, sizeof(key), "%s",
+		 key_file("k", "0123456789abcdef0123456789abcdef\n", 0600));
+	snprintf(conf, sizeof(conf), "%s/rmad.conf", dir);
+	snprintf(body, sizeof(body),
+		 "[rmad]\npeer_key_file = %s\nmax_inbound_peers = 10\n"
+		 "max_inbound_per_address = 5\nnet_devices = lo\n"
+		 "rma_protocol = ucx\nrma_protocol_unchecked = yes\n",
+		 key);
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(body, f);
+	fclose(f);
+	ck_assert_int_eq(parse(&cfg, args), 0);
+	ck_assert(cfg.peer_key_set);
+	ck_assert_uint_eq(cfg.max_inbound_peers, 10);
+	ck_assert_uint_eq(cfg.max_inbound_per_address, 5);
+	ck_assert_str_eq(cfg.net_devices, "lo");
+	ck_assert(cfg.ucx_rma_unchecked);
+	/* the key file loosened: the whole configuration is refused */
+	ck_assert_int_eq(chmod(key, 0644), 0);
+	ck_assert_int_eq(parse(&cfg, args), -1);
+	ck_assert(!cfg.peer_key_set);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_bool);
+	tcase_add_test(tc, test_transports_check_keys);
+	tcase_add_test(tc, test_rma_protocol_check);
+	tcase_add_test(tc, test_peer_key);
+	tcase_add_test(tc, test_auto_net_devices);
+	tcase_add_test(tc, test_parse_args);
+	tcase_add_test(tc, test_config_file);
+	suite_add_tcase(s, tc);
+	return check_main_run(s);
+}

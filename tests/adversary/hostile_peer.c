@@ -10,6 +10,7 @@
  * get-flood, batch-amp, silent-conns, spoof, walkaround. */
 #include <errno.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -71,6 +72,7 @@ struct hostile {
 	int32_t hello_status;
 	uint32_t hello_flags;
 	uint64_t hello_token;
+	int32_t put_ack_status;
 	bool resolve_answered;
 	int32_t resolve_status;
 	uint64_t resolve_length;
@@ -132,6 +134,11 @@ hostile_on_am(void *arg, const void *header, size_t header_length, void *data,
 			/* flags only exist in the protocol 2 reply */
 			h->hello_flags = length >= sizeof(r) ? r.flags : 0;
 		}
+	} else if (hid->id == AM_PUT_ACK &&
+		   header_length == sizeof(struct am_rma_answer)) {
+		struct am_rma_answer a;
+		memcpy(&a, header, sizeof(a));
+		h->put_ack_status = a.status;
 	} else if (hid->id == AM_RESOLVE_REPLY &&
 		   length >= sizeof(struct am_resolve_reply)) {
 		struct am_resolve_reply r;
@@ -832,6 +839,14 @@ hostile_attack_spoof(struct hostile *h)
 
 /* ---- walkaround ---------------------------------------------------- */
 
+static uint16_t
+hostile_port(const struct hostile *h)
+{
+	if (h->sa.ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)&h->sa)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)&h->sa)->sin_port);
+}
+
 static int
 hostile_attack_walkaround(struct hostile *h)
 {
@@ -844,8 +859,9 @@ hostile_attack_walkaround(struct hostile *h)
 		return 2;
 	}
 	memset(&e, 0, sizeof(e));
-	st = walkaround_connect(h->worker, (pid_t)h->pid, hostile_on_ep_error,
-				&e, why, sizeof(why), &e.ep);
+	st = walkaround_connect(h->worker, (pid_t)h->pid, hostile_port(h),
+				hostile_on_ep_error, &e, why, sizeof(why),
+				&e.ep);
 	if (st != UCS_OK) {
 		hostile_note(h, "walkaround: no endpoint: %s", why);
 		return 0;
@@ -862,14 +878,18 @@ hostile_attack_walkaround(struct hostile *h)
 		r = hostile_rma(h, AM_GET, 0, 64);
 		hostile_send(h, &e, AM_GET, &r, sizeof(r), NULL, 0,
 			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
-		hostile_send(h, &e, 65535, NULL, 0, hostile_pattern, 64,
-			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
 	}
 	hostile_flush(h, &e, 3.0);
 	hostile_progress_for(h, 0.5);
-	hostile_note(h, "walkaround: %lu PUT_ACK, %lu GET_REPLY, ep %s",
-		     h->received[AM_PUT_ACK], h->received[AM_GET_REPLY],
-		     e.failed ? ucs_status_string(e.why) : "up");
+	hostile_note(h, "walkaround: %lu PUT_ACK (status %d), %lu GET_REPLY",
+		     h->received[AM_PUT_ACK], h->put_ack_status,
+		     h->received[AM_GET_REPLY]);
+	/* last: this one crashes an rmad that has no handler for it */
+	hostile_send(h, &e, 65535, NULL, 0, hostile_pattern, 64,
+		     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+	hostile_flush(h, &e, 2.0);
+	hostile_progress_for(h, 0.2);
+	hostile_note(h, "ep %s", e.failed ? ucs_status_string(e.why) : "up");
 	hostile_close(h, &e);
 	return 0;
 }
@@ -1050,7 +1070,6 @@ main(int argc, char **argv)
 		hostile_pattern[i] = "HOSTILE!"[i % 8];
 	/* rmad speaks tcp only (its default transports) */
 	setenv("UCX_TLS", "tcp", 0);
-	setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 0);
 	if (hostile_ucx_start(&h) < 0)
 		return 1;
 	started = hostile_now();

@@ -60,8 +60,10 @@ start_daemon() { # dir name; sets DPID and DPORT
 	local dir=$1 name=$2 port
 	port=$(free_port)
 	mkfifo "$dir/$name.ready"
-	"$RMAD" --socket "$dir/$name.sock" --listen "127.0.0.1:$port" \
-		--ready-fd 3 --log-level warn --connect-timeout 2 --op-timeout 5 \
+	# the soft descriptor limit of a systemd service unless raised
+	(ulimit -Sn 1024 && exec "$RMAD" --socket "$dir/$name.sock" \
+		--listen "127.0.0.1:$port" --ready-fd 3 --log-level warn \
+		--connect-timeout 2 --op-timeout 5) \
 		3>"$dir/$name.ready" >"$dir/$name.log" 2>&1 &
 	DPID=$!
 	PIDS+=($DPID)
@@ -130,7 +132,8 @@ run_class() {
 		--seconds 3 "${extra[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 	touch "$dir/stop_sampler"
 	wait "$sampler" 2>/dev/null
-	echo "  $(cat "$dir/hostile.out" 2>/dev/null)"
+	# UCX logs to stdout: keep only our summary
+	echo "  $(grep -m1 '^hostile_peer:' "$dir/hostile.out")"
 	[ "$rc" -eq 0 ] || why+=("hostile_peer exit $rc: $(tail -1 "$dir/hostile.err")")
 
 	if ! alive "$a"; then
@@ -151,7 +154,8 @@ run_class() {
 		--descriptor "$dir/desc" --length 64K --out "$dir/after" 2>"$dir/get1.err"; then
 		why+=("legit get after the attack failed: $(cat "$dir/get1.err")")
 	elif ! cmp -s "$T/fill" "$dir/after"; then
-		why+=("victim bytes changed: $(cmp "$T/fill" "$dir/after" | head -1)")
+		why+=("victim bytes changed, 64-byte blocks at offsets: $(cmp -l "$T/fill" "$dir/after" |
+			awk '{b = int(($1 - 1) / 64) * 64; if (!(b in s)) {s[b]; printf "%d ", b}}' | head -c 300)")
 	fi
 	# a legitimate put and get still work
 	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" put --peer "127.0.0.1:$aport" \
@@ -170,6 +174,7 @@ run_class() {
 		local w
 		echo "$class: FAIL"
 		for w in "${why[@]}"; do echo "  - $w"; done
+		grep -v "no registered callback" "$dir/a.log" | grep -m3 -E "ERROR|Assert|abort|signal" | sed 's/^/  A: /'
 		return 1
 	fi
 	echo "$class: ok"

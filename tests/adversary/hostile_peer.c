@@ -705,18 +705,22 @@ hostile_spoof_requests(struct hostile *h, struct hostile_ep *e, bool valid)
 		hostile_flush(h, e, 2.0);
 		return;
 	}
+	/* Each kind of put aims at its own 64-byte block of the victim, so a
+	 * changed block names the request that got through: 0 and 64 before
+	 * the handshake, then 128 + 64 * n. */
 	/* header one byte short, one byte long */
-	r = hostile_rma(h, AM_PUT, 0, 64);
+	r = hostile_rma(h, AM_PUT, 128, 64);
 	hostile_send(h, e, AM_PUT, &r, sizeof(r) - 1, hostile_pattern, 64, f);
 	{
 		uint8_t longer[sizeof(r) + 1] = {0};
+		r = hostile_rma(h, AM_PUT, 192, 64);
 		memcpy(longer, &r, sizeof(r));
 		hostile_send(h, e, AM_PUT, longer, sizeof(longer),
 			     hostile_pattern, 64, f);
 		hostile_send(h, e, AM_GET, longer, sizeof(longer), NULL, 0, f);
 	}
 	/* wrong magic */
-	r = hostile_rma(h, AM_PUT, 0, 64);
+	r = hostile_rma(h, AM_PUT, 256, 64);
 	r.magic ^= 1;
 	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
 	/* past the end, by one byte and by far */
@@ -734,21 +738,21 @@ hostile_spoof_requests(struct hostile *h, struct hostile_ep *e, bool valid)
 	r = hostile_rma(h, AM_GET, 16, UINT64_MAX - 8);
 	hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
 	/* the header's length is not the data's */
-	r = hostile_rma(h, AM_PUT, 0, 8);
+	r = hostile_rma(h, AM_PUT, 320, 8);
 	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	r = hostile_rma(h, AM_PUT, 0, 64);
+	r = hostile_rma(h, AM_PUT, 384, 64);
 	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 8, f);
 	/* a stale generation */
-	r = hostile_rma(h, AM_PUT, 0, 64);
+	r = hostile_rma(h, AM_PUT, 448, 64);
 	r.generation++;
 	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
 	hostile_flush(h, e, 2.0);
 	/* batches: a put record whose bytes are missing, one whose length
 	 * wraps, one past the end, a truncated record, an unknown kind */
-	r = hostile_rma(h, AM_PUT, 0, 4000);
+	r = hostile_rma(h, AM_PUT, 512, 4000);
 	memcpy(batch, &r, sizeof(r));
 	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 16, f);
-	r = hostile_rma(h, AM_PUT, 0, UINT64_MAX);
+	r = hostile_rma(h, AM_PUT, 8192, UINT64_MAX);
 	memcpy(batch, &r, sizeof(r));
 	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
 	r = hostile_rma(h, AM_PUT, len - 8, 64);
@@ -760,7 +764,7 @@ hostile_spoof_requests(struct hostile *h, struct hostile_ep *e, bool valid)
 	memcpy(batch + sizeof(r), hostile_pattern, 64);
 	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
 	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) - 1, f);
-	r = hostile_rma(h, 77, 0, 64);
+	r = hostile_rma(h, 77, 8256, 64);
 	memcpy(batch, &r, sizeof(r));
 	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
 	for (size_t i = 0; i + sizeof(r) <= sizeof(batch); i += sizeof(r)) {

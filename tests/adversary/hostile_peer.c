@@ -92,8 +92,7 @@ hostile_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
-hostile_note(struct hostile *h, const char *fmt, ...)
+static void hostile_note(struct hostile *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -122,8 +121,8 @@ hostile_on_am(void *arg, const void *header, size_t header_length, void *data,
 	h->received_bytes += length;
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
 		return UCS_OK; /* UCX sends the ATS: we never take it */
-	if (hid->id == AM_HELLO_REPLY && length >= 2 * sizeof(uint32_t) +
-							   sizeof(uint64_t)) {
+	if (hid->id == AM_HELLO_REPLY &&
+	    length >= 2 * sizeof(uint32_t) + sizeof(uint64_t)) {
 		struct am_hello_reply r;
 		memset(&r, 0, sizeof(r));
 		memcpy(&r, data, length < sizeof(r) ? length : sizeof(r));
@@ -227,6 +226,18 @@ hostile_flush(struct hostile *h, struct hostile_ep *e, double seconds)
 
 	while (h->inflight > 0 && !e->failed && hostile_now() < deadline)
 		ucp_worker_progress(h->worker);
+}
+
+/* Keeps our endpoints open without progressing: nothing is read, so what
+ * the daemon answers stays with it. */
+static void
+hostile_hold(double seconds)
+{
+	double deadline = hostile_now() + seconds;
+	struct timespec ts = {0, 10 * 1000 * 1000};
+
+	while (hostile_now() < deadline)
+		nanosleep(&ts, NULL);
 }
 
 /* Progresses for a while, reading whatever comes. */
@@ -387,8 +398,8 @@ hostile_resolve(struct hostile *h, struct hostile_ep *e)
 static void
 hostile_high_ids_burst(struct hostile *h, struct hostile_ep *e)
 {
-	static const unsigned fixed[] = {64,   65,	 100,	255,   256,
-					 1000, 3000,	 8191,	8192,  16384,
+	static const unsigned fixed[] = {64,	65,    100,  255,  256,
+					 1000,	3000,  8191, 8192, 16384,
 					 32768, 65534, 65535};
 	unsigned ids[sizeof(fixed) / sizeof(fixed[0]) + 105];
 	size_t n = 0;
@@ -445,8 +456,8 @@ hostile_rndv_burst(struct hostile *h, struct hostile_ep *e)
 
 	for (long i = 0; i < n && !e->failed; i++) {
 		unsigned id = (unsigned)(i % AM_ID_LIMIT);
-		struct am_rma r = hostile_rma(h, id == AM_GET ? AM_GET : AM_PUT,
-					      0, 65536);
+		struct am_rma r =
+		    hostile_rma(h, id == AM_GET ? AM_GET : AM_PUT, 0, 65536);
 		bool rma = id == AM_PUT || id == AM_GET;
 
 		/* puts and gets get a well-formed header to the victim, so
@@ -562,7 +573,8 @@ hostile_attack_batch_amp(struct hostile *h)
 	if (span < AM_BATCH_SMALL)
 		span = AM_BATCH_SMALL;
 	for (size_t i = 0; i < records; i++) {
-		uint64_t off = (i * AM_BATCH_SMALL) % (span - AM_BATCH_SMALL + 1);
+		uint64_t off =
+		    (i * AM_BATCH_SMALL) % (span - AM_BATCH_SMALL + 1);
 		struct am_rma r = hostile_rma(h, AM_GET, off, AM_BATCH_SMALL);
 		memcpy(batch + i * sizeof(r), &r, sizeof(r));
 	}
@@ -574,6 +586,8 @@ hostile_attack_batch_amp(struct hostile *h)
 			     records * sizeof(struct am_rma),
 			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
 	hostile_flush(h, &e, h->seconds);
+	/* the answers are the attack: leave them unread a while */
+	hostile_hold(1.0);
 	hostile_note(h, "%ld batches of %zu gets of %d bytes (%.0f MiB asked)",
 		     n, records, AM_BATCH_SMALL,
 		     (double)n * (double)records * AM_BATCH_SMALL / 1048576.0);
@@ -1105,8 +1119,8 @@ main(int argc, char **argv)
 		       "%lu send errors, %lu max queued at us, %lu answers "
 		       "(%lu bytes); %s\n",
 		       h.attack, hostile_now() - started, h.sent, h.completed,
-		       h.send_errors, h.inflight_max, answers,
-		       h.received_bytes, h.notes);
+		       h.send_errors, h.inflight_max, answers, h.received_bytes,
+		       h.notes);
 	}
 	/* Requests still queued at us die with the process: the point of
 	 * some attacks is not to wait for them. */

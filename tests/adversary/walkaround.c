@@ -92,8 +92,8 @@ walkaround_connect(ucp_worker_h worker, pid_t pid, uint16_t listener,
 	n_theirs = walkaround_ports(pid, theirs, WALKAROUND_PORTS);
 	if (n_ours == 0 || n_theirs == 0) {
 		snprintf(why, why_size,
-			 "ss found %zu tcp ports of ours, %zu of pid %d", n_ours,
-			 n_theirs, (int)pid);
+			 "ss found %zu tcp ports of ours, %zu of pid %d",
+			 n_ours, n_theirs, (int)pid);
 		st = UCS_ERR_UNREACHABLE;
 		goto out;
 	}

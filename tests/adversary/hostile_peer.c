@@ -1,0 +1,1129 @@
+/* A hostile peer: a program on libucp that talks to a real rmad's listener
+ * the way a broken or malicious daemon could, one attack class per run,
+ * bounded in count and time. It speaks the wire format of daemon/am.h
+ * (protocol 2, unkeyed handshake) and never waits for the daemon to
+ * behave: every wait has a deadline. Exit 0 when the attack was sent
+ * (whatever the daemon did with it), 2 on bad usage, 1 when it could not
+ * even reach the daemon. One summary line goes to stdout.
+ *
+ * The classes are those of issue 10: high-ids, rndv, resolve-flood,
+ * get-flood, batch-amp, silent-conns, spoof, walkaround. */
+#include <errno.h>
+#include <getopt.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ucp/api/ucp.h>
+
+#include "am.h"
+#include "descriptor.h"
+#include "walkaround.h"
+
+#define HOSTILE_IDS 64 /* handlers we register: every id rmad may send */
+#define HOSTILE_BIG (2 * 1024 * 1024)
+#define HOSTILE_INFLIGHT_MAX 200000 /* our own requests, to bound us */
+
+struct hostile;
+
+/* One registered handler: which id it is, for the counts. */
+struct hostile_id {
+	struct hostile *h;
+	unsigned id;
+};
+
+struct hostile_ep {
+	ucp_ep_h ep;
+	bool failed;
+	ucs_status_t why;
+};
+
+struct hostile {
+	ucp_context_h ctx;
+	ucp_worker_h worker;
+	struct sockaddr_storage sa;
+	socklen_t sa_len;
+	const char *attack;
+	double seconds;
+	long count;
+	long pid;
+	long progress_every;
+	uint64_t length;
+	bool after_hello_only;
+	struct descriptor desc;
+	bool have_desc;
+	struct hostile_id ids[HOSTILE_IDS];
+
+	uint64_t token;
+	uint64_t epoch;
+	unsigned long sent, send_errors, completed, inflight, inflight_max;
+	unsigned long received[HOSTILE_IDS];
+	unsigned long received_bytes;
+	/* the last HELLO_REPLY and RESOLVE_REPLY */
+	bool hello_answered;
+	int32_t hello_status;
+	uint32_t hello_flags;
+	uint64_t hello_token;
+	int32_t put_ack_status;
+	bool resolve_answered;
+	int32_t resolve_status;
+	uint64_t resolve_length;
+	char notes[512];
+};
+
+/* Read-only payloads: every send points into these, so nothing is freed
+ * while UCX still holds a request. */
+static uint8_t hostile_pattern[HOSTILE_BIG];
+
+static double
+hostile_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void hostile_note(struct hostile *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+hostile_note(struct hostile *h, const char *fmt, ...)
+{
+	size_t at = strlen(h->notes);
+	va_list ap;
+
+	if (at + 2 >= sizeof(h->notes))
+		return;
+	if (at > 0)
+		h->notes[at++] = ';', h->notes[at] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(h->notes + at, sizeof(h->notes) - at, fmt, ap);
+	va_end(ap);
+}
+
+static ucs_status_t
+hostile_on_am(void *arg, const void *header, size_t header_length, void *data,
+	      size_t length, const ucp_am_recv_param_t *param)
+{
+	struct hostile_id *hid = arg;
+	struct hostile *h = hid->h;
+
+	h->received[hid->id]++;
+	h->received_bytes += length;
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+		return UCS_OK; /* UCX sends the ATS: we never take it */
+	if (hid->id == AM_HELLO_REPLY &&
+	    length >= 2 * sizeof(uint32_t) + sizeof(uint64_t)) {
+		struct am_hello_reply r;
+		memset(&r, 0, sizeof(r));
+		memcpy(&r, data, length < sizeof(r) ? length : sizeof(r));
+		if (r.magic == AM_MAGIC) {
+			h->hello_answered = true;
+			h->hello_status = r.status;
+			h->hello_token = r.token;
+			/* flags only exist in the protocol 2 reply */
+			h->hello_flags = length >= sizeof(r) ? r.flags : 0;
+		}
+	} else if (hid->id == AM_PUT_ACK &&
+		   header_length == sizeof(struct am_rma_answer)) {
+		struct am_rma_answer a;
+		memcpy(&a, header, sizeof(a));
+		h->put_ack_status = a.status;
+	} else if (hid->id == AM_RESOLVE_REPLY &&
+		   length >= sizeof(struct am_resolve_reply)) {
+		struct am_resolve_reply r;
+		memcpy(&r, data, sizeof(r));
+		if (r.magic == AM_MAGIC) {
+			h->resolve_answered = true;
+			h->resolve_status = r.status;
+			h->resolve_length = r.length;
+		}
+	}
+	return UCS_OK;
+}
+
+static void
+hostile_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+	struct hostile_ep *e = arg;
+
+	e->failed = true;
+	e->why = status;
+}
+
+static void
+hostile_sent(void *request, ucs_status_t status, void *user_data)
+{
+	struct hostile *h = user_data;
+
+	h->inflight--;
+	h->completed++;
+	if (status != UCS_OK)
+		h->send_errors++;
+	ucp_request_free(request);
+}
+
+/* Sends one AM; the header is copied into our pattern area's twin so the
+ * caller's stack can go. Returns false when UCX refused it at once. */
+static bool
+hostile_send(struct hostile *h, struct hostile_ep *e, unsigned id,
+	     const void *header, size_t header_length, const void *data,
+	     size_t length, uint32_t flags)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = flags,
+	    .cb.send = hostile_sent,
+	    .user_data = h,
+	};
+	ucs_status_ptr_t sp;
+	void *hcopy = NULL;
+
+	if (e->failed)
+		return false;
+	if (header_length > 0) {
+		/* UCX may keep the header until completion: leak it rather
+		 * than track it (bounded by --count). */
+		hcopy = malloc(header_length);
+		if (hcopy == NULL)
+			return false;
+		memcpy(hcopy, header, header_length);
+	}
+	sp = ucp_am_send_nbx(e->ep, id, hcopy, header_length, data, length,
+			     &param);
+	h->sent++;
+	if (UCS_PTR_IS_ERR(sp)) {
+		h->send_errors++;
+		return false;
+	}
+	if (sp != NULL) {
+		h->inflight++;
+		if (h->inflight > h->inflight_max)
+			h->inflight_max = h->inflight;
+	} else {
+		h->completed++;
+	}
+	return true;
+}
+
+/* Progresses until our sends are gone, the endpoint failed, or the
+ * deadline passed. */
+static void
+hostile_flush(struct hostile *h, struct hostile_ep *e, double seconds)
+{
+	double deadline = hostile_now() + seconds;
+
+	while (h->inflight > 0 && !e->failed && hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+}
+
+/* Keeps our endpoints open without progressing: nothing is read, so what
+ * the daemon answers stays with it. */
+static void
+hostile_hold(double seconds)
+{
+	double deadline = hostile_now() + seconds;
+	struct timespec ts = {0, 10 * 1000 * 1000};
+
+	while (hostile_now() < deadline)
+		nanosleep(&ts, NULL);
+}
+
+/* Progresses for a while, reading whatever comes. */
+static void
+hostile_progress_for(struct hostile *h, double seconds)
+{
+	double deadline = hostile_now() + seconds;
+
+	while (hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+}
+
+static int
+hostile_connect(struct hostile *h, struct hostile_ep *e)
+{
+	ucp_ep_params_t params = {
+	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |
+			  UCP_EP_PARAM_FIELD_SOCK_ADDR |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+	    .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler.cb = hostile_on_ep_error,
+	    .err_handler.arg = e,
+	};
+	ucs_status_t st;
+
+	memset(e, 0, sizeof(*e));
+	params.err_handler.arg = e;
+	params.sockaddr.addr = (struct sockaddr *)&h->sa;
+	params.sockaddr.addrlen = h->sa_len;
+	st = ucp_ep_create(h->worker, &params, &e->ep);
+	if (st != UCS_OK) {
+		e->ep = NULL;
+		e->failed = true;
+		e->why = st;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+hostile_close(struct hostile *h, struct hostile_ep *e)
+{
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_EP_CLOSE_FLAG_FORCE,
+	};
+	double deadline = hostile_now() + 2.0;
+	ucs_status_ptr_t sp;
+
+	if (e->ep == NULL)
+		return;
+	sp = ucp_ep_close_nbx(e->ep, &param);
+	if (UCS_PTR_IS_PTR(sp)) {
+		while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
+		       hostile_now() < deadline)
+			ucp_worker_progress(h->worker);
+		if (ucp_request_check_status(sp) != UCS_INPROGRESS)
+			ucp_request_free(sp);
+	}
+	e->ep = NULL;
+}
+
+static void
+hostile_hello_fill(struct hostile *h, struct am_hello *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = AM_MAGIC;
+	m->version = AM_VERSION;
+	m->token = ++h->token;
+	for (size_t i = 0; i < DAEMON_ID_SIZE; i++)
+		m->daemon_id[i] = (uint8_t)(0xa0 + i);
+	m->epoch = ++h->epoch;
+	m->lane = 0;
+	m->listen_port = 9; /* discard: nobody listens for us */
+	m->flags = 0;
+}
+
+/* The unkeyed handshake; true once the daemon accepted it. */
+static bool
+hostile_hello(struct hostile *h, struct hostile_ep *e)
+{
+	struct am_hello m;
+	double deadline = hostile_now() + 5.0;
+
+	hostile_hello_fill(h, &m);
+	h->hello_answered = false;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m),
+		     UCP_AM_SEND_FLAG_REPLY);
+	/* The payload lives on our stack: wait for it to leave. */
+	hostile_flush(h, e, 5.0);
+	while (!(h->hello_answered && h->hello_token == m.token) &&
+	       !e->failed && hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+	if (!h->hello_answered) {
+		hostile_note(h, "no HELLO_REPLY");
+		return false;
+	}
+	if (h->hello_flags & AM_HELLO_KEYED) {
+		hostile_note(h, "daemon wants a keyed handshake");
+		return false;
+	}
+	/* protocol 1 daemons echo an am_hello: its version sits here */
+	if (h->hello_status != 0 && h->hello_status != AM_VERSION) {
+		hostile_note(h, "HELLO refused (%d)", h->hello_status);
+		return false;
+	}
+	return true;
+}
+
+static struct am_rma
+hostile_rma(struct hostile *h, uint32_t kind, uint64_t offset, uint64_t length)
+{
+	struct am_rma r = {
+	    .magic = AM_MAGIC,
+	    .kind = kind,
+	    .token = ++h->token,
+	    .region_id = h->have_desc ? h->desc.region_id : 1,
+	    .generation = h->have_desc ? h->desc.generation : 1,
+	    .offset = offset,
+	    .length = length,
+	};
+	return r;
+}
+
+/* RESOLVE of our descriptor's region; true with its length known. */
+static bool
+hostile_resolve(struct hostile *h, struct hostile_ep *e)
+{
+	static struct am_resolve m;
+	double deadline = hostile_now() + 5.0;
+
+	memset(&m, 0, sizeof(m));
+	m.magic = AM_MAGIC;
+	m.token = ++h->token;
+	memcpy(m.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);
+	m.region_id = h->desc.region_id;
+	m.generation = h->desc.generation;
+	h->resolve_answered = false;
+	hostile_send(h, e, AM_RESOLVE, NULL, 0, &m, sizeof(m),
+		     UCP_AM_SEND_FLAG_REPLY);
+	while (!h->resolve_answered && !e->failed && hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+	if (!h->resolve_answered) {
+		hostile_note(h, "no RESOLVE_REPLY");
+		return false;
+	}
+	if (h->resolve_status != 0) {
+		hostile_note(h, "RESOLVE refused (%d)", h->resolve_status);
+		return false;
+	}
+	return true;
+}
+
+/* ---- high-ids ------------------------------------------------------ */
+
+static void
+hostile_high_ids_burst(struct hostile *h, struct hostile_ep *e)
+{
+	static const unsigned fixed[] = {64,	65,    100,  255,  256,
+					 1000,	3000,  8191, 8192, 16384,
+					 32768, 65534, 65535};
+	unsigned ids[sizeof(fixed) / sizeof(fixed[0]) + 105];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		ids[n++] = fixed[i];
+	for (unsigned id = 4096; id <= 4200; id++)
+		ids[n++] = id;
+	for (size_t i = 0; i < n && !e->failed; i++) {
+		for (int v = 0; v < 4; v++) {
+			uint32_t flags = v & 1 ? UCP_AM_SEND_FLAG_REPLY : 0;
+			size_t len = v & 2 ? 64 : 0;
+			hostile_send(h, e, ids[i], NULL, 0, hostile_pattern,
+				     len, flags | UCP_AM_SEND_FLAG_EAGER);
+		}
+		hostile_flush(h, e, 2.0);
+	}
+	/* A few in rendezvous too: the RTS path reads the handler table
+	 * with the id before it checks it. */
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		hostile_send(h, e, fixed[i], NULL, 0, hostile_pattern, 65536,
+			     UCP_AM_SEND_FLAG_RNDV | UCP_AM_SEND_FLAG_REPLY);
+	hostile_flush(h, e, 3.0);
+}
+
+static int
+hostile_attack_high_ids(struct hostile *h)
+{
+	struct hostile_ep e;
+
+	if (!h->after_hello_only) {
+		hostile_connect(h, &e);
+		hostile_high_ids_burst(h, &e);
+		hostile_note(h, "before hello: ep %s",
+			     e.failed ? ucs_status_string(e.why) : "up");
+		hostile_close(h, &e);
+	}
+	hostile_connect(h, &e);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok");
+	hostile_high_ids_burst(h, &e);
+	hostile_note(h, "after hello: ep %s",
+		     e.failed ? ucs_status_string(e.why) : "up");
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- rndv ---------------------------------------------------------- */
+
+static void
+hostile_rndv_burst(struct hostile *h, struct hostile_ep *e)
+{
+	long n = h->count > 0 ? h->count : 300;
+
+	for (long i = 0; i < n && !e->failed; i++) {
+		unsigned id = (unsigned)(i % AM_ID_LIMIT);
+		struct am_rma r =
+		    hostile_rma(h, id == AM_GET ? AM_GET : AM_PUT, 0, 65536);
+		bool rma = id == AM_PUT || id == AM_GET;
+
+		/* puts and gets get a well-formed header to the victim, so
+		 * only the protocol choice is wrong */
+		hostile_send(h, e, id, rma ? &r : NULL, rma ? sizeof(r) : 0,
+			     hostile_pattern, 65536,
+			     UCP_AM_SEND_FLAG_RNDV | UCP_AM_SEND_FLAG_REPLY);
+		if (i % 16 == 15)
+			hostile_flush(h, e, 2.0);
+	}
+	hostile_flush(h, e, 3.0);
+}
+
+static int
+hostile_attack_rndv(struct hostile *h)
+{
+	struct hostile_ep e;
+
+	if (!h->after_hello_only) {
+		hostile_connect(h, &e);
+		hostile_rndv_burst(h, &e);
+		hostile_note(h, "before hello: ep %s",
+			     e.failed ? ucs_status_string(e.why) : "up");
+		hostile_close(h, &e);
+	}
+	hostile_connect(h, &e);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok");
+	hostile_rndv_burst(h, &e);
+	hostile_note(h, "after hello: ep %s",
+		     e.failed ? ucs_status_string(e.why) : "up");
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- resolve-flood, get-flood ------------------------------------- */
+
+/* Sends for --seconds without reading: our worker is progressed only
+ * every --progress-every sends (never by default), so the daemon's answers
+ * fill our socket and then pile up on its side. An eager send over tcp
+ * goes straight to the socket from ucp_am_send_nbx while it has room. */
+static void
+hostile_flood(struct hostile *h, struct hostile_ep *e, bool get)
+{
+	static struct am_resolve m;
+	double deadline = hostile_now() + h->seconds;
+	uint64_t length = h->length;
+	unsigned long n = 0;
+
+	if (get && (length == 0 || length > h->resolve_length))
+		length = h->resolve_length < 65536 ? h->resolve_length : 65536;
+	memset(&m, 0, sizeof(m));
+	m.magic = AM_MAGIC;
+	if (h->have_desc)
+		memcpy(m.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);
+	while (!e->failed && hostile_now() < deadline &&
+	       (h->count <= 0 || n < (unsigned long)h->count)) {
+		if (h->inflight >= HOSTILE_INFLIGHT_MAX)
+			continue; /* bounded: just hold, still not reading */
+		if (get) {
+			struct am_rma r = hostile_rma(h, AM_GET, 0, length);
+			hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0,
+				     UCP_AM_SEND_FLAG_REPLY |
+					 UCP_AM_SEND_FLAG_EAGER);
+		} else {
+			/* the payload is read at send time when it goes out
+			 * at once, later otherwise: keep it static and only
+			 * vary what does not matter for the pile */
+			m.token = ++h->token;
+			m.region_id = (uint64_t)random() << 32 | random();
+			hostile_send(h, e, AM_RESOLVE, NULL, 0, &m, sizeof(m),
+				     UCP_AM_SEND_FLAG_REPLY |
+					 UCP_AM_SEND_FLAG_EAGER);
+		}
+		n++;
+		if (h->progress_every > 0 && n % h->progress_every == 0)
+			ucp_worker_progress(h->worker);
+	}
+	hostile_note(h, "flood: %lu requests, %lu still queued at us", n,
+		     h->inflight);
+}
+
+static int
+hostile_attack_flood(struct hostile *h, bool get)
+{
+	struct hostile_ep e;
+
+	if (get && !h->have_desc) {
+		fprintf(stderr, "hostile_peer: get-flood needs --descriptor\n");
+		return 2;
+	}
+	hostile_connect(h, &e);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok");
+	if (get && !hostile_resolve(h, &e))
+		h->resolve_length = h->desc.length;
+	hostile_flood(h, &e, get);
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- batch-amp ----------------------------------------------------- */
+
+static int
+hostile_attack_batch_amp(struct hostile *h)
+{
+	static uint8_t batch[HOSTILE_BIG];
+	long n = h->count > 0 ? h->count : 3;
+	uint64_t span = h->have_desc ? h->desc.length : 8192;
+	size_t records = sizeof(batch) / sizeof(struct am_rma);
+	struct hostile_ep e;
+
+	if (span < AM_BATCH_SMALL)
+		span = AM_BATCH_SMALL;
+	for (size_t i = 0; i < records; i++) {
+		uint64_t off =
+		    (i * AM_BATCH_SMALL) % (span - AM_BATCH_SMALL + 1);
+		struct am_rma r = hostile_rma(h, AM_GET, off, AM_BATCH_SMALL);
+		memcpy(batch + i * sizeof(r), &r, sizeof(r));
+	}
+	hostile_connect(h, &e);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok");
+	for (long i = 0; i < n && !e.failed; i++)
+		hostile_send(h, &e, AM_BATCH, NULL, 0, batch,
+			     records * sizeof(struct am_rma),
+			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+	hostile_flush(h, &e, h->seconds);
+	/* the answers are the attack: leave them unread a while */
+	hostile_hold(1.0);
+	hostile_note(h, "%ld batches of %zu gets of %d bytes (%.0f MiB asked)",
+		     n, records, AM_BATCH_SMALL,
+		     (double)n * (double)records * AM_BATCH_SMALL / 1048576.0);
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- silent-conns -------------------------------------------------- */
+
+static int
+hostile_attack_silent_conns(struct hostile *h)
+{
+	long n = h->count > 0 ? h->count : 800;
+	struct hostile_ep *eps = calloc((size_t)n, sizeof(*eps));
+	struct rlimit rl;
+	long made = 0, failed = 0;
+
+	if (eps == NULL)
+		return 1;
+	/* Each endpoint costs us two sockets (the connection manager's and
+	 * the transport's). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (long i = 0; i < n; i++) {
+		if (hostile_connect(h, &eps[i]) == 0)
+			made++;
+		if (i % 32 == 31)
+			ucp_worker_progress(h->worker);
+	}
+	/* Hold them, progressing so the connections really establish. */
+	hostile_progress_for(h, h->seconds);
+	for (long i = 0; i < n; i++) {
+		if (eps[i].failed)
+			failed++;
+	}
+	hostile_note(h, "%ld endpoints created, %ld failed while held", made,
+		     failed);
+	for (long i = 0; i < n; i++)
+		hostile_close(h, &eps[i]);
+	free(eps);
+	return 0;
+}
+
+/* ---- spoof --------------------------------------------------------- */
+
+/* Answers nobody asked for, and requests that are wrong in one way each.
+ * None may change a byte of the victim region. */
+static void
+hostile_spoof_answers(struct hostile *h, struct hostile_ep *e)
+{
+	static uint8_t buf[8192];
+	struct am_hello_reply hr;
+	struct am_resolve_reply *rr = (struct am_resolve_reply *)buf;
+	struct am_freed fr;
+	struct am_rma_answer ra;
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+
+	memset(&hr, 0, sizeof(hr));
+	hr.magic = AM_MAGIC;
+	for (uint64_t t = 0; t < 64; t++) {
+		hr.token = t;
+		hostile_send(h, e, AM_HELLO_REPLY, NULL, 0, &hr, sizeof(hr), f);
+		hostile_flush(h, e, 1.0);
+	}
+	memset(buf, 0, sizeof(buf));
+	rr->magic = AM_MAGIC;
+	rr->length = UINT64_MAX;
+	rr->addr = 0x1000;
+	for (uint64_t t = 0; t < 64; t++) {
+		rr->token = t;
+		rr->rkey_len = t % 2 ? AM_RKEY_MAX : 0xffffffffu;
+		hostile_send(h, e, AM_RESOLVE_REPLY, NULL, 0, buf,
+			     t % 2 ? sizeof(buf) : sizeof(*rr), f);
+		hostile_flush(h, e, 1.0);
+	}
+	memset(&fr, 0, sizeof(fr));
+	fr.magic = AM_MAGIC;
+	if (h->have_desc) {
+		memcpy(fr.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);
+		fr.region_id = h->desc.region_id;
+		fr.generation = h->desc.generation;
+	}
+	hostile_send(h, e, AM_FREED, NULL, 0, &fr, sizeof(fr), f);
+	hostile_flush(h, e, 1.0);
+	memset(&ra, 0, sizeof(ra));
+	ra.magic = AM_MAGIC;
+	for (uint64_t t = 0; t < 64; t++) {
+		ra.token = t;
+		hostile_send(h, e, AM_PUT_ACK, &ra, sizeof(ra), NULL, 0, f);
+		hostile_send(h, e, AM_GET_REPLY, &ra, sizeof(ra),
+			     hostile_pattern, 4096, f);
+		hostile_send(h, e, AM_GET_REPLY, &ra, sizeof(ra) - 1,
+			     hostile_pattern, 100, f);
+		hostile_flush(h, e, 1.0);
+	}
+	/* a batch reply whose length field runs past the message */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, &ra, sizeof(ra));
+	memset(buf + sizeof(ra), 0xff, sizeof(uint64_t));
+	hostile_send(h, e, AM_BATCH_REPLY, NULL, 0, buf, 64, f);
+	hostile_send(h, e, AM_BATCH_REPLY, NULL, 0, buf, 3, f);
+	hostile_flush(h, e, 1.0);
+}
+
+/* Requests that must be refused: each would write the pattern into the
+ * victim, or read outside it, if it were served. */
+static void
+hostile_spoof_requests(struct hostile *h, struct hostile_ep *e, bool valid)
+{
+	static uint8_t batch[4096];
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	uint64_t len = h->have_desc ? h->desc.length : 4096;
+	struct am_rma r;
+	size_t at = 0;
+
+	if (valid) {
+		/* well-formed, but before any handshake */
+		r = hostile_rma(h, AM_PUT, 0, 64);
+		hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64,
+			     f);
+		r = hostile_rma(h, AM_GET, 0, 64);
+		hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
+		r = hostile_rma(h, AM_PUT, 64, 64);
+		memcpy(batch, &r, sizeof(r));
+		memcpy(batch + sizeof(r), hostile_pattern, 64);
+		hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
+		hostile_flush(h, e, 2.0);
+		return;
+	}
+	/* Each kind of put aims at its own 64-byte block of the victim, so a
+	 * changed block names the request that got through: 0 and 64 before
+	 * the handshake, then 128 + 64 * n. */
+	/* header one byte short, one byte long */
+	r = hostile_rma(h, AM_PUT, 128, 64);
+	hostile_send(h, e, AM_PUT, &r, sizeof(r) - 1, hostile_pattern, 64, f);
+	{
+		uint8_t longer[sizeof(r) + 1] = {0};
+		r = hostile_rma(h, AM_PUT, 192, 64);
+		memcpy(longer, &r, sizeof(r));
+		hostile_send(h, e, AM_PUT, longer, sizeof(longer),
+			     hostile_pattern, 64, f);
+		hostile_send(h, e, AM_GET, longer, sizeof(longer), NULL, 0, f);
+	}
+	/* wrong magic */
+	r = hostile_rma(h, AM_PUT, 256, 64);
+	r.magic ^= 1;
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	/* past the end, by one byte and by far */
+	r = hostile_rma(h, AM_PUT, len - 63, 64);
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	r = hostile_rma(h, AM_GET, len - 63, 64);
+	hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
+	r = hostile_rma(h, AM_GET, 0, len + 1);
+	hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
+	/* offset + length wraps to a small number */
+	r = hostile_rma(h, AM_PUT, UINT64_MAX - 31, 64);
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	r = hostile_rma(h, AM_GET, UINT64_MAX - 31, 64);
+	hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
+	r = hostile_rma(h, AM_GET, 16, UINT64_MAX - 8);
+	hostile_send(h, e, AM_GET, &r, sizeof(r), NULL, 0, f);
+	/* the header's length is not the data's */
+	r = hostile_rma(h, AM_PUT, 320, 8);
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	r = hostile_rma(h, AM_PUT, 384, 64);
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 8, f);
+	/* a stale generation */
+	r = hostile_rma(h, AM_PUT, 448, 64);
+	r.generation++;
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	hostile_flush(h, e, 2.0);
+	/* batches: a put record whose bytes are missing, one whose length
+	 * wraps, one past the end, a truncated record, an unknown kind */
+	r = hostile_rma(h, AM_PUT, 512, 4000);
+	memcpy(batch, &r, sizeof(r));
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 16, f);
+	r = hostile_rma(h, AM_PUT, 8192, UINT64_MAX);
+	memcpy(batch, &r, sizeof(r));
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
+	r = hostile_rma(h, AM_PUT, len - 8, 64);
+	memcpy(batch, &r, sizeof(r));
+	memcpy(batch + sizeof(r), hostile_pattern, 64);
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
+	r = hostile_rma(h, AM_PUT, UINT64_MAX - 31, 64);
+	memcpy(batch, &r, sizeof(r));
+	memcpy(batch + sizeof(r), hostile_pattern, 64);
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) - 1, f);
+	r = hostile_rma(h, 77, 8256, 64);
+	memcpy(batch, &r, sizeof(r));
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, sizeof(r) + 64, f);
+	for (size_t i = 0; i + sizeof(r) <= sizeof(batch); i += sizeof(r)) {
+		/* many gets, each past the end */
+		r = hostile_rma(h, AM_GET, len, 1);
+		memcpy(batch + i, &r, sizeof(r));
+		at = i + sizeof(r);
+	}
+	hostile_send(h, e, AM_BATCH, NULL, 0, batch, at, f);
+	hostile_flush(h, e, 2.0);
+}
+
+static void
+hostile_spoof_hellos(struct hostile *h, struct hostile_ep *e)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY;
+	struct am_hello m;
+
+	hostile_hello_fill(h, &m);
+	m.magic ^= 0x01010101;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
+	hostile_hello_fill(h, &m);
+	m.version = 1;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
+	hostile_hello_fill(h, &m);
+	m.version = 0xffffffffu;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
+	hostile_hello_fill(h, &m);
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, 8, f);
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m) - 1, f);
+	hostile_send(h, e, AM_HELLO, NULL, 0, NULL, 0, f);
+	/* without a reply endpoint */
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), 0);
+	/* keyed, without any key */
+	hostile_hello_fill(h, &m);
+	m.flags = AM_HELLO_KEYED;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
+	hostile_flush(h, e, 2.0);
+	{
+		struct am_hello_proof p = {.magic = AM_MAGIC, .token = 1};
+		hostile_send(h, e, AM_HELLO_PROOF, NULL, 0, &p, sizeof(p), f);
+		hostile_send(h, e, AM_HELLO_DONE, NULL, 0, &p, sizeof(p), f);
+	}
+	hostile_flush(h, e, 2.0);
+}
+
+static int
+hostile_attack_spoof(struct hostile *h)
+{
+	struct hostile_ep e;
+
+	hostile_connect(h, &e);
+	hostile_spoof_requests(h, &e, true);
+	hostile_spoof_requests(h, &e, false);
+	hostile_spoof_answers(h, &e);
+	hostile_spoof_hellos(h, &e);
+	hostile_progress_for(h, 0.5);
+	hostile_note(h, "before hello: ep %s, %lu answers",
+		     e.failed ? ucs_status_string(e.why) : "up",
+		     h->received[AM_PUT_ACK] + h->received[AM_GET_REPLY] +
+			 h->received[AM_BATCH_REPLY]);
+	hostile_close(h, &e);
+
+	hostile_connect(h, &e);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok");
+	hostile_spoof_requests(h, &e, false);
+	hostile_spoof_answers(h, &e);
+	hostile_spoof_hellos(h, &e);
+	hostile_progress_for(h, 0.5);
+	hostile_note(h, "after hello: ep %s",
+		     e.failed ? ucs_status_string(e.why) : "up");
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- walkaround ---------------------------------------------------- */
+
+static uint16_t
+hostile_port(const struct hostile *h)
+{
+	if (h->sa.ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)&h->sa)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)&h->sa)->sin_port);
+}
+
+static int
+hostile_attack_walkaround(struct hostile *h)
+{
+	struct hostile_ep e;
+	char why[256] = "";
+	ucs_status_t st;
+
+	if (h->pid <= 0) {
+		fprintf(stderr, "hostile_peer: walkaround needs --pid\n");
+		return 2;
+	}
+	memset(&e, 0, sizeof(e));
+	st = walkaround_connect(h->worker, (pid_t)h->pid, hostile_port(h),
+				hostile_on_ep_error, &e, why, sizeof(why),
+				&e.ep);
+	if (st != UCS_OK) {
+		hostile_note(h, "walkaround: no endpoint: %s", why);
+		return 0;
+	}
+	hostile_note(h, "walkaround: %s", why);
+	if (hostile_hello(h, &e))
+		hostile_note(h, "hello ok over the walkaround");
+	if (h->have_desc && hostile_resolve(h, &e))
+		hostile_note(h, "resolve ok over the walkaround");
+	{
+		struct am_rma r = hostile_rma(h, AM_PUT, 0, 64);
+		hostile_send(h, &e, AM_PUT, &r, sizeof(r), hostile_pattern, 64,
+			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+		r = hostile_rma(h, AM_GET, 0, 64);
+		hostile_send(h, &e, AM_GET, &r, sizeof(r), NULL, 0,
+			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+	}
+	hostile_flush(h, &e, 3.0);
+	hostile_progress_for(h, 0.5);
+	hostile_note(h, "walkaround: %lu PUT_ACK (status %d), %lu GET_REPLY",
+		     h->received[AM_PUT_ACK], h->put_ack_status,
+		     h->received[AM_GET_REPLY]);
+	/* last: this one crashes an rmad that has no handler for it */
+	hostile_send(h, &e, 65535, NULL, 0, hostile_pattern, 64,
+		     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+	hostile_flush(h, &e, 2.0);
+	hostile_progress_for(h, 0.2);
+	hostile_note(h, "ep %s", e.failed ? ucs_status_string(e.why) : "up");
+	hostile_close(h, &e);
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------- */
+
+static int
+hostile_parse_address(struct hostile *h, const char *text)
+{
+	char host[256];
+	const char *colon = strrchr(text, ':');
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	size_t n;
+
+	if (colon == NULL || colon == text)
+		return -1;
+	n = (size_t)(colon - text);
+	if (n >= sizeof(host))
+		return -1;
+	memcpy(host, text, n);
+	host[n] = '\0';
+	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = '\0';
+	}
+	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+		return -1;
+	memcpy(&h->sa, ai->ai_addr, ai->ai_addrlen);
+	h->sa_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static int
+hostile_read_descriptor(struct hostile *h, const char *path)
+{
+	char text[256];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL)
+		return -1;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	if (descriptor_parse(text, n, &h->desc) < 0)
+		return -1;
+	h->have_desc = true;
+	return 0;
+}
+
+static int
+hostile_ucx_start(struct hostile *h)
+{
+	ucp_params_t params = {
+	    .field_mask = UCP_PARAM_FIELD_FEATURES,
+	    .features = UCP_FEATURE_AM,
+	};
+	ucp_worker_params_t wparams = {
+	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+	    .thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucs_status_t st;
+
+	st = ucp_init(&params, NULL, &h->ctx);
+	if (st != UCS_OK)
+		goto err;
+	st = ucp_worker_create(h->ctx, &wparams, &h->worker);
+	if (st != UCS_OK)
+		goto err_cleanup;
+	/* every id rmad may answer with, or UCX 1.13 crashes us */
+	for (unsigned id = 0; id < HOSTILE_IDS; id++) {
+		ucp_am_handler_param_t hp = {
+		    .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+				  UCP_AM_HANDLER_PARAM_FIELD_CB |
+				  UCP_AM_HANDLER_PARAM_FIELD_ARG,
+		    .id = id,
+		    .cb = hostile_on_am,
+		    .arg = &h->ids[id],
+		};
+		h->ids[id].h = h;
+		h->ids[id].id = id;
+		st = ucp_worker_set_am_recv_handler(h->worker, &hp);
+		if (st != UCS_OK)
+			goto err_worker;
+	}
+	return 0;
+
+err_worker:
+	ucp_worker_destroy(h->worker);
+err_cleanup:
+	ucp_cleanup(h->ctx);
+err:
+	fprintf(stderr, "hostile_peer: ucx: %s\n", ucs_status_string(st));
+	return -1;
+}
+
+static void
+hostile_usage(void)
+{
+	fprintf(stderr,
+		"usage: hostile_peer --connect HOST:PORT --attack NAME\n"
+		"  [--seconds S] [--count N] [--descriptor FILE] [--pid PID]\n"
+		"  [--length BYTES] [--progress-every N] [--after-hello]\n"
+		"attacks: high-ids rndv resolve-flood get-flood batch-amp\n"
+		"         silent-conns spoof walkaround\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, 'c'},
+	    {"attack", required_argument, NULL, 'a'},
+	    {"seconds", required_argument, NULL, 's'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"descriptor", required_argument, NULL, 'd'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"length", required_argument, NULL, 'l'},
+	    {"progress-every", required_argument, NULL, 'e'},
+	    {"after-hello", no_argument, NULL, 'H'},
+	    {NULL, 0, NULL, 0},
+	};
+	static struct hostile h;
+	const char *connect = NULL;
+	double started;
+	int c, rc;
+
+	h.seconds = 3;
+	h.token = (uint64_t)getpid() << 32;
+	h.epoch = (uint64_t)time(NULL) << 16;
+	srandom((unsigned)getpid());
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			connect = optarg;
+			break;
+		case 'a':
+			h.attack = optarg;
+			break;
+		case 's':
+			h.seconds = atof(optarg);
+			break;
+		case 'n':
+			h.count = atol(optarg);
+			break;
+		case 'd':
+			if (hostile_read_descriptor(&h, optarg) < 0) {
+				fprintf(stderr,
+					"hostile_peer: bad descriptor %s\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+			h.pid = atol(optarg);
+			break;
+		case 'l':
+			h.length = strtoull(optarg, NULL, 0);
+			break;
+		case 'e':
+			h.progress_every = atol(optarg);
+			break;
+		case 'H':
+			h.after_hello_only = true;
+			break;
+		default:
+			hostile_usage();
+			return 2;
+		}
+	}
+	if (connect == NULL || h.attack == NULL ||
+	    hostile_parse_address(&h, connect) < 0) {
+		hostile_usage();
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(hostile_pattern); i++)
+		hostile_pattern[i] = "HOSTILE!"[i % 8];
+	/* rmad speaks tcp only (its default transports) */
+	setenv("UCX_TLS", "tcp", 0);
+	if (hostile_ucx_start(&h) < 0)
+		return 1;
+	started = hostile_now();
+	if (strcmp(h.attack, "high-ids") == 0)
+		rc = hostile_attack_high_ids(&h);
+	else if (strcmp(h.attack, "rndv") == 0)
+		rc = hostile_attack_rndv(&h);
+	else if (strcmp(h.attack, "resolve-flood") == 0)
+		rc = hostile_attack_flood(&h, false);
+	else if (strcmp(h.attack, "get-flood") == 0)
+		rc = hostile_attack_flood(&h, true);
+	else if (strcmp(h.attack, "batch-amp") == 0)
+		rc = hostile_attack_batch_amp(&h);
+	else if (strcmp(h.attack, "silent-conns") == 0)
+		rc = hostile_attack_silent_conns(&h);
+	else if (strcmp(h.attack, "spoof") == 0)
+		rc = hostile_attack_spoof(&h);
+	else if (strcmp(h.attack, "walkaround") == 0)
+		rc = hostile_attack_walkaround(&h);
+	else {
+		hostile_usage();
+		rc = 2;
+	}
+	if (rc != 2) {
+		unsigned long answers = 0;
+		for (unsigned id = 0; id < HOSTILE_IDS; id++)
+			answers += h.received[id];
+		printf("hostile_peer: %s: %.1f s, %lu sent, %lu completed, "
+		       "%lu send errors, %lu max queued at us, %lu answers "
+		       "(%lu bytes); %s\n",
+		       h.attack, hostile_now() - started, h.sent, h.completed,
+		       h.send_errors, h.inflight_max, answers, h.received_bytes,
+		       h.notes);
+	}
+	/* Requests still queued at us die with the process: the point of
+	 * some attacks is not to wait for them. */
+	fflush(stdout);
+	_exit(rc);
+}

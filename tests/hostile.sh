@@ -1,0 +1,197 @@
+#!/bin/bash
+# A hostile peer against real daemons, one attack class per victim daemon
+# (tests/adversary/hostile_peer.c; issue 10). For each class: daemon A
+# holds a victim region filled with a known pattern (rmactl expose),
+# daemon B is a legitimate peer. After the attack, A must be alive, its
+# resident memory (sampled during the attack) must have grown by less
+# than 64 MiB (not under ASan), the victim's bytes must be unchanged when
+# read through B, a put and a get from B must still work, and SIGTERM
+# must end A with status 0. An attack need not "succeed": only the
+# daemon's behaviour is judged.
+#
+# HOSTILE_CLASSES picks classes (default: all); every class is run even
+# when an earlier one failed, and the failures are listed at the end.
+# Every wait has a deadline.
+set -uo pipefail
+
+RMAD=${RMAD_BIN:?}
+RMACTL=${RMACTL_BIN:?}
+HOSTILE=${HOSTILE_PEER:?}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround}
+RSS_LIMIT_KIB=$((64 * 1024))
+T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
+PIDS=()
+
+export UCX_WARN_UNUSED_ENV_VARS=n
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap "exit 1" TERM INT HUP
+
+# Polls for a condition until a deadline (seconds).
+wait_until() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05 # poll interval; bounded by the deadline above
+	done
+}
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+		echo $((20000 + RANDOM % 20000))
+}
+
+# ASan inflates and delays RSS: the memory check is off under it.
+ASAN=0
+if ldd "$RMAD" 2>/dev/null | grep -q libasan || [ -n "${ASAN_OPTIONS:-}" ]; then
+	ASAN=1
+fi
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null)" != Z ]; }
+
+start_daemon() { # dir name; sets DPID and DPORT
+	local dir=$1 name=$2 port
+	port=$(free_port)
+	mkfifo "$dir/$name.ready"
+	# the soft descriptor limit of a systemd service unless raised
+	(ulimit -Sn 1024 && exec "$RMAD" --socket "$dir/$name.sock" \
+		--listen "127.0.0.1:$port" --ready-fd 3 --log-level warn \
+		--connect-timeout 2 --op-timeout 5) \
+		3>"$dir/$name.ready" >"$dir/$name.log" 2>&1 &
+	DPID=$!
+	PIDS+=($DPID)
+	DPORT=$port
+	timeout 10 head -c 6 "$dir/$name.ready" >/dev/null
+}
+
+# Ends pid with SIGTERM; 0 when it exited with status 0 within 10 s.
+stop_daemon() {
+	local pid=$1 rc=0 deadline=$((SECONDS + 10))
+	kill -TERM "$pid" 2>/dev/null || return 1
+	while alive "$pid" && [ $SECONDS -lt $deadline ]; do
+		sleep 0.05 # poll interval; bounded by the deadline above
+	done
+	if alive "$pid"; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" || rc=$?
+	return $rc
+}
+
+head -c 65536 /dev/urandom >"$T/fill"
+head -c 4096 /dev/urandom >"$T/legit"
+FAILED=()
+
+# One class; prints why it failed and returns 1, or returns 0.
+run_class() {
+	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss sampler
+	local why=() rc=0 extra=()
+	mkdir -p "$dir"
+	start_daemon "$dir" a || { echo "$class: A not ready"; return 1; }
+	a=$DPID; aport=$DPORT
+	start_daemon "$dir" b || { echo "$class: B not ready"; return 1; }
+	b=$DPID
+	"$RMACTL" --socket "$dir/a.sock" expose --size 1M --fill "$T/fill" \
+		--descriptor-out "$dir/desc" 2>"$dir/expose.log" &
+	expose=$!
+	PIDS+=($expose)
+	wait_until 10 test -s "$dir/desc" || { echo "$class: no descriptor"; return 1; }
+	# a legitimate round trip before the attack: B -> A works
+	timeout 20 "$RMACTL" --socket "$dir/b.sock" get --peer "127.0.0.1:$aport" \
+		--descriptor "$dir/desc" --length 64K --out "$dir/before" 2>"$dir/get0.err" &&
+		cmp -s "$T/fill" "$dir/before" || { echo "$class: legit get before the attack failed"; return 1; }
+
+	rss0=$(rss_kib "$a")
+	# Sample A's memory while the attack runs: a pile of answers may be
+	# freed once the attacker goes, but the peak is what hurts.
+	(
+		max=0
+		while alive "$a"; do
+			r=$(rss_kib "$a")
+			[ "${r:-0}" -gt "$max" ] && { max=$r; echo "$max" >"$dir/rss_max"; }
+			[ -e "$dir/stop_sampler" ] && break
+			sleep 0.05 # sampling interval; ends with the attack
+		done
+	) &
+	sampler=$!
+	case $class in
+	get-flood | batch-amp | spoof | rndv | walkaround) extra+=(--descriptor "$dir/desc") ;;
+	esac
+	[ "$class" = walkaround ] && extra+=(--pid "$a")
+	[ "$class" = silent-conns ] && extra+=(--count 800)
+	timeout 60 "$HOSTILE" --connect "127.0.0.1:$aport" --attack "$class" \
+		--seconds 3 "${extra[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+	touch "$dir/stop_sampler"
+	wait "$sampler" 2>/dev/null
+	# UCX logs to stdout: keep only our summary
+	echo "  $(grep -m1 '^hostile_peer:' "$dir/hostile.out")"
+	[ "$rc" -eq 0 ] || why+=("hostile_peer exit $rc: $(tail -1 "$dir/hostile.err")")
+
+	if ! alive "$a"; then
+		wait "$a"; rc=$?
+		why+=("daemon A died (wait status $rc): $(grep -m1 -iE 'error|assert|fault|abort' "$dir/a.log" || tail -1 "$dir/a.log")")
+		echo "$class: FAIL: ${why[*]}"
+		return 1
+	fi
+	rss_max=$(cat "$dir/rss_max" 2>/dev/null || echo 0)
+	rss=$(rss_kib "$a")
+	[ "$rss" -gt "$rss_max" ] && rss_max=$rss
+	echo "  A VmRSS: $rss0 KiB before, peak $rss_max KiB, $rss KiB after"
+	if [ "$ASAN" -eq 0 ] && [ $((rss_max - rss0)) -ge $RSS_LIMIT_KIB ]; then
+		why+=("A grew by $(((rss_max - rss0) / 1024)) MiB")
+	fi
+	# the victim, read through the legitimate peer
+	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" get --peer "127.0.0.1:$aport" \
+		--descriptor "$dir/desc" --length 64K --out "$dir/after" 2>"$dir/get1.err"; then
+		why+=("legit get after the attack failed: $(cat "$dir/get1.err")")
+	elif ! cmp -s "$T/fill" "$dir/after"; then
+		why+=("victim bytes changed, 64-byte blocks at offsets: $(cmp -l "$T/fill" "$dir/after" |
+			awk '{b = int(($1 - 1) / 64) * 64; if (!(b in s)) {s[b]; printf "%d ", b}}' | head -c 300)")
+	fi
+	# a legitimate put and get still work
+	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" put --peer "127.0.0.1:$aport" \
+		--descriptor "$dir/desc" --offset 512K "$T/legit" 2>"$dir/put2.err"; then
+		why+=("legit put failed: $(cat "$dir/put2.err")")
+	elif ! timeout 20 "$RMACTL" --socket "$dir/b.sock" get --peer "127.0.0.1:$aport" \
+		--descriptor "$dir/desc" --offset 512K --length 4K --out "$dir/legit.back" 2>"$dir/get2.err" ||
+		! cmp -s "$T/legit" "$dir/legit.back"; then
+		why+=("legit put/get round trip failed: $(cat "$dir/get2.err")")
+	fi
+	kill -TERM "$expose" 2>/dev/null
+	wait "$expose" 2>/dev/null
+	stop_daemon "$b" || why+=("B did not exit 0 on SIGTERM")
+	stop_daemon "$a" || why+=("A did not exit 0 on SIGTERM within 10 s")
+	if [ ${#why[@]} -gt 0 ]; then
+		local w
+		echo "$class: FAIL"
+		for w in "${why[@]}"; do echo "  - $w"; done
+		grep -v "no registered callback" "$dir/a.log" | grep -m3 -E "ERROR|Assert|abort|signal" | sed 's/^/  A: /'
+		return 1
+	fi
+	echo "$class: ok"
+	return 0
+}
+
+for class in $CLASSES; do
+	echo "== $class"
+	run_class "$class" || {
+		FAILED+=("$class")
+		for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+		wait 2>/dev/null
+		PIDS=()
+	}
+done
+if [ ${#FAILED[@]} -gt 0 ]; then
+	echo "hostile: FAILED classes: ${FAILED[*]}"
+	exit 1
+fi
+echo "hostile: all classes passed"

@@ -66,8 +66,18 @@ am_on_message(void *arg, const void *header, size_t header_length, void *data,
 	      size_t length, const ucp_am_recv_param_t *param)
 {
 	struct am_door *door = arg;
-	struct daemon *d = door->d;
-	const struct am_route *route = am_route_of(d, door->id);
+
+	am_deliver(door->d, door->id, header, header_length, data, length,
+		   param);
+	return UCS_OK;
+}
+
+void
+am_deliver(struct daemon *d, unsigned id, const void *header,
+	   size_t header_length, const void *data, size_t length,
+	   const ucp_am_recv_param_t *param)
+{
+	const struct am_route *route = am_route_of(d, id);
 	struct am_msg m = {header, header_length, data, length};
 	struct peer *p = NULL;
 
@@ -75,36 +85,35 @@ am_on_message(void *arg, const void *header, size_t header_length, void *data,
 		p = idmap_get(&d->peers_by_ep, (uintptr_t)param->reply_ep);
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
 		/* Not ours: UCX releases it once we return UCS_OK. */
-		am_drop(d, p, "rendezvous", door->id);
-		return UCS_OK;
+		am_drop(d, p, "rendezvous", id);
+		return;
 	}
-	if (route == NULL) {
-		am_drop(d, p, "unknown id", door->id);
-		return UCS_OK;
+	if (route == NULL || id >= AM_ID_LIMIT) {
+		am_drop(d, p, "unknown id", id);
+		return;
 	}
 	if (p == NULL) {
-		am_drop(d, NULL, "endpoint rmad did not accept", door->id);
-		return UCS_OK;
+		am_drop(d, NULL, "endpoint rmad did not accept", id);
+		return;
 	}
 	if (route->to_target != p->inbound) {
-		am_drop(d, p, "wrong direction", door->id);
-		return UCS_OK;
+		am_drop(d, p, "wrong direction", id);
+		return;
 	}
 	if (header_length < route->header_min) {
-		am_drop(d, p, "short header", door->id);
-		return UCS_OK;
+		am_drop(d, p, "short header", id);
+		return;
 	}
 	if (!route->handshake && p->state != PEER_UP) {
 		am_drop(d, p, "before the handshake, or on a closed endpoint",
-			door->id);
+			id);
 		/* A request before the handshake is a protocol violation. */
 		if (p->inbound && p->state == PEER_CONNECTING)
 			peer_fail(p, UCS_ERR_REJECTED,
 				  "request before the handshake");
-		return UCS_OK;
+		return;
 	}
 	route->fn(p, &m);
-	return UCS_OK;
 }
 
 static ucs_status_t

@@ -359,6 +359,11 @@ struct am_door {
  * the rest. */
 int am_start(struct daemon *d, const struct am_route *routes, size_t n);
 void am_stop(struct daemon *d);
+/* The gate and the route for one message, as UCX hands it over (the
+ * handler registered for id calls this; fuzzers call it directly). */
+void am_deliver(struct daemon *d, unsigned id, const void *header,
+		size_t header_length, const void *data, size_t length,
+		const ucp_am_recv_param_t *param);
 /* Messages over p->ep are served from now on / no longer. */
 void am_attach(struct peer *p);
 void am_detach(struct peer *p);

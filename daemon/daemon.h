@@ -258,7 +258,9 @@ TAILQ_HEAD(am_tx_list, am_tx);
 
 struct op;
 struct op_batch;
+struct op_parked;
 TAILQ_HEAD(op_list, op);
+TAILQ_HEAD(op_parked_list, op_parked);
 
 struct peer {
 	struct daemon *d;
@@ -283,8 +285,9 @@ struct peer {
 	struct waiter_list connect_waiters;
 	struct waiter_list resolve_waiters;
 	struct resolved_list resolved;
-	struct op_list ops;	/* in flight, oldest first (deadline order) */
-	struct op_batch *batch; /* small ops of the frame being handled */
+	struct op_list ops; /* in flight, oldest first (deadline order) */
+	struct op_parked_list parked; /* waiting for it to come back */
+	struct op_batch *batch;	      /* small ops of the frame being handled */
 	uint64_t in_flight;
 	uint64_t stat_ops, stat_bytes, stat_errors;
 	uint64_t stat_dropped; /* messages the door refused (am.c) */
@@ -426,6 +429,13 @@ void op_submit(struct conn *c, const Rma__V1__Submit *submit);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
 void op_report_overdue(struct op *op);
+/* Operations waiting for a peer to reconnect (op.c parks them): run what
+ * can run now, in order; fail what waited past its deadline; drop a gone
+ * client's; fail them all. */
+void op_unpark(struct peer *p);
+void op_expire_parked(struct peer *p, double now);
+void op_parked_conn_gone(struct peer *p, struct conn *c);
+void op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail);
 /* Answers from targets (routed by am.c). */
 void op_on_put_ack(struct peer *p, const struct am_msg *m);
 void op_on_batch_reply(struct peer *p, const struct am_msg *m);

@@ -61,15 +61,21 @@ peer_lookup(struct daemon *d, uint32_t id)
 	return NULL;
 }
 
+static void peer_on_timer(evutil_socket_t fd, short what, void *arg);
+
+/* One timer per peer: the connect or handshake deadline while
+ * connecting, the end of the backoff while down with operations parked. */
 static void
-peer_timer_start(struct peer *p, event_callback_fn fn, double seconds)
+peer_timer_start(struct peer *p, double seconds)
 {
 	struct timeval tv;
 
 	if (p->connect_timer == NULL)
-		p->connect_timer = evtimer_new(p->d->base, fn, p);
+		p->connect_timer = evtimer_new(p->d->base, peer_on_timer, p);
 	if (p->connect_timer == NULL)
 		return;
+	if (seconds < 0)
+		seconds = 0;
 	tv.tv_sec = (time_t)seconds;
 	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	evtimer_add(p->connect_timer, &tv);
@@ -423,6 +429,7 @@ peer_new(struct daemon *d, const char *address)
 	TAILQ_INIT(&p->resolve_waiters);
 	TAILQ_INIT(&p->resolved);
 	TAILQ_INIT(&p->ops);
+	TAILQ_INIT(&p->parked);
 	TAILQ_INIT(&p->tx);
 	TAILQ_INSERT_TAIL(&d->peers, p, link);
 	return p;
@@ -431,6 +438,10 @@ peer_new(struct daemon *d, const char *address)
 static void
 peer_destroy(struct peer *p)
 {
+	op_parked_fail_all(p,
+			   p->d->shutting_down ? RMA__V1__STATUS__ERR_SHUTDOWN
+					       : RMA__V1__STATUS__ERR_CANCELED,
+			   "peer forgotten");
 	resolve_peer_destroy(p);
 	/* Only at shutdown can operations outlive their peer (UCX did not
 	 * complete them in time): they must not point at it. */
@@ -505,6 +516,7 @@ peer_close_failed(struct daemon *d)
 		if ((p->inbound && p->in_flight == 0) ||
 		    (!p->inbound && !p->known && p->in_flight == 0 &&
 		     TAILQ_EMPTY(&p->connect_waiters) &&
+		     TAILQ_EMPTY(&p->parked) &&
 		     TAILQ_EMPTY(&p->resolve_waiters) &&
 		     TAILQ_EMPTY(&p->resolved)))
 			peer_destroy(p);
@@ -574,6 +586,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 {
 	struct peer_waiter *w;
 	char previous[sizeof(p->last_error)];
+	bool was_connecting = p->state == PEER_CONNECTING;
 
 	if (p->state == PEER_DOWN)
 		return;
@@ -603,6 +616,10 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 		/* Past a deadline it is our own close that cancels the rest. */
 		op_peer_failed(p,
 			       st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
+		/* Parked operations waited for this reconnect: it failed,
+		 * and they fail with its real cause. */
+		if (was_connecting)
+			op_parked_fail_all(p, p->last_status, p->last_error);
 		peer_notify(p);
 	}
 	/* Closing inside a UCX callback is not allowed: the tick does it;
@@ -613,14 +630,28 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 }
 
 static void
-peer_on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+peer_on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
 	char detail[160];
 
-	snprintf(detail, sizeof(detail),
-		 "no rmad answered within %.1f s (unreachable, or not an rmad)",
-		 p->d->cfg.connect_timeout);
+	if (p->state == PEER_DOWN) {
+		if (!TAILQ_EMPTY(&p->parked))
+			peer_maybe_reconnect(p);
+		return;
+	}
+	if (p->state != PEER_CONNECTING)
+		return;
+	if (p->inbound)
+		snprintf(detail, sizeof(detail),
+			 "no handshake within %.1f s (connect_timeout); "
+			 "closed",
+			 p->d->cfg.connect_timeout);
+	else
+		snprintf(detail, sizeof(detail),
+			 "no rmad answered within %.1f s (unreachable, or "
+			 "not an rmad)",
+			 p->d->cfg.connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
 
@@ -654,7 +685,7 @@ peer_connect_start(struct peer *p)
 	p->state = PEER_CONNECTING;
 	p->state_since = daemon_now();
 	p->await_proof = false;
-	peer_timer_start(p, peer_on_connect_timeout, d->cfg.connect_timeout);
+	peer_timer_start(p, d->cfg.connect_timeout);
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
 		p->ep = NULL;
@@ -730,10 +761,14 @@ peer_reconnect(struct peer *p)
 void
 peer_maybe_reconnect(struct peer *p)
 {
-	if (p->inbound || p->self || p->state != PEER_DOWN ||
-	    daemon_now() < p->next_attempt)
+	double now = daemon_now();
+
+	if (p->inbound || p->self || p->state != PEER_DOWN)
 		return;
-	peer_reconnect(p);
+	if (now >= p->next_attempt)
+		peer_reconnect(p);
+	else if (!TAILQ_EMPTY(&p->parked))
+		peer_timer_start(p, p->next_attempt - now);
 }
 
 /* Is sa this daemon's own listener? Then transfers are local copies and
@@ -876,6 +911,7 @@ peer_conn_gone(struct daemon *d, struct conn *c)
 				}
 			}
 		}
+		op_parked_conn_gone(p, c);
 	}
 }
 
@@ -894,6 +930,14 @@ peer_check_deadlines(struct daemon *d)
 		struct peer_waiter *w = TAILQ_FIRST(&p->resolve_waiters);
 		char detail[160];
 		int expired = 0;
+
+		if (!TAILQ_EMPTY(&p->parked)) {
+			op_expire_parked(p, now);
+			/* Still waited for: try again once the backoff
+			 * allows. */
+			if (!TAILQ_EMPTY(&p->parked))
+				peer_maybe_reconnect(p);
+		}
 
 		if (p->state != PEER_UP) {
 			/* Its endpoint is closed, so UCX owes these
@@ -954,18 +998,6 @@ peer_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
 			return true;
 	}
 	return false;
-}
-
-static void
-peer_on_handshake_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct peer *p = arg;
-	char detail[160];
-
-	snprintf(detail, sizeof(detail),
-		 "no handshake within %.1f s (connect_timeout); closed",
-		 p->d->cfg.connect_timeout);
-	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
 
 static bool
@@ -1074,7 +1106,7 @@ peer_on_conn_request(ucp_conn_request_h req, void *arg)
 	/* Served only once its handshake is done, within connect_timeout. */
 	p->state = PEER_CONNECTING;
 	p->state_since = daemon_now();
-	peer_timer_start(p, peer_on_handshake_timeout, d->cfg.connect_timeout);
+	peer_timer_start(p, d->cfg.connect_timeout);
 	log_debug("peer_on_conn_request: accepted daemon connection from %s",
 		  address);
 }

@@ -269,8 +269,10 @@ resolve_peer_up(struct peer *p, bool restarted)
 		TAILQ_FOREACH(res, &p->resolved, link)
 		res->stale = true;
 	}
-	if (p->self)
+	if (p->self) {
+		op_unpark(p);
 		return;
+	}
 	TAILQ_FOREACH(res, &p->resolved, link)
 	{
 		struct peer_waiter *w;
@@ -291,6 +293,7 @@ resolve_peer_up(struct peer *p, bool restarted)
 			free(w);
 		}
 	}
+	op_unpark(p); /* what is stale for good fails now */
 }
 
 void
@@ -357,6 +360,7 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 	if (w->refresh != NULL) {
 		resolve_refresh_done(p, w->refresh, &in, m);
 		resolved_unref(w->refresh);
+		op_unpark(p); /* what waited for this region runs now */
 		goto out;
 	}
 	if (in.status != RMA__V1__STATUS__OK) {

@@ -47,12 +47,20 @@ CREATED=()
 BR="" H=()
 RUN_DIR=""
 
+# A child that exited stays a zombie until reaped, and kill -0 still
+# finds it: look at its state instead.
+alive() {
+	local st=""
+	read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null || return 1
+	[ "$st" != Z ]
+}
+
 kill_wait() { # pids: TERM, a deadline, then KILL
 	local p deadline
 	for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
 	deadline=$((SECONDS + 5))
 	for p in "$@"; do
-		while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+		while alive "$p" && [ $SECONDS -lt $deadline ]; do
 			sleep 0.05 # poll interval; bounded by the deadline above
 		done
 		kill -KILL "$p" 2>/dev/null || true
@@ -191,10 +199,10 @@ start_daemon() { # host
 kill_daemon() { # host: SIGKILL, and reap it
 	local h=$1 pid=${DPID[$1]} deadline=$((SECONDS + 10))
 	kill -KILL "$pid"
-	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+	while alive "$pid" && [ $SECONDS -lt $deadline ]; do
 		sleep 0.05 # poll interval; bounded by the deadline above
 	done
-	kill -0 "$pid" 2>/dev/null && fail "rmad on host $h survived SIGKILL"
+	alive "$pid" && fail "rmad on host $h survived SIGKILL"
 	{ wait "$pid"; } 2>/dev/null || true
 	unset "DPID[$h]"
 }

@@ -25,6 +25,40 @@
  * Errors: functions return RMA_OK (0) or a negative rma_status_t;
  * rma_strerror() names it and rma_last_error() gives the daemon's detail
  * for the last failed call on a handle.
+ *
+ * What a completed or failed operation means for the target's bytes:
+ *
+ * - A put that completed with RMA_OK has been applied by the target daemon
+ *   (with rma_protocol = am, the default, always: the target copies, then
+ *   answers; with rma_protocol = ucx, only with RMA_FLAG_REMOTE_COMPLETION
+ *   or after a flush).
+ * - A put refused before or by the target (RMA_ERR_INVALID, NO_REGION,
+ *   OUT_OF_BOUNDS, BAD_DESCRIPTOR, STALE_DESCRIPTOR, NO_PEER, LIMIT,
+ *   PERMISSION, PROTOCOL, VERSION, UNKNOWN_REQUEST) wrote nothing.
+ * - A put that failed with a transport status (RMA_ERR_TIMEOUT, CANCELED,
+ *   CONNECTION_RESET, UNREACHABLE, REJECTED, NOT_RMAD, TRANSPORT,
+ *   SHUTDOWN, DAEMON_GONE, and NO_MEMORY or INTERNAL) may or may not have
+ *   been applied. With rma_protocol = am it is applied in whole or not at
+ *   all: the target writes a put with one copy once its whole message has
+ *   arrived (a put over 8 KiB is one message; smaller ones share a batch
+ *   message, each applied whole). With rma_protocol = ucx any part of the
+ *   range may have been written. Either way it is never applied after a
+ *   later operation from the same client to the same target daemon has
+ *   completed, nor after one from the initiating daemon restarted at the
+ *   same address: the target applies an operation only if it arrived on
+ *   the initiating daemon's current connection, and a new connection
+ *   closes the old one at the target before anything is sent on it. A put
+ *   never lands in a region of a restarted target (its descriptors are
+ *   refused as stale). So: after a failed put, put the bytes again and
+ *   wait for RMA_OK; absent other writers, that is what the target keeps.
+ * - A get never changes the target. After a failed get the bytes of the
+ *   local range are unspecified.
+ * - A flush that completed with RMA_OK means every operation submitted to
+ *   its peer before it has completed (each with its own status, which the
+ *   flush does not repeat) and none of them is still on its way. A flush
+ *   waiting when the connection to its peer fails or is replaced fails
+ *   with that status, and fails at once while the peer is down; it never
+ *   claims completion for operations lost with an old connection.
  */
 #ifndef RMA_H
 #define RMA_H
@@ -204,7 +238,10 @@ void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
 /**
  * Start a put of @p length bytes from @p region at @p offset to @p remote
  * at @p remote_offset. Completion means the local bytes may be reused; with
- * RMA_FLAG_REMOTE_COMPLETION it means the data is at the target.
+ * RMA_FLAG_REMOTE_COMPLETION (and always with rma_protocol = am) it means
+ * the target has applied the data. A put that failed with a transport
+ * status may still have been applied, but never after a later operation
+ * of this client to the same target completed (see the file comment).
  *
  * @param cb         optional completion callback.
  * @param user_data  passed to @p cb; must live until it runs.
@@ -229,7 +266,9 @@ rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
 
 /**
  * Start a flush: completes when everything issued before it to @p peer
- * (every peer if NULL) is complete at the target.
+ * (every peer if NULL) is complete at the target, or has failed with its
+ * own status. Fails if the connection to a peer fails or is replaced while
+ * it waits (see "What a completed or failed operation means" above).
  */
 rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
 		       rma_callback_t cb, void *user_data,

@@ -130,9 +130,10 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 		printf("no peers\n");
 		return;
 	}
-	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s  %s\n",
+	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s %7s  "
+	       "%s\n",
 	       "ID", "ADDRESS", "STATE", "DIR", "WKR", "DAEMON", "OPS", "BYTES",
-	       "ERRORS", "INFLIGHT", "OLDEST", "LAST ERROR");
+	       "ERRORS", "INFLIGHT", "OLDEST", "DROPPED", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
@@ -140,11 +141,11 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 		rmactl_bytes(bytes, sizeof(bytes), p->bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
 		printf("%4u  %-22s %-10s %-3s %3u %-32s %10" PRIu64
-		       " %10s %7" PRIu64 " %8" PRIu64 " %8s  %s\n",
+		       " %10s %7" PRIu64 " %8" PRIu64 " %8s %7" PRIu64 "  %s\n",
 		       p->peer_id, rmactl_or_dash(p->address),
 		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
 		       p->worker, rmactl_or_dash(p->daemon_id), p->ops, bytes,
-		       p->errors, p->in_flight, age,
+		       p->errors, p->in_flight, age, p->dropped,
 		       rmactl_or_dash(p->last_error));
 	}
 }

@@ -30,10 +30,11 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)
-		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s  "
-		       "%s\n",
+		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s "
+		       "%7s  %s\n",
 		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON",
-		       "OPS", "BYTES", "ERRORS", "INFLIGHT", "LAST ERROR");
+		       "OPS", "BYTES", "ERRORS", "INFLIGHT", "DROPPED",
+		       "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 
@@ -41,11 +42,11 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		snprintf(since, sizeof(since), "%" PRIu64 "s ago",
 			 p->state_age_ms / 1000);
 		printf("  %4u  %-22s %-10s %8s %-3s %-32s %10" PRIu64
-		       " %10s %7" PRIu64 " %8" PRIu64 "  %s\n",
+		       " %10s %7" PRIu64 " %8" PRIu64 " %7" PRIu64 "  %s\n",
 		       p->peer_id, rmactl_or_dash(p->address),
 		       rmactl_peer_state(p->state), since,
 		       p->inbound ? "in" : "out", rmactl_or_dash(p->daemon_id),
-		       p->ops, b1, p->errors, p->in_flight,
+		       p->ops, b1, p->errors, p->in_flight, p->dropped,
 		       rmactl_or_dash(p->last_error));
 	}
 
@@ -90,6 +91,14 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       k->regions_created);
 		printf("  resolves       %" PRIu64 " served\n",
 		       k->resolves_served);
+		printf("  served         put %" PRIu64 ", get %" PRIu64
+		       " for other daemons\n",
+		       k->target_puts, k->target_gets);
+		printf("  peers          %" PRIu64 " messages dropped, %" PRIu64
+		       " cut off, %" PRIu64 " connections refused, %" PRIu64
+		       " key proofs failed\n",
+		       k->peer_messages_dropped, k->peers_cut_off,
+		       k->inbound_refused, k->peer_auth_failures);
 	}
 }
 

@@ -248,6 +248,12 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.protocol_errors += k->protocol_errors;
 		sum.regions_created += k->regions_created;
 		sum.resolves_served += k->resolves_served;
+		sum.target_puts += k->target_puts;
+		sum.target_gets += k->target_gets;
+		sum.am_dropped += k->am_dropped;
+		sum.peers_cut_off += k->peers_cut_off;
+		sum.inbound_refused += k->inbound_refused;
+		sum.auth_failures += k->auth_failures;
 		if (wd->metrics != NULL)
 			metrics_merge_series(&merged, wd->metrics);
 	}
@@ -363,6 +369,28 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	metrics_scalar(out, "rmad_resolves_served_total", "counter",
 		       "Descriptor resolutions answered for other daemons.",
 		       sum.resolves_served);
+	metrics_scalar(out, "rmad_target_puts_total", "counter",
+		       "Puts served for other daemons.", sum.target_puts);
+	metrics_scalar(out, "rmad_target_gets_total", "counter",
+		       "Gets served for other daemons.", sum.target_gets);
+	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
+		       "Messages from other daemons refused unread: unknown "
+		       "id, rendezvous, an endpoint rmad did not accept, the "
+		       "wrong direction, or before the handshake.",
+		       sum.am_dropped);
+	metrics_scalar(out, "rmad_peers_cut_off_total", "counter",
+		       "Peer daemons disconnected for not reading their "
+		       "answers.",
+		       sum.peers_cut_off);
+	metrics_scalar(out, "rmad_inbound_refused_total", "counter",
+		       "Daemon connections refused: not in peer_allow, over "
+		       "max_inbound_peers or max_inbound_per_address, shutting "
+		       "down, or older than a connection of the same origin.",
+		       sum.inbound_refused);
+	metrics_scalar(out, "rmad_peer_auth_failures_total", "counter",
+		       "Daemon connections that failed the cluster key proof "
+		       "or held no key when one is required.",
+		       sum.auth_failures);
 	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
 		       "Requests for /metrics.", m->scrapes);
 	free(merged.series);

@@ -83,6 +83,12 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->protocol_errors += c->protocol_errors;
 	sum->regions_created += c->regions_created;
 	sum->resolves_served += c->resolves_served;
+	sum->target_puts += c->target_puts;
+	sum->target_gets += c->target_gets;
+	sum->peer_messages_dropped += c->am_dropped;
+	sum->peers_cut_off += c->peers_cut_off;
+	sum->inbound_refused += c->inbound_refused;
+	sum->peer_auth_failures += c->auth_failures;
 }
 
 static Rma__V1__PeerState
@@ -160,6 +166,7 @@ status_reply(struct conn *c, uint64_t req_id)
 			pi->state_age_ms =
 			    (uint64_t)((now - p->state_since) * 1000);
 			pi->worker = i;
+			pi->dropped = p->stat_dropped;
 			peer_ptrs[n_peers++] = pi;
 		}
 	}

@@ -2,7 +2,9 @@
 # A hostile peer against real daemons, one attack class per victim daemon
 # (tests/adversary/hostile_peer.c; issue 10). For each class: daemon A
 # holds a victim region filled with a known pattern (rmactl expose),
-# daemon B is a legitimate peer. After the attack, A must be alive, its
+# daemon B is a legitimate peer. (epochs: a put over a connection that a
+# newer one from the same origin replaced must not land, and the newer
+# one's must.) After the attack, A must be alive, its
 # resident memory (sampled during the attack) must have grown by less
 # than 64 MiB (not under ASan), the victim's bytes must be unchanged when
 # read through B, a put and a get from B must still work, and SIGTERM
@@ -17,7 +19,7 @@ set -uo pipefail
 RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -124,7 +126,7 @@ run_class() {
 	) &
 	sampler=$!
 	case $class in
-	get-flood | batch-amp | spoof | rndv | walkaround) extra+=(--descriptor "$dir/desc") ;;
+	get-flood | batch-amp | spoof | rndv | walkaround | epochs) extra+=(--descriptor "$dir/desc") ;;
 	esac
 	[ "$class" = walkaround ] && extra+=(--pid "$a")
 	[ "$class" = silent-conns ] && extra+=(--count 800)
@@ -156,6 +158,20 @@ run_class() {
 	elif ! cmp -s "$T/fill" "$dir/after"; then
 		why+=("victim bytes changed, 64-byte blocks at offsets: $(cmp -l "$T/fill" "$dir/after" |
 			awk '{b = int(($1 - 1) / 64) * 64; if (!(b in s)) {s[b]; printf "%d ", b}}' | head -c 300)")
+	fi
+	# epochs: the put over the replaced connection (at offset 0) did not
+	# land, checked above; the one over the newer connection did
+	if [ "$class" = epochs ]; then
+		grep -q 'new put acked 0' "$dir/hostile.out" ||
+			why+=("the put over the newer connection was not acknowledged")
+		grep -q 'connection 1 still up' "$dir/hostile.out" &&
+			why+=("the replaced connection was not closed by the daemon")
+		if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" get --peer "127.0.0.1:$aport" \
+			--descriptor "$dir/desc" --offset 768K --length 64 --out "$dir/new" 2>"$dir/get3.err"; then
+			why+=("get of the newer connection's put failed: $(cat "$dir/get3.err")")
+		elif [ "$(cat "$dir/new")" != "$(printf 'HOSTILE!%.0s' 1 2 3 4 5 6 7 8)" ]; then
+			why+=("the put over the newer connection did not land")
+		fi
 	fi
 	# a legitimate put and get still work
 	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" put --peer "127.0.0.1:$aport" \

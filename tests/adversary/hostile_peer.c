@@ -7,7 +7,8 @@
  * even reach the daemon. One summary line goes to stdout.
  *
  * The classes are those of issue 10: high-ids, rndv, resolve-flood,
- * get-flood, batch-amp, silent-conns, spoof, walkaround. */
+ * get-flood, batch-amp, silent-conns, spoof, walkaround, and epochs
+ * (a put over a connection its origin has replaced). */
 #include <errno.h>
 #include <getopt.h>
 #include <arpa/inet.h>
@@ -73,6 +74,8 @@ struct hostile {
 	uint32_t hello_flags;
 	uint64_t hello_token;
 	int32_t put_ack_status;
+	uint64_t put_ack_token;
+	bool put_acked;
 	bool resolve_answered;
 	int32_t resolve_status;
 	uint64_t resolve_length;
@@ -138,6 +141,8 @@ hostile_on_am(void *arg, const void *header, size_t header_length, void *data,
 		struct am_rma_answer a;
 		memcpy(&a, header, sizeof(a));
 		h->put_ack_status = a.status;
+		h->put_ack_token = a.token;
+		h->put_acked = true;
 	} else if (hid->id == AM_RESOLVE_REPLY &&
 		   length >= sizeof(struct am_resolve_reply)) {
 		struct am_resolve_reply r;
@@ -855,6 +860,69 @@ hostile_attack_spoof(struct hostile *h)
 	return 0;
 }
 
+/* ---- epochs ------------------------------------------------------- */
+
+/* Offset of the put over the newer connection: past the first 64 KiB of
+ * the victim, which the old connection's put aims at and hostile.sh
+ * checks unchanged. */
+#define HOSTILE_EPOCHS_NEW_AT (768u * 1024)
+
+/* Two connections from one origin (our address, the same claimed listen
+ * port and lane), the second with the next epoch; then a put over each.
+ * The daemon must have closed the first at the second's handshake: the
+ * old put must not land, the new one must. */
+static int
+hostile_attack_epochs(struct hostile *h)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	struct hostile_ep e1, e2;
+	struct am_rma r;
+	double deadline;
+	bool old_sent, was_failed;
+
+	if (!h->have_desc) {
+		hostile_note(h, "epochs needs --descriptor");
+		return 2;
+	}
+	if (hostile_connect(h, &e1) < 0 || !hostile_hello(h, &e1)) {
+		hostile_note(h, "connection 1 not accepted");
+		return 1;
+	}
+	if (hostile_connect(h, &e2) < 0 || !hostile_hello(h, &e2)) {
+		hostile_note(h, "connection 2 not accepted");
+		return 1;
+	}
+	/* The old connection's put, at the victim's start. */
+	r = hostile_rma(h, AM_PUT, 0, 64);
+	/* Even when UCX told us the daemon closed it: try. */
+	was_failed = e1.failed;
+	e1.failed = false;
+	old_sent =
+	    hostile_send(h, &e1, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	e1.failed = e1.failed || was_failed;
+	hostile_flush(h, &e1, 2.0);
+	hostile_progress_for(h, 0.2);
+	hostile_note(h, "old put %s, connection 1 %s",
+		     old_sent ? "sent" : "refused by UCX",
+		     e1.failed ? ucs_status_string(e1.why) : "still up here");
+	/* The new connection's put must be applied and acknowledged. */
+	h->put_acked = false;
+	r = hostile_rma(h, AM_PUT, HOSTILE_EPOCHS_NEW_AT, 64);
+	hostile_send(h, &e2, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	deadline = hostile_now() + 5.0;
+	while (!(h->put_acked && h->put_ack_token == r.token) && !e2.failed &&
+	       hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+	if (h->put_acked && h->put_ack_token == r.token)
+		hostile_note(h, "new put acked %d", h->put_ack_status);
+	else
+		hostile_note(h, "new put not acked (connection 2 %s)",
+			     e2.failed ? ucs_status_string(e2.why) : "up");
+	hostile_close(h, &e1);
+	hostile_close(h, &e2);
+	return 0;
+}
+
 /* ---- walkaround ---------------------------------------------------- */
 
 static uint16_t
@@ -1013,7 +1081,7 @@ hostile_usage(void)
 		"  [--seconds S] [--count N] [--descriptor FILE] [--pid PID]\n"
 		"  [--length BYTES] [--progress-every N] [--after-hello]\n"
 		"attacks: high-ids rndv resolve-flood get-flood batch-amp\n"
-		"         silent-conns spoof walkaround\n");
+		"         silent-conns spoof walkaround epochs\n");
 }
 
 int
@@ -1107,6 +1175,8 @@ main(int argc, char **argv)
 		rc = hostile_attack_spoof(&h);
 	else if (strcmp(h.attack, "walkaround") == 0)
 		rc = hostile_attack_walkaround(&h);
+	else if (strcmp(h.attack, "epochs") == 0)
+		rc = hostile_attack_epochs(&h);
 	else {
 		hostile_usage();
 		rc = 2;

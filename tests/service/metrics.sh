@@ -81,6 +81,12 @@ metric "$T/m1" 'rmad_operations_in_flight 0'
 metric "$T/m1" 'rmad_clients 1'
 metric "$T/m1" 'rmad_regions 1'
 metric "$T/m1" 'rmad_region_bytes 1048576'
+# the door between daemons, all quiet here
+for name in peer_messages_dropped peers_cut_off inbound_refused peer_auth_failures; do
+	metric "$T/m1" "rmad_${name}_total 0"
+	grep -q "^# HELP rmad_${name}_total ." "$T/m1" || fail "no HELP for rmad_${name}_total"
+done
+metric "$T/m1" 'rmad_target_puts_total 0'
 metric "$T/m1" 'rmad_info\{version="[^"]+",ucx_version="[^"]+",daemon_id="[0-9a-f]+"\} 1'
 # no sample twice (each worker's endpoint has its own labels)
 dups=$(sed -n '/^HTTP/,/^$/!{/^#/!p}' "$T/m1" | sed 's/ [^ ]*$//' | sort | uniq -d)

@@ -29,6 +29,9 @@ grep -q '^WatchdogSec=' "$U/rmad.service" || fail "no WatchdogSec="
 grep -qx 'ExecStart=/usr/sbin/rmad --config /etc/rmad/rmad.conf' \
 	"$U/rmad.service" || fail "ExecStart"
 grep -qx 'LimitMEMLOCK=infinity' "$U/rmad.service" || fail "LimitMEMLOCK"
+# room for a cluster of peers: UCX tcp holds about 4 fds per peer
+nofile=$(sed -n "s/^LimitNOFILE=\([0-9]*\)$/\1/p" "$U/rmad.service")
+[ -n "$nofile" ] && [ "$nofile" -ge 16384 ] || fail "LimitNOFILE: '$nofile'"
 grep -q '^RuntimeDirectory=' "$U/rmad.service" &&
 	fail "RuntimeDirectory= would delete the activated socket on stop"
 grep -qx 'ListenStream=/run/rmad/rmad.sock' "$U/rmad.socket" || fail "ListenStream"

@@ -1,0 +1,403 @@
+/* Trust between daemons, end to end: the keyed handshake (same key, no
+ * key on one side, another key), a daemon asked to connect to itself, and
+ * what a client hears when its peer is killed. Real rmad processes on
+ * loopback; every wait has a deadline. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "harness.h"
+#include "rma.h"
+#include "rma_internal.h"
+#include "status_call.h"
+
+#define WAIT_MS 10000
+#define REGION (1u << 20)
+
+static struct daemon_proc da, db;
+static rma_client_t *clients[8];
+static int n_clients;
+static char key_a[64], key_b[64];
+
+/* A key file of 48 random bytes, mode 0600, in a fresh temp file. */
+static void
+make_key(char *path, size_t len)
+{
+	uint8_t bytes[48];
+	int fd, rnd;
+
+	snprintf(path, len, "/tmp/rmad-peers-key.XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	rnd = open("/dev/urandom", O_RDONLY);
+	ck_assert_int_ge(rnd, 0);
+	ck_assert_int_eq(read(rnd, bytes, sizeof(bytes)), sizeof(bytes));
+	close(rnd);
+	ck_assert_int_eq(write(fd, bytes, sizeof(bytes)), sizeof(bytes));
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	close(fd);
+}
+
+static void
+setup(void)
+{
+	make_key(key_a, sizeof(key_a));
+	make_key(key_b, sizeof(key_b));
+}
+
+/* Clients first; then every daemon still running must exit 0 on
+ * SIGTERM. */
+static void
+teardown(void)
+{
+	struct daemon_proc *ds[] = {&da, &db};
+	const char *bad = NULL;
+	int status;
+
+	for (int i = 0; i < n_clients; i++)
+		rma_disconnect(clients[i]);
+	n_clients = 0;
+	for (int i = 0; i < 2; i++) {
+		if (ds[i]->pid <= 0)
+			continue;
+		kill(ds[i]->pid, SIGTERM);
+		if (!harness_daemon_wait_exit(ds[i], 10, &status)) {
+			harness_daemon_kill(ds[i]);
+			bad = "an rmad did not exit within 10 s of SIGTERM";
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			bad = "an rmad did not exit 0 on SIGTERM";
+		}
+	}
+	unlink(key_a);
+	unlink(key_b);
+	ck_assert_msg(bad == NULL, "%s", bad);
+}
+
+static rma_client_t *
+client_of(const struct daemon_proc *d)
+{
+	rma_client_t *c;
+
+	ck_assert_int_lt(n_clients, 8);
+	ck_assert_int_eq(rma_connect(d->socket, &c), RMA_OK);
+	clients[n_clients++] = c;
+	return c;
+}
+
+static rma_region_t *
+region_of(rma_client_t *c)
+{
+	rma_region_t *r;
+
+	ck_assert_int_eq(rma_region_alloc(c, REGION, &r), RMA_OK);
+	return r;
+}
+
+/* The daemon's counters, through status. */
+static Rma__V1__Counters
+counters_of(rma_client_t *c)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	Rma__V1__Counters k = *reply->status_reply->counters;
+
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return k;
+}
+
+/* Peers of the daemon as status lists them: how many inbound, and the
+ * last error of the outbound one at address (if any). */
+struct peer_view {
+	int inbound, outbound_found;
+	Rma__V1__PeerState state;
+	char last_error[256];
+};
+
+static struct peer_view
+peers_of(rma_client_t *c, const char *address)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	Rma__V1__StatusReply *s = reply->status_reply;
+	struct peer_view v = {0};
+
+	for (size_t i = 0; i < s->n_peers; i++) {
+		const Rma__V1__PeerInfo *p = s->peers[i];
+
+		if (p->inbound) {
+			v.inbound++;
+		} else if (strcmp(p->address, address) == 0) {
+			v.outbound_found = 1;
+			v.state = p->state;
+			snprintf(v.last_error, sizeof(v.last_error), "%s",
+				 p->last_error);
+		}
+	}
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return v;
+}
+
+/* A put of length bytes from src's region to dst's region through the
+ * peer address, then a get back, compared. */
+static void
+round_trip(rma_client_t *src, rma_region_t *rs, const char *address,
+	   rma_region_t *rd, uint64_t offset, size_t length, uint32_t seed)
+{
+	rma_peer_t *peer;
+	rma_remote_t *rem;
+
+	ck_assert_int_eq(rma_peer_connect(src, address, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(src, peer, rma_region_descriptor(rd), &rem),
+	    RMA_OK);
+	harness_fill(rma_region_ptr(rs), length, seed);
+	ck_assert_int_eq(rma_put_sync(src, rs, 0, rem, offset, length,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(rd) + offset,
+				rma_region_ptr(rs), length),
+			 0);
+	memset((uint8_t *)rma_region_ptr(rs) + length, 0, length);
+	ck_assert_int_eq(
+	    rma_get_sync(src, rs, length, rem, offset, length, WAIT_MS),
+	    RMA_OK);
+	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(rs) + length,
+				rma_region_ptr(rs), length),
+			 0);
+	rma_remote_release(src, rem);
+}
+
+/* ---- the keyed handshake ------------------------------------------------ */
+
+START_TEST(test_same_key_round_trip)
+{
+	const char *keyed[] = {"--peer-key-file", key_a, NULL};
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+
+	harness_daemon_start(&da, keyed);
+	harness_daemon_start(&db, keyed);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	rb = region_of(cb);
+	round_trip(cb, rb, da.listen, ra, 777, 65536, 1);
+	/* and the other way, over a connection a opens */
+	round_trip(ca, ra, db.listen, rb, 12345, 4096, 2);
+	ck_assert_uint_eq(counters_of(ca).peer_auth_failures, 0);
+	ck_assert_uint_eq(counters_of(cb).peer_auth_failures, 0);
+	ck_assert_int_eq(peers_of(ca, db.listen).state,
+			 RMA__V1__PEER_STATE__PEER_UP);
+}
+END_TEST
+
+/* A connect that must be refused: RMA_ERR_REJECTED, in bounded time,
+ * with a detail that names the cluster key. */
+static void
+connect_refused(rma_client_t *c, const char *address)
+{
+	rma_peer_t *peer;
+	double t0 = harness_now();
+	rma_status_t st = rma_peer_connect(c, address, &peer);
+
+	ck_assert_msg(st == RMA_ERR_REJECTED, "connect: %s (%s)",
+		      rma_strerror(st), rma_last_error(c));
+	ck_assert_msg(strstr(rma_last_error(c), "cluster key") != NULL,
+		      "detail without 'cluster key': %s", rma_last_error(c));
+	ck_assert_double_lt(harness_now() - t0, 3.0);
+}
+
+START_TEST(test_keyed_to_unkeyed_refused)
+{
+	const char *keyed[] = {"--peer-key-file", key_a, NULL};
+	rma_client_t *ca, *cb;
+
+	harness_daemon_start(&da, keyed);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	connect_refused(ca, db.listen); /* keyed initiator */
+	connect_refused(cb, da.listen); /* keyed target */
+	/* The keyed target counts the stranger that proved nothing. */
+	ck_assert_uint_ge(counters_of(ca).peer_auth_failures, 1);
+	/* Nothing of either was left up. */
+	ck_assert_int_ne(peers_of(ca, db.listen).state,
+			 RMA__V1__PEER_STATE__PEER_UP);
+	ck_assert_int_ne(peers_of(cb, da.listen).state,
+			 RMA__V1__PEER_STATE__PEER_UP);
+}
+END_TEST
+
+static uint64_t
+auth_failures(rma_client_t *a, rma_client_t *b)
+{
+	return counters_of(a).peer_auth_failures +
+	       counters_of(b).peer_auth_failures;
+}
+
+START_TEST(test_other_key_refused)
+{
+	const char *ka[] = {"--peer-key-file", key_a, NULL};
+	const char *kb[] = {"--peer-key-file", key_b, NULL};
+	rma_client_t *ca, *cb, *cb2;
+	rma_region_t *ra;
+	rma_peer_t *peer;
+	rma_status_t st;
+	uint64_t before_a, before_b;
+
+	harness_daemon_start(&da, ka);
+	harness_daemon_start(&db, kb);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	before_a = counters_of(ca).peer_auth_failures;
+	before_b = counters_of(cb).peer_auth_failures;
+	st = rma_peer_connect(cb, da.listen, &peer);
+	ck_assert_msg(st == RMA_ERR_REJECTED, "connect: %s (%s)",
+		      rma_strerror(st), rma_last_error(cb));
+	ck_assert_msg(strstr(rma_last_error(cb), "cluster key") != NULL,
+		      "detail: %s", rma_last_error(cb));
+	/* The side that found the wrong proof counts it: the initiator
+	 * checks the target's proof before it sends its own. */
+	ck_assert_uint_gt(counters_of(cb).peer_auth_failures, before_b);
+	fprintf(
+	    stderr,
+	    "peers: other key: auth failures initiator +%llu, target "
+	    "+%llu\n",
+	    (unsigned long long)(counters_of(cb).peer_auth_failures - before_b),
+	    (unsigned long long)(counters_of(ca).peer_auth_failures -
+				 before_a));
+	/* The descriptor alone is no way in. */
+	cb2 = client_of(&db);
+	ck_assert_int_ne(rma_peer_connect(cb2, da.listen, &peer), RMA_OK);
+	ck_assert_uint_ge(auth_failures(ca, cb), 2);
+	(void)ra;
+}
+END_TEST
+
+/* ---- a daemon connecting to itself -------------------------------------- */
+
+START_TEST(test_connect_to_self)
+{
+	const char *keyed[] = {"--peer-key-file", key_a, NULL};
+	rma_client_t *c1, *c2;
+	rma_region_t *r1, *r2;
+	struct peer_view v;
+
+	harness_daemon_start(&da, keyed);
+	c1 = client_of(&da);
+	c2 = client_of(&da);
+	r1 = region_of(c1);
+	r2 = region_of(c2);
+	round_trip(c1, r1, da.listen, r2, 4000, 100000, 3);
+	v = peers_of(c1, da.listen);
+	ck_assert(v.outbound_found);
+	ck_assert_int_eq(v.state, RMA__V1__PEER_STATE__PEER_UP);
+	/* No endpoint was opened: nothing came in through the listener. */
+	ck_assert_int_eq(v.inbound, 0);
+	ck_assert_uint_eq(counters_of(c1).inbound_refused, 0);
+}
+END_TEST
+
+/* ---- a killed peer ------------------------------------------------------ */
+
+struct down_wait {
+	rma_client_t *c;
+	rma_peer_t *peer;
+};
+
+static int
+peer_event_down(void *arg)
+{
+	struct down_wait *w = arg;
+
+	rma_progress(w->c);
+	return rma_peer_status(w->peer) != RMA_OK;
+}
+
+START_TEST(test_killed_peer_is_connection_lost)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *peer;
+	rma_remote_t *rem;
+	struct down_wait w;
+	struct peer_view v;
+	double deadline;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	rb = region_of(cb);
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 65536,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	harness_daemon_kill(&da);
+	da.pid = 0;
+
+	/* The client holding a remote on it hears, and so does status. */
+	w.c = cb;
+	w.peer = peer;
+	ck_assert_msg(harness_until(5, peer_event_down, &w),
+		      "no peer event within 5 s of the kill");
+	ck_assert_msg(strstr(rma_peer_detail(peer), "connection lost") != NULL,
+		      "peer detail: %s", rma_peer_detail(peer));
+	ck_assert_msg(strstr(rma_peer_detail(peer), "Endpoint timeout") == NULL,
+		      "peer detail: %s", rma_peer_detail(peer));
+	deadline = harness_now() + 5;
+	do {
+		v = peers_of(cb, da.listen);
+		if (v.state == RMA__V1__PEER_STATE__PEER_DOWN)
+			break;
+		harness_pause(0.02, deadline);
+	} while (harness_now() < deadline);
+	ck_assert_int_eq(v.state, RMA__V1__PEER_STATE__PEER_DOWN);
+	ck_assert_msg(strstr(v.last_error, "connection lost") != NULL,
+		      "last error: %s", v.last_error);
+	ck_assert_msg(strstr(v.last_error, "Endpoint timeout") == NULL,
+		      "last error: %s", v.last_error);
+	/* A put on the dead peer fails as lost, never as a timeout. */
+	ck_assert_int_ne(rma_put_sync(cb, rb, 0, rem, 0, 8,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_msg(strstr(rma_peer_detail(peer), "Endpoint timeout") == NULL,
+		      "peer detail: %s", rma_peer_detail(peer));
+}
+END_TEST
+
+static void
+add(Suite *s, const char *name, const TTest *t)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
+#define ADD(s, t) add(s, #t, t)
+
+int
+main(void)
+{
+	Suite *s = suite_create("peers");
+
+	ADD(s, test_same_key_round_trip);
+	ADD(s, test_keyed_to_unkeyed_refused);
+	ADD(s, test_other_key_refused);
+	ADD(s, test_connect_to_self);
+	ADD(s, test_killed_peer_is_connection_lost);
+	return check_main_run(s);
+}

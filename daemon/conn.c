@@ -424,7 +424,7 @@ static void
 conn_handle_remote_import(struct conn *c, const Rma__V1__Request *req)
 {
 	resolve_handle_import(c, req->id, req->remote_import->peer_id,
-			   req->remote_import->descriptor);
+			      req->remote_import->descriptor);
 }
 
 static void

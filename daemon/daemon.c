@@ -112,8 +112,8 @@ daemon_start(struct daemon *d, const struct config *cfg)
 		/* Epochs of this run start above any of an earlier run. */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		w->next_epoch = (uint64_t)ts.tv_sec * 1000000000u +
-				(uint64_t)ts.tv_nsec;
+		w->next_epoch =
+		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	}
 	idmap_init(&w->regions);
 	pthread_mutex_init(&w->lock, NULL);

@@ -298,8 +298,9 @@ struct peer {
 	 * own, an inbound one records the initiator's. */
 	uint64_t epoch;
 	uint16_t lane;
-	uint16_t origin_port;  /* inbound: the initiator's listen port */
-	bool await_proof;      /* keyed handshake: hello seen, proof not yet */
+	uint16_t origin_port; /* inbound: the initiator's listen port */
+	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
+	bool linger; /* failed, but close only once the refusal was sent */
 	struct am_hello hello; /* keyed: what the proofs are computed over */
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
 	/* am.c: answers UCX has not sent yet */

@@ -32,6 +32,8 @@
 #define PEER_WARN_INTERVAL 30.0
 
 static void peer_reconnect(struct peer *p);
+static void peer_send_hello_reply(struct peer *p, unsigned id,
+				  wire_status_t status);
 static void peer_notify(struct peer *p);
 
 const char *
@@ -167,6 +169,15 @@ peer_up_as(struct peer *p, const uint8_t *daemon_id)
 	resolve_peer_up(p, restarted);
 }
 
+/* Fails p once what was just sent to it (a refusal saying why) has left:
+ * a forced close would drop it. connect_timeout bounds the wait. */
+static void
+peer_refuse(struct peer *p, const char *detail)
+{
+	p->linger = true;
+	peer_fail(p, UCS_ERR_REJECTED, detail);
+}
+
 static void
 peer_on_hello_reply(struct peer *p, const struct am_msg *m)
 {
@@ -200,15 +211,18 @@ peer_on_hello_reply(struct peer *p, const struct am_msg *m)
 		peer_up_as(p, in.daemon_id);
 		return;
 	}
-	if (!peer_proof_ok(d, "rmad-target", &p->hello, in.nonce, in.proof)) {
-		d->counters.auth_failures++;
-		peer_fail(p, UCS_ERR_REJECTED,
-			  "failed the cluster key proof (another key?)");
-		return;
-	}
 	memset(&proof, 0, sizeof(proof));
 	proof.magic = AM_MAGIC;
 	proof.token = p->hello.token;
+	if (!peer_proof_ok(d, "rmad-target", &p->hello, in.nonce, in.proof)) {
+		/* An empty proof, so that the target counts the failure
+		 * too, and hears it before the endpoint closes. */
+		d->counters.auth_failures++;
+		am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof),
+			NULL);
+		peer_refuse(p, "failed the cluster key proof (another key?)");
+		return;
+	}
 	peer_proof(d, "rmad-initiator", &p->hello, in.nonce, proof.proof);
 	p->await_proof = true; /* ours is sent: wait for HELLO_DONE */
 	am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof), NULL);
@@ -306,10 +320,10 @@ peer_take_over(struct peer *p)
 	return true;
 }
 
-/* Target: serve p from now on, or close it if a newer connection from
- * its origin and lane exists already. */
+/* Target: serve p from now on and tell it so (reply_id), or close it
+ * unanswered if a newer connection from its origin and lane exists. */
 static void
-peer_accept(struct peer *p)
+peer_accept(struct peer *p, unsigned reply_id)
 {
 	if (!peer_take_over(p)) {
 		p->d->counters.inbound_refused++;
@@ -320,6 +334,7 @@ peer_accept(struct peer *p)
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
 	p->known = true;
 	peer_set_up(p);
+	peer_send_hello_reply(p, reply_id, RMA__V1__STATUS__OK);
 }
 
 static void
@@ -343,15 +358,14 @@ peer_on_hello(struct peer *p, const struct am_msg *m)
 	p->lane = in.lane;
 	p->origin_port = in.listen_port;
 	if (!d->cfg.peer_key_set) {
-		peer_send_hello_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
-		peer_accept(p);
+		peer_accept(p, AM_HELLO_REPLY);
 		return;
 	}
 	if (!(in.flags & AM_HELLO_KEYED)) {
 		peer_send_hello_reply(p, AM_HELLO_REPLY,
 				      RMA__V1__STATUS__ERR_REJECTED);
 		d->counters.auth_failures++;
-		peer_fail(p, UCS_ERR_REJECTED, "holds no cluster key");
+		peer_refuse(p, "holds no cluster key");
 		return;
 	}
 	randombytes_buf(p->nonce, sizeof(p->nonce));
@@ -385,11 +399,10 @@ peer_on_hello_proof(struct peer *p, const struct am_msg *m)
 		}
 		peer_send_hello_reply(p, AM_HELLO_DONE,
 				      RMA__V1__STATUS__ERR_REJECTED);
-		peer_fail(p, UCS_ERR_REJECTED, "failed the cluster key proof");
+		peer_refuse(p, "failed the cluster key proof");
 		return;
 	}
-	peer_send_hello_reply(p, AM_HELLO_DONE, RMA__V1__STATUS__OK);
-	peer_accept(p);
+	peer_accept(p, AM_HELLO_DONE);
 }
 
 /* ---- endpoints ----------------------------------------------------------- */
@@ -507,6 +520,14 @@ peer_close_failed(struct daemon *d)
 		next = TAILQ_NEXT(p, link);
 		if (!p->ep_failed)
 			continue;
+		/* A refusal still on its way: close once it left (am.c
+		 * kicks), or at connect_timeout at the latest. */
+		if (p->linger && p->tx_msgs > 0 && !d->shutting_down &&
+		    daemon_now() < p->state_since + d->cfg.connect_timeout) {
+			d->failed_eps++;
+			continue;
+		}
+		p->linger = false;
 		p->ep_failed = false;
 		closed++;
 		peer_close_ep(p);
@@ -565,8 +586,9 @@ peer_log_failure(struct peer *p, const char *previous)
 {
 	double now = daemon_now();
 
-	if (p->inbound) {
-		log_info("peer_fail: inbound peer %s: %s", p->address,
+	if (p->inbound || p->d->shutting_down) {
+		log_info("peer_fail: %s peer %s: %s",
+			 p->inbound ? "inbound" : "outbound", p->address,
 			 p->last_error);
 		return;
 	}

@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
-targets="frame descriptor dispatch"
+targets="frame descriptor dispatch peer"
 
 ./scripts/deps.sh
 if [ ! -f build-fuzz/build.ninja ]; then

@@ -17,6 +17,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * corpus can hold descriptors of its regions. */
 #define FUZZ_DAEMON_ID "rmad-fuzz-daemon"
 
+/* fuzz_peer's records (see fuzz_peer.c): [flags][id lo][id hi][hlen]
+ * [dlen lo][dlen hi][header][data]. flags & 7 picks the endpoint. */
+enum fuzz_peer_sel {
+	FUZZ_PEER_A,		/* inbound, handshake done */
+	FUZZ_PEER_B,		/* inbound, any state but down */
+	FUZZ_PEER_C,		/* outbound, any state but down */
+	FUZZ_PEER_C_CONNECTING, /* outbound, its hello not answered */
+	FUZZ_PEER_BOGUS_EP,	/* an endpoint pointer nobody made */
+	FUZZ_PEER_NO_REPLY_EP,	/* no UCP_AM_RECV_ATTR_FIELD_REPLY_EP */
+	FUZZ_PEER_FAR_EP,	/* a real endpoint, far's own */
+	FUZZ_PEER_B_FRESH,	/* inbound, just accepted, nothing said */
+};
+#define FUZZ_PEER_RNDV 0x08  /* UCP_AM_RECV_ATTR_FLAG_RNDV */
+#define FUZZ_PEER_TOKEN 0x10 /* the peer's hello token at data + 8 */
+#define FUZZ_PEER_DLEN_REST 0xffff
+/* fuzz_peer's victim regions: ids 1 and 2, these lengths and
+ * generations. */
+#define FUZZ_PEER_R1_LEN 4096
+#define FUZZ_PEER_R1_GEN 0x5eed0001u
+#define FUZZ_PEER_R2_LEN 100
+#define FUZZ_PEER_R2_GEN 0x5eed1001u
+/* The far daemon's identity (DAEMON_ID_SIZE bytes), and the listen port
+ * A's hello names (its origin: a hello from the same port, lane and id
+ * with a higher epoch replaces A). */
+#define FUZZ_FAR_ID "fuzz-far-daemon!"
+#define FUZZ_FAR_PORT 4242
+
 struct fuzz_chunker {
 	uint32_t state;
 	uint32_t max;

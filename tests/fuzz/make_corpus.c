@@ -1,14 +1,16 @@
 /* Writes the fuzzers' seed corpora: make_corpus DIR writes DIR/frame,
- * DIR/descriptor and DIR/dispatch (the directories must exist). The
+ * DIR/descriptor, DIR/dispatch and DIR/peer (the directories must exist). The
  * committed tests/fuzz/corpus was made with
  *   build/tests/fuzz/make_corpus tests/fuzz/corpus
  * Stream inputs are [flags][chunk][stream...] (fuzz.h); for dispatch,
- * flags & 1 = the target sends a Hello first. */
+ * flags & 1 = the target sends a Hello first. Peer inputs are records
+ * of daemon-to-daemon messages (fuzz.h, fuzz_peer.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "am.h"
 #include "descriptor.h"
 #include "oprec.h"
 #include "frame.h"
@@ -443,6 +445,277 @@ make_descriptor(void)
 	write_file("descriptor", "empty", "", 0);
 }
 
+/* ---- peer: daemon-to-daemon messages ------------------------------------ */
+
+static void
+peer_rec(struct buf *b, uint8_t flags, unsigned id, const void *header,
+	 size_t hlen, const void *data, size_t dlen)
+{
+	uint8_t head[6] = {
+	    flags,	   (uint8_t)(id & 0xff),   (uint8_t)(id >> 8),
+	    (uint8_t)hlen, (uint8_t)(dlen & 0xff), (uint8_t)(dlen >> 8)};
+
+	buf_bytes(b, head, sizeof(head));
+	buf_bytes(b, header, hlen);
+	buf_bytes(b, data, dlen);
+}
+
+static struct am_hello
+peer_hello(uint16_t lane, uint64_t epoch)
+{
+	struct am_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = AM_MAGIC;
+	h.version = AM_VERSION;
+	h.token = 7;
+	memcpy(h.daemon_id, FUZZ_FAR_ID, DAEMON_ID_SIZE);
+	h.epoch = epoch;
+	h.lane = lane;
+	h.listen_port = FUZZ_FAR_PORT;
+	return h;
+}
+
+static struct am_rma
+peer_rma(uint32_t kind, uint64_t region, uint64_t gen, uint64_t off,
+	 uint64_t len)
+{
+	struct am_rma h = {.magic = AM_MAGIC,
+			   .kind = kind,
+			   .token = 99,
+			   .region_id = region,
+			   .generation = gen,
+			   .offset = off,
+			   .length = len};
+	return h;
+}
+
+static struct am_resolve
+peer_resolve(const char *daemon_id, uint64_t region, uint64_t gen)
+{
+	struct am_resolve r;
+
+	memset(&r, 0, sizeof(r));
+	r.magic = AM_MAGIC;
+	r.token = 5;
+	memcpy(r.daemon_id, daemon_id, DAEMON_ID_SIZE);
+	r.region_id = region;
+	r.generation = gen;
+	return r;
+}
+
+static void
+peer_put(struct buf *b, uint8_t flags, uint64_t region, uint64_t gen,
+	 uint64_t off, uint64_t len, size_t send_len)
+{
+	struct am_rma h = peer_rma(AM_PUT, region, gen, off, len);
+	uint8_t data[256];
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(0xa0 + i);
+	peer_rec(b, flags, AM_PUT, &h, sizeof(h), data, send_len);
+}
+
+static void
+peer_get(struct buf *b, uint8_t flags, uint64_t region, uint64_t gen,
+	 uint64_t off, uint64_t len)
+{
+	struct am_rma h = peer_rma(AM_GET, region, gen, off, len);
+
+	peer_rec(b, flags, AM_GET, &h, sizeof(h), NULL, 0);
+}
+
+static void
+write_peer(const char *name, const struct buf *b)
+{
+	write_file("peer", name, b->data, b->len);
+}
+
+static void
+make_peer(void)
+{
+	const uint8_t A = FUZZ_PEER_A, B = FUZZ_PEER_B, C = FUZZ_PEER_C;
+	const uint8_t FRESH = FUZZ_PEER_B_FRESH;
+	const uint8_t CC = FUZZ_PEER_C_CONNECTING;
+	const uint64_t g1 = FUZZ_PEER_R1_GEN, g2 = FUZZ_PEER_R2_GEN;
+	struct am_hello hello = peer_hello(1, 5);
+	struct am_hello_reply reply;
+	struct am_hello_proof proof;
+	struct am_resolve res;
+	struct am_resolve_reply rr;
+	struct am_freed freed;
+	struct am_rma_answer ans = {.magic = AM_MAGIC, .token = 99};
+	struct buf b;
+	uint8_t batch[4096];
+	size_t n;
+
+	/* the handshake on a fresh inbound endpoint, then requests on it */
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	res = peer_resolve(FUZZ_DAEMON_ID, 1, g1);
+	peer_rec(&b, B, AM_RESOLVE, NULL, 0, &res, sizeof(res));
+	peer_put(&b, B, 1, g1, 8, 8, 8);
+	write_peer("hello_then_requests", &b);
+
+	b.len = 0;
+	hello.version = 1;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	write_peer("hello_old_version", &b);
+	hello = peer_hello(0, UINT64_MAX); /* takes A's place */
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	peer_put(&b, A, 1, g1, 0, 4, 4);
+	write_peer("hello_newer_epoch", &b);
+	hello = peer_hello(2, 1);
+	hello.flags = AM_HELLO_KEYED;
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	write_peer("hello_keyed", &b);
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello) - 1);
+	write_peer("hello_short", &b);
+
+	memset(&proof, 0, sizeof(proof));
+	proof.magic = AM_MAGIC;
+	b.len = 0;
+	peer_rec(&b, FRESH | FUZZ_PEER_TOKEN, AM_HELLO_PROOF, NULL, 0, &proof,
+		 sizeof(proof));
+	write_peer("hello_proof_unasked", &b);
+
+	/* a request before the handshake: the endpoint is closed */
+	b.len = 0;
+	peer_put(&b, FRESH, 1, g1, 0, 8, 8);
+	peer_put(&b, B, 1, g1, 0, 8, 8);
+	write_peer("put_before_hello", &b);
+
+	/* resolves */
+	b.len = 0;
+	res = peer_resolve(FUZZ_DAEMON_ID, 1, g1);
+	peer_rec(&b, A, AM_RESOLVE, NULL, 0, &res, sizeof(res));
+	res = peer_resolve(FUZZ_DAEMON_ID, 2, g1);
+	peer_rec(&b, A, AM_RESOLVE, NULL, 0, &res, sizeof(res));
+	res = peer_resolve(FUZZ_FAR_ID, 1, g1);
+	peer_rec(&b, A, AM_RESOLVE, NULL, 0, &res, sizeof(res));
+	peer_rec(&b, A, AM_RESOLVE, NULL, 0, &res, sizeof(res) - 1);
+	write_peer("resolve", &b);
+
+	/* puts: good, at the very end, out of bounds, stale, wrong length */
+	b.len = 0;
+	peer_put(&b, A, 1, g1, 100, 16, 16);
+	peer_put(&b, A, 2, g2, 90, 10, 10);
+	peer_put(&b, A, 2, g2, 91, 10, 10);
+	peer_put(&b, A, 2, g2, UINT64_MAX, 2, 2);
+	peer_put(&b, A, 1, g2, 0, 8, 8);
+	peer_put(&b, A, 1, g1, 0, 8, 7);
+	peer_put(&b, A, 3, g1, 0, 8, 8);
+	write_peer("put", &b);
+	b.len = 0;
+	peer_put(&b, A | FUZZ_PEER_RNDV, 1, g1, 0, 16, 16);
+	peer_put(&b, FUZZ_PEER_BOGUS_EP, 1, g1, 0, 16, 16);
+	peer_put(&b, FUZZ_PEER_NO_REPLY_EP, 1, g1, 0, 16, 16);
+	peer_put(&b, FUZZ_PEER_FAR_EP, 1, g1, 0, 16, 16);
+	peer_put(&b, C, 1, g1, 0, 16, 16);
+	write_peer("put_refused", &b);
+
+	/* gets */
+	b.len = 0;
+	peer_get(&b, A, 1, g1, 0, 4096);
+	peer_get(&b, A, 2, g2, 50, 50);
+	peer_get(&b, A, 2, g2, 50, 51);
+	peer_get(&b, A, 1, g1, 4096, 0);
+	peer_get(&b, A, 1, g1 + 1, 0, 1);
+	write_peer("get", &b);
+
+	/* a batch: puts and gets, then one too big, then garbage */
+	n = 0;
+	{
+		struct am_rma h = peer_rma(AM_PUT, 1, g1, 200, 32);
+		memcpy(batch + n, &h, sizeof(h));
+		n += sizeof(h);
+		memset(batch + n, 0x5a, 32);
+		n += 32;
+		h = peer_rma(AM_GET, 1, g1, 0, 64);
+		memcpy(batch + n, &h, sizeof(h));
+		n += sizeof(h);
+		h = peer_rma(AM_PUT, 2, g2, 99, 1);
+		memcpy(batch + n, &h, sizeof(h));
+		n += sizeof(h);
+		batch[n++] = 0x77;
+		h = peer_rma(AM_GET, 2, g2, 0, AM_BATCH_SMALL + 1);
+		memcpy(batch + n, &h, sizeof(h));
+		n += sizeof(h);
+		h = peer_rma(AM_PUT, 1, g1, 0, 1000);
+		memcpy(batch + n, &h, sizeof(h));
+		n += sizeof(h);
+	}
+	b.len = 0;
+	peer_rec(&b, A, AM_BATCH, NULL, 0, batch, n);
+	peer_rec(&b, A, AM_BATCH, NULL, 0, batch, n - 5);
+	peer_rec(&b, A | FUZZ_PEER_RNDV, AM_BATCH, NULL, 0, batch, n);
+	write_peer("batch", &b);
+
+	/* answers over the outbound endpoint: nothing waits for them */
+	b.len = 0;
+	memset(&rr, 0, sizeof(rr));
+	rr.magic = AM_MAGIC;
+	rr.token = 1;
+	rr.length = 64;
+	peer_rec(&b, C, AM_RESOLVE_REPLY, NULL, 0, &rr, sizeof(rr));
+	memset(&freed, 0, sizeof(freed));
+	freed.magic = AM_MAGIC;
+	memcpy(freed.daemon_id, FUZZ_FAR_ID, DAEMON_ID_SIZE);
+	freed.region_id = 1;
+	peer_rec(&b, C, AM_FREED, NULL, 0, &freed, sizeof(freed));
+	peer_rec(&b, C, AM_PUT_ACK, &ans, sizeof(ans), NULL, 0);
+	peer_rec(&b, C, AM_GET_REPLY, &ans, sizeof(ans), "abcd", 4);
+	{
+		uint8_t rep[sizeof(ans) + 8 + 4];
+		uint64_t len = 4;
+		memcpy(rep, &ans, sizeof(ans));
+		memcpy(rep + sizeof(ans), &len, 8);
+		memcpy(rep + sizeof(ans) + 8, "wxyz", 4);
+		peer_rec(&b, C, AM_BATCH_REPLY, NULL, 0, rep, sizeof(rep));
+	}
+	/* and over the inbound one: the wrong direction */
+	peer_rec(&b, A, AM_PUT_ACK, &ans, sizeof(ans), NULL, 0);
+	write_peer("answers", &b);
+
+	/* the outbound handshake: far's reply, with the daemon's token */
+	memset(&reply, 0, sizeof(reply));
+	reply.magic = AM_MAGIC;
+	reply.status = 0;
+	memcpy(reply.daemon_id, FUZZ_FAR_ID, DAEMON_ID_SIZE);
+	b.len = 0;
+	peer_rec(&b, CC | FUZZ_PEER_TOKEN, AM_HELLO_REPLY, NULL, 0, &reply,
+		 sizeof(reply));
+	peer_rec(&b, C, AM_PUT_ACK, &ans, sizeof(ans), NULL, 0);
+	write_peer("hello_reply", &b);
+	b.len = 0;
+	reply.status = 1;
+	peer_rec(&b, CC | FUZZ_PEER_TOKEN, AM_HELLO_REPLY, NULL, 0, &reply,
+		 sizeof(reply));
+	reply.status = 0;
+	reply.flags = AM_HELLO_KEYED;
+	peer_rec(&b, CC | FUZZ_PEER_TOKEN, AM_HELLO_REPLY, NULL, 0, &reply,
+		 sizeof(reply));
+	peer_rec(&b, CC | FUZZ_PEER_TOKEN, AM_HELLO_DONE, NULL, 0, &reply,
+		 sizeof(reply));
+	peer_rec(&b, CC, AM_HELLO_REPLY, NULL, 0, &reply, sizeof(reply));
+	write_peer("hello_reply_refused", &b);
+
+	/* ids past rmad's, rendezvous */
+	b.len = 0;
+	peer_rec(&b, A, 0, NULL, 0, NULL, 0);
+	peer_rec(&b, A, 14, NULL, 0, "x", 1);
+	peer_rec(&b, A, AM_ID_LIMIT - 1, NULL, 0, NULL, 0);
+	peer_rec(&b, A, AM_ID_LIMIT, NULL, 0, NULL, 0);
+	peer_rec(&b, A, 1000, &ans, sizeof(ans), NULL, 0);
+	peer_rec(&b, A | FUZZ_PEER_RNDV, 65535, NULL, 0, "rndv", 4);
+	peer_rec(&b, FRESH | FUZZ_PEER_RNDV, AM_HELLO, NULL, 0, &hello,
+		 sizeof(hello));
+	write_peer("ids", &b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -454,5 +727,6 @@ main(int argc, char **argv)
 	make_frame();
 	make_descriptor();
 	make_dispatch();
+	make_peer();
 	return 0;
 }

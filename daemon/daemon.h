@@ -321,6 +321,16 @@ struct remote {
 /* Fails the peer: state DOWN, waiters answered, the endpoint closed at
  * the next tick (never inside a UCX callback). */
 void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
+/* Shared by peer.c, handshake.c and listener.c. */
+struct peer *peer_new(struct daemon *d, const char *address);
+void peer_destroy(struct peer *p);
+void peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
+/* Arms the peer's one timer: the connect or handshake deadline while
+ * connecting, the end of the backoff while down. */
+void peer_timer_start(struct peer *p, double seconds);
+void peer_set_up(struct peer *p);
+int peer_sockaddr(const char *host, uint16_t port, bool numeric,
+		  struct sockaddr_storage *sa, socklen_t *len_p);
 int peer_system_start(struct daemon *d);
 void peer_system_stop(struct daemon *d);
 struct peer *peer_lookup(struct daemon *d, uint32_t id);
@@ -379,6 +389,20 @@ ucs_status_t am_send(struct peer *p, unsigned id, const void *header,
 		     struct region *hold);
 /* p is going away: pending sends forget it. */
 void am_peer_gone(struct peer *p);
+
+/* ---- handshake.c: who is at the other end of a connection --------------- */
+
+/* Initiator: sends the hello on a new endpoint. */
+ucs_status_t handshake_start(struct peer *p);
+void handshake_on_hello(struct peer *p, const struct am_msg *m);
+void handshake_on_proof(struct peer *p, const struct am_msg *m);
+void handshake_on_reply(struct peer *p, const struct am_msg *m);
+void handshake_on_done(struct peer *p, const struct am_msg *m);
+
+/* ---- listener.c: connections other daemons open ------------------------- */
+
+int listener_start(struct daemon *d);
+void listener_stop(struct daemon *d);
 
 /* ---- resolve.c: descriptors resolved with their owner -------------------- */
 

@@ -1,18 +1,9 @@
 /* Other daemons: one UCX endpoint per remote daemon and worker, shared by
- * every local client of that worker; the handshake; failure, deadlines
- * and endpoint closing; the listener. Messages between daemons are in
- * am.h and pass the door in am.c; descriptor resolution is resolve.c.
- *
- * The handshake proves the far side is an rmad, learns its identity and
- * gives the connection one: the initiator's daemon id, its lane (worker
- * index) and an epoch that grows with every connection it opens. A
- * target serves a connection only while it is the newest from its origin
- * (source address and the initiator's listen port) and lane; a newer one
- * closes the older at the target before anything on it is served, so a
- * put that failed with the old connection can never land after one made
- * over the new. With a cluster key, both sides prove they hold it
- * (challenge and response, keyed BLAKE2b) before anything else is served.
- */
+ * every local client of that worker; a peer's state, its failure and the
+ * closing of its endpoint (never inside a UCX callback: at the next
+ * tick); reconnects with backoff; deadlines. The messages pass the door
+ * in am.c; who is at the other end is handshake.c, connections other
+ * daemons open are listener.c, descriptor resolution is resolve.c. */
 #include "daemon.h"
 #include "am.h"
 
@@ -20,7 +11,6 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +22,6 @@
 #define PEER_WARN_INTERVAL 30.0
 
 static void peer_reconnect(struct peer *p);
-static void peer_send_hello_reply(struct peer *p, unsigned id,
-				  wire_status_t status);
 static void peer_notify(struct peer *p);
 
 const char *
@@ -67,7 +55,7 @@ static void peer_on_timer(evutil_socket_t fd, short what, void *arg);
 
 /* One timer per peer: the connect or handshake deadline while
  * connecting, the end of the backoff while down with operations parked. */
-static void
+void
 peer_timer_start(struct peer *p, double seconds)
 {
 	struct timeval tv;
@@ -83,33 +71,7 @@ peer_timer_start(struct peer *p, double seconds)
 	evtimer_add(p->connect_timer, &tv);
 }
 
-/* ---- the handshake ------------------------------------------------------- */
-
-/* MAC(key, label | hello | nonce): what each side proves with. */
-static void
-peer_proof(const struct daemon *d, const char *label,
-	   const struct am_hello *hello, const uint8_t *nonce, uint8_t *out)
-{
-	crypto_generichash_state st;
-
-	crypto_generichash_init(&st, d->cfg.peer_key, sizeof(d->cfg.peer_key),
-				AM_PROOF_SIZE);
-	crypto_generichash_update(&st, (const uint8_t *)label, strlen(label));
-	crypto_generichash_update(&st, (const uint8_t *)hello, sizeof(*hello));
-	crypto_generichash_update(&st, nonce, AM_NONCE_SIZE);
-	crypto_generichash_final(&st, out, AM_PROOF_SIZE);
-}
-
-static bool
-peer_proof_ok(const struct daemon *d, const char *label,
-	      const struct am_hello *hello, const uint8_t *nonce,
-	      const uint8_t *proof)
-{
-	uint8_t want[AM_PROOF_SIZE];
-
-	peer_proof(d, label, hello, nonce, want);
-	return sodium_memcmp(want, proof, AM_PROOF_SIZE) == 0;
-}
+/* ---- state ------------------------------------------------------------- */
 
 static void
 peer_reply_connect(struct peer *p, struct peer_waiter *w, wire_status_t st)
@@ -130,7 +92,7 @@ peer_reply_connect(struct peer *p, struct peer_waiter *w, wire_status_t st)
 	conn_send_reply(w->conn, &reply, -1);
 }
 
-static void
+void
 peer_set_up(struct peer *p)
 {
 	struct peer_waiter *w;
@@ -155,259 +117,9 @@ peer_set_up(struct peer *p)
 	}
 }
 
-/* Initiator: the target accepted; learn who it is. */
-static void
-peer_up_as(struct peer *p, const uint8_t *daemon_id)
-{
-	bool restarted =
-	    p->known && memcmp(p->remote_id, daemon_id, DAEMON_ID_SIZE) != 0;
-
-	memcpy(p->remote_id, daemon_id, DAEMON_ID_SIZE);
-	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
-	p->known = true;
-	peer_set_up(p);
-	resolve_peer_up(p, restarted);
-}
-
-/* Fails p once what was just sent to it (a refusal saying why) has left:
- * a forced close would drop it. connect_timeout bounds the wait. */
-static void
-peer_refuse(struct peer *p, const char *detail)
-{
-	p->linger = true;
-	peer_fail(p, UCS_ERR_REJECTED, detail);
-}
-
-static void
-peer_on_hello_reply(struct peer *p, const struct am_msg *m)
-{
-	struct daemon *d = p->d;
-	struct am_hello_reply in;
-	struct am_hello_proof proof;
-
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    p->await_proof)
-		return;
-	memcpy(&in, m->data, sizeof(in));
-	if (in.magic != AM_MAGIC || in.token != p->hello.token)
-		return;
-	if (in.status != RMA__V1__STATUS__OK) {
-		peer_fail(p, UCS_ERR_REJECTED,
-			  in.flags & AM_HELLO_KEYED
-			      ? "refused: it requires a cluster key "
-				"(peer_key_file)"
-			      : "refused the connection");
-		return;
-	}
-	if (!(in.flags & AM_HELLO_KEYED) != !d->cfg.peer_key_set) {
-		peer_fail(p, UCS_ERR_REJECTED,
-			  d->cfg.peer_key_set
-			      ? "does not prove a cluster key, and this "
-				"daemon requires one"
-			      : "requires a cluster key (peer_key_file)");
-		return;
-	}
-	if (!d->cfg.peer_key_set) {
-		peer_up_as(p, in.daemon_id);
-		return;
-	}
-	memset(&proof, 0, sizeof(proof));
-	proof.magic = AM_MAGIC;
-	proof.token = p->hello.token;
-	if (!peer_proof_ok(d, "rmad-target", &p->hello, in.nonce, in.proof)) {
-		/* An empty proof, so that the target counts the failure
-		 * too, and hears it before the endpoint closes. */
-		d->counters.auth_failures++;
-		am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof),
-			NULL);
-		peer_refuse(p, "failed the cluster key proof (another key?)");
-		return;
-	}
-	peer_proof(d, "rmad-initiator", &p->hello, in.nonce, proof.proof);
-	p->await_proof = true; /* ours is sent: wait for HELLO_DONE */
-	am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof), NULL);
-}
-
-static void
-peer_on_hello_done(struct peer *p, const struct am_msg *m)
-{
-	struct am_hello_reply in;
-
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    !p->await_proof)
-		return;
-	memcpy(&in, m->data, sizeof(in));
-	if (in.magic != AM_MAGIC || in.token != p->hello.token)
-		return;
-	p->await_proof = false;
-	if (in.status != RMA__V1__STATUS__OK) {
-		peer_fail(p, UCS_ERR_REJECTED, "refused our key proof");
-		return;
-	}
-	peer_up_as(p, in.daemon_id);
-}
-
-static void
-peer_send_hello_reply(struct peer *p, unsigned id, wire_status_t status)
-{
-	struct daemon *d = p->d;
-	struct am_hello_reply out;
-
-	memset(&out, 0, sizeof(out));
-	out.magic = AM_MAGIC;
-	out.status = status;
-	out.token = p->hello.token;
-	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
-	if (d->cfg.peer_key_set) {
-		out.flags = AM_HELLO_KEYED;
-		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
-			memcpy(out.nonce, p->nonce, AM_NONCE_SIZE);
-			peer_proof(d, "rmad-target", &p->hello, p->nonce,
-				   out.proof);
-		}
-	}
-	am_send(p, id, NULL, 0, &out, sizeof(out), NULL);
-}
-
-static bool
-peer_same_origin(const struct peer *a, const struct peer *b)
-{
-	const struct sockaddr_storage *x = &a->sa, *y = &b->sa;
-
-	if (a->origin_port != b->origin_port || x->ss_family != y->ss_family)
-		return false;
-	if (x->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
-	if (x->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)x)->sin6_addr,
-			      &((const struct sockaddr_in6 *)y)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
-	return false;
-}
-
-/* Target: p proved itself; it becomes the connection of its origin and
- * lane, and every older one is closed before p is served. False if p is
- * itself the older one (its hello came late). */
-static bool
-peer_take_over(struct peer *p)
-{
-	struct daemon *d = p->d;
-	struct peer *q;
-
-	TAILQ_FOREACH(q, &d->peers, link)
-	{
-		if (q == p || !q->inbound || q->state != PEER_UP ||
-		    !peer_same_origin(p, q))
-			continue;
-		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) == 0 &&
-		    q->lane == p->lane && q->epoch >= p->epoch)
-			return false;
-	}
-	TAILQ_FOREACH(q, &d->peers, link)
-	{
-		if (q == p || !q->inbound || q->state != PEER_UP ||
-		    !peer_same_origin(p, q))
-			continue;
-		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) != 0)
-			peer_fail(q, UCS_ERR_CANCELED,
-				  "its daemon restarted: connection closed");
-		else if (q->lane == p->lane)
-			peer_fail(q, UCS_ERR_CANCELED,
-				  "replaced by a newer connection from the "
-				  "same daemon");
-	}
-	return true;
-}
-
-/* Target: serve p from now on and tell it so (reply_id), or close it
- * unanswered if a newer connection from its origin and lane exists. */
-static void
-peer_accept(struct peer *p, unsigned reply_id)
-{
-	if (!peer_take_over(p)) {
-		p->d->counters.inbound_refused++;
-		peer_fail(p, UCS_ERR_CANCELED,
-			  "an older connection of its daemon: closed");
-		return;
-	}
-	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
-	p->known = true;
-	peer_set_up(p);
-	peer_send_hello_reply(p, reply_id, RMA__V1__STATUS__OK);
-}
-
-static void
-peer_on_hello(struct peer *p, const struct am_msg *m)
-{
-	struct daemon *d = p->d;
-	struct am_hello in;
-
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    p->await_proof || p->known)
-		return;
-	memcpy(&in, m->data, sizeof(in));
-	if (in.magic != AM_MAGIC || in.version != AM_VERSION) {
-		peer_fail(p, UCS_ERR_UNSUPPORTED,
-			  "not an rmad of protocol version 2");
-		return;
-	}
-	p->hello = in;
-	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
-	p->epoch = in.epoch;
-	p->lane = in.lane;
-	p->origin_port = in.listen_port;
-	if (!d->cfg.peer_key_set) {
-		peer_accept(p, AM_HELLO_REPLY);
-		return;
-	}
-	if (!(in.flags & AM_HELLO_KEYED)) {
-		peer_send_hello_reply(p, AM_HELLO_REPLY,
-				      RMA__V1__STATUS__ERR_REJECTED);
-		d->counters.auth_failures++;
-		peer_refuse(p, "holds no cluster key");
-		return;
-	}
-	randombytes_buf(p->nonce, sizeof(p->nonce));
-	p->await_proof = true;
-	peer_send_hello_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
-}
-
-static void
-peer_on_hello_proof(struct peer *p, const struct am_msg *m)
-{
-	struct daemon *d = p->d;
-	struct am_hello_proof in;
-	static double last_logged;
-
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    !p->await_proof)
-		return;
-	memcpy(&in, m->data, sizeof(in));
-	p->await_proof = false;
-	if (in.magic != AM_MAGIC || in.token != p->hello.token ||
-	    !peer_proof_ok(d, "rmad-initiator", &p->hello, p->nonce,
-			   in.proof)) {
-		d->counters.auth_failures++;
-		/* Rate-limited: a stranger may try without end. */
-		if (daemon_now() - last_logged > PEER_WARN_INTERVAL) {
-			last_logged = daemon_now();
-			log_warn("peer_on_hello_proof: %s failed the cluster "
-				 "key proof (%llu failures so far)",
-				 p->address,
-				 (unsigned long long)d->counters.auth_failures);
-		}
-		peer_send_hello_reply(p, AM_HELLO_DONE,
-				      RMA__V1__STATUS__ERR_REJECTED);
-		peer_refuse(p, "failed the cluster key proof");
-		return;
-	}
-	peer_accept(p, AM_HELLO_DONE);
-}
-
 /* ---- endpoints ----------------------------------------------------------- */
 
-static void
+void
 peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
 	struct peer *p = arg;
@@ -428,7 +140,7 @@ peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 		  detail);
 }
 
-static struct peer *
+struct peer *
 peer_new(struct daemon *d, const char *address)
 {
 	struct peer *p = calloc(1, sizeof(*p));
@@ -448,7 +160,7 @@ peer_new(struct daemon *d, const char *address)
 	return p;
 }
 
-static void
+void
 peer_destroy(struct peer *p)
 {
 	op_parked_fail_all(p,
@@ -677,14 +389,6 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
 
-/* Every connection a daemon opens gets a higher epoch than the last, in
- * this run and (the clock permitting) in any earlier one. */
-static uint64_t
-peer_next_epoch(struct daemon *d)
-{
-	return __atomic_fetch_add(&d->world->next_epoch, 1, __ATOMIC_RELAXED);
-}
-
 static int
 peer_connect_start(struct peer *p)
 {
@@ -699,7 +403,6 @@ peer_connect_start(struct peer *p)
 	    .err_handler.cb = peer_on_ep_error,
 	    .err_handler.arg = p,
 	};
-	struct am_hello *hello = &p->hello;
 	ucs_status_t st;
 
 	params.sockaddr.addr = (struct sockaddr *)&p->sa;
@@ -715,19 +418,7 @@ peer_connect_start(struct peer *p)
 		return -1;
 	}
 	am_attach(p);
-	memset(hello, 0, sizeof(*hello));
-	hello->magic = AM_MAGIC;
-	hello->version = AM_VERSION;
-	hello->token = d->next_token++;
-	memcpy(hello->daemon_id, d->id, DAEMON_ID_SIZE);
-	hello->epoch = p->epoch = peer_next_epoch(d);
-	hello->lane = p->lane = (uint16_t)d->index;
-	hello->listen_port = d->cfg.listen_port;
-	if (d->cfg.peer_key_set) {
-		hello->flags = AM_HELLO_KEYED;
-		randombytes_buf(hello->nonce, sizeof(hello->nonce));
-	}
-	st = am_send(p, AM_HELLO, NULL, 0, hello, sizeof(*hello), NULL);
+	st = handshake_start(p);
 	if (st != UCS_OK) {
 		peer_fail(p, st, ucs_status_string(st));
 		return -1;
@@ -736,7 +427,7 @@ peer_connect_start(struct peer *p)
 	return 0;
 }
 
-static int
+int
 peer_sockaddr(const char *host, uint16_t port, bool numeric,
 	      struct sockaddr_storage *sa, socklen_t *len_p)
 {
@@ -999,149 +690,15 @@ peer_check_deadlines(struct daemon *d)
 	}
 }
 
-/* ---- listener: connections from other daemons ---------------------------- */
-
-static bool
-peer_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
-{
-	const uint8_t *addr;
-	int family = ss->ss_family;
-
-	if (family == AF_INET)
-		addr = (const uint8_t *)&((const struct sockaddr_in *)ss)
-			   ->sin_addr;
-	else if (family == AF_INET6)
-		addr = (const uint8_t *)&((const struct sockaddr_in6 *)ss)
-			   ->sin6_addr;
-	else
-		return false;
-	for (size_t i = 0; i < d->cfg.n_peer_allow; i++) {
-		if (config_cidr_match(&d->cfg.peer_allow[i], family, addr))
-			return true;
-	}
-	return false;
-}
-
-static bool
-peer_same_host(const struct sockaddr_storage *x,
-	       const struct sockaddr_storage *y)
-{
-	struct peer a = {.sa = *x}, b = {.sa = *y};
-
-	return peer_same_origin(&a, &b);
-}
-
-/* Inbound endpoints are capped in total and per source address: each
- * costs file descriptors (UCX's tcp holds about 4 per peer). */
-static const char *
-peer_inbound_refusal(struct daemon *d, const struct sockaddr_storage *ss)
-{
-	uint32_t total = 0, same = 0;
-	struct peer *p;
-
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		if (!p->inbound || p->ep == NULL)
-			continue;
-		total++;
-		same += peer_same_host(&p->sa, ss);
-	}
-	if (total >= d->cfg.max_inbound_peers)
-		return "max_inbound_peers reached";
-	if (same >= d->cfg.max_inbound_per_address)
-		return "max_inbound_per_address reached";
-	return NULL;
-}
-
-static void
-peer_on_conn_request(ucp_conn_request_h req, void *arg)
-{
-	struct daemon *d = arg;
-	ucp_conn_request_attr_t attr = {
-	    .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR,
-	};
-	ucp_ep_params_t params = {
-	    .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
-			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-	    .conn_request = req,
-	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-	    .err_handler.cb = peer_on_ep_error,
-	};
-	char host[INET6_ADDRSTRLEN] = "?", address[96];
-	static double last_logged;
-	const char *refusal;
-	struct peer *p;
-	ucs_status_t st;
-	uint16_t port = 0;
-
-	memset(&attr.client_address, 0, sizeof(attr.client_address));
-	if (ucp_conn_request_query(req, &attr) == UCS_OK) {
-		struct sockaddr_storage *ss = &attr.client_address;
-		if (ss->ss_family == AF_INET) {
-			struct sockaddr_in *in = (struct sockaddr_in *)ss;
-			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-			port = ntohs(in->sin_port);
-		} else if (ss->ss_family == AF_INET6) {
-			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-			inet_ntop(AF_INET6, &in6->sin6_addr, host,
-				  sizeof(host));
-			port = ntohs(in6->sin6_port);
-		}
-	}
-	snprintf(address, sizeof(address), "%s:%u", host, port);
-	refusal = !peer_address_allowed(d, &attr.client_address)
-		      ? "not in peer_allow"
-		      : peer_inbound_refusal(d, &attr.client_address);
-	if (refusal != NULL || d->shutting_down) {
-		d->counters.inbound_refused++;
-		/* Rate-limited: a flood must not flood the log too. */
-		if (daemon_now() - last_logged >= 1.0) {
-			last_logged = daemon_now();
-			log_warn(
-			    "peer_on_conn_request: rejected daemon "
-			    "connection from %s: %s (%llu refused so far)",
-			    address, refusal ? refusal : "shutting down",
-			    (unsigned long long)d->counters.inbound_refused);
-		}
-		ucp_listener_reject(d->listener, req);
-		return;
-	}
-	p = peer_new(d, address);
-	if (p == NULL) {
-		ucp_listener_reject(d->listener, req);
-		return;
-	}
-	p->inbound = true;
-	p->sa = attr.client_address;
-	p->sa_len = sizeof(p->sa);
-	params.err_handler.arg = p;
-	st = ucp_ep_create(d->worker, &params, &p->ep);
-	if (st != UCS_OK) {
-		log_warn("peer_on_conn_request: %s: ucp_ep_create: %s", address,
-			 ucs_status_string(st));
-		p->ep = NULL;
-		peer_destroy(p);
-		return;
-	}
-	am_attach(p);
-	/* Served only once its handshake is done, within connect_timeout. */
-	p->state = PEER_CONNECTING;
-	p->state_since = daemon_now();
-	peer_timer_start(p, d->cfg.connect_timeout);
-	log_debug("peer_on_conn_request: accepted daemon connection from %s",
-		  address);
-}
-
 int
 peer_system_start(struct daemon *d)
 {
 	/* What may arrive, over which endpoints, and when. */
 	static const struct am_route routes[] = {
-	    {AM_HELLO, true, true, 0, peer_on_hello},
-	    {AM_HELLO_PROOF, true, true, 0, peer_on_hello_proof},
-	    {AM_HELLO_REPLY, false, true, 0, peer_on_hello_reply},
-	    {AM_HELLO_DONE, false, true, 0, peer_on_hello_done},
+	    {AM_HELLO, true, true, 0, handshake_on_hello},
+	    {AM_HELLO_PROOF, true, true, 0, handshake_on_proof},
+	    {AM_HELLO_REPLY, false, true, 0, handshake_on_reply},
+	    {AM_HELLO_DONE, false, true, 0, handshake_on_done},
 	    {AM_RESOLVE, true, false, 0, resolve_on_request},
 	    {AM_RESOLVE_REPLY, false, false, 0, resolve_on_reply},
 	    {AM_FREED, false, false, 0, resolve_on_freed},
@@ -1154,52 +711,10 @@ peer_system_start(struct daemon *d)
 	     op_on_get_reply},
 	    {AM_BATCH_REPLY, false, false, 0, op_on_batch_reply},
 	};
-	ucp_listener_params_t lparams = {
-	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-			  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-	    .conn_handler.cb = peer_on_conn_request,
-	    .conn_handler.arg = d,
-	};
-	ucp_listener_attr_t lattr = {
-	    .field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR,
-	};
-	char address[96];
-	ucs_status_t st;
-	socklen_t len;
-
 	if (am_start(d, routes, sizeof(routes) / sizeof(routes[0])) < 0)
 		return -1;
 	/* Worker 0 listens; the others only connect out. */
-	if (d->index != 0)
-		return 0;
-	snprintf(address, sizeof(address), "%s:%u", d->cfg.listen_host,
-		 d->cfg.listen_port);
-	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port, false,
-			  &d->listen_sa, &len) < 0) {
-		log_error("peer_system_start: cannot resolve listen address %s",
-			  address);
-		return -1;
-	}
-	lparams.sockaddr.addr = (struct sockaddr *)&d->listen_sa;
-	lparams.sockaddr.addrlen = len;
-	st = ucp_listener_create(d->worker, &lparams, &d->listener);
-	if (st != UCS_OK) {
-		log_error("peer_system_start: cannot listen on %s: %s", address,
-			  st == UCS_ERR_BUSY ? "the address is already in use"
-					     : ucs_status_string(st));
-		return -1;
-	}
-	/* Port 0 asks for any free port: learn which one we got. */
-	if (ucp_listener_query(d->listener, &lattr) == UCS_OK) {
-		struct sockaddr_storage *ss = &lattr.sockaddr;
-		if (ss->ss_family == AF_INET)
-			d->cfg.listen_port =
-			    ntohs(((struct sockaddr_in *)ss)->sin_port);
-		else if (ss->ss_family == AF_INET6)
-			d->cfg.listen_port =
-			    ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
-	}
-	return 0;
+	return d->index == 0 ? listener_start(d) : 0;
 }
 
 void
@@ -1214,10 +729,7 @@ peer_system_stop(struct daemon *d)
 	}
 	peer_close_failed(d);
 	worker_drain(d, 2.0);
-	if (d->listener) {
-		ucp_listener_destroy(d->listener);
-		d->listener = NULL;
-	}
+	listener_stop(d);
 	while (!TAILQ_EMPTY(&d->peers))
 		peer_destroy(TAILQ_FIRST(&d->peers));
 	am_stop(d);

@@ -376,6 +376,81 @@ START_TEST(test_killed_peer_is_connection_lost)
 }
 END_TEST
 
+/* After a timeout closed the endpoint, the next operation waits for the
+ * reconnect within its own deadline and succeeds, instead of failing at
+ * once with the timeout of the operation before it. */
+START_TEST(test_next_op_waits_for_reconnect)
+{
+	const char *fast[] = {"--op-timeout", "1", NULL};
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *peer;
+	rma_remote_t *rem;
+	double t0;
+
+	harness_daemon_start(&da, fast);
+	harness_daemon_start(&db, fast);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	rb = region_of(cb);
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	/* Frozen: the put times out and b closes the endpoint. */
+	kill(da.pid, SIGSTOP);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_ERR_TIMEOUT);
+	kill(da.pid, SIGCONT);
+	/* The next one reconnects, confirms the region and lands. */
+	harness_fill(rma_region_ptr(rb), 4096, 42);
+	t0 = harness_now();
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 8192, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_double_lt(harness_now() - t0, 1.5);
+	ck_assert_int_eq(memcmp((uint8_t *)rma_region_ptr(ra) + 8192,
+				rma_region_ptr(rb), 4096),
+			 0);
+	rma_remote_release(cb, rem);
+}
+END_TEST
+
+/* A peer that never comes back: the waiting operation fails with the
+ * reconnect's own cause, in about one reconnect, not at its deadline. */
+START_TEST(test_dead_peer_fails_with_real_cause)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *peer;
+	rma_remote_t *rem;
+	rma_status_t st;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	rb = region_of(cb);
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+	harness_daemon_kill(&da);
+	da.pid = 0;
+	st = rma_put_sync(cb, rb, 0, rem, 0, 8, RMA_FLAG_REMOTE_COMPLETION,
+			  WAIT_MS);
+	ck_assert_msg(st != RMA_OK && st != RMA_ERR_TIMEOUT,
+		      "put to a dead peer: %s", rma_strerror(st));
+	rma_remote_release(cb, rem);
+}
+END_TEST
+
 static void
 add(Suite *s, const char *name, const TTest *t)
 {
@@ -398,6 +473,8 @@ main(void)
 	ADD(s, test_keyed_to_unkeyed_refused);
 	ADD(s, test_other_key_refused);
 	ADD(s, test_connect_to_self);
+	ADD(s, test_next_op_waits_for_reconnect);
+	ADD(s, test_dead_peer_fails_with_real_cause);
 	ADD(s, test_killed_peer_is_connection_lost);
 	return check_main_run(s);
 }

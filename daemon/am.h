@@ -50,8 +50,8 @@ enum am_id {
 #define AM_HELLO_KEYED 1u /* the initiator holds a cluster key */
 
 /* Initiator -> target, first message on a new endpoint. The target keeps,
- * per origin (source address + listen_port) and lane, the connection of
- * the highest epoch: a newer one closes the older at the target before
+ * per origin (source address + listen_port), lane and path, the connection
+ * of the highest epoch: a newer one closes the older at the target before
  * anything is served on it, so data still on an old connection can never
  * land after operations on the new one. A different daemon_id from the
  * same origin is a restarted daemon: every connection of the old one
@@ -65,6 +65,10 @@ struct am_hello {
 	uint16_t lane;	      /* the initiator's worker index */
 	uint16_t listen_port; /* the initiator's own listen port */
 	uint32_t flags;	      /* AM_HELLO_* */
+	/* The initiator's name for the address it dialed (its peer id):
+	 * two addresses of one target are two connections, not one
+	 * replacing the other. */
+	uint32_t path;
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the target's challenge */
 };
 

@@ -299,6 +299,7 @@ struct peer {
 	uint64_t epoch;
 	uint16_t lane;
 	uint16_t origin_port; /* inbound: the initiator's listen port */
+	uint32_t path;	      /* the initiator's peer id for this target */
 	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
 	bool linger; /* failed, but close only once the refusal was sent */
 	struct am_hello hello; /* keyed: what the proofs are computed over */

@@ -1,13 +1,14 @@
 /* The handshake between daemons. It proves the far side is an rmad,
  * learns its identity and gives the connection one: the initiator's
- * daemon id, its lane (worker index) and an epoch that grows with every
- * connection it opens. A target serves a connection only while it is the
- * newest from its origin (source address and the initiator's listen port)
- * and lane; a newer one closes the older at the target before anything on
- * it is served, so a put that failed with the old connection can never
- * land after one made over the new. With a cluster key both sides prove
- * they hold it (challenge and response, keyed BLAKE2b) before anything
- * else is served:
+ * daemon id, its lane (worker index), its path (which of the target's
+ * addresses it dialed) and an epoch that grows with every connection it
+ * opens. A target serves a connection only while it is the newest from
+ * its origin (source address and the initiator's listen port), lane and
+ * path; a newer one closes the older at the target before anything on it
+ * is served, so a put that failed with the old connection can never land
+ * after one made over the new. With a cluster key both sides prove they
+ * hold it (challenge and response, keyed BLAKE2b) before anything else
+ * is served:
  *
  *   initiator                          target
  *   HELLO (id, lane, epoch, nonce) -->
@@ -52,6 +53,7 @@ handshake_start(struct peer *p)
 	memcpy(hello->daemon_id, d->id, DAEMON_ID_SIZE);
 	hello->epoch = p->epoch = handshake_next_epoch(d);
 	hello->lane = p->lane = (uint16_t)d->index;
+	hello->path = p->path = p->id;
 	hello->listen_port = d->cfg.listen_port;
 	if (d->cfg.peer_key_set) {
 		hello->flags = AM_HELLO_KEYED;
@@ -235,7 +237,8 @@ handshake_take_over(struct peer *p)
 		    !handshake_same_origin(p, q))
 			continue;
 		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) == 0 &&
-		    q->lane == p->lane && q->epoch >= p->epoch)
+		    q->lane == p->lane && q->path == p->path &&
+		    q->epoch >= p->epoch)
 			return false;
 	}
 	TAILQ_FOREACH(q, &d->peers, link)
@@ -246,7 +249,7 @@ handshake_take_over(struct peer *p)
 		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) != 0)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "its daemon restarted: connection closed");
-		else if (q->lane == p->lane)
+		else if (q->lane == p->lane && q->path == p->path)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "replaced by a newer connection from the "
 				  "same daemon");
@@ -290,6 +293,7 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
 	p->epoch = in.epoch;
 	p->lane = in.lane;
+	p->path = in.path;
 	p->origin_port = in.listen_port;
 	if (!d->cfg.peer_key_set) {
 		handshake_accept(p, AM_HELLO_REPLY);

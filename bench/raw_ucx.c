@@ -12,7 +12,7 @@
  *                  [--remote-completion] [--timeout SECONDS]
  *                  [--progress MODE] [--json]
  *
- * The client loop and its output are those of client/rmactl_bench.c:
+ * The client loop and its output are those of rmactl/rmactl_bench.c:
  * keep the two alike. MODE is "poll" (spin on ucp_worker_progress, the
  * default, as ucx_perftest does) or "wait" (sleep on the worker's event
  * fd, as rmad does). */

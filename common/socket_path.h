@@ -1,7 +1,7 @@
 /* Where the daemon listens and clients connect, by default, and the
  * per-user directory that holds the socket when there is no
- * XDG_RUNTIME_DIR. Shared with the daemon (compiled into both), so the
- * rule lives in one place. */
+ * XDG_RUNTIME_DIR. In common/ (librmacommon), linked into the daemon,
+ * librma and rmactl alike, so the rule lives in one place. */
 #ifndef RMA_SOCKET_PATH_H
 #define RMA_SOCKET_PATH_H
 

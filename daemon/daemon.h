@@ -157,10 +157,6 @@ struct conn {
 
 TAILQ_HEAD(conn_list, conn);
 
-/* Returns 0, or the exit status for a failed start: EX_NOPERM when the
- * socket path or its per-user directory belongs to someone else, else 1. */
-int conn_server_start(struct daemon *d);
-void conn_server_stop(struct daemon *d);
 /* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
 void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
@@ -176,6 +172,21 @@ void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 void conn_close(struct conn *c, const char *why);
+
+/* ---- request.c: a client's requests, dispatched through a table -------- */
+
+/* Decodes one frame's payload and runs its handler (or replies with why
+ * not); may set c->closing or close c. */
+void request_dispatch(struct conn *c, const uint8_t *payload, size_t len);
+
+/* ---- server.c: the client socket's listener ----------------------------- */
+
+/* Returns 0, or the exit status for a failed start: EX_NOPERM when the
+ * socket path or its per-user directory belongs to someone else, else 1. */
+int server_start(struct daemon *d);
+void server_stop(struct daemon *d);
+/* A descriptor came free: accept again if accepting had paused. */
+void server_accept_resume(struct daemon *d);
 
 /* ---- region.c: memory shared with one client ------------------------------
  */
@@ -602,7 +613,7 @@ struct daemon {
 	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
 
 	struct op *op_free;   /* free list of operation records */
-	void *decode_arena;   /* conn.c: requests are decoded here */
+	void *decode_arena;   /* request.c: requests are decoded here */
 	uint8_t *batch_reply; /* target.c: scratch for batch answers */
 	size_t batch_reply_cap;
 	struct idmap ops_by_token; /* ops waiting for a target's answer */

@@ -1,27 +1,23 @@
 /* Configuration: one table of options serves the command line
  * (--name VALUE), the INI file (name = VALUE, in [rmad]) and
- * --check-config. Defaults work with no file; flags override the file. */
+ * --check-config. Defaults work with no file; flags override the file.
+ * Here: the table, each value's syntax (host:port, networks, users and
+ * groups, sizes, seconds), the file, the flags and the printing; what
+ * needs every option set is config_check.c's, net_devices = auto is
+ * netdev.c's. */
 #include "daemon.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
-#include <ifaddrs.h>
 #include <ini.h>
-#include <net/if.h>
-#include <netdb.h>
 #include <pwd.h>
-#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "size.h"
 #include "socket_path.h"
@@ -147,7 +143,7 @@ config_defaults(struct config *cfg)
 	cfg->progress_spin_us = 30;
 }
 
-static int
+int
 config_error(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -522,342 +518,6 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 	return config_error(err, err_len, "%s: unhandled type", o->name);
 }
 
-/* The cluster key: BLAKE2b-256 of the file's content, trailing white
- * space and newlines stripped (so `base64 > file` and an editor's final
- * newline give the same key). The file is a secret: a group or world
- * readable one is refused rather than trusted. */
-static int
-config_load_peer_key(struct config *cfg, char *err, size_t err_len)
-{
-	enum { KEY_FILE_MAX = 64 * 1024 };
-	const char *path = cfg->peer_key_file;
-	unsigned char *buf = NULL;
-	struct stat st;
-	size_t n = 0;
-	ssize_t got;
-	int fd, rc = -1;
-
-	cfg->peer_key_set = false;
-	if (path[0] == '\0')
-		return 0;
-	if (sodium_init() < 0)
-		return config_error(err, err_len,
-				    "peer_key_file: libsodium failed to start");
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return config_error(err, err_len, "peer_key_file: %s: %s", path,
-				    strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		config_error(err, err_len, "peer_key_file: %s: %s", path,
-			     strerror(errno));
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		config_error(err, err_len, "peer_key_file: %s is not a file",
-			     path);
-		goto out_close;
-	}
-	if ((st.st_mode & 077) != 0) {
-		config_error(err, err_len,
-			     "peer_key_file: %s has mode %04o: group or others "
-			     "may read or write it (chmod 600 it)",
-			     path, (unsigned)(st.st_mode & 07777));
-		goto out_close;
-	}
-	if (st.st_size > KEY_FILE_MAX) {
-		config_error(err, err_len,
-			     "peer_key_file: %s is larger than %d bytes", path,
-			     KEY_FILE_MAX);
-		goto out_close;
-	}
-	buf = malloc(KEY_FILE_MAX + 1);
-	if (buf == NULL) {
-		config_error(err, err_len, "peer_key_file: out of memory");
-		goto out_close;
-	}
-	while ((got = read(fd, buf + n, KEY_FILE_MAX + 1 - n)) > 0)
-		n += (size_t)got;
-	if (got < 0 || n > KEY_FILE_MAX) {
-		config_error(err, err_len, "peer_key_file: %s: %s", path,
-			     got < 0 ? strerror(errno) : "file too large");
-		goto out_free;
-	}
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
-			 buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		n--;
-	if (n < CONFIG_PEER_KEY_SIZE) {
-		config_error(err, err_len,
-			     "peer_key_file: %s holds %zu bytes, at least %d "
-			     "needed (head -c 32 /dev/urandom | base64 > %s)",
-			     path, n, CONFIG_PEER_KEY_SIZE, path);
-		goto out_free;
-	}
-	crypto_generichash(cfg->peer_key, sizeof(cfg->peer_key), buf, n, NULL,
-			   0);
-	cfg->peer_key_set = true;
-	rc = 0;
-out_free:
-	sodium_memzero(buf, KEY_FILE_MAX + 1);
-	free(buf);
-out_close:
-	close(fd);
-	return rc;
-}
-
-bool
-config_transports_check_keys(const char *tls)
-{
-	/* UCX 1.13's verbs/mlx5 transports and the aliases naming only
-	 * them (ucp_tl_aliases): the NIC checks the remote key of every
-	 * access. Everything else (tcp, shared memory, cuda/rocm ipc,
-	 * "all", "^..." exclusions) is emulated or unchecked. */
-	static const char *const checked[] = {
-	    "ib",      "rc",   "rc_v",	   "rc_x",    "rc_verbs",
-	    "rc_mlx5", "dc",   "dc_x",	   "dc_mlx5", "ud",
-	    "ud_v",    "ud_x", "ud_verbs", "ud_mlx5",
-	};
-	char buf[256], *save, *item;
-	int n = 0;
-
-	if (strlen(tls) >= sizeof(buf))
-		return false;
-	snprintf(buf, sizeof(buf), "%s", tls);
-	for (item = strtok_r(buf, ", \t", &save); item != NULL;
-	     item = strtok_r(NULL, ", \t", &save)) {
-		char *aux = strchr(item, ':');
-		bool ok = false;
-
-		if (aux != NULL && strcmp(aux, ":aux") == 0)
-			*aux = '\0';
-		for (size_t i = 0; i < sizeof(checked) / sizeof(checked[0]);
-		     i++)
-			ok = ok || strcmp(item, checked[i]) == 0;
-		if (!ok)
-			return false;
-		n++;
-	}
-	return n > 0;
-}
-
-/* The transports UCX will use: UCX_TLS wins over the option, as in
- * worker_context_create. */
-static const char *
-config_effective_transports(const struct config *cfg)
-{
-	const char *env = getenv("UCX_TLS");
-
-	return env != NULL ? env : cfg->transports;
-}
-
-bool
-config_rma_unchecked(const struct config *cfg, char *msg, size_t len)
-{
-	const char *tls = config_effective_transports(cfg);
-
-	if (!cfg->ucx_rma || config_transports_check_keys(tls))
-		return false;
-	snprintf(msg, len,
-		 "rma_protocol = ucx over transports '%s', which do not check "
-		 "remote keys: any daemon that connects (from peer_allow) can "
-		 "read and write any address of this daemon's memory, not "
-		 "only its regions",
-		 tls[0] != '\0' ? tls : "all");
-	return true;
-}
-
-int
-config_check(struct config *cfg, char *err, size_t err_len)
-{
-	char msg[320];
-
-	if (config_rma_unchecked(cfg, msg, sizeof(msg)) &&
-	    !cfg->ucx_rma_unchecked)
-		return config_error(err, err_len,
-				    "%s. Use rma_protocol = am, RDMA "
-				    "transports only (rc, dc, ud, ib), or set "
-				    "rma_protocol_unchecked = yes to accept "
-				    "this",
-				    msg);
-	return config_load_peer_key(cfg, err, err_len);
-}
-
-/* Appends name to the comma list in out unless it is there already. */
-static int
-config_list_add(char *out, size_t len, const char *name)
-{
-	size_t have = strlen(out), n = strlen(name);
-	const char *p = out;
-
-	while ((p = strstr(p, name)) != NULL) {
-		if ((p == out || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-			return 0;
-		p += n;
-	}
-	if (have + (have > 0) + n + 1 > len)
-		return -1;
-	snprintf(out + have, len - have, "%s%s", have > 0 ? "," : "", name);
-	return 0;
-}
-
-/* The RDMA ports behind a network interface (RoCE, IPoIB), as UCX names
- * them: device:port, found through sysfs. */
-static int
-config_add_rdma_ports(const char *ifname, char *out, size_t len)
-{
-	char path[PATH_MAX], name[NAME_MAX + 32];
-	unsigned port = 0;
-	struct dirent *e;
-	FILE *f;
-	DIR *dir;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/dev_port", ifname);
-	f = fopen(path, "r");
-	if (f != NULL) {
-		if (fscanf(f, "%u", &port) != 1)
-			port = 0;
-		fclose(f);
-	}
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device/infiniband",
-		 ifname);
-	dir = opendir(path);
-	if (dir == NULL)
-		return 0;
-	while (rc == 0 && (e = readdir(dir)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(name, sizeof(name), "%s:%u", e->d_name, port + 1);
-		rc = config_list_add(out, len, name);
-	}
-	closedir(dir);
-	return rc;
-}
-
-static bool
-config_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
-{
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		      &((const struct sockaddr_in6 *)b)->sin6_addr,
-		      sizeof(struct in6_addr)) == 0;
-}
-
-static bool
-config_addr_wildcard(const struct sockaddr *a)
-{
-	if (a->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       htonl(INADDR_ANY);
-	return IN6_IS_ADDR_UNSPECIFIED(
-	    &((const struct sockaddr_in6 *)a)->sin6_addr);
-}
-
-static bool
-config_addr_loopback(const struct sockaddr *a)
-{
-	if (a->sa_family == AF_INET)
-		return (ntohl(
-			    ((const struct sockaddr_in *)a)->sin_addr.s_addr) >>
-			24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(
-	    &((const struct sockaddr_in6 *)a)->sin6_addr);
-}
-
-/* Interfaces holding one of the listen host's addresses: those with the
- * address itself, or for a loopback address that no interface names
- * (127.0.0.2), the loopback interfaces. */
-static int
-config_resolve_net_devices(const struct config *cfg, char *out, size_t len,
-			   char *err, size_t err_len)
-{
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM};
-	struct addrinfo *res, *ai;
-	struct ifaddrs *ifs, *ifa;
-	int rc, pass;
-
-	if (strcmp(cfg->net_devices, "auto") != 0) {
-		snprintf(out, len, "%s",
-			 cfg->net_devices[0] != '\0' ? cfg->net_devices
-						     : "all");
-		return 0;
-	}
-	rc = getaddrinfo(cfg->listen_host, NULL, &hints, &res);
-	if (rc != 0)
-		return config_error(err, err_len,
-				    "net_devices = auto: cannot resolve listen "
-				    "host %s: %s",
-				    cfg->listen_host, gai_strerror(rc));
-	if (getifaddrs(&ifs) < 0) {
-		freeaddrinfo(res);
-		return config_error(err, err_len,
-				    "net_devices = auto: getifaddrs: %s",
-				    strerror(errno));
-	}
-	out[0] = '\0';
-	rc = 0;
-	for (ai = res; ai != NULL && rc == 0; ai = ai->ai_next) {
-		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
-			continue;
-		if (config_addr_wildcard(ai->ai_addr)) {
-			snprintf(out, len, "all");
-			goto out;
-		}
-		/* Exact address first; a loopback one held by no interface
-		 * goes to the loopback interfaces. */
-		for (pass = 0; pass < 2 && rc == 0; pass++) {
-			bool found = false;
-			for (ifa = ifs; ifa != NULL && rc == 0;
-			     ifa = ifa->ifa_next) {
-				if (ifa->ifa_addr == NULL ||
-				    !(ifa->ifa_flags & IFF_UP))
-					continue;
-				if (pass == 0
-					? !config_addr_equal(ifa->ifa_addr,
-							     ai->ai_addr)
-					: !(config_addr_loopback(ai->ai_addr) &&
-					    (ifa->ifa_flags & IFF_LOOPBACK)))
-					continue;
-				found = true;
-				rc = config_list_add(out, len, ifa->ifa_name);
-				if (rc == 0)
-					rc = config_add_rdma_ports(
-					    ifa->ifa_name, out, len);
-			}
-			if (found)
-				break;
-		}
-	}
-	if (rc < 0)
-		config_error(err, err_len,
-			     "net_devices = auto: device list too long");
-	else if (out[0] == '\0')
-		rc = config_error(err, err_len,
-				  "net_devices = auto: no interface holds the "
-				  "listen address %s (set net_devices)",
-				  cfg->listen_host);
-out:
-	freeifaddrs(ifs);
-	freeaddrinfo(res);
-	return rc;
-}
-
-int
-config_auto_net_devices(const struct config *cfg, char *out, size_t len)
-{
-	char err[256];
-
-	if (config_resolve_net_devices(cfg, out, len, err, sizeof(err)) < 0) {
-		log_error("config_auto_net_devices: %s", err);
-		return -1;
-	}
-	return 0;
-}
-
 struct config_ini {
 	struct config *cfg;
 	char err[256];
@@ -999,15 +659,15 @@ config_print_resolved(FILE *out, FILE *warn, const struct config *cfg)
 	char buf[512], err[256];
 
 	if (strcmp(cfg->net_devices, "auto") == 0) {
-		if (config_resolve_net_devices(cfg, buf, sizeof(buf), err,
-					       sizeof(err)) == 0)
+		if (netdev_resolve(cfg, buf, sizeof(buf), err, sizeof(err)) ==
+		    0)
 			fprintf(out, "# net_devices = auto: %s\n", buf);
 		else
 			fprintf(warn, "rmad: warning: %s\n", err);
 	}
 	if (cfg->peer_key_set)
 		fprintf(out, "# peer key: read from %s\n", cfg->peer_key_file);
-	if (config_rma_unchecked(cfg, buf, sizeof(buf)))
+	if (config_check_rma_unchecked(cfg, buf, sizeof(buf)))
 		fprintf(warn, "rmad: warning: %s (rma_protocol_unchecked)\n",
 			buf);
 }

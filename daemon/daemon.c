@@ -56,7 +56,7 @@ daemon_worker_stop(struct daemon *d)
 	if (d->base == NULL)
 		return;
 	world_mailbox_close(d);
-	conn_server_stop(d);
+	server_stop(d);
 	peer_system_stop(d);
 	conn_flush_dirty(d);
 	while (!TAILQ_EMPTY(&d->conns))
@@ -187,7 +187,7 @@ daemon_begin_shutdown(struct daemon *d)
 	if (d->shutting_down)
 		return;
 	d->shutting_down = true;
-	conn_server_stop(d);
+	server_stop(d);
 	shutdown.detail = "rmad is shutting down";
 	event.body_case = RMA__V1__EVENT__BODY_SHUTDOWN;
 	event.shutdown = &shutdown;

@@ -56,7 +56,7 @@ struct config {
 	uint64_t max_queued_bytes; /* outbound bytes queued for one client */
 	char transports[64];	   /* UCX_TLS */
 	/* UCX_NET_DEVICES: "auto" (interfaces holding the listen address),
-	 * "all" or "" (every device), or a list; see config_auto_net_devices */
+	 * "all" or "" (every device), or a list; see netdev_auto */
 	char net_devices[128];
 	struct cidr peer_allow[CONFIG_LIST_MAX];
 	size_t n_peer_allow;
@@ -92,26 +92,40 @@ void config_defaults(struct config *cfg);
 int config_parse_args(struct config *cfg, int argc, char **argv);
 int config_set(struct config *cfg, const char *name, const char *value,
 	       char *err, size_t err_len);
-/* What can only be judged once every option is set: reads peer_key_file
- * into peer_key, refuses rma_protocol = ucx over transports that do not
- * check remote keys unless rma_protocol_unchecked. 0 or -1 with err. */
-int config_check(struct config *cfg, char *err, size_t err_len);
-/* True if every transport in tls (UCX_TLS syntax) is an RDMA one whose
- * NIC checks remote keys. */
-bool config_transports_check_keys(const char *tls);
-/* rma_protocol = ucx over transports that do not check keys: true, with
- * what a peer can then do in msg. */
-bool config_rma_unchecked(const struct config *cfg, char *msg, size_t len);
-/* UCX_NET_DEVICES for net_devices: "all", the list as given, or for
- * "auto" the interfaces holding the listen address (all for a wildcard
- * address) and the RDMA ports behind them. -1 (logged) if none does. */
-int config_auto_net_devices(const struct config *cfg, char *out, size_t len);
 int config_load_file(struct config *cfg, const char *path);
 void config_print(FILE *f, const struct config *cfg);
 int config_parse_hostport(const char *s, char *host, size_t host_len,
 			  uint16_t *port_p);
 int config_parse_cidr(const char *s, struct cidr *c);
 bool config_cidr_match(const struct cidr *c, int family, const uint8_t *addr);
+/* Formats the message into err (if any) and returns -1; for config*.c and
+ * netdev.c. */
+int config_error(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- config_check.c: what is judged once every option is set ----------- */
+
+/* Reads peer_key_file into peer_key, refuses rma_protocol = ucx over
+ * transports that do not check remote keys unless rma_protocol_unchecked.
+ * 0 or -1 with err. */
+int config_check(struct config *cfg, char *err, size_t err_len);
+/* True if every transport in tls (UCX_TLS syntax) is an RDMA one whose
+ * NIC checks remote keys. */
+bool config_check_transports(const char *tls);
+/* rma_protocol = ucx over transports that do not check keys: true, with
+ * what a peer can then do in msg. */
+bool config_check_rma_unchecked(const struct config *cfg, char *msg,
+				size_t len);
+
+/* ---- netdev.c: net_devices = auto ------------------------------------- */
+
+/* UCX_NET_DEVICES for net_devices: "all", the list as given, or for
+ * "auto" the interfaces holding the listen address (all for a wildcard
+ * address) and the RDMA ports behind them. -1 with err if none does. */
+int netdev_resolve(const struct config *cfg, char *out, size_t len, char *err,
+		   size_t err_len);
+/* netdev_resolve, the error logged. */
+int netdev_auto(const struct config *cfg, char *out, size_t len);
 
 /* ---- conn.c: one local client on the Unix socket ------------------------ */
 
@@ -157,10 +171,6 @@ struct conn {
 
 TAILQ_HEAD(conn_list, conn);
 
-/* Returns 0, or the exit status for a failed start: EX_NOPERM when the
- * socket path or its per-user directory belongs to someone else, else 1. */
-int conn_server_start(struct daemon *d);
-void conn_server_stop(struct daemon *d);
 /* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
 void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
@@ -176,6 +186,21 @@ void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 void conn_close(struct conn *c, const char *why);
+
+/* ---- request.c: a client's requests, dispatched through a table -------- */
+
+/* Decodes one frame's payload and runs its handler (or replies with why
+ * not); may set c->closing or close c. */
+void request_dispatch(struct conn *c, const uint8_t *payload, size_t len);
+
+/* ---- server.c: the client socket's listener ----------------------------- */
+
+/* Returns 0, or the exit status for a failed start: EX_NOPERM when the
+ * socket path or its per-user directory belongs to someone else, else 1. */
+int server_start(struct daemon *d);
+void server_stop(struct daemon *d);
+/* A descriptor came free: accept again if accepting had paused. */
+void server_accept_resume(struct daemon *d);
 
 /* ---- region.c: memory shared with one client ------------------------------
  */
@@ -603,7 +628,7 @@ struct daemon {
 	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
 
 	struct op *op_free;   /* free list of operation records */
-	void *decode_arena;   /* conn.c: requests are decoded here */
+	void *decode_arena;   /* request.c: requests are decoded here */
 	uint8_t *batch_reply; /* target.c: scratch for batch answers */
 	size_t batch_reply_cap;
 	struct idmap ops_by_token; /* ops waiting for a target's answer */

@@ -56,7 +56,7 @@ main(int argc, char **argv)
 
 	if (daemon_start(&d, &cfg) < 0)
 		return 1;
-	rc = conn_server_start(&d);
+	rc = server_start(&d);
 	if (rc != 0)
 		goto err_daemon;
 	rc = 1; /* what the failures below exit with */

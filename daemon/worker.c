@@ -165,8 +165,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL) {
 		char devices[512];
-		if (config_auto_net_devices(&d->cfg, devices, sizeof(devices)) <
-		    0) {
+		if (netdev_auto(&d->cfg, devices, sizeof(devices)) < 0) {
 			ucp_config_release(config);
 			return -1;
 		}
@@ -174,7 +173,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 		log_info("worker_context_create: UCX network devices %s",
 			 devices);
 	}
-	if (config_rma_unchecked(&d->cfg, warning, sizeof(warning)))
+	if (config_check_rma_unchecked(&d->cfg, warning, sizeof(warning)))
 		log_warn("worker_context_create: %s (rma_protocol_unchecked)",
 			 warning);
 	st = ucp_init(&params, config, ucp_p);

@@ -1,6 +1,6 @@
-/* Unit: daemon/config.c alone. The pieces judged after parsing (the
- * cluster key file, rma_protocol over transports that check no keys,
- * net_devices = auto) and the flags that drive them. */
+/* Unit: daemon/config.c, config_check.c and netdev.c alone. The pieces
+ * judged after parsing (the cluster key file, rma_protocol over transports
+ * that check no keys, net_devices = auto) and the flags that drive them. */
 #include <check.h>
 
 #include "check_main.h"
@@ -132,10 +132,10 @@ START_TEST(test_transports_check_keys)
 	};
 
 	for (size_t i = 0; i < sizeof(checked) / sizeof(checked[0]); i++)
-		ck_assert_msg(config_transports_check_keys(checked[i]),
+		ck_assert_msg(config_check_transports(checked[i]),
 			      "'%s' should check keys", checked[i]);
 	for (size_t i = 0; i < sizeof(unchecked) / sizeof(unchecked[0]); i++)
-		ck_assert_msg(!config_transports_check_keys(unchecked[i]),
+		ck_assert_msg(!config_check_transports(unchecked[i]),
 			      "'%s' should not count as checking keys",
 			      unchecked[i]);
 }
@@ -148,12 +148,12 @@ START_TEST(test_rma_protocol_check)
 
 	config_defaults(&cfg);
 	/* am over tcp: nothing to judge */
-	ck_assert(!config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert(!config_check_rma_unchecked(&cfg, msg, sizeof(msg)));
 	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
 
 	ck_assert_int_eq(
 	    config_set(&cfg, "rma_protocol", "ucx", err, sizeof(err)), 0);
-	ck_assert(config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert(config_check_rma_unchecked(&cfg, msg, sizeof(msg)));
 	ck_assert_ptr_nonnull(strstr(msg, "'tcp'"));
 	ck_assert_ptr_nonnull(strstr(msg, "any address"));
 	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), -1);
@@ -163,13 +163,13 @@ START_TEST(test_rma_protocol_check)
 	/* accepted once the risk is: still reported for the warning */
 	cfg.ucx_rma_unchecked = true;
 	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
-	ck_assert(config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert(config_check_rma_unchecked(&cfg, msg, sizeof(msg)));
 	cfg.ucx_rma_unchecked = false;
 
 	/* RDMA transports: the NIC checks keys */
 	ck_assert_int_eq(
 	    config_set(&cfg, "transports", "rc,ud:aux", err, sizeof(err)), 0);
-	ck_assert(!config_rma_unchecked(&cfg, msg, sizeof(msg)));
+	ck_assert(!config_check_rma_unchecked(&cfg, msg, sizeof(msg)));
 	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
 	/* ...unless UCX_TLS, which wins over the option, says otherwise */
 	setenv("UCX_TLS", "rc,tcp", 1);
@@ -288,7 +288,7 @@ devices_for(const char *listen, const char *net_devices, char *out, size_t len)
 					    err, sizeof(err)),
 				 0);
 	out[0] = '\0';
-	return config_auto_net_devices(&cfg, out, len);
+	return netdev_auto(&cfg, out, len);
 }
 
 START_TEST(test_auto_net_devices)

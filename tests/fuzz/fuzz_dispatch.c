@@ -1,6 +1,7 @@
 /* Fuzz target: the daemon's whole client path in process, as
- * tests/test_protocol.c drives it: conn.c's reader, the dispatch table and
- * every handler behind it, over a socketpair, with a real UCX worker.
+ * tests/test_protocol.c drives it: conn.c's reader, request.c's dispatch
+ * table and every handler behind it, over a socketpair, with a real UCX
+ * worker.
  *
  * Input: [flags][chunk][stream...] (see fuzz.h). flags & 1 puts a valid
  * Hello frame before the stream, so that the fuzzer gets past the

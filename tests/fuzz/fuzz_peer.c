@@ -319,7 +319,7 @@ far_start(void)
 	if (getenv("UCX_ZCOPY_THRESH") == NULL)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL &&
-	    config_auto_net_devices(&d.cfg, devices, sizeof(devices)) == 0)
+	    netdev_auto(&d.cfg, devices, sizeof(devices)) == 0)
 		ucp_config_modify(config, "NET_DEVICES", devices);
 	if (ucp_init(&params, config, &far_ctx) != UCS_OK)
 		fuzz_fail("far: ucp_init");

@@ -98,12 +98,12 @@ fi
 JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal.log") \
 	"$RMAD_BIN" --socket "$T/no/such/dir.sock" --listen 127.0.0.1:0 \
 	2>>"$T/journal.log" && fail "rmad started on a bad socket path"
-grep -q '^<3>conn_server_start: bind ' "$T/journal.log" ||
+grep -q '^<3>server_start: bind ' "$T/journal.log" ||
 	fail "no <3> prefix for the journal: $(cat "$T/journal.log")"
 grep -q '^<6>' "$T/journal.log" || fail "no <6> prefix: $(cat "$T/journal.log")"
 JOURNAL_STREAM=1:1 "$RMAD_BIN" --socket "$T/no/such/dir.sock" \
 	--listen 127.0.0.1:0 2>"$T/plain.log" && fail "rmad started"
 grep -q '^<' "$T/plain.log" && fail "<N> prefix on a stream that is not the journal"
-grep -q ' rmad error: conn_server_start: bind ' "$T/plain.log" ||
+grep -q ' rmad error: server_start: bind ' "$T/plain.log" ||
 	fail "plain log: $(cat "$T/plain.log")"
 echo ok

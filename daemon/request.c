@@ -1,0 +1,254 @@
+/* Client requests: a frame decoded into a Request (in one bump arena),
+ * the gates every request passes (credentials, hello first), then the
+ * handler from a {body, name, handler} table; an unknown request gets
+ * ERR_UNKNOWN_REQUEST. Handlers reply through conn_send_*; the work
+ * behind most of them lives in region.c, peer.c, resolve.c, op.c and
+ * status.c. */
+#include "daemon.h"
+#include "oprec.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void (*request_handler_t)(struct conn *c, const Rma__V1__Request *req);
+
+static void
+request_handle_hello(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	Rma__V1__HelloReply hello = RMA__V1__HELLO_REPLY__INIT;
+	const Rma__V1__Hello *h = req->hello;
+
+	if (h->protocol_version != RMA_PROTOCOL_VERSION) {
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_VERSION,
+				"protocol version %u not supported; this "
+				"daemon speaks %u",
+				h->protocol_version, RMA_PROTOCOL_VERSION);
+		c->closing = true;
+		return;
+	}
+	snprintf(c->name, sizeof(c->name), "%s", h->client_name);
+	c->hello_done = true;
+	hello.protocol_version = RMA_PROTOCOL_VERSION;
+	hello.daemon_id = c->d->id_hex;
+	hello.version = RMA_VERSION;
+	hello.max_frame = c->d->cfg.max_frame;
+	reply.id = req->id;
+	reply.body_case = RMA__V1__REPLY__BODY_HELLO;
+	reply.hello = &hello;
+	conn_send_reply(c, &reply, -1);
+}
+
+static void
+request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	Rma__V1__RegionAllocReply body = RMA__V1__REGION_ALLOC_REPLY__INIT;
+	struct region *r;
+	char detail[160];
+	wire_status_t st;
+	int memfd;
+
+	st = region_create(c->d, c, req->region_alloc->length, &r, &memfd,
+			   detail, sizeof(detail));
+	if (st != RMA__V1__STATUS__OK) {
+		conn_send_error(c, req->id, st, "%s", detail);
+		return;
+	}
+	body.region_id = r->id;
+	body.generation = r->generation;
+	body.length = r->length;
+	body.descriptor = r->descriptor;
+	reply.id = req->id;
+	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
+	reply.region_alloc = &body;
+	/* The memfd moves to the output queue, closed once sent. */
+	conn_send_reply(c, &reply, memfd);
+}
+
+static void
+request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	uint64_t id = req->region_free->region_id;
+	struct region *r = idmap_get(&c->regions, id);
+
+	if (r == NULL) {
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_NO_REGION,
+				"region %llu is not a region of this client",
+				(unsigned long long)id);
+		return;
+	}
+	region_free(r);
+	reply.id = req->id;
+	conn_send_reply(c, &reply, -1);
+}
+
+static void
+request_handle_peer_connect(struct conn *c, const Rma__V1__Request *req)
+{
+	peer_handle_connect(c, req->id, req->peer_connect->address);
+}
+
+static void
+request_handle_remote_import(struct conn *c, const Rma__V1__Request *req)
+{
+	resolve_handle_import(c, req->id, req->remote_import->peer_id,
+			      req->remote_import->descriptor);
+}
+
+static void
+request_handle_remote_release(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	uint64_t id = req->remote_release->remote_id;
+	struct remote *rem = idmap_remove(&c->remotes, id);
+
+	if (rem == NULL) {
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_NO_PEER,
+				"remote %llu is not a remote of this client",
+				(unsigned long long)id);
+		return;
+	}
+	remote_release(rem);
+	reply.id = req->id;
+	conn_send_reply(c, &reply, -1);
+}
+
+static void
+request_handle_submit(struct conn *c, const Rma__V1__Request *req)
+{
+	if (req->submit->packed.len % OPREC_SIZE != 0) {
+		c->d->counters.protocol_errors++;
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
+				"Submit.packed holds %zu bytes, not a whole "
+				"number of %d-byte operation records",
+				req->submit->packed.len, OPREC_SIZE);
+		c->closing = true;
+		return;
+	}
+	op_submit(c, req->submit);
+}
+
+static void
+request_handle_status(struct conn *c, const Rma__V1__Request *req)
+{
+	status_handle(c, req->id);
+}
+
+static const struct {
+	Rma__V1__Request__BodyCase body;
+	const char *name;
+	request_handler_t handler;
+} request_handlers[] = {
+    {RMA__V1__REQUEST__BODY_HELLO, "hello", request_handle_hello},
+    {RMA__V1__REQUEST__BODY_REGION_ALLOC, "region_alloc",
+     request_handle_region_alloc},
+    {RMA__V1__REQUEST__BODY_REGION_FREE, "region_free",
+     request_handle_region_free},
+    {RMA__V1__REQUEST__BODY_PEER_CONNECT, "peer_connect",
+     request_handle_peer_connect},
+    {RMA__V1__REQUEST__BODY_REMOTE_IMPORT, "remote_import",
+     request_handle_remote_import},
+    {RMA__V1__REQUEST__BODY_REMOTE_RELEASE, "remote_release",
+     request_handle_remote_release},
+    {RMA__V1__REQUEST__BODY_SUBMIT, "submit", request_handle_submit},
+    {RMA__V1__REQUEST__BODY_STATUS, "status", request_handle_status},
+};
+
+/* Requests are decoded into one bump arena, reset after each request:
+ * a Submit of hundreds of ops costs no malloc per op. Larger requests
+ * spill to malloc. */
+#define REQUEST_ARENA_SIZE (256 * 1024)
+
+struct request_arena {
+	size_t used;
+	_Alignas(16) uint8_t buf[REQUEST_ARENA_SIZE];
+};
+
+static void *
+request_arena_alloc(void *data, size_t size)
+{
+	struct request_arena *a = data;
+	size_t n = (size + 15) & ~(size_t)15;
+
+#if defined(__SANITIZE_ADDRESS__)
+	/* Under ASan every field gets its own allocation, so overruns show. */
+	n = SIZE_MAX;
+#endif
+	if (n <= REQUEST_ARENA_SIZE - a->used) {
+		void *p = a->buf + a->used;
+		a->used += n;
+		return p;
+	}
+	return malloc(size);
+}
+
+static void
+request_arena_free(void *data, void *p)
+{
+	struct request_arena *a = data;
+
+	if ((uint8_t *)p < a->buf ||
+	    (uint8_t *)p >= a->buf + REQUEST_ARENA_SIZE)
+		free(p);
+}
+
+void
+request_dispatch(struct conn *c, const uint8_t *payload, size_t len)
+{
+	struct request_arena *arena = c->d->decode_arena;
+	ProtobufCAllocator alloc = {request_arena_alloc, request_arena_free,
+				    arena};
+	Rma__V1__Request *req;
+
+	if (arena == NULL) {
+		arena = c->d->decode_arena = malloc(sizeof(*arena));
+		if (arena == NULL) {
+			conn_close(c, "out of memory");
+			return;
+		}
+		alloc.allocator_data = arena;
+	}
+	arena->used = 0;
+	req = rma__v1__request__unpack(&alloc, len, payload);
+	if (req == NULL) {
+		c->d->counters.protocol_errors++;
+		conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+				"frame of %zu bytes is not a valid Request",
+				len);
+		c->closing = true;
+		return;
+	}
+	if (c->refused) {
+		conn_send_error(
+		    c, req->id, RMA__V1__STATUS__ERR_PERMISSION,
+		    "uid %u (gid %u) may not use this daemon: not in "
+		    "allow_users or allow_groups",
+		    (unsigned)c->uid, (unsigned)c->gid);
+		c->closing = true;
+		goto out;
+	}
+	if (!c->hello_done && req->body_case != RMA__V1__REQUEST__BODY_HELLO) {
+		c->d->counters.protocol_errors++;
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
+				"the first request must be hello");
+		c->closing = true;
+		goto out;
+	}
+	for (size_t i = 0;
+	     i < sizeof(request_handlers) / sizeof(request_handlers[0]); i++) {
+		if (request_handlers[i].body == req->body_case) {
+			log_debug("request_dispatch: client %u: %s", c->id,
+				  request_handlers[i].name);
+			request_handlers[i].handler(c, req);
+			goto out;
+		}
+	}
+	c->d->counters.protocol_errors++;
+	conn_send_error(c, req->id, RMA__V1__STATUS__ERR_UNKNOWN_REQUEST,
+			"unknown request type %d", (int)req->body_case);
+out:
+	rma__v1__request__free_unpacked(req, &alloc);
+}

@@ -1,8 +1,8 @@
 /* Frames built and read by hand, for tests that speak the client protocol
  * on a raw socket instead of through librma (test_protocol,
- * test_faults_clients, test_client's fake daemon, the fuzzers and their
- * corpus): a 4-byte big-endian length, then one protobuf message, as
- * proto/frame.h packs them. No Check here: the fuzzers link it too. */
+ * test_faults_clients, fuzz_dispatch, make_corpus): a 4-byte big-endian
+ * length, then one protobuf message, as proto/frame.h packs them. No
+ * Check here: the fuzzers link it too. */
 #ifndef RMA_TEST_RAW_FRAME_H
 #define RMA_TEST_RAW_FRAME_H
 

@@ -1,5 +1,5 @@
 /* The daemon's whole status, through librma's internal call: tests that
- * look at what a daemon holds (test_faults, test_workers). */
+ * look at what a daemon holds (the fault tests, test_workers). */
 #ifndef RMA_TEST_STATUS_CALL_H
 #define RMA_TEST_STATUS_CALL_H
 

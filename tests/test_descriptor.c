@@ -1,5 +1,5 @@
-/* Unit: descriptor encoding (proto/descriptor.c), bounds checks
- * (daemon/bounds.h) and the id map (daemon/idmap.c). */
+/* Unit: descriptor encoding (proto/descriptor.c) and sizes
+ * (proto/size.c). Bounds and the id map: test_bounds.c, test_idmap.c. */
 #include <check.h>
 
 #include "check_main.h"
@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bounds.h"
 #include "descriptor.h"
-#include "idmap.h"
 #include "size.h"
 
 static struct descriptor
@@ -85,53 +83,6 @@ START_TEST(test_malformed_refused)
 }
 END_TEST
 
-START_TEST(test_bounds)
-{
-	ck_assert(bounds_within(0, 1, 1));
-	ck_assert(bounds_within(0, 0, 0));
-	ck_assert(bounds_within(4095, 1, 4096));
-	ck_assert(!bounds_within(4095, 2, 4096));
-	ck_assert(!bounds_within(4097, 0, 4096));
-	ck_assert(!bounds_within(1, UINT64_MAX, 4096));
-	ck_assert(!bounds_within(UINT64_MAX, 2, 4096));
-	ck_assert(!bounds_within(2, UINT64_MAX - 1, UINT64_MAX));
-	ck_assert(bounds_within(1, UINT64_MAX - 1, UINT64_MAX));
-}
-END_TEST
-
-START_TEST(test_idmap)
-{
-	struct idmap m;
-	size_t pos = 0, seen = 0;
-	void *v;
-
-	idmap_init(&m);
-	for (uintptr_t k = 1; k <= 10000; k++)
-		ck_assert_int_eq(idmap_put(&m, k, (void *)(k * 2)), 0);
-	ck_assert_uint_eq(m.count, 10000);
-	for (uintptr_t k = 1; k <= 10000; k += 2)
-		ck_assert_ptr_eq(idmap_remove(&m, k), (void *)(k * 2));
-	ck_assert_ptr_null(idmap_remove(&m, 1));
-	for (uintptr_t k = 1; k <= 10000; k++)
-		ck_assert_ptr_eq(idmap_get(&m, k),
-				 k % 2 ? NULL : (void *)(k * 2));
-	while (idmap_next(&m, &pos, &v)) {
-		ck_assert_uint_eq((uintptr_t)v % 4, 0);
-		seen++;
-	}
-	ck_assert_uint_eq(seen, 5000);
-	ck_assert_int_eq(idmap_put(&m, 0, NULL), -1);
-	ck_assert_ptr_null(idmap_get(&m, 0));
-	/* Churn: removed slots are reused without growing forever. */
-	for (uintptr_t k = 20000; k < 200000; k++) {
-		idmap_put(&m, k, (void *)k);
-		idmap_remove(&m, k);
-	}
-	ck_assert_uint_le(m.cap, 65536);
-	idmap_cleanup(&m);
-}
-END_TEST
-
 START_TEST(test_size_parse)
 {
 	uint64_t v;
@@ -168,8 +119,6 @@ main(void)
 	tcase_add_test(tc, test_whitespace_accepted);
 	tcase_add_test(tc, test_every_single_corruption_refused);
 	tcase_add_test(tc, test_malformed_refused);
-	tcase_add_test(tc, test_bounds);
-	tcase_add_test(tc, test_idmap);
 	tcase_add_test(tc, test_size_parse);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);

@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "oprec.h"
+#include "raw_frame.h"
 
 static struct daemon d;
 
@@ -60,20 +61,21 @@ send_raw(int fd, const void *buf, size_t n)
 static void
 send_request(int fd, Rma__V1__Request *req)
 {
-	size_t n = frame_packed_size(&req->base);
-	uint8_t *buf = malloc(n);
+	size_t n;
+	uint8_t *buf = raw_frame_pack(&req->base, &n);
 
-	frame_pack(&req->base, buf);
+	ck_assert_ptr_nonnull(buf);
 	send_raw(fd, buf, n);
 	free(buf);
 }
 
 /* Runs the daemon's loop until fd has data or EOF, for at most 5 s. */
 static int
-pump(int fd)
+pump(int fd, void *arg)
 {
 	double deadline = daemon_now() + 5;
 
+	(void)arg;
 	while (daemon_now() < deadline) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		event_base_loop(d.base, EVLOOP_NONBLOCK);
@@ -87,44 +89,10 @@ pump(int fd)
 static Rma__V1__DaemonMessage *
 recv_message(int fd, int *fd_p)
 {
-	uint8_t hdr[4], *buf;
-	size_t len, got = 0;
-	Rma__V1__DaemonMessage *m;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = {hdr, 4};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf.buf,
-			    .msg_controllen = sizeof(cbuf.buf)};
-	ssize_t n;
+	Rma__V1__DaemonMessage *m = NULL;
+	int rc = raw_frame_recv(fd, pump, NULL, fd_p, &m);
 
-	if (fd_p)
-		*fd_p = -1;
-	ck_assert(pump(fd));
-	n = recvmsg(fd, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
-	if (n == 0)
-		return NULL;
-	ck_assert_int_eq(n, 4);
-	if (mh.msg_controllen > 0) {
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		ck_assert_ptr_nonnull(fd_p);
-		memcpy(fd_p, CMSG_DATA(cm), sizeof(int));
-	}
-	len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 |
-	      (size_t)hdr[2] << 8 | hdr[3];
-	buf = malloc(len + 1);
-	while (got < len) {
-		ck_assert(pump(fd));
-		n = read(fd, buf + got, len - got);
-		ck_assert_int_gt(n, 0);
-		got += (size_t)n;
-	}
-	m = rma__v1__daemon_message__unpack(NULL, len, buf);
-	free(buf);
-	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(rc >= 0, "no whole DaemonMessage frame within 5 s");
 	return m;
 }
 
@@ -150,7 +118,7 @@ expect_closed(int fd)
 {
 	char c;
 
-	ck_assert(pump(fd));
+	ck_assert(pump(fd, NULL));
 	ck_assert_int_eq(read(fd, &c, 1), 0);
 }
 

@@ -35,6 +35,7 @@
 
 #include "daemon.h"
 #include "fuzz.h"
+#include "raw_frame.h"
 
 /* Seconds the daemon gets for anything it must do on its own. */
 #define FUZZ_PATIENCE 10.0
@@ -111,8 +112,6 @@ fuzz_stop(void)
 static void
 fuzz_start(void)
 {
-	Rma__V1__Hello h = RMA__V1__HELLO__INIT;
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	struct config cfg;
 
 	config_defaults(&cfg);
@@ -125,16 +124,9 @@ fuzz_start(void)
 		fuzz_fail("daemon_start failed");
 	memcpy(d.id, FUZZ_DAEMON_ID, DAEMON_ID_SIZE);
 	descriptor_hex(d.id, DAEMON_ID_SIZE, d.id_hex);
-	h.protocol_version = RMA_PROTOCOL_VERSION;
-	h.client_name = "fuzz";
-	req.id = 1;
-	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
-	req.hello = &h;
-	hello_len = frame_packed_size(&req.base);
-	hello_frame = malloc(hello_len);
+	hello_frame = raw_frame_hello(1, "fuzz", &hello_len);
 	if (hello_frame == NULL)
 		fuzz_fail("out of memory");
-	frame_pack(&req.base, hello_frame);
 	started = true;
 	/* Torn down at exit, so that LeakSanitizer sees what the daemon's
 	 * own shutdown leaves behind. */

@@ -15,6 +15,7 @@
 #include "oprec.h"
 #include "frame.h"
 #include "fuzz.h"
+#include "raw_frame.h"
 #include "rma.pb-c.h"
 
 struct buf {
@@ -38,14 +39,15 @@ buf_bytes(struct buf *b, const void *p, size_t n)
 static void
 buf_request(struct buf *b, Rma__V1__Request *req)
 {
-	uint8_t frame[4096];
+	size_t n;
+	uint8_t *frame = raw_frame_pack(&req->base, &n);
 
-	if (frame_packed_size(&req->base) > sizeof(frame)) {
-		fprintf(stderr, "make_corpus: request too big\n");
+	if (frame == NULL) {
+		fprintf(stderr, "make_corpus: out of memory\n");
 		exit(1);
 	}
-	frame_pack(&req->base, frame);
-	buf_bytes(b, frame, frame_packed_size(&req->base));
+	buf_bytes(b, frame, n);
+	free(frame);
 }
 
 static void

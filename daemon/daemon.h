@@ -479,6 +479,22 @@ wire_status_t op_status_from_ucs(ucs_status_t st);
 /* ---- worker.c: UCX context, worker, listener, progress ----------------------
  */
 
+/* What the loop does in the subsystems above worker.c and world.c: they
+ * call up only through these, which daemon.c fills in. */
+struct worker_hooks {
+	/* After each progress pass: returns how many endpoints it closed
+	 * (their requests complete, so progress again). */
+	int (*after_progress)(struct daemon *d);
+	/* End of a pass: what it completed goes out to the clients. */
+	void (*flush)(struct daemon *d);
+	/* Every op_timeout / 10, within [50 ms, 1 s]. */
+	void (*deadline)(struct daemon *d);
+	/* Draining: true once no endpoint close is still under way. */
+	bool (*drained)(struct daemon *d);
+	/* world.c: the shutdown flag reached this worker. */
+	void (*begin_shutdown)(struct daemon *d);
+};
+
 /* The UCX context every worker shares; fills d->ucx_version and settles
  * d->cfg.transports. */
 int worker_context_create(struct daemon *d, ucp_context_h *ucp_p);
@@ -487,6 +503,8 @@ void worker_stop(struct daemon *d);
 /* Ask for a progress pass and output flush before the loop sleeps. */
 void worker_kick(struct daemon *d);
 double daemon_now(void);
+/* seconds (negative counts as 0) as libevent takes a timeout. */
+struct timeval worker_timeval(double seconds);
 void worker_drain(struct daemon *d, double seconds);
 
 /* ---- status.c
@@ -522,8 +540,8 @@ typedef void (*world_fn_t)(struct daemon *d, void *arg);
 
 /* Runs fn(to, arg) on to's thread, soon. */
 int world_post(struct daemon *to, world_fn_t fn, void *arg);
-/* daemon_begin_shutdown on every worker: at once on self, at their next
- * wake-up on the others. */
+/* The begin_shutdown hook on every worker: at once on self, at their
+ * next wake-up on the others. */
 void world_shutdown(struct daemon *self);
 int world_mailbox_open(struct daemon *d);
 void world_mailbox_close(struct daemon *d);
@@ -582,11 +600,16 @@ struct daemon {
 	struct event *worker_ev;
 	struct event *tick_ev;
 	struct event *deadline_ev;
-	struct event *poll_ev; /* polling mode only */
-	bool in_tick;	       /* worker_tick is running */
+	struct event *poll_ev;		  /* polling mode only */
+	bool in_tick;			  /* worker_tick is running */
+	const struct worker_hooks *hooks; /* daemon.c's */
+	uint32_t parts_started;		  /* daemon.c: parts to stop */
 	char ucx_version[32];
 
 	struct quarantine_list quarantine;
+	/* region.c calls it when a client frees a region (daemon.c sets
+	 * resolve_broadcast_freed: peers drop what they resolved). */
+	void (*region_freed)(struct daemon *d, const struct region *r);
 
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */

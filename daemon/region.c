@@ -234,7 +234,7 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
-	resolve_broadcast_freed(d, r);
+	d->region_freed(d, r);
 	region_unref(d, r);
 }
 

@@ -221,8 +221,6 @@ void region_quarantine_drain_all(struct daemon *d);
 /* ---- peer.c: other daemons ------------------------------------------------
  */
 
-enum peer_state { PEER_CONNECTING, PEER_UP, PEER_DOWN };
-
 /* A connect or import waiting for the peer. */
 struct peer_waiter {
 	struct conn *conn;
@@ -268,8 +266,8 @@ struct peer {
 	char address[96];
 	struct sockaddr_storage sa;
 	socklen_t sa_len;
-	enum peer_state state;
-	double state_since; /* daemon_now() of the last state change */
+	Rma__V1__PeerState state; /* the wire's PeerState */
+	double state_since;	  /* daemon_now() of the last state change */
 	bool self;    /* our own listen address: transfers are local copies */
 	bool inbound; /* accepted from another daemon's connect */
 	ucp_ep_h ep;
@@ -342,7 +340,7 @@ int peer_close_failed(struct daemon *d);
 void peer_maybe_reconnect(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
-const char *peer_state_name(enum peer_state s);
+const char *peer_state_name(Rma__V1__PeerState s);
 
 /* ---- am.c: the door between daemons ------------------------------------- */
 

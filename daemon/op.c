@@ -313,7 +313,7 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 				"no peer %u", o->peer_id);
 			return;
 		}
-		if (p->state != PEER_UP) {
+		if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
 			peer_maybe_reconnect(p);
 			op_fail(c, o,
 				p->last_status ? p->last_status
@@ -336,7 +336,8 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 		TAILQ_FOREACH(p, &d->peers, link)
 		{
 			struct op *child;
-			if (p->inbound || p->self || p->state != PEER_UP ||
+			if (p->inbound || p->self ||
+			    p->state != RMA__V1__PEER_STATE__PEER_UP ||
 			    p->ep == NULL)
 				continue;
 			child = op_alloc(d);

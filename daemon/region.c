@@ -177,9 +177,7 @@ static void
 region_release(struct daemon *d, struct region *r)
 {
 	struct quarantine *q;
-	double hold = 2 * d->cfg.op_timeout;
-	struct timeval tv = {
-	    (time_t)hold, (suseconds_t)((hold - (double)(time_t)hold) * 1e6)};
+	struct timeval tv = worker_timeval(2 * d->cfg.op_timeout);
 	void *p;
 
 	ucp_rkey_buffer_release(r->rkey);

@@ -91,14 +91,6 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->peer_auth_failures += c->auth_failures;
 }
 
-static Rma__V1__PeerState
-status_peer_state(enum peer_state s)
-{
-	return s == PEER_UP	      ? RMA__V1__PEER_STATE__PEER_UP
-	       : s == PEER_CONNECTING ? RMA__V1__PEER_STATE__PEER_CONNECTING
-				      : RMA__V1__PEER_STATE__PEER_DOWN;
-}
-
 /* Called with the world stopped. */
 static void
 status_reply(struct conn *c, uint64_t req_id)
@@ -155,7 +147,7 @@ status_reply(struct conn *c, uint64_t req_id)
 			rma__v1__peer_info__init(pi);
 			pi->peer_id = p->id;
 			pi->address = p->address;
-			pi->state = status_peer_state(p->state);
+			pi->state = p->state;
 			pi->daemon_id = p->remote_id_hex;
 			pi->ops = p->stat_ops;
 			pi->bytes = p->stat_bytes;

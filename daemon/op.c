@@ -625,7 +625,8 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_track(op, ucp_get_nbx(rem->peer->ep, buf, o->length,
 					 res->addr + o->remote_offset,
 					 res->rkey, &param));
-	if (put && (o->flags & 1u) && op->status == UCS_OK) {
+	if (put && (o->flags & RMA__V1__OP_FLAG__OP_FLAG_REMOTE_COMPLETION) &&
+	    op->status == UCS_OK) {
 		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
 		op_expect(op);
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));

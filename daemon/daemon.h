@@ -434,24 +434,33 @@ struct op {
 	uint64_t length;
 	void *buf;   /* local bytes (PUT/GET) */
 	int pending; /* what is outstanding: UCX requests, answer, barrier */
-	ucs_status_t status;
-	wire_status_t remote_status; /* the target refused it */
-	bool timed_out;
+	/* The first failure, with its detail, set where it is found
+	 * (op_set_failed); UCX codes are converted as they come in. */
+	wire_status_t status;
+	char detail[200];
 	bool reported; /* the client got its completion already */
 	bool listed;   /* on peer->ops */
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
+	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;
-	struct op *flush_all_parent; /* flush of every peer: the aggregate */
-	TAILQ_ENTRY(op) link;	     /* peer->ops */
+	union {
+		struct op *flush_all_parent; /* flush of every peer: the
+						aggregate */
+		struct op *next_free;	     /* on d->op_free */
+	};
+	TAILQ_ENTRY(op) link; /* peer->ops */
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
 void op_report_overdue(struct op *op);
+/* Past its deadline: the op fails with ERR_TIMEOUT (peer.c closes the
+ * endpoint next, which completes it). */
+void op_set_timed_out(struct op *op);
 /* Operations waiting for a peer to reconnect (op.c parks them): run what
  * can run now, in order; fail what waited past its deadline; drop a gone
  * client's; fail them all. */

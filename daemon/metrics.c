@@ -113,8 +113,7 @@ metrics_observe_op(struct daemon *d, const struct op *op,
 		else
 			s->errors[k]++;
 	}
-	/* op_begin sets the deadline op_timeout after the op was accepted */
-	secs = daemon_now() - (op->deadline - d->cfg.op_timeout);
+	secs = daemon_now() - op->started;
 	if (secs < 0)
 		secs = 0;
 	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)

@@ -676,7 +676,7 @@ peer_check_deadlines(struct daemon *d)
 		{
 			if (op->deadline > now)
 				break;
-			op->timed_out = true;
+			op_set_timed_out(op);
 			expired++;
 		}
 		snprintf(detail, sizeof(detail),

@@ -18,7 +18,6 @@ static size_t
 status_fill_ops(struct world *w, Rma__V1__OpInfo *infos, Rma__V1__OpInfo **ptrs,
 		size_t max)
 {
-	struct daemon *d = w->workers[0];
 	struct op **cursor;
 	struct peer *p;
 	size_t n_peers = 0, n = 0, i;
@@ -52,8 +51,7 @@ status_fill_ops(struct world *w, Rma__V1__OpInfo *infos, Rma__V1__OpInfo **ptrs,
 			break;
 		op = cursor[best];
 		cursor[best] = TAILQ_NEXT(cursor[best], link);
-		/* the deadline is op_timeout after the op began */
-		age = now - (op->deadline - d->cfg.op_timeout);
+		age = now - op->started;
 		oi = &infos[n];
 		rma__v1__op_info__init(oi);
 		oi->op_id = op->op_id;

@@ -62,7 +62,10 @@ daemon_clients_close(struct daemon *d)
 }
 
 /* A worker's parts, bottom up: started in this order, stopped in the
- * reverse one. A stop also undoes its own part's failed start. Some
+ * reverse one. A stop also undoes its own part's failed start. (The
+ * mailbox opens before the UCX worker, as it always did: opened after
+ * the listener, hostile.sh silent-conns trips a UCX 1.13 assertion in
+ * tcp_sockcm_ep.c.) Some
  * parts only have a stop: what they undo was made by traffic (clients,
  * operations, quarantined ranges), or, for the client socket, by main()
  * on worker 0 (its failure is an exit status of its own). */
@@ -72,6 +75,7 @@ static const struct daemon_part {
 	void (*stop)(struct daemon *d);
 } daemon_parts[] = {
     {"loop", daemon_loop_start, daemon_loop_stop},
+    {"mailbox", world_mailbox_open, world_mailbox_close},
     {"UCX worker", worker_start, worker_stop},
     {"scratch buffers", NULL, daemon_scratch_free},
     {"operation records", NULL, op_pool_cleanup},
@@ -80,7 +84,9 @@ static const struct daemon_part {
     {"clients", NULL, daemon_clients_close},
     {"peers", peer_system_start, peer_system_stop},
     {"client socket", NULL, conn_server_stop},
-    {"mailbox", world_mailbox_open, world_mailbox_close},
+    /* Run what other workers posted before the clients close, so an
+     * accepted client is closed rather than leaked. */
+    {"posted jobs", NULL, world_mailbox_run},
 };
 
 #define DAEMON_N_PARTS (sizeof(daemon_parts) / sizeof(daemon_parts[0]))

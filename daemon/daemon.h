@@ -551,6 +551,8 @@ int world_post(struct daemon *to, world_fn_t fn, void *arg);
  * next wake-up on the others. */
 void world_shutdown(struct daemon *self);
 int world_mailbox_open(struct daemon *d);
+/* Runs what was posted to d, now. */
+void world_mailbox_run(struct daemon *d);
 void world_mailbox_close(struct daemon *d);
 /* Parks every other worker between two callbacks until world_resume:
  * the caller alone touches shared state meanwhile. Not reentrant. */

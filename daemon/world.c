@@ -37,7 +37,7 @@ enum { WORLD_RUNNING, WORLD_PARKED, WORLD_WAITING, WORLD_EXITED };
 /* ---- mailboxes ------------------------------------------------------------
  */
 
-static void
+void
 world_mailbox_run(struct daemon *d)
 {
 	struct world_job *job, *next;
@@ -123,8 +123,7 @@ world_mailbox_open(struct daemon *d)
 void
 world_mailbox_close(struct daemon *d)
 {
-	/* What is left was posted while this worker stopped: run it now,
-	 * so an accepted client is closed rather than leaked. */
+	/* Posted since the posted-jobs part ran (daemon.c): run it now. */
 	world_mailbox_run(d);
 	if (d->mail_ev)
 		event_free(d->mail_ev);

@@ -62,10 +62,7 @@ daemon_clients_close(struct daemon *d)
 }
 
 /* A worker's parts, bottom up: started in this order, stopped in the
- * reverse one. A stop also undoes its own part's failed start. (The
- * mailbox opens before the UCX worker, as it always did: opened after
- * the listener, hostile.sh silent-conns trips a UCX 1.13 assertion in
- * tcp_sockcm_ep.c.) Some
+ * reverse one. A stop also undoes its own part's failed start. Some
  * parts only have a stop: what they undo was made by traffic (clients,
  * operations, quarantined ranges), or, for the client socket, by main()
  * on worker 0 (its failure is an exit status of its own). */

@@ -104,11 +104,12 @@ am_deliver(struct daemon *d, unsigned id, const void *header,
 		am_drop(d, p, "short header", id);
 		return;
 	}
-	if (!route->handshake && p->state != PEER_UP) {
+	if (!route->handshake && p->state != RMA__V1__PEER_STATE__PEER_UP) {
 		am_drop(d, p, "before the handshake, or on a closed endpoint",
 			id);
 		/* A request before the handshake is a protocol violation. */
-		if (p->inbound && p->state == PEER_CONNECTING)
+		if (p->inbound &&
+		    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING)
 			peer_fail(p, UCS_ERR_REJECTED,
 				  "request before the handshake");
 		return;
@@ -229,7 +230,7 @@ am_send(struct peer *p, unsigned id, const void *header, size_t header_length,
 	uint8_t *hdr, *body;
 	ucs_status_ptr_t sp;
 
-	if (p->ep == NULL || p->state == PEER_DOWN)
+	if (p->ep == NULL || p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		return UCS_ERR_NOT_CONNECTED;
 	if (p->tx_msgs > 0 && (p->tx_msgs >= AM_TX_MAX_MSGS ||
 			       p->tx_bytes + copied > AM_TX_MAX_BYTES)) {

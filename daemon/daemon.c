@@ -1,7 +1,12 @@
 /* The daemon: a world of workers, set up and torn down in one place, so
  * main() and the protocol tests build it the same way. The caller's
  * struct daemon is worker 0; further workers run on threads of their own
- * (world.c). */
+ * (world.c).
+ *
+ * The floors, bottom up: proto/; worker.c and world.c; the subsystems
+ * (clients, regions, peers, operations, status); this file, which names
+ * them all in two tables (a worker's parts, the worker's hooks); main.c.
+ * Lower floors reach up only through those tables. */
 #include "daemon.h"
 
 #include <time.h>
@@ -10,6 +15,95 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+
+static int
+daemon_loop_start(struct daemon *d)
+{
+	idmap_init(&d->ops_by_token);
+	d->base = event_base_new();
+	if (d->base == NULL) {
+		log_error("daemon_loop_start: event_base_new failed");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+daemon_loop_stop(struct daemon *d)
+{
+	idmap_cleanup(&d->ops_by_token);
+	if (d->base != NULL)
+		event_base_free(d->base);
+	d->base = NULL;
+}
+
+static void
+daemon_scratch_free(struct daemon *d)
+{
+	free(d->decode_arena);
+	d->decode_arena = NULL;
+	free(d->batch_reply);
+	d->batch_reply = NULL;
+}
+
+/* Whatever is still in flight on this worker fails now. */
+static void
+daemon_drain(struct daemon *d)
+{
+	worker_drain(d, 1.0);
+}
+
+static void
+daemon_clients_close(struct daemon *d)
+{
+	conn_flush_dirty(d);
+	while (!TAILQ_EMPTY(&d->conns))
+		conn_close(TAILQ_FIRST(&d->conns), "daemon shutting down");
+}
+
+/* A worker's parts, bottom up: started in this order, stopped in the
+ * reverse one. A stop also undoes its own part's failed start. Some
+ * parts only have a stop: what they undo was made by traffic (clients,
+ * operations, quarantined ranges), or, for the client socket, by main()
+ * on worker 0 (its failure is an exit status of its own). */
+static const struct daemon_part {
+	const char *name;
+	int (*start)(struct daemon *d);
+	void (*stop)(struct daemon *d);
+} daemon_parts[] = {
+    {"loop", daemon_loop_start, daemon_loop_stop},
+    {"mailbox", world_mailbox_open, world_mailbox_close},
+    {"UCX worker", worker_start, worker_stop},
+    {"scratch buffers", NULL, daemon_scratch_free},
+    {"operation records", NULL, op_pool_cleanup},
+    {"quarantine", NULL, region_quarantine_drain_all},
+    {"operations in flight", NULL, daemon_drain},
+    {"clients", NULL, daemon_clients_close},
+    {"peers", peer_system_start, peer_system_stop},
+    {"client socket", NULL, server_stop},
+    /* Run what other workers posted before the clients close, so an
+     * accepted client is closed rather than leaked. */
+    {"posted jobs", NULL, world_mailbox_run},
+};
+
+#define DAEMON_N_PARTS (sizeof(daemon_parts) / sizeof(daemon_parts[0]))
+
+static void
+daemon_on_deadline(struct daemon *d)
+{
+	peer_check_deadlines(d);
+	conn_check_stuck(d);
+	notify_beat(d);
+}
+
+/* The only calls from worker.c and world.c up into the subsystems. */
+static const struct worker_hooks daemon_hooks = {
+    .after_progress = peer_close_failed,
+    .flush = conn_flush_dirty,
+    .deadline = daemon_on_deadline,
+    .drained = peer_all_closed,
+    .begin_shutdown = daemon_begin_shutdown,
+};
 
 /* One worker's loop, UCX worker and handlers. */
 static int
@@ -27,6 +121,8 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 		       sizeof(d->ucx_version));
 		d->started = first->started;
 	}
+	d->hooks = &daemon_hooks;
+	d->region_freed = resolve_broadcast_freed;
 	d->listen_fd = -1;
 	d->mail_fd = -1;
 	d->next_token = 1;
@@ -34,44 +130,27 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 	TAILQ_INIT(&d->dirty_conns);
 	TAILQ_INIT(&d->peers);
 	TAILQ_INIT(&d->quarantine);
-	idmap_init(&d->ops_by_token);
-	d->base = event_base_new();
-	if (d->base == NULL) {
-		log_error("daemon_start: event_base_new failed");
-		return -1;
+	for (size_t i = 0; i < DAEMON_N_PARTS; i++) {
+		const struct daemon_part *part = &daemon_parts[i];
+		d->parts_started = i + 1;
+		/* Each start logs its own failure. */
+		if (part->start != NULL && part->start(d) < 0)
+			return -1;
 	}
-	if (world_mailbox_open(d) < 0 || worker_start(d) < 0)
-		return -1;
-	if (peer_system_start(d) < 0)
-		return -1;
 	if (first != NULL)
 		d->listen_sa = first->listen_sa;
 	return 0;
 }
 
-/* Whatever is still in flight on this worker fails now. */
 static void
 daemon_worker_stop(struct daemon *d)
 {
-	if (d->base == NULL)
-		return;
-	world_mailbox_close(d);
-	server_stop(d);
-	peer_system_stop(d);
-	conn_flush_dirty(d);
-	while (!TAILQ_EMPTY(&d->conns))
-		conn_close(TAILQ_FIRST(&d->conns), "daemon shutting down");
-	worker_drain(d, 1.0);
-	region_quarantine_drain_all(d);
-	op_pool_cleanup(d);
-	free(d->decode_arena);
-	d->decode_arena = NULL;
-	free(d->batch_reply);
-	d->batch_reply = NULL;
-	worker_stop(d);
-	idmap_cleanup(&d->ops_by_token);
-	event_base_free(d->base);
-	d->base = NULL;
+	while (d->parts_started > 0) {
+		const struct daemon_part *part =
+		    &daemon_parts[--d->parts_started];
+		if (part->stop != NULL)
+			part->stop(d);
+	}
 }
 
 int
@@ -179,9 +258,7 @@ daemon_begin_shutdown(struct daemon *d)
 {
 	Rma__V1__Shutdown shutdown = RMA__V1__SHUTDOWN__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
-	double t = d->cfg.shutdown_timeout;
-	struct timeval tv = {(time_t)t,
-			     (suseconds_t)((t - (double)(time_t)t) * 1e6)};
+	struct timeval tv = worker_timeval(d->cfg.shutdown_timeout);
 	struct conn *c;
 
 	if (d->shutting_down)

@@ -246,8 +246,6 @@ void region_quarantine_drain_all(struct daemon *d);
 /* ---- peer.c: other daemons ------------------------------------------------
  */
 
-enum peer_state { PEER_CONNECTING, PEER_UP, PEER_DOWN };
-
 /* A connect or import waiting for the peer. */
 struct peer_waiter {
 	struct conn *conn;
@@ -293,8 +291,8 @@ struct peer {
 	char address[96];
 	struct sockaddr_storage sa;
 	socklen_t sa_len;
-	enum peer_state state;
-	double state_since; /* daemon_now() of the last state change */
+	Rma__V1__PeerState state; /* the wire's PeerState */
+	double state_since;	  /* daemon_now() of the last state change */
 	bool self;    /* our own listen address: transfers are local copies */
 	bool inbound; /* accepted from another daemon's connect */
 	ucp_ep_h ep;
@@ -368,7 +366,7 @@ int peer_close_failed(struct daemon *d);
 void peer_maybe_reconnect(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
-const char *peer_state_name(enum peer_state s);
+const char *peer_state_name(Rma__V1__PeerState s);
 
 /* ---- am.c: the door between daemons ------------------------------------- */
 
@@ -462,24 +460,33 @@ struct op {
 	uint64_t length;
 	void *buf;   /* local bytes (PUT/GET) */
 	int pending; /* what is outstanding: UCX requests, answer, barrier */
-	ucs_status_t status;
-	wire_status_t remote_status; /* the target refused it */
-	bool timed_out;
+	/* The first failure, with its detail, set where it is found
+	 * (op_set_failed); UCX codes are converted as they come in. */
+	wire_status_t status;
+	char detail[200];
 	bool reported; /* the client got its completion already */
 	bool listed;   /* on peer->ops */
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
+	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;
-	struct op *flush_all_parent; /* flush of every peer: the aggregate */
-	TAILQ_ENTRY(op) link;	     /* peer->ops */
+	union {
+		struct op *flush_all_parent; /* flush of every peer: the
+						aggregate */
+		struct op *next_free;	     /* on d->op_free */
+	};
+	TAILQ_ENTRY(op) link; /* peer->ops */
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
 void op_report_overdue(struct op *op);
+/* Past its deadline: the op fails with ERR_TIMEOUT (peer.c closes the
+ * endpoint next, which completes it). */
+void op_set_timed_out(struct op *op);
 /* Operations waiting for a peer to reconnect (op.c parks them): run what
  * can run now, in order; fail what waited past its deadline; drop a gone
  * client's; fail them all. */
@@ -505,6 +512,22 @@ wire_status_t op_status_from_ucs(ucs_status_t st);
 /* ---- worker.c: UCX context, worker, listener, progress ----------------------
  */
 
+/* What the loop does in the subsystems above worker.c and world.c: they
+ * call up only through these, which daemon.c fills in. */
+struct worker_hooks {
+	/* After each progress pass: returns how many endpoints it closed
+	 * (their requests complete, so progress again). */
+	int (*after_progress)(struct daemon *d);
+	/* End of a pass: what it completed goes out to the clients. */
+	void (*flush)(struct daemon *d);
+	/* Every op_timeout / 10, within [50 ms, 1 s]. */
+	void (*deadline)(struct daemon *d);
+	/* Draining: true once no endpoint close is still under way. */
+	bool (*drained)(struct daemon *d);
+	/* world.c: the shutdown flag reached this worker. */
+	void (*begin_shutdown)(struct daemon *d);
+};
+
 /* The UCX context every worker shares; fills d->ucx_version and settles
  * d->cfg.transports. */
 int worker_context_create(struct daemon *d, ucp_context_h *ucp_p);
@@ -513,6 +536,8 @@ void worker_stop(struct daemon *d);
 /* Ask for a progress pass and output flush before the loop sleeps. */
 void worker_kick(struct daemon *d);
 double daemon_now(void);
+/* seconds (negative counts as 0) as libevent takes a timeout. */
+struct timeval worker_timeval(double seconds);
 void worker_drain(struct daemon *d, double seconds);
 
 /* ---- status.c
@@ -548,10 +573,12 @@ typedef void (*world_fn_t)(struct daemon *d, void *arg);
 
 /* Runs fn(to, arg) on to's thread, soon. */
 int world_post(struct daemon *to, world_fn_t fn, void *arg);
-/* daemon_begin_shutdown on every worker: at once on self, at their next
- * wake-up on the others. */
+/* The begin_shutdown hook on every worker: at once on self, at their
+ * next wake-up on the others. */
 void world_shutdown(struct daemon *self);
 int world_mailbox_open(struct daemon *d);
+/* Runs what was posted to d, now. */
+void world_mailbox_run(struct daemon *d);
 void world_mailbox_close(struct daemon *d);
 /* Parks every other worker between two callbacks until world_resume:
  * the caller alone touches shared state meanwhile. Not reentrant. */
@@ -608,11 +635,16 @@ struct daemon {
 	struct event *worker_ev;
 	struct event *tick_ev;
 	struct event *deadline_ev;
-	struct event *poll_ev; /* polling mode only */
-	bool in_tick;	       /* worker_tick is running */
+	struct event *poll_ev;		  /* polling mode only */
+	bool in_tick;			  /* worker_tick is running */
+	const struct worker_hooks *hooks; /* daemon.c's */
+	uint32_t parts_started;		  /* daemon.c: parts to stop */
 	char ucx_version[32];
 
 	struct quarantine_list quarantine;
+	/* region.c calls it when a client frees a region (daemon.c sets
+	 * resolve_broadcast_freed: peers drop what they resolved). */
+	void (*region_freed)(struct daemon *d, const struct region *r);
 
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */

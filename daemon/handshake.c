@@ -119,8 +119,8 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	struct am_hello_reply in;
 	struct am_hello_proof proof;
 
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    p->await_proof)
+	if (m->length < sizeof(in) ||
+	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING || p->await_proof)
 		return;
 	memcpy(&in, m->data, sizeof(in));
 	if (in.magic != AM_MAGIC || in.token != p->hello.token)
@@ -169,8 +169,8 @@ handshake_on_done(struct peer *p, const struct am_msg *m)
 {
 	struct am_hello_reply in;
 
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    !p->await_proof)
+	if (m->length < sizeof(in) ||
+	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING || !p->await_proof)
 		return;
 	memcpy(&in, m->data, sizeof(in));
 	if (in.magic != AM_MAGIC || in.token != p->hello.token)
@@ -233,7 +233,8 @@ handshake_take_over(struct peer *p)
 
 	TAILQ_FOREACH(q, &d->peers, link)
 	{
-		if (q == p || !q->inbound || q->state != PEER_UP ||
+		if (q == p || !q->inbound ||
+		    q->state != RMA__V1__PEER_STATE__PEER_UP ||
 		    !handshake_same_origin(p, q))
 			continue;
 		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) == 0 &&
@@ -243,7 +244,8 @@ handshake_take_over(struct peer *p)
 	}
 	TAILQ_FOREACH(q, &d->peers, link)
 	{
-		if (q == p || !q->inbound || q->state != PEER_UP ||
+		if (q == p || !q->inbound ||
+		    q->state != RMA__V1__PEER_STATE__PEER_UP ||
 		    !handshake_same_origin(p, q))
 			continue;
 		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) != 0)
@@ -280,7 +282,8 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 	struct daemon *d = p->d;
 	struct am_hello in;
 
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
+	if (m->length < sizeof(in) ||
+	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING ||
 	    p->await_proof || p->known)
 		return;
 	memcpy(&in, m->data, sizeof(in));
@@ -318,8 +321,8 @@ handshake_on_proof(struct peer *p, const struct am_msg *m)
 	struct am_hello_proof in;
 	static double last_logged;
 
-	if (m->length < sizeof(in) || p->state != PEER_CONNECTING ||
-	    !p->await_proof)
+	if (m->length < sizeof(in) ||
+	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING || !p->await_proof)
 		return;
 	memcpy(&in, m->data, sizeof(in));
 	p->await_proof = false;

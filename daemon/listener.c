@@ -142,7 +142,7 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	}
 	am_attach(p);
 	/* Served only once its handshake is done, within connect_timeout. */
-	p->state = PEER_CONNECTING;
+	p->state = RMA__V1__PEER_STATE__PEER_CONNECTING;
 	p->state_since = daemon_now();
 	peer_timer_start(p, d->cfg.connect_timeout);
 	log_debug(

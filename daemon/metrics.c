@@ -113,8 +113,7 @@ metrics_observe_op(struct daemon *d, const struct op *op,
 		else
 			s->errors[k]++;
 	}
-	/* op_begin sets the deadline op_timeout after the op was accepted */
-	secs = daemon_now() - (op->deadline - d->cfg.op_timeout);
+	secs = daemon_now() - op->started;
 	if (secs < 0)
 		secs = 0;
 	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)
@@ -223,8 +222,9 @@ metrics_peer_labels(struct evbuffer *out, const char *name,
 static void
 metrics_render(struct metrics *m, struct evbuffer *out)
 {
-	static const enum peer_state states[] = {PEER_CONNECTING, PEER_UP,
-						 PEER_DOWN};
+	static const Rma__V1__PeerState states[] = {
+	    RMA__V1__PEER_STATE__PEER_CONNECTING, RMA__V1__PEER_STATE__PEER_UP,
+	    RMA__V1__PEER_STATE__PEER_DOWN};
 	struct daemon *d = m->d;
 	struct world *w = d->world;
 	unsigned long long clients = 0, regions = 0, region_bytes = 0;
@@ -329,7 +329,8 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	METRICS_FOREACH_PEER(w, p)
 	{
 		metrics_peer_labels(out, "rmad_peer_up", p);
-		evbuffer_add_printf(out, "} %d\n", p->state == PEER_UP);
+		evbuffer_add_printf(out, "} %d\n",
+				    p->state == RMA__V1__PEER_STATE__PEER_UP);
 	}
 	metrics_head(out, "rmad_peer_state", "gauge",
 		     "State of each peer daemon (1 for the current one).");

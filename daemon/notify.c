@@ -16,16 +16,6 @@
 /* How often STATUS= is refreshed (only sent when its text changed). */
 #define NOTIFY_STATUS_PERIOD 1.0
 
-static struct timeval
-notify_tv(double seconds)
-{
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)seconds;
-	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 int
 notify_listen_fd(int *fd_p)
 {
@@ -86,7 +76,7 @@ notify_summary(struct daemon *d, char *buf, size_t len)
 		TAILQ_FOREACH(p, &wd->peers, link)
 		{
 			peers++;
-			if (p->state == PEER_UP)
+			if (p->state == RMA__V1__PEER_STATE__PEER_UP)
 				up++;
 		}
 		in_flight += wd->ops_in_flight;
@@ -163,7 +153,7 @@ notify_start(struct daemon *d)
 	    event_new(d->base, -1, EV_PERSIST, notify_on_status, d);
 	if (d->notify.status_ev == NULL)
 		goto err_events;
-	tv = notify_tv(NOTIFY_STATUS_PERIOD);
+	tv = worker_timeval(NOTIFY_STATUS_PERIOD);
 	event_add(d->notify.status_ev, &tv);
 
 	r = sd_watchdog_enabled(0, &usec);
@@ -175,7 +165,7 @@ notify_start(struct daemon *d)
 		    event_new(d->base, -1, EV_PERSIST, notify_on_watchdog, d);
 		if (d->notify.watchdog_ev == NULL)
 			goto err_events;
-		tv = notify_tv((double)usec / 2e6);
+		tv = worker_timeval((double)usec / 2e6);
 		event_add(d->notify.watchdog_ev, &tv);
 		log_info("notify_start: watchdog every %.3f s",
 			 (double)usec / 2e6);

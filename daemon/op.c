@@ -46,13 +46,68 @@ op_status_from_ucs(ucs_status_t st)
 	}
 }
 
+/* The first failure decides; later ones are its consequences. */
+static void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (op->status != RMA__V1__STATUS__OK)
+		return;
+	op->status = st;
+	va_start(ap, fmt);
+	vsnprintf(op->detail, sizeof(op->detail), fmt, ap);
+	va_end(ap);
+}
+
+/* The UCX boundary: what a UCX call or callback reports becomes the op's
+ * wire status here. */
+static void
+op_set_ucs_failed(struct op *op, ucs_status_t st)
+{
+	struct peer *p = op->peer;
+
+	if (st == UCS_OK)
+		return;
+	if (op->d->shutting_down && st == UCS_ERR_CANCELED)
+		op_set_failed(op, RMA__V1__STATUS__ERR_SHUTDOWN,
+			      "daemon shutting down");
+	else if (p && p->last_error[0])
+		op_set_failed(op, op_status_from_ucs(st), "%s (%s)",
+			      p->last_error, ucs_status_string(st));
+	else
+		op_set_failed(op, op_status_from_ucs(st), "%s",
+			      ucs_status_string(st));
+}
+
+/* The target answered with a refusal, or with something unusable. */
+static void
+op_set_refused(struct op *op, wire_status_t st)
+{
+	op_set_failed(
+	    op, st, "%s refused it: %s", op->peer->address,
+	    st == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR ? "the region is gone"
+	    : st == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS	? "outside the region"
+							: "bad request");
+}
+
+void
+op_set_timed_out(struct op *op)
+{
+	op_set_failed(op, RMA__V1__STATUS__ERR_TIMEOUT,
+		      "no completion within %.1f s", op->d->cfg.op_timeout);
+}
+
 static struct op *
 op_alloc(struct daemon *d)
 {
 	struct op *op = d->op_free;
 
 	if (op != NULL)
-		d->op_free = op->flush_all_parent;
+		d->op_free = op->next_free;
 	else
 		op = malloc(sizeof(*op));
 	if (op != NULL)
@@ -65,7 +120,7 @@ op_pool_cleanup(struct daemon *d)
 {
 	while (d->op_free != NULL) {
 		struct op *op = d->op_free;
-		d->op_free = op->flush_all_parent;
+		d->op_free = op->next_free;
 		free(op);
 	}
 }
@@ -90,7 +145,7 @@ op_release_barriers(struct peer *p)
 static void
 op_recycle(struct op *op)
 {
-	op->flush_all_parent = op->d->op_free;
+	op->next_free = op->d->op_free;
 	op->d->op_free = op;
 }
 
@@ -100,8 +155,7 @@ op_finish(struct op *op)
 	struct daemon *d = op->d;
 	struct conn *c = op->conn;
 	struct peer *p = op->peer;
-	wire_status_t ws = op_status_from_ucs(op->status);
-	char detail[200] = "";
+	wire_status_t ws = op->status;
 
 	if (op->token != 0)
 		idmap_remove(&d->ops_by_token, op->token);
@@ -113,39 +167,14 @@ op_finish(struct op *op)
 	if (c == NULL) {
 		/* one peer's part of a flush of every peer */
 		struct op *parent = op->flush_all_parent;
-		if (op->status != UCS_OK && parent->status == UCS_OK)
-			parent->status = op->status;
-		parent->timed_out |= op->timed_out;
+		if (op->status != RMA__V1__STATUS__OK)
+			op_set_failed(parent, op->status, "%s", op->detail);
 		op_recycle(op);
 		if (--parent->pending == 0)
 			op_finish(parent);
 		if (p != NULL)
 			op_release_barriers(p);
 		return;
-	}
-	if (op->remote_status != RMA__V1__STATUS__OK) {
-		ws = op->remote_status;
-		snprintf(detail, sizeof(detail), "%s refused it: %s",
-			 p ? p->address : "the target",
-			 ws == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR
-			     ? "the region is gone"
-			 : ws == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS
-			     ? "outside the region"
-			     : "bad request");
-	} else if (op->timed_out) {
-		ws = RMA__V1__STATUS__ERR_TIMEOUT;
-		snprintf(detail, sizeof(detail), "no completion within %.1f s",
-			 d->cfg.op_timeout);
-	} else if (d->shutting_down && op->status == UCS_ERR_CANCELED) {
-		ws = RMA__V1__STATUS__ERR_SHUTDOWN;
-		snprintf(detail, sizeof(detail), "daemon shutting down");
-	} else if (ws != RMA__V1__STATUS__OK) {
-		if (p && p->last_error[0])
-			snprintf(detail, sizeof(detail), "%s (%s)",
-				 p->last_error, ucs_status_string(op->status));
-		else
-			snprintf(detail, sizeof(detail), "%s",
-				 ucs_status_string(op->status));
 	}
 	if (op->reported) {
 		/* the client heard at the deadline (op_report_overdue) */
@@ -170,7 +199,7 @@ op_finish(struct op *op)
 	c->in_flight--;
 	d->ops_in_flight--;
 	conn_complete(c, op->op_id, ws,
-		      ws == RMA__V1__STATUS__OK ? op->length : 0, detail);
+		      ws == RMA__V1__STATUS__OK ? op->length : 0, op->detail);
 release:
 	if (op->region) {
 		op->region->in_flight--;
@@ -189,8 +218,7 @@ op_on_ucx_done(void *request, ucs_status_t status, void *user_data)
 {
 	struct op *op = user_data;
 
-	if (status != UCS_OK && op->status == UCS_OK)
-		op->status = status;
+	op_set_ucs_failed(op, status);
 	ucp_request_free(request);
 	if (--op->pending == 0)
 		op_finish(op);
@@ -213,8 +241,8 @@ op_track(struct op *op, ucs_status_ptr_t sp)
 	if (sp != NULL && !UCS_PTR_IS_ERR(sp))
 		return;
 	op->pending--;
-	if (UCS_PTR_IS_ERR(sp) && op->status == UCS_OK)
-		op->status = UCS_PTR_STATUS(sp);
+	if (UCS_PTR_IS_ERR(sp))
+		op_set_ucs_failed(op, UCS_PTR_STATUS(sp));
 }
 
 static void op_send_am(struct op *op, const struct resolved *res,
@@ -237,7 +265,8 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	op->kind = o->kind;
 	op->length = o->length;
 	op->peer = p;
-	op->deadline = daemon_now() + d->cfg.op_timeout;
+	op->started = daemon_now();
+	op->deadline = op->started + d->cfg.op_timeout;
 	/* Held until UCX is done, so the pending request never dangles. */
 	op->pending = 1;
 	conn_ref(c);
@@ -313,7 +342,7 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 				"no peer %u", o->peer_id);
 			return;
 		}
-		if (p->state != PEER_UP) {
+		if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
 			peer_maybe_reconnect(p);
 			op_fail(c, o,
 				p->last_status ? p->last_status
@@ -336,18 +365,22 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 		TAILQ_FOREACH(p, &d->peers, link)
 		{
 			struct op *child;
-			if (p->inbound || p->self || p->state != PEER_UP ||
+			if (p->inbound || p->self ||
+			    p->state != RMA__V1__PEER_STATE__PEER_UP ||
 			    p->ep == NULL)
 				continue;
 			child = op_alloc(d);
 			if (child == NULL) {
-				op->status = UCS_ERR_NO_MEMORY;
+				op_set_failed(op,
+					      RMA__V1__STATUS__ERR_NO_MEMORY,
+					      "out of memory");
 				break;
 			}
 			child->d = d;
 			child->kind = RMA__V1__OP_KIND__FLUSH;
 			child->peer = p;
 			child->flush_all_parent = op;
+			child->started = op->started;
 			child->deadline = op->deadline;
 			child->pending = 1;
 			TAILQ_INSERT_TAIL(&p->ops, child, link);
@@ -624,7 +657,8 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_track(op, ucp_get_nbx(rem->peer->ep, buf, o->length,
 					 res->addr + o->remote_offset,
 					 res->rkey, &param));
-	if (put && (o->flags & 1u) && op->status == UCS_OK) {
+	if (put && (o->flags & RMA__V1__OP_FLAG__OP_FLAG_REMOTE_COMPLETION) &&
+	    op->status == RMA__V1__STATUS__OK) {
 		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
 		op_expect(op);
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
@@ -666,6 +700,15 @@ op_stop_waiting(struct op *op)
 	op->pending--;
 }
 
+/* The answer came, or will not: finish unless UCX still holds the op. */
+static void
+op_done_waiting(struct op *op)
+{
+	op_stop_waiting(op);
+	if (op->pending == 0)
+		op_finish(op);
+}
+
 static void
 op_on_am_sent(void *request, ucs_status_t status, void *user_data)
 {
@@ -673,8 +716,7 @@ op_on_am_sent(void *request, ucs_status_t status, void *user_data)
 
 	ucp_request_free(request);
 	if (status != UCS_OK) {
-		if (op->status == UCS_OK)
-			op->status = status;
+		op_set_ucs_failed(op, status);
 		/* never delivered: no answer will come */
 		if (op->awaiting_answer)
 			op_stop_waiting(op);
@@ -703,7 +745,8 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->token = d->next_token++;
 	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
 		op->token = 0;
-		op->status = UCS_ERR_NO_MEMORY;
+		op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+			      "out of memory");
 		return;
 	}
 	op->awaiting_answer = true;
@@ -739,9 +782,8 @@ op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a)
 	op = idmap_get(&p->d->ops_by_token, a->token);
 	if (op == NULL || !op->awaiting_answer || op->peer != p)
 		return NULL; /* late, or not for us */
-	if (a->status != RMA__V1__STATUS__OK &&
-	    op->remote_status == RMA__V1__STATUS__OK)
-		op->remote_status = a->status;
+	if (a->status != RMA__V1__STATUS__OK)
+		op_set_refused(op, a->status);
 	return op;
 }
 
@@ -751,11 +793,8 @@ op_on_put_ack(struct peer *p, const struct am_msg *m)
 	struct am_rma_answer a;
 	struct op *op = op_answered(p, m, &a);
 
-	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT) {
-		op_stop_waiting(op);
-		if (op->pending == 0)
-			op_finish(op);
-	}
+	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT)
+		op_done_waiting(op);
 }
 
 void
@@ -766,15 +805,13 @@ op_on_get_reply(struct peer *p, const struct am_msg *m)
 
 	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
 		return;
-	if (op->remote_status == RMA__V1__STATUS__OK) {
+	if (op->status == RMA__V1__STATUS__OK) {
 		if (m->length == op->length)
 			memcpy(op->buf, m->data, m->length);
 		else
-			op->remote_status = RMA__V1__STATUS__ERR_PROTOCOL;
+			op_set_refused(op, RMA__V1__STATUS__ERR_PROTOCOL);
 	}
-	op_stop_waiting(op);
-	if (op->pending == 0)
-		op_finish(op);
+	op_done_waiting(op);
 }
 
 /* ---- batches: small puts and gets, one message per peer per frame ------ */
@@ -800,11 +837,8 @@ op_batch_fail(struct op_batch *b, ucs_status_t status)
 		op = idmap_get(&b->d->ops_by_token, h.token);
 		if (op == NULL || !op->awaiting_answer)
 			continue;
-		if (op->status == UCS_OK)
-			op->status = status;
-		op_stop_waiting(op);
-		if (op->pending == 0)
-			op_finish(op);
+		op_set_ucs_failed(op, status);
+		op_done_waiting(op);
 	}
 }
 
@@ -873,7 +907,8 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	if (p->batch == NULL) {
 		p->batch = malloc(sizeof(*p->batch));
 		if (p->batch == NULL) {
-			op->status = UCS_ERR_NO_MEMORY;
+			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+				      "out of memory");
 			return;
 		}
 		p->batch->d = d;
@@ -884,7 +919,8 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->token = d->next_token++;
 	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
 		op->token = 0;
-		op->status = UCS_ERR_NO_MEMORY;
+		op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+			      "out of memory");
 		return;
 	}
 	op->awaiting_answer = true;
@@ -925,17 +961,15 @@ op_on_batch_reply(struct peer *p, const struct am_msg *m)
 		op = idmap_get(&d->ops_by_token, a.token);
 		if (op != NULL && op->awaiting_answer && op->peer == p) {
 			if (a.status != RMA__V1__STATUS__OK)
-				op->remote_status = a.status;
+				op_set_refused(op, a.status);
 			else if (op->kind == RMA__V1__OP_KIND__GET) {
 				if (n == op->length)
 					memcpy(op->buf, data + at, n);
 				else
-					op->remote_status =
-					    RMA__V1__STATUS__ERR_PROTOCOL;
+					op_set_refused(
+					    op, RMA__V1__STATUS__ERR_PROTOCOL);
 			}
-			op_stop_waiting(op);
-			if (op->pending == 0)
-				op_finish(op);
+			op_done_waiting(op);
 		}
 		at += n;
 	}
@@ -953,8 +987,7 @@ op_peer_failed(struct peer *p, ucs_status_t status)
 		next = TAILQ_NEXT(op, link);
 		if (!op->awaiting_answer)
 			continue;
-		if (op->status == UCS_OK)
-			op->status = status;
+		op_set_ucs_failed(op, status);
 		op_stop_waiting(op);
 		if (op->pending == 0) {
 			TAILQ_REMOVE(&p->ops, op, link);

@@ -25,17 +25,18 @@ static void peer_reconnect(struct peer *p);
 static void peer_notify(struct peer *p);
 
 const char *
-peer_state_name(enum peer_state s)
+peer_state_name(Rma__V1__PeerState s)
 {
 	switch (s) {
-	case PEER_CONNECTING:
+	case RMA__V1__PEER_STATE__PEER_CONNECTING:
 		return "connecting";
-	case PEER_UP:
+	case RMA__V1__PEER_STATE__PEER_UP:
 		return "up";
-	case PEER_DOWN:
+	case RMA__V1__PEER_STATE__PEER_DOWN:
 		return "down";
+	default:
+		return "?";
 	}
-	return "?";
 }
 
 struct peer *
@@ -64,10 +65,7 @@ peer_timer_start(struct peer *p, double seconds)
 		p->connect_timer = evtimer_new(p->d->base, peer_on_timer, p);
 	if (p->connect_timer == NULL)
 		return;
-	if (seconds < 0)
-		seconds = 0;
-	tv.tv_sec = (time_t)seconds;
-	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	tv = worker_timeval(seconds);
 	evtimer_add(p->connect_timer, &tv);
 }
 
@@ -99,7 +97,7 @@ peer_set_up(struct peer *p)
 
 	if (p->connect_timer)
 		event_del(p->connect_timer);
-	p->state = PEER_UP;
+	p->state = RMA__V1__PEER_STATE__PEER_UP;
 	p->state_since = daemon_now();
 	p->last_status = RMA__V1__STATUS__OK;
 	p->last_error[0] = '\0';
@@ -274,8 +272,7 @@ peer_notify(struct peer *p)
 
 	pe.peer_id = p->id;
 	pe.address = p->address;
-	pe.state = p->state == PEER_UP ? RMA__V1__PEER_STATE__PEER_UP
-				       : RMA__V1__PEER_STATE__PEER_DOWN;
+	pe.state = p->state;
 	pe.status = p->last_status;
 	pe.detail = p->last_error;
 	event.body_case = RMA__V1__EVENT__BODY_PEER;
@@ -320,12 +317,12 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 {
 	struct peer_waiter *w;
 	char previous[sizeof(p->last_error)];
-	bool was_connecting = p->state == PEER_CONNECTING;
+	bool was_connecting = p->state == RMA__V1__PEER_STATE__PEER_CONNECTING;
 
-	if (p->state == PEER_DOWN)
+	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		return;
 	memcpy(previous, p->last_error, sizeof(previous));
-	p->state = PEER_DOWN;
+	p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 	p->state_since = daemon_now();
 	p->await_proof = false;
 	p->ep_status = st;
@@ -369,12 +366,12 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 	struct peer *p = arg;
 	char detail[160];
 
-	if (p->state == PEER_DOWN) {
+	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN) {
 		if (!TAILQ_EMPTY(&p->parked))
 			peer_maybe_reconnect(p);
 		return;
 	}
-	if (p->state != PEER_CONNECTING)
+	if (p->state != RMA__V1__PEER_STATE__PEER_CONNECTING)
 		return;
 	if (p->inbound)
 		snprintf(detail, sizeof(detail),
@@ -407,7 +404,7 @@ peer_connect_start(struct peer *p)
 
 	params.sockaddr.addr = (struct sockaddr *)&p->sa;
 	params.sockaddr.addrlen = p->sa_len;
-	p->state = PEER_CONNECTING;
+	p->state = RMA__V1__PEER_STATE__PEER_CONNECTING;
 	p->state_since = daemon_now();
 	p->await_proof = false;
 	peer_timer_start(p, d->cfg.connect_timeout);
@@ -476,7 +473,7 @@ peer_maybe_reconnect(struct peer *p)
 {
 	double now = daemon_now();
 
-	if (p->inbound || p->self || p->state != PEER_DOWN)
+	if (p->inbound || p->self || p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 		return;
 	if (now >= p->next_attempt)
 		peer_reconnect(p);
@@ -574,7 +571,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		}
 		p->sa = sa;
 		p->sa_len = len;
-		p->state = PEER_DOWN;
+		p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 		p->state_since = daemon_now();
 		if (peer_is_self(d, &sa)) {
 			/* Our own address: copies are local, no endpoint. */
@@ -586,7 +583,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 			peer_set_up(p);
 		}
 	}
-	if (p->state == PEER_UP) {
+	if (p->state == RMA__V1__PEER_STATE__PEER_UP) {
 		struct peer_waiter now = {.conn = c, .request_id = req_id};
 		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
 		return;
@@ -601,7 +598,7 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	w->request_id = req_id;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
 	/* An explicit connect does not wait for the backoff. */
-	if (p->state == PEER_DOWN)
+	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		peer_reconnect(p);
 }
 
@@ -652,7 +649,7 @@ peer_check_deadlines(struct daemon *d)
 				peer_maybe_reconnect(p);
 		}
 
-		if (p->state != PEER_UP) {
+		if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
 			/* Its endpoint is closed, so UCX owes these
 			 * operations their completion; should it never come,
 			 * the client still hears by the deadline. */
@@ -679,7 +676,7 @@ peer_check_deadlines(struct daemon *d)
 		{
 			if (op->deadline > now)
 				break;
-			op->timed_out = true;
+			op_set_timed_out(op);
 			expired++;
 		}
 		snprintf(detail, sizeof(detail),
@@ -724,7 +721,7 @@ peer_system_stop(struct daemon *d)
 
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
-		if (p->state != PEER_DOWN)
+		if (p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 			peer_fail(p, UCS_ERR_CANCELED, "daemon shutting down");
 	}
 	peer_close_failed(d);

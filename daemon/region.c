@@ -13,6 +13,22 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+/* A failed system call: out of memory is the client's to hear, the rest
+ * is ours. */
+static wire_status_t
+region_status_from_errno(int err)
+{
+	return err == ENOMEM ? RMA__V1__STATUS__ERR_NO_MEMORY
+			     : RMA__V1__STATUS__ERR_INTERNAL;
+}
+
+static wire_status_t
+region_status_from_ucs(ucs_status_t st)
+{
+	return st == UCS_ERR_NO_MEMORY ? RMA__V1__STATUS__ERR_NO_MEMORY
+				       : RMA__V1__STATUS__ERR_INTERNAL;
+}
+
 wire_status_t
 region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	      struct region **region_p, int *memfd_p, char *detail,
@@ -22,6 +38,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	ucp_mem_map_params_t params;
 	struct descriptor desc;
 	struct region *r;
+	wire_status_t status;
 	ucs_status_t st;
 	int fd;
 
@@ -51,11 +68,13 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_nomem;
 	fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
+		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "memfd_create: %s",
 			 strerror(errno));
 		goto err_free;
 	}
 	if (ftruncate(fd, (off_t)length) < 0) {
+		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "ftruncate %llu: %s",
 			 (unsigned long long)length, strerror(errno));
 		goto err_close;
@@ -63,11 +82,13 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	/* Nobody may shrink it under a remote write (SIGBUS in UCX). */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
 	    0) {
+		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "seal: %s", strerror(errno));
 		goto err_close;
 	}
 	r->addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r->addr == MAP_FAILED) {
+		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "mmap %llu bytes: %s",
 			 (unsigned long long)length, strerror(errno));
 		goto err_close;
@@ -78,12 +99,14 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	params.length = length;
 	st = ucp_mem_map(d->ucp, &params, &r->memh);
 	if (st != UCS_OK) {
+		status = region_status_from_ucs(st);
 		snprintf(detail, detail_len, "ucp_mem_map: %s",
 			 ucs_status_string(st));
 		goto err_unmap;
 	}
 	st = ucp_rkey_pack(d->ucp, r->memh, &r->rkey, &r->rkey_len);
 	if (st != UCS_OK) {
+		status = region_status_from_ucs(st);
 		snprintf(detail, detail_len, "ucp_rkey_pack: %s",
 			 ucs_status_string(st));
 		goto err_memh;
@@ -93,6 +116,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	 * region, so a descriptor is the only way in. */
 	if (getrandom(&r->generation, sizeof(r->generation), 0) !=
 	    sizeof(r->generation)) {
+		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
 		goto err_rkey;
 	}
@@ -128,8 +152,8 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	return RMA__V1__STATUS__OK;
 
 err_nomem_rkey:
+	status = RMA__V1__STATUS__ERR_NO_MEMORY;
 	snprintf(detail, detail_len, "out of memory");
-	errno = ENOMEM;
 err_rkey:
 	ucp_rkey_buffer_release(r->rkey);
 err_memh:
@@ -140,8 +164,7 @@ err_close:
 	close(fd);
 err_free:
 	free(r);
-	return errno == ENOMEM ? RMA__V1__STATUS__ERR_NO_MEMORY
-			       : RMA__V1__STATUS__ERR_INTERNAL;
+	return status;
 err_nomem:
 	snprintf(detail, detail_len, "out of memory");
 	return RMA__V1__STATUS__ERR_NO_MEMORY;
@@ -177,9 +200,7 @@ static void
 region_release(struct daemon *d, struct region *r)
 {
 	struct quarantine *q;
-	double hold = 2 * d->cfg.op_timeout;
-	struct timeval tv = {
-	    (time_t)hold, (suseconds_t)((hold - (double)(time_t)hold) * 1e6)};
+	struct timeval tv = worker_timeval(2 * d->cfg.op_timeout);
 	void *p;
 
 	ucp_rkey_buffer_release(r->rkey);
@@ -234,7 +255,7 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
-	resolve_broadcast_freed(d, r);
+	d->region_freed(d, r);
 	region_unref(d, r);
 }
 

@@ -77,7 +77,7 @@ resolve_send_freed(struct daemon *d, void *arg)
 	 * of which worker 0 accepted. */
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
-		if (p->inbound && p->state == PEER_UP)
+		if (p->inbound && p->state == RMA__V1__PEER_STATE__PEER_UP)
 			am_send(p, AM_FREED, NULL, 0, msg, sizeof(*msg), NULL);
 	}
 	free(msg);
@@ -491,14 +491,15 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		resolve_import_local(c, req_id, &desc);
 		return;
 	}
-	if (p->state != PEER_UP) {
+	if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
 		peer_maybe_reconnect(p);
-		conn_send_error(
-		    c, req_id,
-		    p->state == PEER_DOWN ? p->last_status
-					  : RMA__V1__STATUS__ERR_INVALID,
-		    "peer %s is %s%s%s", p->address, peer_state_name(p->state),
-		    p->last_error[0] ? ": " : "", p->last_error);
+		conn_send_error(c, req_id,
+				p->state == RMA__V1__PEER_STATE__PEER_DOWN
+				    ? p->last_status
+				    : RMA__V1__STATUS__ERR_INVALID,
+				"peer %s is %s%s%s", p->address,
+				peer_state_name(p->state),
+				p->last_error[0] ? ": " : "", p->last_error);
 		return;
 	}
 	if (p->self ||

@@ -18,7 +18,6 @@ static size_t
 status_fill_ops(struct world *w, Rma__V1__OpInfo *infos, Rma__V1__OpInfo **ptrs,
 		size_t max)
 {
-	struct daemon *d = w->workers[0];
 	struct op **cursor;
 	struct peer *p;
 	size_t n_peers = 0, n = 0, i;
@@ -52,8 +51,7 @@ status_fill_ops(struct world *w, Rma__V1__OpInfo *infos, Rma__V1__OpInfo **ptrs,
 			break;
 		op = cursor[best];
 		cursor[best] = TAILQ_NEXT(cursor[best], link);
-		/* the deadline is op_timeout after the op began */
-		age = now - (op->deadline - d->cfg.op_timeout);
+		age = now - op->started;
 		oi = &infos[n];
 		rma__v1__op_info__init(oi);
 		oi->op_id = op->op_id;
@@ -89,14 +87,6 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->peers_cut_off += c->peers_cut_off;
 	sum->inbound_refused += c->inbound_refused;
 	sum->peer_auth_failures += c->auth_failures;
-}
-
-static Rma__V1__PeerState
-status_peer_state(enum peer_state s)
-{
-	return s == PEER_UP	      ? RMA__V1__PEER_STATE__PEER_UP
-	       : s == PEER_CONNECTING ? RMA__V1__PEER_STATE__PEER_CONNECTING
-				      : RMA__V1__PEER_STATE__PEER_DOWN;
 }
 
 /* Called with the world stopped. */
@@ -155,7 +145,7 @@ status_reply(struct conn *c, uint64_t req_id)
 			rma__v1__peer_info__init(pi);
 			pi->peer_id = p->id;
 			pi->address = p->address;
-			pi->state = status_peer_state(p->state);
+			pi->state = p->state;
 			pi->daemon_id = p->remote_id_hex;
 			pi->ops = p->stat_ops;
 			pi->bytes = p->stat_bytes;

@@ -1,7 +1,11 @@
 /* The UCX context and worker, progressed from the libevent loop: the
  * worker's event fd sits in the loop, and every loop turn that did work
  * ends with a tick that progresses until idle, flushes client output and
- * re-arms the worker (UCS_ERR_BUSY from arm means: progress again). */
+ * re-arms the worker (UCS_ERR_BUSY from arm means: progress again).
+ *
+ * This file sits below the subsystems (peers, clients, operations): what
+ * a tick, the deadline timer or a drain does up there, it reaches only
+ * through the hooks daemon.c hands it (struct worker_hooks). */
 #include "daemon.h"
 
 #include <stdio.h>
@@ -15,6 +19,18 @@ daemon_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct timeval
+worker_timeval(double seconds)
+{
+	struct timeval tv;
+
+	if (seconds < 0)
+		seconds = 0;
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	return tv;
 }
 
 static void
@@ -36,8 +52,8 @@ worker_poll(evutil_socket_t fd, short what, void *arg)
 	struct daemon *d = arg;
 
 	worker_progress_idle(d);
-	peer_close_failed(d);
-	conn_flush_dirty(d);
+	d->hooks->after_progress(d);
+	d->hooks->flush(d);
 	if (d->shutting_down && d->ops_in_flight == 0)
 		event_base_loopbreak(d->base);
 	evtimer_add(d->poll_ev, &zero);
@@ -69,7 +85,7 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 
 	if (d->cfg.polling) {
 		worker_progress_idle(d);
-		conn_flush_dirty(d);
+		d->hooks->flush(d);
 		return;
 	}
 	/* Kicks from callbacks of this pass (a completion queued) are
@@ -80,9 +96,9 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 
 		worker_progress_idle(d);
 		/* A closed endpoint completes its requests: progress again. */
-		if (peer_close_failed(d) > 0)
+		if (d->hooks->after_progress(d) > 0)
 			continue;
-		conn_flush_dirty(d);
+		d->hooks->flush(d);
 		/* Once a pass: new client frames wait meanwhile. */
 		if (!spun) {
 			spun = true;
@@ -115,9 +131,7 @@ worker_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
 
-	peer_check_deadlines(d);
-	conn_check_stuck(d);
-	notify_beat(d);
+	d->hooks->deadline(d);
 	worker_kick(d);
 }
 
@@ -221,8 +235,7 @@ worker_start(struct daemon *d)
 		goto err_events;
 	period = d->cfg.op_timeout / 10;
 	period = period < 0.05 ? 0.05 : period > 1.0 ? 1.0 : period;
-	tv.tv_sec = (time_t)period;
-	tv.tv_usec = (suseconds_t)((period - (double)tv.tv_sec) * 1e6);
+	tv = worker_timeval(period);
 	event_add(d->deadline_ev, &tv);
 	if (d->cfg.polling) {
 		/* Lowest priority would be nicer; one priority level keeps it
@@ -275,9 +288,9 @@ worker_drain(struct daemon *d, double seconds)
 
 	while (daemon_now() < deadline) {
 		worker_progress_idle(d);
-		peer_close_failed(d);
-		conn_flush_dirty(d);
-		if (d->ops_in_flight == 0 && peer_all_closed(d))
+		d->hooks->after_progress(d);
+		d->hooks->flush(d);
+		if (d->ops_in_flight == 0 && d->hooks->drained(d))
 			break;
 		/* Wait on the worker fd so draining does not spin. */
 		if (ucp_worker_arm(d->worker) == UCS_OK) {

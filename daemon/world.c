@@ -14,7 +14,10 @@
  *
  * Messages between workers go through mailboxes: a locked job list and
  * an eventfd in the receiving worker's loop. A stop wakes the others
- * through the same eventfd, and each parks in that callback. */
+ * through the same eventfd, and each parks in that callback.
+ *
+ * Like worker.c, this file names nothing above it: a shutdown reaches the
+ * subsystems through the worker's hooks. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -34,7 +37,7 @@ enum { WORLD_RUNNING, WORLD_PARKED, WORLD_WAITING, WORLD_EXITED };
 /* ---- mailboxes ------------------------------------------------------------
  */
 
-static void
+void
 world_mailbox_run(struct daemon *d)
 {
 	struct world_job *job, *next;
@@ -120,8 +123,7 @@ world_mailbox_open(struct daemon *d)
 void
 world_mailbox_close(struct daemon *d)
 {
-	/* What is left was posted while this worker stopped: run it now,
-	 * so an accepted client is closed rather than leaked. */
+	/* Posted since the posted-jobs part ran (daemon.c): run it now. */
 	world_mailbox_run(d);
 	if (d->mail_ev)
 		event_free(d->mail_ev);
@@ -312,7 +314,7 @@ world_check_flags(struct daemon *d)
 	struct world *w = d->world;
 
 	if (__atomic_load_n(&w->shutdown, __ATOMIC_ACQUIRE))
-		daemon_begin_shutdown(d);
+		d->hooks->begin_shutdown(d);
 	if (__atomic_load_n(&w->quit, __ATOMIC_ACQUIRE))
 		event_base_loopbreak(d->base);
 }
@@ -321,7 +323,7 @@ void
 world_shutdown(struct daemon *self)
 {
 	world_raise(self, &self->world->shutdown);
-	daemon_begin_shutdown(self);
+	self->hooks->begin_shutdown(self);
 }
 
 uint32_t

@@ -414,7 +414,7 @@ peer_newer_inbound(uint32_t after, uint32_t *id_p)
 	TAILQ_FOREACH(p, &d.peers, link)
 	{
 		if (p->inbound && p->id > after && p->ep != NULL &&
-		    p->state == PEER_CONNECTING) {
+		    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING) {
 			*id_p = p->id;
 			return true;
 		}
@@ -493,7 +493,7 @@ inbound_drop(uint32_t *id_p, struct far_ep **far_p)
 
 	/* The daemon closes its end; far closes its own once it hears
 	 * (far_reap), so that the two closes never race. */
-	if (p != NULL && p->state != PEER_DOWN)
+	if (p != NULL && p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 		peer_fail(p, UCS_ERR_CANCELED, "fuzz: made again");
 	while (*far_p != NULL && (*far_p)->ep != NULL) {
 		pump(1);
@@ -512,12 +512,13 @@ ensure_a(void)
 	struct am_hello h;
 	double deadline;
 
-	if (p != NULL && p->state == PEER_UP && a_far != NULL)
+	if (p != NULL && p->state == RMA__V1__PEER_STATE__PEER_UP &&
+	    a_far != NULL)
 		return;
 	inbound_drop(&a_id, &a_far);
 	/* An inbound B that a record made UP may hold A's origin and lane
 	 * with a higher epoch: it goes first. */
-	if (b != NULL && b->state == PEER_UP)
+	if (b != NULL && b->state == RMA__V1__PEER_STATE__PEER_UP)
 		inbound_drop(&b_id, &b_far);
 	a_id = inbound_make(&a_far);
 	memset(&h, 0, sizeof(h));
@@ -530,8 +531,9 @@ ensure_a(void)
 	h.listen_port = FUZZ_FAR_PORT;
 	far_send(a_far->ep, AM_HELLO, &h, sizeof(h));
 	deadline = daemon_now() + FUZZ_PATIENCE;
-	while ((p = peer_by_id(a_id)) == NULL || p->state != PEER_UP) {
-		if (p == NULL || p->state == PEER_DOWN)
+	while ((p = peer_by_id(a_id)) == NULL ||
+	       p->state != RMA__V1__PEER_STATE__PEER_UP) {
+		if (p == NULL || p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 			fuzz_fail("the daemon refused far's valid hello");
 		pump(1);
 		if (daemon_now() > deadline)
@@ -544,8 +546,9 @@ ensure_b(bool fresh)
 {
 	struct peer *p = peer_by_id(b_id);
 
-	if (p != NULL && p->state != PEER_DOWN && b_far != NULL &&
-	    (!fresh || p->state == PEER_CONNECTING))
+	if (p != NULL && p->state != RMA__V1__PEER_STATE__PEER_DOWN &&
+	    b_far != NULL &&
+	    (!fresh || p->state == RMA__V1__PEER_STATE__PEER_CONNECTING))
 		return;
 	inbound_drop(&b_id, &b_far);
 	b_id = inbound_make(&b_far);
@@ -561,11 +564,11 @@ c_as_wanted(const struct peer *p, enum c_want want)
 		return false;
 	switch (want) {
 	case C_ANY:
-		return p->state != PEER_DOWN;
+		return p->state != RMA__V1__PEER_STATE__PEER_DOWN;
 	case C_UP:
-		return p->state == PEER_UP;
+		return p->state == RMA__V1__PEER_STATE__PEER_UP;
 	case C_CONNECTING:
-		return p->state == PEER_CONNECTING;
+		return p->state == RMA__V1__PEER_STATE__PEER_CONNECTING;
 	}
 	return false;
 }
@@ -582,7 +585,7 @@ ensure_c(enum c_want want)
 
 	if (c_as_wanted(p, want))
 		return;
-	if (p != NULL && p->state != PEER_DOWN)
+	if (p != NULL && p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 		peer_fail(p, UCS_ERR_CANCELED, "fuzz: made again");
 	pump(1);
 	far_answer_hellos = want != C_CONNECTING;
@@ -609,7 +612,7 @@ ensure_c(enum c_want want)
 				want == C_CONNECTING ? C_CONNECTING : C_UP) &&
 		    far_hellos > hellos)
 			break;
-		if (p->state == PEER_DOWN)
+		if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 			fuzz_fail("the daemon could not connect to far");
 		pump(1);
 		if (daemon_now() > deadline)
@@ -674,7 +677,8 @@ model(const struct peer *p, unsigned id, bool rndv, const uint8_t *header,
 {
 	struct am_rma h;
 
-	if (p == NULL || rndv || !p->inbound || p->state != PEER_UP)
+	if (p == NULL || rndv || !p->inbound ||
+	    p->state != RMA__V1__PEER_STATE__PEER_UP)
 		return;
 	if (id == AM_PUT && hlen == sizeof(h)) {
 		memcpy(&h, header, sizeof(h));

@@ -53,6 +53,8 @@ static const char rmactl_usage_text[] =
     "                 system's /run/rmad/rmad.sock)\n"
     "  --help         this text; `rmactl COMMAND --help` for one command\n"
     "Sizes and offsets take K, M, G, T suffixes (powers of 1024).\n"
+    "--json documents start with \"schema_version\": 1; 64-bit integers\n"
+    "are strings (proto3 JSON mapping), enum values the tables' words.\n"
     "\n"
     "exit status:\n"
     "  0   success\n"
@@ -87,9 +89,9 @@ const char *const rmactl_cmd_usage[] = {
     "  --remote-completion  a put completes once its data is at the target\n"
     "  --timeout SECONDS    give up when nothing completes for this long\n"
     "                       (default 60)\n"
-    "  --json               one JSON object: op, size, count, window,\n"
-    "                       seconds, ops_per_s, bytes_per_s, p50_us, p99_us,\n"
-    "                       ...\n"
+    "  --json               one JSON object: schema_version, op, size,\n"
+    "                       count, window, seconds, ops_per_s, bytes_per_s,\n"
+    "                       p50_us, p99_us, ...\n"
     "Latency is per operation, submit to completion; a put's bytes/s\n"
     "counts a final flush (the data is at the target).\n",
 };
@@ -199,19 +201,24 @@ rmactl_or_dash(const char *s)
 	return s != NULL && s[0] != '\0' ? s : "-";
 }
 
+/* The words come from the .proto, as in JSON, so that a table and --json
+ * never name one state two ways. */
 const char *
 rmactl_peer_state(int state)
 {
-	switch (state) {
-	case RMA__V1__PEER_STATE__PEER_CONNECTING:
-		return "connecting";
-	case RMA__V1__PEER_STATE__PEER_UP:
-		return "up";
-	case RMA__V1__PEER_STATE__PEER_DOWN:
-		return "down";
-	default:
-		return "?";
-	}
+	const char *w =
+	    rmactl_json_enum_word(&rma__v1__peer_state__descriptor, state);
+
+	return w != NULL ? w : "?";
+}
+
+const char *
+rmactl_op_kind(int kind)
+{
+	const char *w =
+	    rmactl_json_enum_word(&rma__v1__op_kind__descriptor, kind);
+
+	return w != NULL ? w : "?";
 }
 
 /* ---- arguments ---- */

@@ -86,8 +86,18 @@ grep -q "127.0.0.1:$a_PORT" "$T/status" || fail "status lacks the peer"
 grep -q '"daemon_id"' "$T/status.json" || fail "status --json"
 grep -q '"ucx_version": *"1\.' "$T/status.json" || fail "status --json ucx"
 if command -v python3 >/dev/null; then
-	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["peers"][0]["state"]' "$T/status.json" ||
-		fail "status --json is not valid JSON"
+	# schema version first; 64-bit integers as strings, enums as the
+	# tables' words (issue 14 item 9)
+	python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert list(j)[0] == "schema_version" and j["schema_version"] == 1
+assert j["peers"][0]["state"] == "up", j["peers"][0]["state"]
+assert isinstance(j["uptime_ms"], str) and int(j["uptime_ms"]) >= 0
+assert isinstance(j["counters"]["ops_put"], str)
+assert int(j["counters"]["bytes_put"]) >= 300000
+assert isinstance(j["pid"], int)
+' "$T/status.json" || fail "status --json: $(cat "$T/status.json")"
 fi
 
 expect_error() { # want-exit-code, then the command

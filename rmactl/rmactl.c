@@ -61,12 +61,16 @@ static const char rmactl_usage_text[] =
     "  64  EX_USAGE        bad command line\n"
     "  65  EX_DATAERR      bad or stale descriptor, out of bounds, bad\n"
     "                      input file (empty, bigger than the region)\n"
+    "  66  EX_NOINPUT      an input file cannot be opened (missing,\n"
+    "                      not readable, a directory)\n"
     "  68  EX_NOHOST       peer unreachable, unknown, rejected, reset,\n"
     "                      or not an rmad\n"
     "  69  EX_UNAVAILABLE  no daemon at the socket, daemon gone or\n"
     "                      shutting down\n"
     "  70  EX_SOFTWARE     any other failure\n"
-    "  74  EX_IOERR        a file could not be read or written\n"
+    "  73  EX_CANTCREAT    an output file cannot be written\n"
+    "  74  EX_IOERR        reading an open input file or writing stdout\n"
+    "                      failed\n"
     "  75  EX_TEMPFAIL     timed out, canceled, or a limit was reached\n"
     "  77  EX_NOPERM       permission denied\n";
 

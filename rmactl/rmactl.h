@@ -60,7 +60,13 @@ int rmactl_bench_run(int argc, char **argv);
 /* ---- rmactl_file.c ---- */
 
 int rmactl_file_read_fd(int fd, uint8_t **buf_p, size_t *len_p);
-int rmactl_file_read(const char *path, uint8_t **buf_p, size_t *len_p);
+/* Input files print their error and return an exit code: EX_NOINPUT when
+ * the file cannot be opened (or is a directory), EX_IOERR when reading
+ * fails. Output files the user names that cannot be written are
+ * EX_CANTCREAT; stdout is EX_IOERR. */
+int rmactl_file_open_input(const char *cmd, const char *path, int *fd_p);
+int rmactl_file_read(const char *cmd, const char *path, uint8_t **buf_p,
+		     size_t *len_p);
 int rmactl_file_read_exact(int fd, void *dst, size_t len);
 int rmactl_file_write_all(int fd, const void *p, size_t n);
 int rmactl_file_write_atomic(const char *path, const void *p, size_t n);

@@ -124,6 +124,22 @@ expect_error 68 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$(free_port
 expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
 # usage
 expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
+# input files that cannot be opened: EX_NOINPUT (66)
+expect_error 66 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" "$T/missing"
+grep -q "cannot open $T/missing: No such file" "$T/err" || fail "66 message: $(cat "$T/err")"
+expect_error 66 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" "$T"
+grep -q "Is a directory" "$T/err" || fail "66 message: $(cat "$T/err")"
+expect_error 66 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/missing" --length 1
+expect_error 66 "$RMACTL" --socket "$T/b.sock" expose --size 4K --fill "$T/missing"
+# output files that cannot be written: EX_CANTCREAT (73)
+expect_error 73 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --length 4K --out "$T/nodir/out"
+grep -q "cannot write $T/nodir/out" "$T/err" || fail "73 message: $(cat "$T/err")"
+expect_error 73 "$RMACTL" --socket "$T/b.sock" expose --size 4K \
+	--descriptor-out "$T/nodir/desc"
 
 # expose dumps the final contents on SIGTERM and exits 0
 kill -TERM "$EXPOSE"

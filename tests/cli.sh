@@ -124,6 +124,14 @@ expect_error 68 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$(free_port
 expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
 # usage
 expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
+# rmad: configuration errors are EX_CONFIG (78), one line, found by
+# --check-config: a directory as --config, a socket_group this host lacks
+expect_error 78 "$RMAD" --config "$T" --check-config
+grep -q "is a directory" "$T/err" || fail "--config DIR: $(cat "$T/err")"
+expect_error 78 "$RMAD" --socket-group rmad-no-such-group-i14 --check-config
+grep -q "socket_group: no group" "$T/err" || fail "socket_group: $(cat "$T/err")"
+"$RMAD" --socket-group "$(id -gn)" --check-config >/dev/null ||
+	fail "--check-config refused the caller's own group"
 # input files that cannot be opened: EX_NOINPUT (66)
 expect_error 66 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
 	--descriptor "$T/desc" "$T/missing"

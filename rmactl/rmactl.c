@@ -44,6 +44,9 @@ static const char rmactl_usage_text[] =
     "      regions, operations in flight (oldest first, with their age)\n"
     "  ping [--count N] [--json]\n"
     "      time connect+hello and N status round trips to the daemon\n"
+    "  top [--interval SECONDS] [--count N] [--json]\n"
+    "      live ops/s, bytes/s, errors, in flight and latency, per peer\n"
+    "      and per client, every second (q or ^C quits)\n"
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else your own\n"
@@ -273,6 +276,7 @@ static const struct {
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
+    {"top", rmactl_top_run},
 };
 
 int

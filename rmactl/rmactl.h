@@ -56,6 +56,7 @@ int rmactl_ops_regions(int argc, char **argv);
 int rmactl_ops_ops(int argc, char **argv);
 int rmactl_ops_ping(int argc, char **argv);
 int rmactl_bench_run(int argc, char **argv);
+int rmactl_top_run(int argc, char **argv);
 
 /* ---- rmactl_file.c ---- */
 

@@ -43,15 +43,16 @@ bench_report_print(struct bench_result *r, bool json)
 	min = (double)r->latency_ns[0] / 1000.0;
 	max = (double)r->latency_ns[r->count - 1] / 1000.0;
 	if (json)
-		printf("{\"tool\": \"%s\", \"op\": \"%s\", \"size\": %" PRIu64
-		       ", \"count\": %" PRIu64 ", \"window\": %" PRIu64
+		printf("{\"schema_version\": %d, \"tool\": \"%s\", \"op\": "
+		       "\"%s\", \"size\": %" PRIu64 ", \"count\": %" PRIu64
+		       ", \"window\": %" PRIu64
 		       ", \"remote_completion\": %s, \"seconds\": %.6f, "
 		       "\"ops_per_s\": %.1f, \"bytes_per_s\": %.1f, "
 		       "\"p50_us\": %.3f, \"p99_us\": %.3f, \"mean_us\": %.3f, "
 		       "\"min_us\": %.3f, \"max_us\": %.3f}\n",
-		       r->tool, op, r->size, r->count, r->window,
-		       r->remote_completion ? "true" : "false", r->seconds, ops,
-		       bytes, p50, p99, mean, min, max);
+		       BENCH_REPORT_SCHEMA, r->tool, op, r->size, r->count,
+		       r->window, r->remote_completion ? "true" : "false",
+		       r->seconds, ops, bytes, p50, p99, mean, min, max);
 	else
 		printf("%s %" PRIu64 " B x %" PRIu64 ", window %" PRIu64
 		       "%s: %.3f s\n"

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* "schema_version" of the JSON report, as rmactl's other JSON documents
+ * carry (RMACTL_JSON_SCHEMA): raised when a field changes meaning. */
+#define BENCH_REPORT_SCHEMA 1
+
 struct bench_result {
 	const char *tool; /* "rmad" or "raw_ucx" */
 	bool get;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "size.h"
 #include "socket_path.h"
@@ -555,13 +556,27 @@ int
 config_load_file(struct config *cfg, const char *path)
 {
 	struct config_ini ci = {.cfg = cfg};
-	int line = ini_parse(path, config_ini_handler, &ci);
+	struct stat st;
+	FILE *f;
+	int line;
 
-	if (line == -1) {
+	f = fopen(path, "re");
+	if (f == NULL) {
 		fprintf(stderr, "rmad: cannot open config file %s: %s\n", path,
 			strerror(errno));
 		return -1;
 	}
+	/* a directory opens and reads as empty: it would run on defaults */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"rmad: config file %s is a directory: --config takes "
+			"the file (e.g. %s/rmad.conf)\n",
+			path, path);
+		fclose(f);
+		return -1;
+	}
+	line = ini_parse_file(f, config_ini_handler, &ci);
+	fclose(f);
 	if (line != 0) {
 		fprintf(stderr, "rmad: %s:%d: %s\n", path, line,
 			ci.err[0] ? ci.err : "syntax error");

@@ -1,12 +1,14 @@
 /* What can only be judged once every option is set: rma_protocol = ucx
  * over transports whose NIC does not check remote keys is refused unless
- * the risk is accepted, and peer_key_file is read (and refused if others
- * may read it) into the cluster key. Runs after the file, the environment
+ * the risk is accepted, socket_group must name a group of this host, and
+ * peer_key_file is read (and refused if others may read it) into the
+ * cluster key. Runs after the file, the environment
  * and the flags, before the daemon starts or --check-config prints. */
 #include "daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,30 @@ config_check_rma_unchecked(const struct config *cfg, char *msg, size_t len)
 	return true;
 }
 
+/* server_start gives the socket to this group: a name that does not
+ * resolve would fail there, after the daemon said its config was fine. */
+static int
+config_check_socket_group(const struct config *cfg, char *err, size_t err_len)
+{
+	const struct group *gr;
+
+	if (cfg->socket_group[0] == '\0')
+		return 0;
+	errno = 0;
+	gr = getgrnam(cfg->socket_group);
+	if (gr != NULL)
+		return 0;
+	if (errno != 0 && errno != ENOENT && errno != ESRCH && errno != EBADF &&
+	    errno != EPERM)
+		return config_error(err, err_len,
+				    "socket_group: cannot look up '%s': %s",
+				    cfg->socket_group, strerror(errno));
+	return config_error(err, err_len,
+			    "socket_group: no group '%s' on this host (see "
+			    "getent group)",
+			    cfg->socket_group);
+}
+
 int
 config_check(struct config *cfg, char *err, size_t err_len)
 {
@@ -170,5 +196,7 @@ config_check(struct config *cfg, char *err, size_t err_len)
 				    "rma_protocol_unchecked = yes to accept "
 				    "this",
 				    msg);
+	if (config_check_socket_group(cfg, err, err_len) < 0)
+		return -1;
 	return config_check_peer_key(cfg, err, err_len);
 }

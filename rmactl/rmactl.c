@@ -44,6 +44,9 @@ static const char rmactl_usage_text[] =
     "      regions, operations in flight (oldest first, with their age)\n"
     "  ping [--count N] [--json]\n"
     "      time connect+hello and N status round trips to the daemon\n"
+    "  top [--interval SECONDS] [--count N] [--json]\n"
+    "      live ops/s, bytes/s, errors, in flight and latency, per peer\n"
+    "      and per client, every second (q or ^C quits)\n"
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else your own\n"
@@ -53,18 +56,24 @@ static const char rmactl_usage_text[] =
     "                 system's /run/rmad/rmad.sock)\n"
     "  --help         this text; `rmactl COMMAND --help` for one command\n"
     "Sizes and offsets take K, M, G, T suffixes (powers of 1024).\n"
+    "--json documents start with \"schema_version\": 1; 64-bit integers\n"
+    "are strings (proto3 JSON mapping), enum values the tables' words.\n"
     "\n"
     "exit status:\n"
     "  0   success\n"
     "  64  EX_USAGE        bad command line\n"
     "  65  EX_DATAERR      bad or stale descriptor, out of bounds, bad\n"
     "                      input file (empty, bigger than the region)\n"
+    "  66  EX_NOINPUT      an input file cannot be opened (missing,\n"
+    "                      not readable, a directory)\n"
     "  68  EX_NOHOST       peer unreachable, unknown, rejected, reset,\n"
     "                      or not an rmad\n"
     "  69  EX_UNAVAILABLE  no daemon at the socket, daemon gone or\n"
     "                      shutting down\n"
     "  70  EX_SOFTWARE     any other failure\n"
-    "  74  EX_IOERR        a file could not be read or written\n"
+    "  73  EX_CANTCREAT    an output file cannot be written\n"
+    "  74  EX_IOERR        reading an open input file or writing stdout\n"
+    "                      failed\n"
     "  75  EX_TEMPFAIL     timed out, canceled, or a limit was reached\n"
     "  77  EX_NOPERM       permission denied\n";
 
@@ -87,9 +96,9 @@ const char *const rmactl_cmd_usage[] = {
     "  --remote-completion  a put completes once its data is at the target\n"
     "  --timeout SECONDS    give up when nothing completes for this long\n"
     "                       (default 60)\n"
-    "  --json               one JSON object: op, size, count, window,\n"
-    "                       seconds, ops_per_s, bytes_per_s, p50_us, p99_us,\n"
-    "                       ...\n"
+    "  --json               one JSON object: schema_version, op, size,\n"
+    "                       count, window, seconds, ops_per_s, bytes_per_s,\n"
+    "                       p50_us, p99_us, ...\n"
     "Latency is per operation, submit to completion; a put's bytes/s\n"
     "counts a final flush (the data is at the target).\n",
 };
@@ -199,19 +208,24 @@ rmactl_or_dash(const char *s)
 	return s != NULL && s[0] != '\0' ? s : "-";
 }
 
+/* The words come from the .proto, as in JSON, so that a table and --json
+ * never name one state two ways. */
 const char *
 rmactl_peer_state(int state)
 {
-	switch (state) {
-	case RMA__V1__PEER_STATE__PEER_CONNECTING:
-		return "connecting";
-	case RMA__V1__PEER_STATE__PEER_UP:
-		return "up";
-	case RMA__V1__PEER_STATE__PEER_DOWN:
-		return "down";
-	default:
-		return "?";
-	}
+	const char *w =
+	    rmactl_json_enum_word(&rma__v1__peer_state__descriptor, state);
+
+	return w != NULL ? w : "?";
+}
+
+const char *
+rmactl_op_kind(int kind)
+{
+	const char *w =
+	    rmactl_json_enum_word(&rma__v1__op_kind__descriptor, kind);
+
+	return w != NULL ? w : "?";
 }
 
 /* ---- arguments ---- */
@@ -262,6 +276,7 @@ static const struct {
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
+    {"top", rmactl_top_run},
 };
 
 int

@@ -38,8 +38,10 @@ int rmactl_check_address(const char *addr);
 void rmactl_bytes(char *buf, size_t len, uint64_t v);
 /* s, or "-" when it is NULL or empty */
 const char *rmactl_or_dash(const char *s);
-/* A PeerState as a word ("up") */
+/* A PeerState as a word ("up"), the same as in JSON */
 const char *rmactl_peer_state(int state);
+/* An OpKind as a word ("put"), the same as in JSON */
+const char *rmactl_op_kind(int kind);
 
 /* ---- commands ---- */
 
@@ -54,11 +56,18 @@ int rmactl_ops_regions(int argc, char **argv);
 int rmactl_ops_ops(int argc, char **argv);
 int rmactl_ops_ping(int argc, char **argv);
 int rmactl_bench_run(int argc, char **argv);
+int rmactl_top_run(int argc, char **argv);
 
 /* ---- rmactl_file.c ---- */
 
 int rmactl_file_read_fd(int fd, uint8_t **buf_p, size_t *len_p);
-int rmactl_file_read(const char *path, uint8_t **buf_p, size_t *len_p);
+/* Input files print their error and return an exit code: EX_NOINPUT when
+ * the file cannot be opened (or is a directory), EX_IOERR when reading
+ * fails. Output files the user names that cannot be written are
+ * EX_CANTCREAT; stdout is EX_IOERR. */
+int rmactl_file_open_input(const char *cmd, const char *path, int *fd_p);
+int rmactl_file_read(const char *cmd, const char *path, uint8_t **buf_p,
+		     size_t *len_p);
 int rmactl_file_read_exact(int fd, void *dst, size_t len);
 int rmactl_file_write_all(int fd, const void *p, size_t n);
 int rmactl_file_write_atomic(const char *path, const void *p, size_t n);
@@ -69,12 +78,23 @@ int rmactl_file_read_descriptor(const char *cmd, const char *path,
 
 /* ---- rmactl_json.c ---- */
 
-/* Print msg as one JSON object: every field under its .proto name (set or
- * not), enums by name, 64-bit integers as plain numbers, bytes as hex. */
+/* Version of the JSON documents rmactl prints, their first field
+ * "schema_version": raised when a field changes meaning or goes away (new
+ * fields may appear in any version). 1: 64-bit integers as strings, enums
+ * as the tables' words. */
+#define RMACTL_JSON_SCHEMA 1
+
+/* Print msg as one JSON object, schema_version first: every field under its
+ * .proto name (set or not), enums as words (rmactl_json_enum_word), 64-bit
+ * integers as decimal strings (proto3 JSON mapping), bytes as hex. */
 int rmactl_json_print(FILE *f, const ProtobufCMessage *msg);
 /* The same for the named fields of msg only (NULL-terminated list). */
 int rmactl_json_print_fields(FILE *f, const ProtobufCMessage *msg,
 			     const char *const *names);
+/* An enum value as a word: its .proto name without the prefix all values
+ * share, in lower case (PEER_UP -> "up", PUT -> "put"); NULL when unknown. */
+const char *rmactl_json_enum_word(const ProtobufCEnumDescriptor *desc,
+				  int value);
 /* s as a JSON string, escaped. */
 void rmactl_json_quote(FILE *f, const char *s);
 

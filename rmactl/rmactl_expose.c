@@ -106,10 +106,9 @@ rmactl_expose_run(int argc, char **argv)
 		return rmactl_errx(EX_DATAERR, "expose", "size too big");
 
 	if (fill != NULL) {
-		if (rmactl_file_read(fill, &fill_buf, &fill_len) < 0)
-			return rmactl_errx(EX_IOERR, "expose",
-					   "cannot read %s: %s", fill,
-					   strerror(errno));
+		rc = rmactl_file_read("expose", fill, &fill_buf, &fill_len);
+		if (rc != 0)
+			return rc;
 		if (fill_len > size) {
 			free(fill_buf);
 			return rmactl_errx(EX_DATAERR, "expose",
@@ -153,7 +152,7 @@ rmactl_expose_run(int argc, char **argv)
 	}
 	if (desc_out != NULL) {
 		if (rmactl_file_write_atomic(desc_out, line, strlen(line)) < 0)
-			rc = rmactl_errx(EX_IOERR, "expose",
+			rc = rmactl_errx(EX_CANTCREAT, "expose",
 					 "cannot write %s: %s", desc_out,
 					 strerror(errno));
 	} else if (fputs(line, stdout) == EOF || fflush(stdout) != 0) {
@@ -168,7 +167,7 @@ rmactl_expose_run(int argc, char **argv)
 	if (rc == 0 && dump != NULL &&
 	    rmactl_file_write_atomic(dump, rma_region_ptr(region),
 				     rma_region_length(region)) < 0)
-		rc = rmactl_errx(EX_IOERR, "expose", "cannot write %s: %s",
+		rc = rmactl_errx(EX_CANTCREAT, "expose", "cannot write %s: %s",
 				 dump, strerror(errno));
 
 out_close_sfd:

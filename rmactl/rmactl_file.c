@@ -58,19 +58,50 @@ err_free:
 	return -1;
 }
 
-/* Read a whole file (or stream) into a malloc'd buffer. */
+/* Open an input file the user named. A name that cannot be opened, or a
+ * directory, is EX_NOINPUT (sysexits: "an input file did not exist or was
+ * not readable"); the error is printed. */
 int
-rmactl_file_read(const char *path, uint8_t **buf_p, size_t *len_p)
+rmactl_file_open_input(const char *cmd, const char *path, int *fd_p)
 {
-	int fd, rc, err;
+	struct stat st;
+	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	rc = rmactl_file_read_fd(fd, buf_p, len_p);
-	err = errno;
+		goto err;
+	if (fstat(fd, &st) < 0)
+		goto err_close;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto err_close;
+	}
+	*fd_p = fd;
+	return 0;
+
+err_close:
 	close(fd);
-	errno = err;
+err:
+	return rmactl_errx(EX_NOINPUT, cmd, "cannot open %s: %s", path,
+			   strerror(errno));
+}
+
+/* Read a whole file (or stream) into a malloc'd buffer; prints the error
+ * and returns an exit code: EX_NOINPUT if it cannot be opened, EX_IOERR if
+ * reading it fails. */
+int
+rmactl_file_read(const char *cmd, const char *path, uint8_t **buf_p,
+		 size_t *len_p)
+{
+	int fd, rc;
+
+	rc = rmactl_file_open_input(cmd, path, &fd);
+	if (rc != 0)
+		return rc;
+	if (rmactl_file_read_fd(fd, buf_p, len_p) < 0)
+		rc = rmactl_errx(EX_IOERR, cmd, "cannot read %s: %s", path,
+				 strerror(errno));
+	close(fd);
 	return rc;
 }
 
@@ -164,10 +195,11 @@ rmactl_file_read_descriptor(const char *cmd, const char *path, char **desc_p)
 	uint8_t *buf;
 	size_t len, start, end;
 	char *desc;
+	int rc;
 
-	if (rmactl_file_read(path, &buf, &len) < 0)
-		return rmactl_errx(EX_IOERR, cmd, "cannot read %s: %s", path,
-				   strerror(errno));
+	rc = rmactl_file_read(cmd, path, &buf, &len);
+	if (rc != 0)
+		return rc;
 	for (end = 0; end < len && buf[end] != '\n'; end++)
 		;
 	for (start = 0;

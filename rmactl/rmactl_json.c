@@ -1,10 +1,19 @@
 /* JSON output of protobuf-c messages, driven by their descriptors, so that
- * `rmactl status --json` follows the .proto as it grows. */
+ * `rmactl status --json` follows the .proto as it grows. The mapping is
+ * proto3's JSON mapping where it matters to a reader: 64-bit integers are
+ * strings, since ids and generations are random 64-bit values and common
+ * readers (jq 1.6, JavaScript) hold numbers as doubles and round them. Enum
+ * values are the words the tables print ("up", "put"), not the .proto names:
+ * one vocabulary for people and scripts. */
 #include "rmactl.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Enums whose words were built; the .proto has a handful. */
+#define RMACTL_JSON_ENUMS_MAX 16
 
 static void
 rmactl_json_indent(FILE *f, int depth)
@@ -92,6 +101,89 @@ rmactl_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* ---- enum words ---- */
+
+static struct {
+	const ProtobufCEnumDescriptor *desc;
+	char **words; /* by value index, as in desc->values */
+} rmactl_json_enums[RMACTL_JSON_ENUMS_MAX];
+
+/* Length of the "PREFIX_" all values of desc share (0 if there is only one
+ * value or none is shared): PEER_UP, PEER_DOWN -> "PEER_". */
+static size_t
+rmactl_json_enum_prefix(const ProtobufCEnumDescriptor *desc)
+{
+	const char *first = desc->values[0].name;
+	size_t len = 0;
+
+	if (desc->n_values < 2)
+		return 0;
+	for (size_t i = 0; first[i] != '\0'; i++) {
+		int shared = 1;
+
+		if (first[i] != '_')
+			continue;
+		for (unsigned v = 1; v < desc->n_values && shared; v++)
+			shared =
+			    strncmp(desc->values[v].name, first, i + 1) == 0;
+		if (!shared)
+			break;
+		len = i + 1;
+	}
+	return len;
+}
+
+static char **
+rmactl_json_enum_words(const ProtobufCEnumDescriptor *desc)
+{
+	size_t prefix, slot;
+	char **words;
+
+	for (slot = 0; slot < RMACTL_JSON_ENUMS_MAX; slot++) {
+		if (rmactl_json_enums[slot].desc == desc)
+			return rmactl_json_enums[slot].words;
+		if (rmactl_json_enums[slot].desc == NULL)
+			break;
+	}
+	if (slot == RMACTL_JSON_ENUMS_MAX)
+		return NULL;
+	words = calloc(desc->n_values, sizeof(*words));
+	if (words == NULL)
+		return NULL;
+	prefix = rmactl_json_enum_prefix(desc);
+	for (unsigned v = 0; v < desc->n_values; v++) {
+		words[v] = strdup(desc->values[v].name + prefix);
+		if (words[v] == NULL)
+			goto err_free;
+		for (char *c = words[v]; *c != '\0'; c++)
+			*c = (char)tolower((unsigned char)*c);
+	}
+	/* kept for the life of the process, like the descriptor */
+	rmactl_json_enums[slot].desc = desc;
+	rmactl_json_enums[slot].words = words;
+	return words;
+
+err_free:
+	for (unsigned v = 0; v < desc->n_values; v++)
+		free(words[v]);
+	free(words);
+	return NULL;
+}
+
+const char *
+rmactl_json_enum_word(const ProtobufCEnumDescriptor *desc, int value)
+{
+	char **words = rmactl_json_enum_words(desc);
+
+	for (unsigned v = 0; words != NULL && v < desc->n_values; v++) {
+		if (desc->values[v].value == value)
+			return words[v];
+	}
+	return NULL;
+}
+
+/* ---- values ---- */
+
 static int rmactl_json_message(FILE *f, const ProtobufCMessage *msg,
 			       const ProtobufCMessageDescriptor *desc,
 			       int depth);
@@ -100,8 +192,8 @@ static int
 rmactl_json_value(FILE *f, const ProtobufCFieldDescriptor *field, const void *p,
 		  int depth)
 {
-	const ProtobufCEnumValue *ev;
 	const ProtobufCBinaryData *bin;
+	const char *word;
 
 	switch (field->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -116,11 +208,12 @@ rmactl_json_value(FILE *f, const ProtobufCFieldDescriptor *field, const void *p,
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
-		fprintf(f, "%lld", (long long)*(const int64_t *)p);
+		fprintf(f, "\"%lld\"", (long long)*(const int64_t *)p);
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p);
+		fprintf(f, "\"%llu\"",
+			(unsigned long long)*(const uint64_t *)p);
 		break;
 	case PROTOBUF_C_TYPE_FLOAT:
 		fprintf(f, "%.9g", (double)*(const float *)p);
@@ -132,10 +225,11 @@ rmactl_json_value(FILE *f, const ProtobufCFieldDescriptor *field, const void *p,
 		fputs(*(const protobuf_c_boolean *)p ? "true" : "false", f);
 		break;
 	case PROTOBUF_C_TYPE_ENUM:
-		ev = protobuf_c_enum_descriptor_get_value(field->descriptor,
-							  *(const int *)p);
-		if (ev != NULL)
-			rmactl_json_string(f, ev->name);
+		/* a value newer than this rmactl: its number, as proto3 */
+		word =
+		    rmactl_json_enum_word(field->descriptor, *(const int *)p);
+		if (word != NULL)
+			rmactl_json_string(f, word);
 		else
 			fprintf(f, "%d", *(const int *)p);
 		break;
@@ -248,6 +342,10 @@ rmactl_json_message(FILE *f, const ProtobufCMessage *msg,
 		msg = dflt;
 	}
 	fputc('{', f);
+	if (depth == 0) {
+		fprintf(f, "\n  \"schema_version\": %d", RMACTL_JSON_SCHEMA);
+		first = 0;
+	}
 	for (unsigned i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *field = &desc->fields[i];
 
@@ -279,9 +377,9 @@ int
 rmactl_json_print_fields(FILE *f, const ProtobufCMessage *msg,
 			 const char *const *names)
 {
-	int first = 1;
+	int first = 0;
 
-	fputc('{', f);
+	fprintf(f, "{\n  \"schema_version\": %d", RMACTL_JSON_SCHEMA);
 	for (; *names != NULL; names++) {
 		const ProtobufCFieldDescriptor *field =
 		    protobuf_c_message_descriptor_get_field_by_name(
@@ -293,7 +391,7 @@ rmactl_json_print_fields(FILE *f, const ProtobufCMessage *msg,
 		first = 0;
 		rmactl_json_field(f, msg, field, 0);
 	}
-	fputs(first ? "}\n" : "\n}\n", f);
+	fputs("\n}\n", f);
 	return ferror(f) ? -1 : 0;
 }
 

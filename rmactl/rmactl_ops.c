@@ -92,21 +92,6 @@ rmactl_ops_age(char *buf, size_t len, uint64_t us, int known)
 		snprintf(buf, len, "%.1fs", (double)us / 1e6);
 }
 
-static const char *
-rmactl_ops_kind(int kind)
-{
-	switch (kind) {
-	case RMA__V1__OP_KIND__PUT:
-		return "put";
-	case RMA__V1__OP_KIND__GET:
-		return "get";
-	case RMA__V1__OP_KIND__FLUSH:
-		return "flush";
-	default:
-		return "?";
-	}
-}
-
 /* The oldest listed operation of a peer (peer_id) or client (client_id):
  * ops come oldest first, so the first match. */
 static const Rma__V1__OpInfo *
@@ -219,7 +204,7 @@ rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
 		printf("%20" PRIu64 " %6u %7d %-5s %4u  %-22s %12" PRIu64
 		       " %8s\n",
 		       o->op_id, o->client_id, o->client_pid,
-		       rmactl_ops_kind(o->kind), o->peer_id,
+		       rmactl_op_kind(o->kind), o->peer_id,
 		       rmactl_or_dash(o->peer_address), o->length, age);
 	}
 	printf("%" PRIu64 " operations in flight, %zu listed%s\n",
@@ -405,7 +390,8 @@ rmactl_ops_ping(int argc, char **argv)
 		sum += ms;
 	}
 	if (json) {
-		printf("{\n  \"socket\": ");
+		printf("{\n  \"schema_version\": %d,\n  \"socket\": ",
+		       RMACTL_JSON_SCHEMA);
 		rmactl_json_quote(stdout, client->socket_path);
 		printf(",\n  \"daemon_id\": ");
 		rmactl_json_quote(stdout, client->daemon_id);

@@ -164,8 +164,10 @@ rmactl_xfer_put(int argc, char **argv)
 		return rc;
 	/* A regular file goes straight into the region (no second copy of
 	 * a big file in memory); a pipe is read up front. */
-	fd = open(x.datafile, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) < 0) {
+	rc = rmactl_file_open_input(x.cmd, x.datafile, &fd);
+	if (rc != 0)
+		goto out_free_desc;
+	if (fstat(fd, &sb) < 0) {
 		rc = rmactl_errx(EX_IOERR, x.cmd, "cannot read %s: %s",
 				 x.datafile, strerror(errno));
 		goto out_close_fd;
@@ -213,8 +215,8 @@ out_release:
 out_free_data:
 	free(data);
 out_close_fd:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
+out_free_desc:
 	free(desc);
 	return rc;
 }
@@ -257,13 +259,15 @@ rmactl_xfer_get(int argc, char **argv)
 		    open(x.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0 || rmactl_file_write_all(fd, rma_region_ptr(region),
 						    (size_t)x.length) < 0) {
-			rc = rmactl_errx(EX_IOERR, x.cmd, "cannot write %s: %s",
-					 x.out, strerror(errno));
+			rc = rmactl_errx(EX_CANTCREAT, x.cmd,
+					 "cannot write %s: %s", x.out,
+					 strerror(errno));
 			if (fd >= 0)
 				close(fd);
 		} else if (close(fd) < 0) {
-			rc = rmactl_errx(EX_IOERR, x.cmd, "cannot write %s: %s",
-					 x.out, strerror(errno));
+			rc = rmactl_errx(EX_CANTCREAT, x.cmd,
+					 "cannot write %s: %s", x.out,
+					 strerror(errno));
 		}
 	} else if (rmactl_file_write_all(STDOUT_FILENO, rma_region_ptr(region),
 					 (size_t)x.length) < 0) {

@@ -86,8 +86,18 @@ grep -q "127.0.0.1:$a_PORT" "$T/status" || fail "status lacks the peer"
 grep -q '"daemon_id"' "$T/status.json" || fail "status --json"
 grep -q '"ucx_version": *"1\.' "$T/status.json" || fail "status --json ucx"
 if command -v python3 >/dev/null; then
-	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["peers"][0]["state"]' "$T/status.json" ||
-		fail "status --json is not valid JSON"
+	# schema version first; 64-bit integers as strings, enums as the
+	# tables' words (issue 14 item 9)
+	python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert list(j)[0] == "schema_version" and j["schema_version"] == 1
+assert j["peers"][0]["state"] == "up", j["peers"][0]["state"]
+assert isinstance(j["uptime_ms"], str) and int(j["uptime_ms"]) >= 0
+assert isinstance(j["counters"]["ops_put"], str)
+assert int(j["counters"]["bytes_put"]) >= 300000
+assert isinstance(j["pid"], int)
+' "$T/status.json" || fail "status --json: $(cat "$T/status.json")"
 fi
 
 expect_error() { # want-exit-code, then the command
@@ -114,6 +124,30 @@ expect_error 68 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$(free_port
 expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
 # usage
 expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
+# rmad: configuration errors are EX_CONFIG (78), one line, found by
+# --check-config: a directory as --config, a socket_group this host lacks
+expect_error 78 "$RMAD" --config "$T" --check-config
+grep -q "is a directory" "$T/err" || fail "--config DIR: $(cat "$T/err")"
+expect_error 78 "$RMAD" --socket-group rmad-no-such-group-i14 --check-config
+grep -q "socket_group: no group" "$T/err" || fail "socket_group: $(cat "$T/err")"
+"$RMAD" --socket-group "$(id -gn)" --check-config >/dev/null ||
+	fail "--check-config refused the caller's own group"
+# input files that cannot be opened: EX_NOINPUT (66)
+expect_error 66 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" "$T/missing"
+grep -q "cannot open $T/missing: No such file" "$T/err" || fail "66 message: $(cat "$T/err")"
+expect_error 66 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" "$T"
+grep -q "Is a directory" "$T/err" || fail "66 message: $(cat "$T/err")"
+expect_error 66 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/missing" --length 1
+expect_error 66 "$RMACTL" --socket "$T/b.sock" expose --size 4K --fill "$T/missing"
+# output files that cannot be written: EX_CANTCREAT (73)
+expect_error 73 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --length 4K --out "$T/nodir/out"
+grep -q "cannot write $T/nodir/out" "$T/err" || fail "73 message: $(cat "$T/err")"
+expect_error 73 "$RMACTL" --socket "$T/b.sock" expose --size 4K \
+	--descriptor-out "$T/nodir/desc"
 
 # expose dumps the final contents on SIGTERM and exits 0
 kill -TERM "$EXPOSE"

@@ -5,6 +5,7 @@
 
 #include "check_main.h"
 #include <getopt.h>
+#include <grp.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sodium.h>
@@ -412,6 +413,46 @@ START_TEST(test_config_file)
 }
 END_TEST
 
+/* socket_group is given to the socket only once the daemon starts: a
+ * group this host lacks is a configuration error at --check-config. */
+START_TEST(test_socket_group)
+{
+	struct group *own = getgrgid(getgid());
+	struct config cfg;
+	char err[256];
+
+	ck_assert_ptr_nonnull(own);
+	config_defaults(&cfg);
+	ck_assert_int_eq(
+	    config_set(&cfg, "socket_group", own->gr_name, err, sizeof(err)),
+	    0);
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(config_set(&cfg, "socket_group",
+				    "rmad-no-such-group-i14", err, sizeof(err)),
+			 0);
+	err[0] = '\0';
+	ck_assert_int_eq(config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "socket_group: no group "
+				  "'rmad-no-such-group-i14'") != NULL,
+		      "err: %s", err);
+}
+END_TEST
+
+/* --config naming a directory read as an empty file: the daemon ran on
+ * defaults. It is refused; a missing file as before. */
+START_TEST(test_config_dir)
+{
+	const char *args[] = {"--config", dir, NULL};
+	char missing[128];
+	const char *args_missing[] = {"--config", missing, NULL};
+	struct config cfg;
+
+	ck_assert_int_eq(parse(&cfg, args), -1);
+	snprintf(missing, sizeof(missing), "%s/none.conf", dir);
+	ck_assert_int_eq(parse(&cfg, args_missing), -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -427,6 +468,8 @@ main(void)
 	tcase_add_test(tc, test_auto_net_devices);
 	tcase_add_test(tc, test_parse_args);
 	tcase_add_test(tc, test_config_file);
+	tcase_add_test(tc, test_socket_group);
+	tcase_add_test(tc, test_config_dir);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -56,9 +56,34 @@ start_daemon() {
 	eval "${name}_PID=$pid ${name}_PORT=$port"
 }
 
-# json_ok FILE: valid JSON (checked when python3 is there).
+# json_ok FILE: valid JSON, one document per line or one in all, each
+# with schema_version 1 first and no integer a double cannot hold (64-bit
+# values are strings); checked when python3 is there.
 json_ok() {
 	if command -v python3 >/dev/null 2>&1; then
-		python3 -m json.tool "$1" >/dev/null || fail "bad JSON in $1: $(cat "$1")"
+		python3 - "$1" <<'PY' || fail "bad JSON in $1: $(cat "$1")"
+import json, sys
+text = open(sys.argv[1]).read()
+try:
+    docs = [json.loads(text)]
+except ValueError:
+    docs = [json.loads(l) for l in text.splitlines() if l.strip()]
+assert docs, "no document"
+def walk(v):
+    if isinstance(v, bool):
+        return
+    if isinstance(v, int):
+        assert abs(v) < 2**53, "integer %d is not exact in a double" % v
+    elif isinstance(v, dict):
+        for x in v.values():
+            walk(x)
+    elif isinstance(v, list):
+        for x in v:
+            walk(x)
+for d in docs:
+    assert list(d)[0] == "schema_version", "schema_version not first"
+    assert d["schema_version"] == 1, "schema_version %r" % d["schema_version"]
+    walk(d)
+PY
 	fi
 }

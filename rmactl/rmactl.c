@@ -44,6 +44,9 @@ static const char rmactl_usage_text[] =
     "      regions, operations in flight (oldest first, with their age)\n"
     "  ping [--count N] [--json]\n"
     "      time connect+hello and N status round trips to the daemon\n"
+    "  wait [--timeout SECONDS] [--peer HOST:PORT] [--file FILE]\n"
+    "      until the daemon answers (and reaches the peer, or FILE is\n"
+    "      there); exit 75 after the timeout (default 30)\n"
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else your own\n"
@@ -262,6 +265,7 @@ static const struct {
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
+    {"wait", rmactl_wait_run},
 };
 
 int

@@ -115,6 +115,23 @@ expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
 # usage
 expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
 
+# wait: at once for what is there, 75 with one line after the timeout
+"$RMACTL" --socket "$T/b.sock" wait --timeout 5 --peer "127.0.0.1:$a_PORT" ||
+	fail "wait for a daemon and a peer that are up"
+"$RMACTL" wait --file "$T/desc" --timeout 5 || fail "wait for a descriptor that is there"
+expect_error 75 "$RMACTL" --socket "$T/nobody.sock" wait --timeout 0.3
+grep -q "timed out after 0.3 s: daemon: .*nobody.sock" "$T/err" || fail "wait message: $(cat "$T/err")"
+expect_error 75 "$RMACTL" --socket "$T/b.sock" wait --timeout 0.5 --peer "127.0.0.1:$(free_port)"
+grep -q "peer unreachable" "$T/err" || fail "wait --peer message: $(cat "$T/err")"
+expect_error 75 "$RMACTL" wait --file "$T/none" --timeout 0.2
+expect_error 64 "$RMACTL" wait --peer nowhere
+# a file that appears while waiting
+( "$RMACTL" wait --file "$T/later" --timeout 10 && touch "$T/later.seen" ) &
+WAITER=$!
+echo x >"$T/later"
+wait "$WAITER" || fail "wait --file missed a file written while it waited"
+[ -e "$T/later.seen" ] || fail "wait --file"
+
 # expose dumps the final contents on SIGTERM and exits 0
 kill -TERM "$EXPOSE"
 rc=0; wait "$EXPOSE" || rc=$?

@@ -47,6 +47,9 @@ static const char rmactl_usage_text[] =
     "  top [--interval SECONDS] [--count N] [--json]\n"
     "      live ops/s, bytes/s, errors, in flight and latency, per peer\n"
     "      and per client, every second (q or ^C quits)\n"
+    "  wait [--timeout SECONDS] [--peer HOST:PORT] [--file FILE]\n"
+    "      until the daemon answers (and reaches the peer, or FILE is\n"
+    "      there); exit 75 after the timeout (default 30)\n"
     "\n"
     "options:\n"
     "  --socket PATH  daemon socket (default: $RMAD_SOCKET, else your own\n"
@@ -277,6 +280,7 @@ static const struct {
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
     {"top", rmactl_top_run},
+    {"wait", rmactl_wait_run},
 };
 
 int

@@ -57,6 +57,8 @@ int rmactl_ops_ops(int argc, char **argv);
 int rmactl_ops_ping(int argc, char **argv);
 int rmactl_bench_run(int argc, char **argv);
 int rmactl_top_run(int argc, char **argv);
+/* rmactl_wait.c: readiness of the daemon, a peer, a file */
+int rmactl_wait_run(int argc, char **argv);
 
 /* ---- rmactl_file.c ---- */
 

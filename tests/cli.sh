@@ -149,6 +149,23 @@ grep -q "cannot write $T/nodir/out" "$T/err" || fail "73 message: $(cat "$T/err"
 expect_error 73 "$RMACTL" --socket "$T/b.sock" expose --size 4K \
 	--descriptor-out "$T/nodir/desc"
 
+# wait: at once for what is there, 75 with one line after the timeout
+"$RMACTL" --socket "$T/b.sock" wait --timeout 5 --peer "127.0.0.1:$a_PORT" ||
+	fail "wait for a daemon and a peer that are up"
+"$RMACTL" wait --file "$T/desc" --timeout 5 || fail "wait for a descriptor that is there"
+expect_error 75 "$RMACTL" --socket "$T/nobody.sock" wait --timeout 0.3
+grep -q "timed out after 0.3 s: daemon: .*nobody.sock" "$T/err" || fail "wait message: $(cat "$T/err")"
+expect_error 75 "$RMACTL" --socket "$T/b.sock" wait --timeout 0.5 --peer "127.0.0.1:$(free_port)"
+grep -q "peer unreachable" "$T/err" || fail "wait --peer message: $(cat "$T/err")"
+expect_error 75 "$RMACTL" wait --file "$T/none" --timeout 0.2
+expect_error 64 "$RMACTL" wait --peer nowhere
+# a file that appears while waiting
+( "$RMACTL" wait --file "$T/later" --timeout 10 && touch "$T/later.seen" ) &
+WAITER=$!
+echo x >"$T/later"
+wait "$WAITER" || fail "wait --file missed a file written while it waited"
+[ -e "$T/later.seen" ] || fail "wait --file"
+
 # expose dumps the final contents on SIGTERM and exits 0
 kill -TERM "$EXPOSE"
 rc=0; wait "$EXPOSE" || rc=$?

@@ -40,7 +40,7 @@ done
 exec_start=$(sed -n 's/^ExecStart=//p' "$SERVICE")
 [ "$exec_start" = "${RMAD#"$D"} --config ${CONF#"$D"}" ] ||
 	fail "installed ExecStart=$exec_start, not ${RMAD#"$D"} --config ${CONF#"$D"}"
-"$RMAD" --config "$CONF" --check-config >/dev/null || fail "installed config refused"
+"$SRCDIR/tests/with_sysusers.sh" "$SRCDIR" "$RMAD" --config "$CONF" --check-config >/dev/null || fail "installed config refused"
 
 # the library: its soname, and only rma_* exported
 soname=$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')

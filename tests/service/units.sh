@@ -78,7 +78,7 @@ if command -v systemd-sysusers >/dev/null; then
 fi
 
 # the example config: accepted, and it sets every option --help lists
-"$RMAD_BIN" --config "$U/rmad.conf.example" --check-config >"$T/check.out" 2>&1 ||
+"$SRCDIR/tests/with_sysusers.sh" "$SRCDIR" "$RMAD_BIN" --config "$U/rmad.conf.example" --check-config >"$T/check.out" 2>&1 ||
 	fail "example config refused: $(cat "$T/check.out")"
 "$RMAD_BIN" --help | sed -n 's/^  --\([a-z-]*\) .*/\1/p' | tr - _ |
 	grep -vx -e config -e check_config -e ready_fd >"$T/options"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -602,7 +603,7 @@ client_free(rma_client_t *c)
 }
 
 static rma_status_t
-client_hello(rma_client_t *c, const char *name)
+client_hello(rma_client_t *c, const char *name, int timeout_ms)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__Hello hello = RMA__V1__HELLO__INIT;
@@ -614,7 +615,7 @@ client_hello(rma_client_t *c, const char *name)
 	hello.client_name = (char *)name;
 	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
 	req.hello = &hello;
-	st = client_call(c, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
+	st = client_call(c, &req, timeout_ms, &reply, NULL);
 	if (st != RMA_OK)
 		return st;
 	if (reply->body_case != RMA__V1__REPLY__BODY_HELLO) {
@@ -646,7 +647,7 @@ err_free_reply:
 }
 
 static rma_status_t
-client_attach(int fd, const char *name, const char *path,
+client_attach(int fd, const char *name, const char *path, int timeout_ms,
 	      rma_client_t **client_p)
 {
 	rma_client_t *c;
@@ -678,7 +679,7 @@ client_attach(int fd, const char *name, const char *path,
 				  strerror(errno));
 		goto err_free_client;
 	}
-	st = client_hello(c, name);
+	st = client_hello(c, name, timeout_ms);
 	if (st != RMA_OK) {
 		client_error(NULL, st, "%s", c->last_error);
 		goto err_free_client;
@@ -701,7 +702,8 @@ rma_client_attach(int fd, const char *name, rma_client_t **client_p)
 		return client_error(NULL, RMA_ERR_INVALID,
 				    "rma_client_attach: bad argument");
 	}
-	return client_attach(fd, name != NULL ? name : "", NULL, client_p);
+	return client_attach(fd, name != NULL ? name : "", NULL,
+			     CLIENT_CALL_TIMEOUT_MS, client_p);
 }
 
 RMA_API const char *
@@ -755,13 +757,71 @@ client_check_daemon(int fd, const char *path)
 			    SOCKET_PATH_SERVICE_USER);
 }
 
-RMA_API rma_status_t
-rma_connect(const char *socket_path, rma_client_t **client_p)
+/* connect(2) to a Unix socket blocks while the listener's backlog is full
+ * (a daemon that stopped accepting); SO_SNDTIMEO bounds that wait, after
+ * which it fails with EAGAIN. */
+static rma_status_t
+client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
 {
+	const char *path = sa->sun_path;
+	struct timeval tv;
+	int left, err;
+
+	for (;;) {
+		left = client_remaining(deadline);
+		if (left >= 0) {
+			/* 0 would mean no limit */
+			left = left > 0 ? left : 1;
+			tv.tv_sec = left / 1000;
+			tv.tv_usec = (left % 1000) * 1000;
+			if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv,
+				       sizeof(tv)) < 0)
+				return client_error(NULL, RMA_ERR_INTERNAL,
+						    "setsockopt SO_SNDTIMEO: "
+						    "%s",
+						    strerror(errno));
+		}
+		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return RMA_OK;
+		err = errno;
+		if (err == EINTR && client_remaining(deadline) != 0)
+			continue;
+		break;
+	}
+	switch (err) {
+	case EACCES:
+	case EPERM:
+		return client_error(NULL, RMA_ERR_PERMISSION,
+				    "cannot connect to %s: %s", path,
+				    strerror(err));
+	case ENOENT:
+	case ECONNREFUSED:
+	case ENOTDIR:
+		return client_error(NULL, RMA_ERR_DAEMON_GONE,
+				    "no daemon at %s: %s", path, strerror(err));
+	case EAGAIN:
+	case EINTR:
+		return client_error(NULL, RMA_ERR_TIMEOUT,
+				    "%s accepted no connection in time: its "
+				    "daemon is not accepting (stopped, or out "
+				    "of file descriptors)",
+				    path);
+	default:
+		return client_error(NULL, RMA_ERR_DAEMON_GONE,
+				    "cannot connect to %s: %s", path,
+				    strerror(err));
+	}
+}
+
+RMA_API rma_status_t
+rma_connect_timeout(const char *socket_path, int timeout_ms,
+		    rma_client_t **client_p)
+{
+	int64_t deadline = client_deadline(timeout_ms);
 	struct sockaddr_un sa;
 	char name[128], why[256];
 	rma_status_t st;
-	int fd, err;
+	int fd;
 
 	if (client_p == NULL)
 		return client_error(NULL, RMA_ERR_INVALID,
@@ -790,35 +850,32 @@ rma_connect(const char *socket_path, rma_client_t **client_p)
 	if (fd < 0)
 		return client_error(NULL, RMA_ERR_NO_MEMORY, "socket: %s",
 				    strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
-		close(fd);
-		switch (err) {
-		case EACCES:
-		case EPERM:
-			return client_error(NULL, RMA_ERR_PERMISSION,
-					    "cannot connect to %s: %s",
-					    socket_path, strerror(err));
-		case ENOENT:
-		case ECONNREFUSED:
-		case ENOTDIR:
-			return client_error(NULL, RMA_ERR_DAEMON_GONE,
-					    "no daemon at %s: %s", socket_path,
-					    strerror(err));
-		default:
-			return client_error(NULL, RMA_ERR_DAEMON_GONE,
-					    "cannot connect to %s: %s",
-					    socket_path, strerror(err));
-		}
-	}
-	st = client_check_daemon(fd, socket_path);
+	st = client_connect_socket(fd, &sa, deadline);
+	if (st == RMA_OK)
+		st = client_check_daemon(fd, socket_path);
 	if (st != RMA_OK) {
 		close(fd);
 		return st;
 	}
 	snprintf(name, sizeof(name), "%s[%d]", program_invocation_short_name,
 		 (int)getpid());
-	return client_attach(fd, name, socket_path, client_p);
+	/* the fd is nonblocking from here on: SO_SNDTIMEO no longer counts */
+	st = client_attach(fd, name, socket_path, client_remaining(deadline),
+			   client_p);
+	if (st == RMA_ERR_TIMEOUT)
+		client_error(NULL, st,
+			     "%s did not answer hello within %d ms: its daemon "
+			     "is stopped or overloaded, or what listens there "
+			     "is not an rmad",
+			     socket_path, timeout_ms);
+	return st;
+}
+
+RMA_API rma_status_t
+rma_connect(const char *socket_path, rma_client_t **client_p)
+{
+	return rma_connect_timeout(socket_path, RMA_CONNECT_TIMEOUT_DEFAULT_MS,
+				   client_p);
 }
 
 RMA_API void

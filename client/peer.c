@@ -199,6 +199,14 @@ rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 	if (peer->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "peer of another client");
+	/* Whatever the daemon's frame limit (4 KiB at least), a text this
+	 * long cannot be a descriptor: it is refused as one, not as a
+	 * request too big to send. */
+	if (strnlen(descriptor, RMA_DESCRIPTOR_MAX + 1) > RMA_DESCRIPTOR_MAX)
+		return client_error(client, RMA_ERR_BAD_DESCRIPTOR,
+				    "descriptor text over %d bytes: not a "
+				    "descriptor",
+				    RMA_DESCRIPTOR_MAX);
 	remote = calloc(1, sizeof(*remote));
 	if (remote == NULL)
 		return client_error(client, RMA_ERR_NO_MEMORY,

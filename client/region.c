@@ -124,9 +124,26 @@ region_destroy(rma_client_t *c, struct rma_region *region)
 		c->regions = region->next;
 	if (region->next != NULL)
 		region->next->prev = region->prev;
-	munmap(region->base, region->map_length);
+	if (!region->freed)
+		munmap(region->base, region->map_length);
 	free(region->descriptor);
 	free(region);
+}
+
+/* What rma_region_free leaves: the struct alone, on the client's list
+ * until rma_disconnect, so that a stale handle reads as a freed region
+ * (NO_REGION) instead of freed memory. Handles are never reused, so a
+ * stale one cannot name a newer region. */
+static void
+region_retire(struct rma_region *region)
+{
+	munmap(region->base, region->map_length);
+	free(region->descriptor);
+	region->descriptor = NULL;
+	region->base = NULL;
+	region->length = 0;
+	region->map_length = 0;
+	region->freed = 1;
 }
 
 RMA_API rma_status_t
@@ -140,9 +157,13 @@ rma_region_free(rma_client_t *client, rma_region_t *region)
 	if (region->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region of another client");
+	if (region->freed)
+		return client_error(client, RMA_ERR_NO_REGION,
+				    "region %llu was already freed",
+				    (unsigned long long)region->region_id);
 	/* The mapping goes whatever the daemon says: the handle is done. */
 	st = region_free_daemon(client, region->region_id, 0);
-	region_destroy(client, region);
+	region_retire(region);
 	return st;
 }
 
@@ -169,5 +190,6 @@ rma_region_length(const rma_region_t *region)
 RMA_API const char *
 rma_region_descriptor(const rma_region_t *region)
 {
-	return region != NULL ? region->descriptor : "";
+	return region != NULL && region->descriptor != NULL ? region->descriptor
+							    : "";
 }

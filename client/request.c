@@ -292,6 +292,17 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
+	if (region->freed)
+		return client_error(client, RMA_ERR_NO_REGION,
+				    "%s names region %llu, which was freed",
+				    name,
+				    (unsigned long long)region->region_id);
+	/* Nothing to move, and the daemon refuses it anyway: say so here,
+	 * not as a request that fails later. */
+	if (length == 0)
+		return client_error(client, RMA_ERR_INVALID,
+				    "%s of 0 bytes: length must be at least 1",
+				    name);
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);

@@ -17,10 +17,19 @@
  * calling thread; a callback must not call rma_disconnect().
  *
  * Event loops: rma_fd() is readable when the daemon has sent something;
- * call rma_progress() then. Submissions are sent at once while nothing is
- * in flight and are otherwise coalesced into one frame until the next
- * rma_progress() call (a completion always wakes the fd first, so nothing
- * waits forever).
+ * call rma_progress() then.
+ *
+ * Batching: rma_put(), rma_get() and rma_flush() send their operation to
+ * the daemon at once while no operation sent before is still in flight.
+ * Otherwise the operation joins a batch, which goes out as one frame when
+ * it holds 256 operations (fewer, when 256 would not fit in the daemon's
+ * max_frame), or else at the next call that waits or talks to the daemon:
+ * rma_progress(), rma_request_wait(), the _sync wrappers and every call
+ * that asks the daemon something (rma_region_alloc(), rma_peer_connect()
+ * ...), which send the batch first, so operations reach the daemon in the
+ * order they were issued. A batch is never stranded: it exists only while
+ * operations sent before it are in flight, and their completions make
+ * rma_fd() readable.
  *
  * Errors: functions return RMA_OK (0) or a negative rma_status_t;
  * rma_strerror() names it and rma_last_error() gives the daemon's detail
@@ -126,21 +135,44 @@ typedef void (*rma_callback_t)(rma_request_t *req, rma_status_t status,
  */
 const char *rma_default_socket(void);
 
+/** rma_connect()'s deadline for reaching the daemon and its answer. */
+#define RMA_CONNECT_TIMEOUT_DEFAULT_MS 5000
+
 /**
- * Connect to rmad.
+ * Connect to rmad, as rma_connect_timeout() with
+ * RMA_CONNECT_TIMEOUT_DEFAULT_MS (5 s).
+ */
+rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
+
+/**
+ * Connect to rmad and say hello, waiting at most @p timeout_ms in all.
  * @param socket_path  NULL for rma_default_socket().
+ * @param timeout_ms   deadline for the connect and the daemon's answer to
+ *                     the hello; -1 for none.
  * @param client_p     set on success; free with rma_disconnect().
  * The daemon must run as this user, as root, as the service user `rmad`
  * or as $RMAD_DAEMON_USER (a name or a uid), whatever the path: its
  * SO_PEERCRED is checked before anything is sent, since whoever serves
  * the socket hands out the memory regions are made of.
- * @return RMA_OK, RMA_ERR_DAEMON_GONE (no daemon at the socket),
+ * On failure rma_last_error(NULL) gives the detail.
+ * @return RMA_OK,
+ *         RMA_ERR_INVALID (@p client_p NULL, or the path is empty or too
+ *         long for a Unix socket),
+ *         RMA_ERR_DAEMON_GONE (nothing listens at the socket, or it
+ *         closed the connection before answering),
  *         RMA_ERR_PERMISSION (the daemon refused this user; or the socket
  *         is served by another user, or lies in a per-user directory that
- *         is not this user's alone: rma_last_error(NULL) says which),
- *         RMA_ERR_VERSION, RMA_ERR_NO_MEMORY.
+ *         is not this user's alone),
+ *         RMA_ERR_TIMEOUT (no connection or no answer within
+ *         @p timeout_ms: the daemon is stopped, overloaded or not
+ *         accepting, or what listens there is not an rmad),
+ *         RMA_ERR_VERSION (the daemon speaks another protocol version),
+ *         RMA_ERR_PROTOCOL (the answer was not an rmad's hello reply),
+ *         RMA_ERR_NO_MEMORY (no memory, or no file descriptor, here),
+ *         RMA_ERR_INTERNAL (a socket option or flag could not be set).
  */
-rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
+rma_status_t rma_connect_timeout(const char *socket_path, int timeout_ms,
+				 rma_client_t **client_p);
 
 /**
  * Close the connection. Also the way back after the daemon went away
@@ -178,19 +210,33 @@ const char *rma_daemon_id(const rma_client_t *client);
 rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
 			      rma_region_t **region_p);
 
-/** Local address of the region's memory, valid until the region is freed. */
+/** Local address of the region's memory, valid until the region is freed;
+ * NULL once it is. */
 void *rma_region_ptr(const rma_region_t *region);
-/** Length of the region, as asked of rma_region_alloc(). */
+/** Length of the region, as asked of rma_region_alloc(); 0 once freed. */
 size_t rma_region_length(const rma_region_t *region);
 
 /** The printable descriptor to hand to other hosts (NUL-terminated, owned by
- * the region). */
+ * the region, valid until the region is freed; "" once it is). */
 const char *rma_region_descriptor(const rma_region_t *region);
 
 /**
  * Free a region: the daemon releases it once its in-flight operations are
- * done; later operations naming it fail with RMA_ERR_NO_REGION locally and
- * RMA_ERR_STALE_DESCRIPTOR remotely. The local mapping goes at once.
+ * done. The local mapping goes at once, whatever the result.
+ *
+ * The handle itself stays valid, as a freed region, until
+ * rma_disconnect() (it keeps about a hundred bytes until then; handles
+ * are never reused): rma_region_ptr() gives NULL, rma_region_length() 0,
+ * rma_region_descriptor() "", rma_put() and rma_get() naming it fail at
+ * once with RMA_ERR_NO_REGION, and so does rma_region_free() again.
+ * Operations from other hosts naming its descriptor fail with
+ * RMA_ERR_STALE_DESCRIPTOR.
+ * @return RMA_OK; RMA_ERR_INVALID (NULL, or a region of another client)
+ *         or RMA_ERR_NO_REGION (already freed), which change nothing; or
+ *         the daemon's failure (RMA_ERR_TIMEOUT: no answer within 30 s;
+ *         RMA_ERR_DAEMON_GONE), after which the handle is a freed region
+ *         all the same and the daemon frees the region with the
+ *         connection at the latest.
  */
 rma_status_t rma_region_free(rma_client_t *client, rma_region_t *region);
 
@@ -217,11 +263,17 @@ rma_status_t rma_peer_status(const rma_peer_t *peer);
 /** The daemon's detail for the peer's last failure ("" if none). */
 const char *rma_peer_detail(const rma_peer_t *peer);
 
+/** Longest descriptor text rma_remote_import() takes, whitespace around it
+ * included (a descriptor is under 100 bytes). */
+#define RMA_DESCRIPTOR_MAX 1024
+
 /**
  * Resolve a descriptor with its owning daemon through @p peer. Only the
  * owner's answer is trusted for bounds.
- * @return RMA_OK, RMA_ERR_BAD_DESCRIPTOR, RMA_ERR_STALE_DESCRIPTOR,
- *         RMA_ERR_NO_PEER, peer failures, RMA_ERR_DAEMON_GONE.
+ * @return RMA_OK, RMA_ERR_BAD_DESCRIPTOR (malformed or corrupt; one over
+ *         RMA_DESCRIPTOR_MAX bytes is refused without asking the daemon),
+ *         RMA_ERR_STALE_DESCRIPTOR, RMA_ERR_NO_PEER, peer failures,
+ *         RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 			       const char *descriptor, rma_remote_t **remote_p);
@@ -248,10 +300,14 @@ void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
  * @param req_p      if not NULL, receives the request, which the caller
  *                   must rma_request_release(); if NULL the library
  *                   releases it after the callback.
- * @return RMA_OK when submitted (errors found by the daemon, such as
- *         RMA_ERR_OUT_OF_BOUNDS, arrive as the request's status), or an
- *         error when nothing was submitted (RMA_ERR_INVALID,
- *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE).
+ * @return RMA_OK when submitted: sent, or queued in a batch (see
+ *         "Batching" in the file comment); errors found by the daemon,
+ *         such as RMA_ERR_OUT_OF_BOUNDS, arrive as the request's status.
+ *         Or an error when nothing was submitted: RMA_ERR_INVALID (NULL
+ *         region or remote, one of another client, unknown flags, or
+ *         @p length 0: an empty transfer is refused, not completed),
+ *         RMA_ERR_NO_REGION (@p region was freed), RMA_ERR_NO_MEMORY,
+ *         RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_put(rma_client_t *client, rma_region_t *region,
 		     uint64_t offset, rma_remote_t *remote,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "rma_internal.h"
@@ -611,6 +612,280 @@ START_TEST(test_connect_errors)
 }
 END_TEST
 
+/* Wait (5 s at most) until the fake has read n held operations; returns
+ * how many Submit frames they came in. */
+static int
+fake_wait_held(int n)
+{
+	struct timespec deadline;
+	int submits;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	pthread_mutex_lock(&fake.lock);
+	while (fake.nheld < n &&
+	       pthread_cond_timedwait(&fake.held_more, &fake.lock, &deadline) ==
+		   0)
+		;
+	ck_assert_int_eq(fake.nheld, n);
+	submits = fake.submits;
+	pthread_mutex_unlock(&fake.lock);
+	return submits;
+}
+
+static int
+fake_submits(void)
+{
+	int n;
+
+	pthread_mutex_lock(&fake.lock);
+	n = fake.submits;
+	pthread_mutex_unlock(&fake.lock);
+	return n;
+}
+
+/* rma.h, "Batching": sent at once while nothing is in flight; then batched
+ * until 256, or until rma_progress() or a call that asks the daemon
+ * something, which sends the batch before its own request. The socket
+ * keeps order, so once the fake holds n operations every frame before
+ * them has been counted. */
+START_TEST(test_batching_rule)
+{
+	rma_region_t *r2;
+
+	setup_client(FAKE_HOLD);
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, NULL, NULL, NULL),
+			 RMA_OK);
+	ck_assert_int_eq(fake_wait_held(1), 1);
+	for (int i = 0; i < 255; i++)
+		ck_assert_int_eq(
+		    rma_put(c, reg, 0, rem, 0, 8, 0, NULL, NULL, NULL), RMA_OK);
+	ck_assert_uint_eq(c->pending_n, 255);
+	/* the 256th fills the batch, which goes out as one frame */
+	ck_assert_int_eq(rma_get(c, reg, 0, rem, 0, 8, NULL, NULL, NULL),
+			 RMA_OK);
+	ck_assert_uint_eq(c->pending_n, 0);
+	ck_assert_int_eq(fake_wait_held(257), 2);
+	ck_assert_int_eq(fake.max_batch, 256);
+	/* one more waits for rma_progress() */
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, NULL, NULL, NULL),
+			 RMA_OK);
+	ck_assert_uint_eq(c->pending_n, 1);
+	ck_assert_int_eq(rma_progress(c), RMA_OK);
+	ck_assert_int_eq(fake_wait_held(258), 3);
+	/* or for a call to the daemon, which sends it first */
+	ck_assert_int_eq(rma_flush(c, NULL, NULL, NULL, NULL), RMA_OK);
+	ck_assert_uint_eq(c->pending_n, 1);
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r2), RMA_OK);
+	ck_assert_int_eq(fake_submits(), 4);
+	ck_assert_int_eq(fake_wait_held(259), 4);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* A freed region's handle stays a tombstone until rma_disconnect: what
+ * would read freed memory reads as a freed region (run under valgrind or
+ * ASan to see the difference). */
+START_TEST(test_freed_region_handle)
+{
+	setup_client(FAKE_NORMAL);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	ck_assert_ptr_null(rma_region_ptr(reg));
+	ck_assert_uint_eq(rma_region_length(reg), 0);
+	ck_assert_str_eq(rma_region_descriptor(reg), "");
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, NULL, NULL, NULL),
+			 RMA_ERR_NO_REGION);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(c), "freed"));
+	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 0, 8, 1000),
+			 RMA_ERR_NO_REGION);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_ERR_NO_REGION);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(c), "already freed"));
+	ck_assert_int_eq(fake_submits(), 0);
+	/* freed handles of a gone daemon read the same */
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &reg), RMA_OK);
+	fake_kill();
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_ERR_DAEMON_GONE);
+	ck_assert_ptr_null(rma_region_ptr(reg));
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_ERR_NO_REGION);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* An empty transfer is refused by the call, before anything is sent. */
+START_TEST(test_zero_length)
+{
+	setup_client(FAKE_NORMAL);
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 0, 0, NULL, NULL, NULL),
+			 RMA_ERR_INVALID);
+	ck_assert_str_eq(rma_last_error(c),
+			 "put of 0 bytes: length must be at least 1");
+	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 0, 0, 1000),
+			 RMA_ERR_INVALID);
+	ck_assert_str_eq(rma_last_error(c),
+			 "get of 0 bytes: length must be at least 1");
+	ck_assert_uint_eq(rma_in_flight(c), 0);
+	ck_assert_int_eq(fake_submits(), 0);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 1, 0, 1000), RMA_OK);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* Text too long to be a descriptor (2 MiB: over the frame limit too) is a
+ * bad descriptor, not a bad request; RMA_DESCRIPTOR_MAX still goes to the
+ * daemon, which here says yes to anything. */
+START_TEST(test_descriptor_too_long)
+{
+	size_t big = 2u << 20;
+	char *text = malloc(big + 1);
+	rma_remote_t *r2;
+
+	ck_assert_ptr_nonnull(text);
+	setup_client(FAKE_NORMAL);
+	memset(text, 'a', big);
+	text[big] = '\0';
+	ck_assert_int_eq(rma_remote_import(c, peer, text, &r2),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(c), "not a descriptor"));
+	text[RMA_DESCRIPTOR_MAX + 1] = '\0';
+	ck_assert_int_eq(rma_remote_import(c, peer, text, &r2),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	text[RMA_DESCRIPTOR_MAX] = '\0';
+	ck_assert_int_eq(rma_remote_import(c, peer, text, &r2), RMA_OK);
+	rma_remote_release(c, r2);
+	free(text);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+/* A listening socket whose owner accepts connections (in a thread) and
+ * never answers: not an rmad, or an rmad that is stopped. */
+static struct {
+	int lfd;
+	pthread_t thread;
+	int fds[64];
+	int nfds;
+	char dir[64];
+	char path[96];
+} mute;
+
+static void *
+mute_main(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	while ((fd = accept(mute.lfd, NULL, NULL)) >= 0) {
+		if (mute.nfds < 64)
+			mute.fds[mute.nfds++] = fd;
+		else
+			close(fd);
+	}
+	return NULL;
+}
+
+static void
+mute_start(int backlog, int accepting)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	snprintf(mute.dir, sizeof(mute.dir), "/tmp/i14lib-mute-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(mute.dir));
+	snprintf(mute.path, sizeof(mute.path), "%s/rmad.sock", mute.dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mute.path);
+	mute.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(mute.lfd, 0);
+	ck_assert_int_eq(bind(mute.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(mute.lfd, backlog), 0);
+	if (accepting)
+		ck_assert_int_eq(
+		    pthread_create(&mute.thread, NULL, mute_main, NULL), 0);
+}
+
+static void
+mute_stop(int accepting)
+{
+	/* wakes accept() with EINVAL */
+	shutdown(mute.lfd, SHUT_RDWR);
+	if (accepting)
+		pthread_join(mute.thread, NULL);
+	close(mute.lfd);
+	for (int i = 0; i < mute.nfds; i++)
+		close(mute.fds[i]);
+	unlink(mute.path);
+	rmdir(mute.dir);
+}
+
+static int64_t
+elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (int64_t)(t1.tv_sec - t0->tv_sec) * 1000 +
+	       (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+START_TEST(test_connect_timeout_mute)
+{
+	struct timespec t0;
+	int64_t ms;
+
+	mute_start(16, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(rma_connect_timeout(mute.path, 300, &c),
+			 RMA_ERR_TIMEOUT);
+	ms = elapsed_ms(&t0);
+	ck_assert_int_ge(ms, 290);
+	ck_assert_int_lt(ms, 3000);
+	ck_assert_ptr_nonnull(
+	    strstr(rma_last_error(NULL), "did not answer hello within 300"));
+	/* rma_connect: the documented default, not 30 s */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(rma_connect(mute.path, &c), RMA_ERR_TIMEOUT);
+	ms = elapsed_ms(&t0);
+	ck_assert_int_ge(ms, RMA_CONNECT_TIMEOUT_DEFAULT_MS - 10);
+	ck_assert_int_lt(ms, RMA_CONNECT_TIMEOUT_DEFAULT_MS + 3000);
+	mute_stop(1);
+}
+END_TEST
+
+/* A listener that stopped accepting, its backlog full: connect(2) itself
+ * would block, for as long as the daemon does not accept. */
+START_TEST(test_connect_timeout_backlog)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timespec t0;
+	int64_t ms;
+	int fd;
+
+	mute_start(0, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mute.path);
+	for (;;) {
+		ck_assert_int_lt(mute.nfds, 64);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ck_assert_int_ge(fd, 0);
+		mute.fds[mute.nfds++] = fd;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			break;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(rma_connect_timeout(mute.path, 300, &c),
+			 RMA_ERR_TIMEOUT);
+	ms = elapsed_ms(&t0);
+	ck_assert_int_ge(ms, 290);
+	ck_assert_int_lt(ms, 3000);
+	ck_assert_ptr_nonnull(
+	    strstr(rma_last_error(NULL), "accepted no connection"));
+	mute_stop(0);
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -628,6 +903,12 @@ client_suite(void)
 			    sizeof(protocol_cases) / sizeof(protocol_cases[0]));
 	tcase_add_test(tc, test_version_refused);
 	tcase_add_test(tc, test_connect_errors);
+	tcase_add_test(tc, test_batching_rule);
+	tcase_add_test(tc, test_freed_region_handle);
+	tcase_add_test(tc, test_zero_length);
+	tcase_add_test(tc, test_descriptor_too_long);
+	tcase_add_test(tc, test_connect_timeout_mute);
+	tcase_add_test(tc, test_connect_timeout_backlog);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -193,6 +193,13 @@ START_TEST(test_out_of_bounds)
 			 RMA_ERR_OUT_OF_BOUNDS);
 	ck_assert_ptr_nonnull(strstr(rma_request_detail(req), "outside"));
 	rma_request_release(req);
+	/* an empty transfer is refused by the call itself */
+	ck_assert_int_eq(
+	    rma_put(cb, rb, 0, remote_a, 0, 0, 0, NULL, NULL, &req),
+	    RMA_ERR_INVALID);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, remote_a, 0, 0, WAIT_MS),
+			 RMA_ERR_INVALID);
+	ck_assert_uint_eq(rma_in_flight(cb), 0);
 	/* still usable afterwards */
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
 			 RMA_OK);
@@ -222,6 +229,23 @@ START_TEST(test_descriptor_refusals)
 			 RMA_ERR_BAD_DESCRIPTOR);
 	ck_assert_int_eq(rma_remote_import(cb, peer_a, "hello", &rem),
 			 RMA_ERR_BAD_DESCRIPTOR);
+	/* Too long to be one: refused by the library over
+	 * RMA_DESCRIPTOR_MAX (2 MiB would not even fit in a frame), by the
+	 * daemon under it. */
+	{
+		size_t big = 2u << 20;
+		char *huge = malloc(big + 1);
+
+		ck_assert_ptr_nonnull(huge);
+		memset(huge, 'f', big);
+		huge[big] = '\0';
+		ck_assert_int_eq(rma_remote_import(cb, peer_a, huge, &rem),
+				 RMA_ERR_BAD_DESCRIPTOR);
+		huge[RMA_DESCRIPTOR_MAX] = '\0';
+		ck_assert_int_eq(rma_remote_import(cb, peer_a, huge, &rem),
+				 RMA_ERR_BAD_DESCRIPTOR);
+		free(huge);
+	}
 	/* Forged with a valid checksum: a far larger region... */
 	forge(rma_region_descriptor(ra), 1ll << 40, 0, 0, text);
 	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &rem),
@@ -264,8 +288,37 @@ START_TEST(test_freed_region)
 			break;
 	}
 	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
-	/* A freed local region is refused by the library or the daemon. */
+	/* A freed local region's handle stays safe to name: the library
+	 * refuses it (run under valgrind: no invalid read). */
+	ck_assert_int_eq(rma_region_free(cb, rb), RMA_OK);
+	ck_assert_ptr_null(rma_region_ptr(rb));
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
+			 RMA_ERR_NO_REGION);
+	ck_assert_int_eq(rma_region_free(cb, rb), RMA_ERR_NO_REGION);
 	ck_assert_int_eq(rma_region_alloc(cb, 4096, &rb), RMA_OK);
+}
+END_TEST
+
+/* rma_connect_timeout: a real daemon answers well within it; the same
+ * daemon stopped (SIGSTOP) accepts at the kernel's level and never
+ * answers, and the call returns at its deadline. */
+START_TEST(test_connect_timeout)
+{
+	rma_client_t *c2;
+	double t0;
+
+	ck_assert_int_eq(rma_connect_timeout(db.socket, 2000, &c2), RMA_OK);
+	rma_disconnect(c2);
+	ck_assert_int_eq(kill(db.pid, SIGSTOP), 0);
+	t0 = harness_now();
+	ck_assert_int_eq(rma_connect_timeout(db.socket, 300, &c2),
+			 RMA_ERR_TIMEOUT);
+	ck_assert_double_ge(harness_now() - t0, 0.29);
+	ck_assert_double_lt(harness_now() - t0, 3.0);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(NULL), "did not answer"));
+	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
+	ck_assert_int_eq(rma_connect_timeout(db.socket, WAIT_MS, &c2), RMA_OK);
+	rma_disconnect(c2);
 }
 END_TEST
 
@@ -423,6 +476,7 @@ main(void)
 	tcase_add_test(tc, test_out_of_bounds);
 	tcase_add_test(tc, test_descriptor_refusals);
 	tcase_add_test(tc, test_freed_region);
+	tcase_add_test(tc, test_connect_timeout);
 	tcase_add_test(tc, test_unreachable_and_not_rmad);
 	tcase_add_test(tc, test_local_descriptor);
 	tcase_add_test(tc, test_daemon_gone);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t signals_seen;
@@ -39,6 +40,38 @@ main_signal_ready(struct daemon *d)
 	d->cfg.ready_fd = -1;
 }
 
+/* Descriptors: the soft limit goes up to the hard one (systemd's
+ * default soft limit is 1024), and inbound daemons are capped to what it
+ * holds. UCX's tcp costs about 2 descriptors per endpoint and a peer
+ * connected both ways has two; the rest is clients, the listeners and
+ * UCX's own. Running out inside UCX is worse than refusing a peer. */
+static void
+main_fd_budget(struct config *cfg)
+{
+	enum { FDS_PER_PEER = 4, FDS_RESERVED = 256 };
+	struct rlimit rl;
+	rlim_t fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	fit = rl.rlim_cur > FDS_RESERVED
+		  ? (rl.rlim_cur - FDS_RESERVED) / FDS_PER_PEER
+		  : 1;
+	if (cfg->max_inbound_peers > fit) {
+		log_warn("main_fd_budget: %llu descriptors hold %llu inbound "
+			 "peers, not max_inbound_peers %u: capped (raise "
+			 "LimitNOFILE / ulimit -n)",
+			 (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)fit, cfg->max_inbound_peers);
+		cfg->max_inbound_peers = (uint32_t)fit;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -53,6 +86,7 @@ main(int argc, char **argv)
 		return rc > 0 ? 0 : rc == CONFIG_USAGE ? 64 : 78;
 	log_init(cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
+	main_fd_budget(&cfg);
 
 	if (daemon_start(&d, &cfg) < 0)
 		return 1;

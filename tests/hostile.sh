@@ -62,8 +62,9 @@ start_daemon() { # dir name; sets DPID and DPORT
 	local dir=$1 name=$2 port
 	port=$(free_port)
 	mkfifo "$dir/$name.ready"
-	# the soft descriptor limit of a systemd service unless raised
-	(ulimit -Sn 1024 && exec "$RMAD" --socket "$dir/$name.sock" \
+	# 1024 descriptors, soft and hard: rmad cannot raise it, and caps
+	# inbound peers to what fits (systemd's default soft limit is 1024)
+	(ulimit -n 1024 && exec "$RMAD" --socket "$dir/$name.sock" \
 		--listen "127.0.0.1:$port" --ready-fd 3 --log-level warn \
 		--connect-timeout 2 --op-timeout 5) \
 		3>"$dir/$name.ready" >"$dir/$name.log" 2>&1 &
@@ -141,6 +142,7 @@ run_class() {
 	if ! alive "$a"; then
 		wait "$a"; rc=$?
 		why+=("daemon A died (wait status $rc): $(grep -m1 -iE 'error|assert|fault|abort' "$dir/a.log" || tail -1 "$dir/a.log")")
+		[ -z "${HOSTILE_KEEP:-}" ] || cp "$dir/a.log" "$HOSTILE_KEEP"
 		echo "$class: FAIL: ${why[*]}"
 		return 1
 	fi

@@ -1,0 +1,71 @@
+/* A workaround for UCX 1.13, linked into rmad alone.
+ *
+ * UCX's async thread queues the events it cannot deliver while the worker
+ * is busy, keyed by file descriptor, and never drops them when that
+ * descriptor's handler goes away (ucs/async/async.c, missed events). In a
+ * flood of connections that come and go, a connection closed while an
+ * event for it waits frees its descriptor, the next accepted connection
+ * gets the same number (the kernel hands out the lowest free one), and the
+ * stale event reaches the new connection's handler: UCX then aborts the
+ * whole process (tcp_sockcm_ep.c:416, "Assertion ... failed") or crashes.
+ * Any host that can reach the listener could do that at will.
+ *
+ * UCX accepts with accept(3); rmad itself uses accept4. This definition
+ * takes the place of libc's for UCX (the executable's symbols come first)
+ * and moves every accepted descriptor to a number not handed out
+ * recently: upward from the middle of the descriptor limit, in turn, so a
+ * just-closed number is not reused until the others were. When no such
+ * number is free the descriptor stays where the kernel put it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+
+static int
+ucx_accept_move(int fd)
+{
+	static int next; /* the lowest number to try next */
+	struct rlimit rl;
+	int low, high, moved;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < 64)
+		return fd;
+	high = rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
+	low = high / 2;
+	if (next < low || next >= high)
+		next = low;
+	moved = fcntl(fd, F_DUPFD_CLOEXEC, next);
+	if (moved < 0 && next > low) /* wrap around once */
+		moved = fcntl(fd, F_DUPFD_CLOEXEC, low);
+	if (moved < 0)
+		return fd;
+	close(fd);
+	next = moved + 1;
+	return moved;
+}
+
+int
+accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	static accept_fn real;
+	int fd, saved;
+
+	if (real == NULL)
+		real = (accept_fn)dlsym(RTLD_NEXT, "accept");
+	if (real == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	fd = real(sockfd, addr, addrlen);
+	if (fd < 0)
+		return fd;
+	saved = errno;
+	fd = ucx_accept_move(fd);
+	errno = saved;
+	return fd;
+}

@@ -242,6 +242,8 @@ void region_free(struct region *r);
 void region_ref(struct region *r);
 void region_unref(struct daemon *self, struct region *r);
 void region_quarantine_drain_all(struct daemon *d);
+/* Copies region bytes (an application's data) to or from anywhere. */
+void region_copy(void *dst, const void *src, size_t n);
 
 /* ---- peer.c: other daemons ------------------------------------------------
  */

@@ -75,6 +75,14 @@ op_set_ucs_failed(struct op *op, ucs_status_t st)
 	if (op->d->shutting_down && st == UCS_ERR_CANCELED)
 		op_set_failed(op, RMA__V1__STATUS__ERR_SHUTDOWN,
 			      "daemon shutting down");
+	else if (p && p->state == RMA__V1__PEER_STATE__PEER_DOWN &&
+		 p->last_status != RMA__V1__STATUS__OK &&
+		 st != UCS_ERR_CANCELED)
+		/* Its endpoint failed: UCX's word for each request left on
+		 * it varies (unreachable, not connected); the peer's cause
+		 * is the one that holds. */
+		op_set_failed(op, p->last_status, "%s (%s)", p->last_error,
+			      ucs_status_string(st));
 	else if (p && p->last_error[0])
 		op_set_failed(op, op_status_from_ucs(st), "%s (%s)",
 			      p->last_error, ucs_status_string(st));
@@ -535,11 +543,11 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 		return;
 	}
 	if (o->kind == RMA__V1__OP_KIND__PUT)
-		memmove((char *)target->addr + o->remote_offset,
-			(char *)local->addr + o->offset, o->length);
+		region_copy((char *)target->addr + o->remote_offset,
+			    (char *)local->addr + o->offset, o->length);
 	else
-		memmove((char *)local->addr + o->offset,
-			(char *)target->addr + o->remote_offset, o->length);
+		region_copy((char *)local->addr + o->offset,
+			    (char *)target->addr + o->remote_offset, o->length);
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		c->d->counters.bytes_put += o->length;
 	else
@@ -807,7 +815,7 @@ op_on_get_reply(struct peer *p, const struct am_msg *m)
 		return;
 	if (op->status == RMA__V1__STATUS__OK) {
 		if (m->length == op->length)
-			memcpy(op->buf, m->data, m->length);
+			region_copy(op->buf, m->data, m->length);
 		else
 			op_set_refused(op, RMA__V1__STATUS__ERR_PROTOCOL);
 	}
@@ -964,7 +972,7 @@ op_on_batch_reply(struct peer *p, const struct am_msg *m)
 				op_set_refused(op, a.status);
 			else if (op->kind == RMA__V1__OP_KIND__GET) {
 				if (n == op->length)
-					memcpy(op->buf, data + at, n);
+					region_copy(op->buf, data + at, n);
 				else
 					op_set_refused(
 					    op, RMA__V1__STATUS__ERR_PROTOCOL);

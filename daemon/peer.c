@@ -121,21 +121,23 @@ void
 peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
 	struct peer *p = arg;
-	char detail[160];
+	bool lost;
 
-	/* UCX 1.13's tcp data path says "Endpoint timeout" when the far
-	 * end closed or reset the connection: nothing timed out. */
-	if (status == UCS_ERR_ENDPOINT_TIMEOUT ||
-	    status == UCS_ERR_CONNECTION_RESET)
-		snprintf(detail, sizeof(detail),
-			 "connection lost (closed or reset by the far end)");
+	/* Once a connection was up, UCX 1.13's tcp path names its loss in
+	 * several ways ("Endpoint timeout", "Destination is unreachable",
+	 * "Endpoint is not connected") when the far end closed, reset or
+	 * died: nothing timed out, and nothing was unreachable. */
+	lost =
+	    status == UCS_ERR_ENDPOINT_TIMEOUT ||
+	    status == UCS_ERR_CONNECTION_RESET ||
+	    (p->state == RMA__V1__PEER_STATE__PEER_UP &&
+	     (status == UCS_ERR_UNREACHABLE ||
+	      status == UCS_ERR_NOT_CONNECTED || status == UCS_ERR_IO_ERROR));
+	if (lost)
+		peer_fail(p, UCS_ERR_CONNECTION_RESET,
+			  "connection lost (closed or reset by the far end)");
 	else
-		snprintf(detail, sizeof(detail), "%s",
-			 ucs_status_string(status));
-	peer_fail(p,
-		  status == UCS_ERR_ENDPOINT_TIMEOUT ? UCS_ERR_CONNECTION_RESET
-						     : status,
-		  detail);
+		peer_fail(p, status, ucs_status_string(status));
 }
 
 struct peer *

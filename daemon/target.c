@@ -59,7 +59,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	if (st == RMA__V1__STATUS__OK && m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	if (st == RMA__V1__STATUS__OK)
-		memcpy((char *)r->addr + h.offset, m->data, m->length);
+		region_copy((char *)r->addr + h.offset, m->data, m->length);
 	d->counters.target_puts++;
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
@@ -155,8 +155,8 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 		st = target_check(d, &h, &r);
 		if (put) {
 			if (st == RMA__V1__STATUS__OK)
-				memcpy((char *)r->addr + h.offset, data + at,
-				       h.length);
+				region_copy((char *)r->addr + h.offset,
+					    data + at, h.length);
 			at += h.length;
 			d->counters.target_puts++;
 		} else {

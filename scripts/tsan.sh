@@ -17,7 +17,7 @@ ninja -C build-tsan
 reports=$PWD/build-tsan/sanitizer-reports
 rm -rf "$reports"
 mkdir -p "$reports"
-export TSAN_OPTIONS="halt_on_error=0:log_path=$reports/tsan"
+export TSAN_OPTIONS="halt_on_error=0:log_path=$reports/tsan:suppressions=$PWD/scripts/tsan.supp"
 export UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_MALLOC_HOOKS=n UCX_MEM_EVENTS=n
 
 rc=0

@@ -72,6 +72,9 @@ tally_cb(rma_request_t *req, rma_status_t st, void *arg)
 	case RMA_ERR_CANCELED:
 		t->canceled++;
 		break;
+	case RMA_ERR_UNREACHABLE:
+		t->unreachable++;
+		break;
 	case RMA_ERR_TIMEOUT:
 		t->timeout++;
 		break;

@@ -27,6 +27,8 @@ rma_client_t *faults_track(rma_client_t *c);
 /* Completions by status, and when the first and last arrived. */
 struct tally {
 	int done, ok, reset, canceled, timeout, shutdown, gone, other;
+	/* reached the daemon after a kill: the reconnect was refused */
+	int unreachable;
 	rma_status_t other_status;
 	double first, last;
 };

@@ -255,7 +255,9 @@ struct peer_waiter {
 	uint64_t token;		      /* resolve: matches the answer */
 	struct descriptor descriptor; /* resolve: what was asked */
 	struct resolved *refresh; /* re-resolve after a reconnect (ref held) */
-	double deadline;	  /* resolve: fail the peer past this */
+	bool import;	 /* a connect waiter: an import once the peer is up */
+	bool retried;	 /* an import asked again after a lost connection */
+	double deadline; /* resolve: fail the peer past this */
 	TAILQ_ENTRY(peer_waiter) link;
 };
 
@@ -327,6 +329,11 @@ struct peer {
 	uint32_t path;	      /* the initiator's peer id for this target */
 	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
 	bool linger; /* failed, but close only once the refusal was sent */
+	/* Outbound connect: did a plain TCP connect to the address succeed
+	 * (something listens there), and did an rmad answer the hello? */
+	struct event *probe_ev;
+	bool probe_ok;
+	bool answered;
 	struct am_hello hello; /* keyed: what the proofs are computed over */
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
 	/* am.c: answers UCX has not sent yet */
@@ -366,6 +373,8 @@ void peer_conn_gone(struct daemon *d, struct conn *c);
 int peer_close_failed(struct daemon *d);
 /* A request needs a peer that is down: reconnect unless backing off. */
 void peer_maybe_reconnect(struct peer *p);
+/* Connect now if down, backoff or not (a client asked explicitly). */
+void peer_connect_now(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
 const char *peer_state_name(Rma__V1__PeerState s);
@@ -444,6 +453,8 @@ void resolve_peer_up(struct peer *p, bool restarted);
 /* The peer went down: waiting imports fail, the cache needs confirming. */
 void resolve_peer_down(struct peer *p);
 void resolve_peer_destroy(struct peer *p);
+/* An import that waited for its peer's connection: go on, or fail. */
+void resolve_import_waited(struct peer *p, struct peer_waiter *w);
 void resolve_on_request(struct peer *p, const struct am_msg *m);
 void resolve_on_reply(struct peer *p, const struct am_msg *m);
 void resolve_on_freed(struct peer *p, const struct am_msg *m);

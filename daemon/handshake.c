@@ -125,6 +125,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	memcpy(&in, m->data, sizeof(in));
 	if (in.magic != AM_MAGIC || in.token != p->hello.token)
 		return;
+	p->answered = true; /* an rmad, whatever it says next */
 	if (in.status != RMA__V1__STATUS__OK) {
 		peer_fail(p, UCS_ERR_REJECTED,
 			  in.flags & AM_HELLO_KEYED

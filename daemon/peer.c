@@ -8,6 +8,7 @@
 #include "am.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,12 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Other daemons one daemon connects to: a cluster's worth. */
 #define PEER_MAX 4096
 /* A peer that keeps failing is warned about at most this often. */
 #define PEER_WARN_INTERVAL 30.0
 
+static void peer_probe_stop(struct peer *p);
+static wire_status_t peer_failure_status(const struct peer *p, ucs_status_t st);
 static void peer_reconnect(struct peer *p);
 static void peer_notify(struct peer *p);
 
@@ -110,7 +114,10 @@ peer_set_up(struct peer *p)
 	peer_notify(p);
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
-		peer_reply_connect(p, w, RMA__V1__STATUS__OK);
+		if (w->import)
+			resolve_import_waited(p, w);
+		else
+			peer_reply_connect(p, w, RMA__V1__STATUS__OK);
 		free(w);
 	}
 }
@@ -177,6 +184,7 @@ peer_destroy(struct peer *p)
 	}
 	am_detach(p);
 	am_peer_gone(p);
+	peer_probe_stop(p);
 	if (p->connect_timer)
 		event_free(p->connect_timer);
 	TAILQ_REMOVE(&p->d->peers, p, link);
@@ -324,19 +332,29 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		return;
 	memcpy(previous, p->last_error, sizeof(previous));
+	p->last_status = peer_failure_status(p, st);
 	p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 	p->state_since = daemon_now();
 	p->await_proof = false;
 	p->ep_status = st;
-	p->last_status = op_status_from_ucs(st);
-	snprintf(p->last_error, sizeof(p->last_error), "peer %s: %s",
-		 p->address, detail);
+	if (p->last_status == RMA__V1__STATUS__ERR_NOT_RMAD)
+		snprintf(p->last_error, sizeof(p->last_error),
+			 "peer %s: something listens there but it is not an "
+			 "rmad (%s)",
+			 p->address, detail);
+	else
+		snprintf(p->last_error, sizeof(p->last_error), "peer %s: %s",
+			 p->address, detail);
+	peer_probe_stop(p);
 	peer_log_failure(p, previous);
 	if (p->connect_timer)
 		event_del(p->connect_timer);
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
-		peer_reply_connect(p, w, p->last_status);
+		if (w->import)
+			resolve_import_waited(p, w);
+		else
+			peer_reply_connect(p, w, p->last_status);
 		free(w);
 	}
 	/* Reconnect on demand, at most every backoff seconds. */
@@ -345,6 +363,10 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 		p->backoff = 5.0;
 	p->next_attempt = daemon_now() + p->backoff;
 	resolve_peer_down(p);
+	/* Imports asked again wait for the next connection: at the end of
+	 * the backoff, from the tick (not inside this UCX callback). */
+	if (!TAILQ_EMPTY(&p->connect_waiters))
+		peer_timer_start(p, p->backoff);
 	if (!p->inbound) {
 		/* Past a deadline it is our own close that cancels the rest. */
 		op_peer_failed(p,
@@ -369,7 +391,8 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 	char detail[160];
 
 	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN) {
-		if (!TAILQ_EMPTY(&p->parked))
+		if (!TAILQ_EMPTY(&p->parked) ||
+		    !TAILQ_EMPTY(&p->connect_waiters))
 			peer_maybe_reconnect(p);
 		return;
 	}
@@ -386,6 +409,71 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 			 "not an rmad)",
 			 p->d->cfg.connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
+}
+
+/* Something listening at a peer's address that never answers as an rmad
+ * (another program's UCX listener, an HTTP server, a socket that accepts
+ * and says nothing) fails its connect as NOT_RMAD, not as a timeout: a
+ * plain TCP connect beside UCX's tells whether anything listens there. */
+static void
+peer_probe_stop(struct peer *p)
+{
+	if (p->probe_ev != NULL) {
+		close(event_get_fd(p->probe_ev));
+		event_free(p->probe_ev);
+		p->probe_ev = NULL;
+	}
+}
+
+static void
+peer_on_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	int err = -1;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+		p->probe_ok = true;
+	peer_probe_stop(p);
+}
+
+static void
+peer_probe_start(struct peer *p)
+{
+	int fd;
+
+	peer_probe_stop(p);
+	p->probe_ok = false;
+	fd = socket(p->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&p->sa, p->sa_len) < 0 &&
+	    errno != EINPROGRESS) {
+		close(fd);
+		return;
+	}
+	p->probe_ev = event_new(p->d->base, fd, EV_WRITE, peer_on_probe, p);
+	if (p->probe_ev == NULL) {
+		close(fd);
+		return;
+	}
+	if (event_add(p->probe_ev, NULL) < 0)
+		peer_probe_stop(p);
+}
+
+/* The wire status of a failure: a connect that reached a listener that
+ * never answered as an rmad is NOT_RMAD. */
+static wire_status_t
+peer_failure_status(const struct peer *p, ucs_status_t st)
+{
+	if (!p->inbound && !p->answered && p->probe_ok &&
+	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING &&
+	    (st == UCS_ERR_TIMED_OUT || st == UCS_ERR_CONNECTION_RESET ||
+	     st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_NOT_CONNECTED ||
+	     st == UCS_ERR_UNREACHABLE || st == UCS_ERR_IO_ERROR))
+		return RMA__V1__STATUS__ERR_NOT_RMAD;
+	return op_status_from_ucs(st);
 }
 
 static int
@@ -409,6 +497,8 @@ peer_connect_start(struct peer *p)
 	p->state = RMA__V1__PEER_STATE__PEER_CONNECTING;
 	p->state_since = daemon_now();
 	p->await_proof = false;
+	p->answered = false;
+	peer_probe_start(p);
 	peer_timer_start(p, d->cfg.connect_timeout);
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
@@ -479,7 +569,7 @@ peer_maybe_reconnect(struct peer *p)
 		return;
 	if (now >= p->next_attempt)
 		peer_reconnect(p);
-	else if (!TAILQ_EMPTY(&p->parked))
+	else if (!TAILQ_EMPTY(&p->parked) || !TAILQ_EMPTY(&p->connect_waiters))
 		peer_timer_start(p, p->next_attempt - now);
 }
 
@@ -600,7 +690,13 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	w->request_id = req_id;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
 	/* An explicit connect does not wait for the backoff. */
-	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
+	peer_connect_now(p);
+}
+
+void
+peer_connect_now(struct peer *p)
+{
+	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN && !p->inbound)
 		peer_reconnect(p);
 }
 

@@ -304,12 +304,22 @@ resolve_peer_down(struct peer *p)
 
 	while ((w = TAILQ_FIRST(&p->resolve_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->resolve_waiters, w, link);
-		if (w->refresh != NULL)
+		if (w->refresh != NULL) {
 			resolved_unref(w->refresh);
-		else
+			free(w);
+		} else if (!w->retried && !p->d->shutting_down) {
+			/* The connection went while the owner was asked: ask
+			 * again over the next one (once), so a restarted owner
+			 * answers STALE instead of the client hearing of a
+			 * connection it never used. */
+			w->retried = true;
+			w->import = true;
+			TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
+		} else {
 			conn_send_error(w->conn, w->request_id, p->last_status,
 					"%s", p->last_error);
-		free(w);
+			free(w);
+		}
 	}
 	for (res = TAILQ_FIRST(&p->resolved); res != NULL; res = next) {
 		next = TAILQ_NEXT(res, link);
@@ -464,6 +474,62 @@ resolve_import_local(struct conn *c, uint64_t req_id,
 	resolved_unref(res);
 }
 
+/* The import of desc through p, which is up: asks the owner unless the
+ * answer is cached. */
+static void
+resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
+		    const struct descriptor *desc)
+{
+	struct peer_waiter *w;
+	struct resolved *res;
+	ucs_status_t st;
+
+	if (p->self ||
+	    memcmp(desc->daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
+		char hex[2 * DAEMON_ID_SIZE + 1];
+		descriptor_hex(desc->daemon_id, DAEMON_ID_SIZE, hex);
+		conn_send_error(c, req_id,
+				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+				"descriptor belongs to daemon %s, but %s is "
+				"daemon %s (restarted, or the wrong peer)",
+				hex, p->address, p->remote_id_hex);
+		return;
+	}
+	/* A cached answer may be older than a FREED notice still on its
+	 * way: the target refuses the operations then (STALE). */
+	res = resolve_find(p, desc->region_id, desc->generation);
+	if (res != NULL) {
+		resolve_reply_import(c, req_id, p, res, desc);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
+				"out of memory");
+		return;
+	}
+	w->conn = c;
+	w->request_id = req_id;
+	w->descriptor = *desc;
+	st = resolve_send(p, w, desc->region_id, desc->generation);
+	if (st != UCS_OK) {
+		free(w);
+		conn_send_error(c, req_id, op_status_from_ucs(st),
+				"resolve request to %s: %s", p->address,
+				ucs_status_string(st));
+	}
+}
+
+void
+resolve_import_waited(struct peer *p, struct peer_waiter *w)
+{
+	if (p->state == RMA__V1__PEER_STATE__PEER_UP)
+		resolve_import_from(w->conn, w->request_id, p, &w->descriptor);
+	else
+		conn_send_error(w->conn, w->request_id, p->last_status, "%s",
+				p->last_error);
+}
+
 void
 resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		      const char *text)
@@ -471,9 +537,7 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	struct daemon *d = c->d;
 	struct descriptor desc;
 	struct peer_waiter *w;
-	struct resolved *res;
 	struct peer *p;
-	ucs_status_t st;
 
 	if (descriptor_parse(text, strlen(text), &desc) < 0) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
@@ -488,38 +552,25 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		return;
 	}
 	if (memcmp(desc.daemon_id, d->id, DAEMON_ID_SIZE) == 0) {
-		resolve_import_local(c, req_id, &desc);
+		/* Ours: only through our own address, never through a peer
+		 * that is another daemon. */
+		if (p->self)
+			resolve_import_local(c, req_id, &desc);
+		else
+			conn_send_error(
+			    c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			    "descriptor belongs to this daemon, not to %s; "
+			    "import it through this daemon's own address",
+			    p->address);
 		return;
 	}
-	if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
-		peer_maybe_reconnect(p);
-		conn_send_error(c, req_id,
-				p->state == RMA__V1__PEER_STATE__PEER_DOWN
-				    ? p->last_status
-				    : RMA__V1__STATUS__ERR_INVALID,
-				"peer %s is %s%s%s", p->address,
-				peer_state_name(p->state),
-				p->last_error[0] ? ": " : "", p->last_error);
+	if (p->state == RMA__V1__PEER_STATE__PEER_UP) {
+		resolve_import_from(c, req_id, p, &desc);
 		return;
 	}
-	if (p->self ||
-	    memcmp(desc.daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
-		char hex[2 * DAEMON_ID_SIZE + 1];
-		descriptor_hex(desc.daemon_id, DAEMON_ID_SIZE, hex);
-		conn_send_error(c, req_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"descriptor belongs to daemon %s, but %s is "
-				"daemon %s (restarted, or the wrong peer)",
-				hex, p->address, p->remote_id_hex);
-		return;
-	}
-	/* A cached answer may be older than a FREED notice still on its
-	 * way: the target refuses the operations then (STALE). */
-	res = resolve_find(p, desc.region_id, desc.generation);
-	if (res != NULL) {
-		resolve_reply_import(c, req_id, p, res, &desc);
-		return;
-	}
+	/* Down or connecting: wait for the connection (at most
+	 * connect_timeout), then import; an import does not wait for the
+	 * backoff, as a connect does not. */
 	w = calloc(1, sizeof(*w));
 	if (w == NULL) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
@@ -529,11 +580,7 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	w->conn = c;
 	w->request_id = req_id;
 	w->descriptor = desc;
-	st = resolve_send(p, w, desc.region_id, desc.generation);
-	if (st != UCS_OK) {
-		free(w);
-		conn_send_error(c, req_id, op_status_from_ucs(st),
-				"resolve request to %s: %s", p->address,
-				ucs_status_string(st));
-	}
+	w->import = true;
+	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
+	peer_connect_now(p);
 }

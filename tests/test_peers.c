@@ -62,7 +62,8 @@ teardown(void)
 	int status;
 
 	for (int i = 0; i < n_clients; i++)
-		rma_disconnect(clients[i]);
+		if (clients[i] != NULL)
+			rma_disconnect(clients[i]);
 	n_clients = 0;
 	for (int i = 0; i < 2; i++) {
 		if (ds[i]->pid <= 0)
@@ -451,6 +452,66 @@ START_TEST(test_dead_peer_fails_with_real_cause)
 }
 END_TEST
 
+/* A daemon's own descriptor imported through a peer that is another
+ * daemon is refused: it would write this daemon's region, not the
+ * peer's. Through the daemon's own address it works. */
+START_TEST(test_own_descriptor_only_through_self)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra;
+	rma_peer_t *to_b, *to_self;
+	rma_remote_t *rem;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	(void)cb;
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &to_b), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, to_b, rma_region_descriptor(ra), &rem),
+	    RMA_ERR_STALE_DESCRIPTOR);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(ca), "this daemon"));
+	ck_assert_int_eq(rma_peer_connect(ca, da.listen, &to_self), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, to_self, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+	rma_remote_release(ca, rem);
+}
+END_TEST
+
+/* Importing a descriptor again after its owner restarted: STALE at the
+ * first try, never a connection status or INVALID ("connecting"). */
+START_TEST(test_reimport_after_owner_restart)
+{
+	char text[256];
+	rma_client_t *ca, *cb;
+	rma_region_t *ra;
+	rma_peer_t *peer;
+	rma_remote_t *rem;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	snprintf(text, sizeof(text), "%s", rma_region_descriptor(ra));
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(cb, peer, text, &rem), RMA_OK);
+	rma_remote_release(cb, rem);
+	rma_disconnect(ca);
+	clients[0] = NULL;
+	harness_daemon_stop(&da, SIGKILL);
+	harness_daemon_restart(&da, NULL);
+	ck_assert_int_eq(rma_remote_import(cb, peer, text, &rem),
+			 RMA_ERR_STALE_DESCRIPTOR);
+	/* and again, now that the peer is known to have restarted */
+	ck_assert_int_eq(rma_remote_import(cb, peer, text, &rem),
+			 RMA_ERR_STALE_DESCRIPTOR);
+}
+END_TEST
+
 static void
 add(Suite *s, const char *name, const TTest *t)
 {
@@ -474,6 +535,8 @@ main(void)
 	ADD(s, test_other_key_refused);
 	ADD(s, test_connect_to_self);
 	ADD(s, test_next_op_waits_for_reconnect);
+	ADD(s, test_own_descriptor_only_through_self);
+	ADD(s, test_reimport_after_owner_restart);
 	ADD(s, test_dead_peer_fails_with_real_cause);
 	ADD(s, test_killed_peer_is_connection_lost);
 	return check_main_run(s);

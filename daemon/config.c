@@ -46,14 +46,21 @@ struct config_option {
 	size_t offset;
 	size_t size; /* CT_STRING buffer size */
 	bool flag_only;
+	/* A running daemon takes a new value on SIGHUP (config_reload.c):
+	 * read afresh at each use, or at each new client or peer. The rest
+	 * shaped what was built at start (socket, listener, UCX, threads). */
+	bool reload;
 	const char *help;
 };
 
-#define OPT(n, t, field, h)                                                    \
+#define OPT_(n, t, field, reload, h)                                           \
 	{                                                                      \
 		n, t, offsetof(struct config, field),                          \
-		    sizeof(((struct config *)0)->field), false, h              \
+		    sizeof(((struct config *)0)->field), false, reload, h      \
 	}
+#define OPT(n, t, field, h) OPT_(n, t, field, false, h)
+/* Reloadable on SIGHUP. */
+#define ROPT(n, t, field, h) OPT_(n, t, field, true, h)
 
 static const struct config_option config_options[] = {
     OPT("socket", CT_STRING, socket_path,
@@ -62,40 +69,40 @@ static const struct config_option config_options[] = {
 	"group owning the client socket (mode 0660)"),
     OPT("listen", CT_HOSTPORT, listen_host,
 	"HOST:PORT of the UCX listener for other daemons"),
-    OPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),
-    OPT("op_timeout", CT_SECONDS, op_timeout,
-	"seconds before an operation fails with a timeout"),
-    OPT("connect_timeout", CT_SECONDS, connect_timeout,
-	"seconds for a peer connect and handshake"),
-    OPT("shutdown_timeout", CT_SECONDS, shutdown_timeout,
-	"seconds to drain operations on SIGTERM"),
-    OPT("max_frame", CT_BYTES, max_frame, "largest client frame"),
-    OPT("max_queued_bytes", CT_BYTES, max_queued_bytes,
-	"output queued for one client before it is cut off"),
+    ROPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),
+    ROPT("op_timeout", CT_SECONDS, op_timeout,
+	 "seconds before an operation fails with a timeout"),
+    ROPT("connect_timeout", CT_SECONDS, connect_timeout,
+	 "seconds for a peer connect and handshake"),
+    ROPT("shutdown_timeout", CT_SECONDS, shutdown_timeout,
+	 "seconds to drain operations on SIGTERM"),
+    ROPT("max_frame", CT_BYTES, max_frame, "largest client frame"),
+    ROPT("max_queued_bytes", CT_BYTES, max_queued_bytes,
+	 "output queued for one client before it is cut off"),
     OPT("transports", CT_STRING, transports,
 	"UCX transports between daemons (UCX_TLS)"),
     OPT("net_devices", CT_STRING, net_devices,
 	"UCX network devices (UCX_NET_DEVICES): auto = the interfaces "
 	"holding the listen address, all = every device, or a list"),
-    OPT("peer_allow", CT_CIDRS, peer_allow,
-	"networks other daemons may connect from (CIDR list)"),
-    OPT("peer_key_file", CT_STRING, peer_key_file,
-	"file holding the cluster key peers prove (mode 0600, at least 32 "
-	"bytes), empty = none"),
-    OPT("max_inbound_peers", CT_COUNT, max_inbound_peers,
-	"endpoints other daemons may open to this one, in total"),
-    OPT("max_inbound_per_address", CT_COUNT, max_inbound_per_address,
-	"endpoints other daemons may open from one IP address"),
-    OPT("allow_users", CT_USERS, allow_uids,
-	"users who may connect (names or uids), empty = anyone who can open "
-	"the socket"),
-    OPT("allow_groups", CT_GROUPS, allow_gids,
-	"groups whose members may connect (names or gids)"),
+    ROPT("peer_allow", CT_CIDRS, peer_allow,
+	 "networks other daemons may connect from (CIDR list)"),
+    ROPT("peer_key_file", CT_STRING, peer_key_file,
+	 "file holding the cluster key peers prove (mode 0600, at least 32 "
+	 "bytes), empty = none"),
+    ROPT("max_inbound_peers", CT_COUNT, max_inbound_peers,
+	 "endpoints other daemons may open to this one, in total"),
+    ROPT("max_inbound_per_address", CT_COUNT, max_inbound_per_address,
+	 "endpoints other daemons may open from one IP address"),
+    ROPT("allow_users", CT_USERS, allow_uids,
+	 "users who may connect (names or uids), empty = anyone who can open "
+	 "the socket"),
+    ROPT("allow_groups", CT_GROUPS, allow_gids,
+	 "groups whose members may connect (names or gids)"),
     OPT("progress_mode", CT_PROGRESS, polling,
 	"blocking (idle CPU ~0) or polling (lowest latency, one busy core)"),
-    OPT("progress_spin", CT_MICROS, progress_spin_us,
-	"blocking mode: microseconds to keep polling UCX before sleeping "
-	"while operations are in flight (0 = sleep at once)"),
+    ROPT("progress_spin", CT_MICROS, progress_spin_us,
+	 "blocking mode: microseconds to keep polling UCX before sleeping "
+	 "while operations are in flight (0 = sleep at once)"),
     OPT("rma_protocol", CT_RMA, ucx_rma,
 	"am (rmad's messages; the target checks every access) or ucx "
 	"(ucp_put/get_nbx, for RDMA fabrics)"),
@@ -103,17 +110,17 @@ static const struct config_option config_options[] = {
 	"allow rma_protocol = ucx over transports that do not check remote "
 	"keys (tcp, shared memory): any peer can then read and write all of "
 	"this daemon's memory"),
-    OPT("max_regions", CT_COUNT, max_regions, "regions per client"),
-    OPT("max_region_bytes", CT_BYTES, max_region_bytes,
-	"registered bytes per client"),
-    OPT("max_in_flight", CT_COUNT, max_in_flight,
-	"operations in flight per client"),
+    ROPT("max_regions", CT_COUNT, max_regions, "regions per client"),
+    ROPT("max_region_bytes", CT_BYTES, max_region_bytes,
+	 "registered bytes per client"),
+    ROPT("max_in_flight", CT_COUNT, max_in_flight,
+	 "operations in flight per client"),
     OPT("workers", CT_COUNT, workers,
 	"worker threads, each with its own loop, UCX worker and clients"),
     OPT("metrics_listen", CT_STRING, metrics_listen,
 	"HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
     {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
-     "write \"ready\\n\" to this fd once serving"},
+     false, "write \"ready\\n\" to this fd once serving"},
 };
 
 #define N_OPTIONS (sizeof(config_options) / sizeof(config_options[0]))
@@ -553,7 +560,8 @@ config_ini_handler(void *user, const char *section, const char *name,
 }
 
 int
-config_load_file(struct config *cfg, const char *path)
+config_load_file(struct config *cfg, const char *path, char *err,
+		 size_t err_len)
 {
 	struct config_ini ci = {.cfg = cfg};
 	struct stat st;
@@ -561,27 +569,23 @@ config_load_file(struct config *cfg, const char *path)
 	int line;
 
 	f = fopen(path, "re");
-	if (f == NULL) {
-		fprintf(stderr, "rmad: cannot open config file %s: %s\n", path,
-			strerror(errno));
-		return -1;
-	}
+	if (f == NULL)
+		return config_error(err, err_len,
+				    "cannot open config file %s: %s", path,
+				    strerror(errno));
 	/* a directory opens and reads as empty: it would run on defaults */
 	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr,
-			"rmad: config file %s is a directory: --config takes "
-			"the file (e.g. %s/rmad.conf)\n",
-			path, path);
 		fclose(f);
-		return -1;
+		return config_error(err, err_len,
+				    "config file %s is a directory: --config "
+				    "takes the file (e.g. %s/rmad.conf)",
+				    path, path);
 	}
 	line = ini_parse_file(f, config_ini_handler, &ci);
 	fclose(f);
-	if (line != 0) {
-		fprintf(stderr, "rmad: %s:%d: %s\n", path, line,
-			ci.err[0] ? ci.err : "syntax error");
-		return -1;
-	}
+	if (line != 0)
+		return config_error(err, err_len, "%s:%d: %s", path, line,
+				    ci.err[0] ? ci.err : "syntax error");
 	return 0;
 }
 
@@ -719,90 +723,135 @@ config_usage(FILE *f)
 	fprintf(f, "  --version, --help\n");
 }
 
-int
-config_parse_args(struct config *cfg, int argc, char **argv)
-{
-	enum { OPT_CONFIG = 1000, OPT_CHECK, OPT_VERSION, OPT_HELP };
-	struct option longopts[N_OPTIONS * 2 + 5];
+enum { OPT_CONFIG = 1000, OPT_CHECK, OPT_VERSION, OPT_HELP };
+
+/* getopt's table: every option as a flag (with - for _), then the
+ * actions. */
+struct config_flags {
+	struct option longopts[N_OPTIONS + 5];
 	char names[N_OPTIONS][64];
-	const char *config_path = NULL;
-	const char *env = getenv("RMAD_SOCKET");
-	char err[512];
-	bool check = false;
+};
+
+static void
+config_flags_init(struct config_flags *fl)
+{
 	size_t n = 0;
-	int opt;
 
 	for (size_t i = 0; i < N_OPTIONS; i++) {
 		size_t k = 0;
 		for (const char *p = config_options[i].name;
-		     *p && k < sizeof(names[i]) - 1; p++)
-			names[i][k++] = *p == '_' ? '-' : *p;
-		names[i][k] = '\0';
-		longopts[n++] = (struct option){
-		    names[i],
+		     *p && k < sizeof(fl->names[i]) - 1; p++)
+			fl->names[i][k++] = *p == '_' ? '-' : *p;
+		fl->names[i][k] = '\0';
+		fl->longopts[n++] = (struct option){
+		    fl->names[i],
 		    config_options[i].type == CT_BOOL ? optional_argument
 						      : required_argument,
 		    NULL, (int)i};
 	}
-	longopts[n++] =
+	fl->longopts[n++] =
 	    (struct option){"config", required_argument, NULL, OPT_CONFIG};
-	longopts[n++] =
+	fl->longopts[n++] =
 	    (struct option){"check-config", no_argument, NULL, OPT_CHECK};
-	longopts[n++] =
+	fl->longopts[n++] =
 	    (struct option){"version", no_argument, NULL, OPT_VERSION};
-	longopts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-	longopts[n] = (struct option){NULL, 0, NULL, 0};
+	fl->longopts[n++] =
+	    (struct option){"help", no_argument, NULL, OPT_HELP};
+	fl->longopts[n] = (struct option){NULL, 0, NULL, 0};
+}
 
-	/* First pass: find --config and the actions; the file comes first,
-	 * the environment and flags override it. */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (opt == OPT_CONFIG)
-			config_path = optarg;
-		else if (opt == OPT_CHECK)
-			check = true;
-		else if (opt == OPT_VERSION) {
-			printf("rmad %s\n", RMA_VERSION);
-			return 1;
-		} else if (opt == OPT_HELP) {
-			config_usage(stdout);
-			return 1;
-		}
-	}
-	if (config_path != NULL && config_load_file(cfg, config_path) < 0)
+/* The file, then the environment, then the flags, then the checks: what
+ * a start does, and a reload again on the same argv (so flags keep
+ * winning over the file). 0, or -1 / CONFIG_USAGE with err ("" when
+ * getopt already complained about an unknown flag). */
+static int
+config_build(struct config *cfg, const struct config_flags *fl, int argc,
+	     char **argv, const char *config_path, char *err, size_t err_len)
+{
+	const char *env = getenv("RMAD_SOCKET");
+	char why[512];
+	int opt;
+
+	if (config_path != NULL &&
+	    config_load_file(cfg, config_path, err, err_len) < 0)
 		return -1;
 	if (env != NULL && env[0] != '\0')
 		config_set(cfg, "socket", env, NULL, 0);
-	opterr = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	optind = 0; /* glibc: start over */
+	while ((opt = getopt_long(argc, argv, "", fl->longopts, NULL)) != -1) {
 		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
 			/* --rma-protocol-unchecked alone means yes */
 			const char *value = optarg != NULL ? optarg : "yes";
 			if (config_set(cfg, config_options[opt].name, value,
-				       err, sizeof(err)) < 0) {
+				       why, sizeof(why)) < 0) {
 				/* the option as typed: dashes, not the
 				 * config key's underscores */
-				for (char *q = err; *q != '\0' && *q != ':';
+				for (char *q = why; *q != '\0' && *q != ':';
 				     q++)
 					if (*q == '_')
 						*q = '-';
-				fprintf(stderr, "rmad: --%s\n", err);
-				return -1;
+				return config_error(err, err_len, "--%s", why);
 			}
 		} else if (opt == '?') {
-			config_usage(stderr);
+			config_error(err, err_len, "%s", "");
 			return CONFIG_USAGE;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "rmad: unexpected argument '%s'\n",
-			argv[optind]);
+		config_error(err, err_len, "unexpected argument '%s'",
+			     argv[optind]);
 		return CONFIG_USAGE;
 	}
-	if (config_check(cfg, err, sizeof(err)) < 0) {
+	return config_check(cfg, err, err_len);
+}
+
+/* The first pass over argv: --config and the actions. */
+static int
+config_scan(const struct config_flags *fl, int argc, char **argv,
+	    const char **config_path_p, bool *check_p)
+{
+	int opt;
+
+	opterr = 0;
+	optind = 0; /* glibc: start over */
+	while ((opt = getopt_long(argc, argv, "", fl->longopts, NULL)) != -1) {
+		if (opt == OPT_CONFIG)
+			*config_path_p = optarg;
+		else if (opt == OPT_CHECK)
+			*check_p = true;
+		else if (opt == OPT_VERSION || opt == OPT_HELP)
+			return opt;
+	}
+	return 0;
+}
+
+int
+config_parse_args(struct config *cfg, int argc, char **argv)
+{
+	struct config_flags fl;
+	const char *config_path = NULL;
+	char err[512];
+	bool check = false;
+	int rc;
+
+	config_flags_init(&fl);
+	rc = config_scan(&fl, argc, argv, &config_path, &check);
+	if (rc == OPT_VERSION) {
+		printf("rmad %s\n", RMA_VERSION);
+		return 1;
+	} else if (rc == OPT_HELP) {
+		config_usage(stdout);
+		return 1;
+	}
+	opterr = 1;
+	rc = config_build(cfg, &fl, argc, argv, config_path, err, sizeof(err));
+	if (rc == CONFIG_USAGE && err[0] == '\0') {
+		config_usage(stderr);
+		return rc;
+	}
+	if (rc < 0) {
 		fprintf(stderr, "rmad: %s\n", err);
-		return -1;
+		return rc;
 	}
 	if (check) {
 		config_print(stdout, cfg);
@@ -810,4 +859,90 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		return 1;
 	}
 	return 0;
+}
+
+int
+config_reread(int argc, char **argv, struct config *next, char *err,
+	      size_t err_len)
+{
+	struct config_flags fl;
+	const char *config_path = NULL;
+	bool check = false;
+
+	config_flags_init(&fl);
+	config_scan(&fl, argc, argv, &config_path, &check);
+	if (config_path == NULL)
+		return 1;
+	config_defaults(next);
+	/* argv was accepted at start: getopt has nothing to say */
+	return config_build(next, &fl, argc, argv, config_path, err, err_len) <
+		       0
+		   ? -1
+		   : 0;
+}
+
+/* One option's value as config_print writes it; NULL without memory. */
+static char *
+config_value_text(const struct config *cfg, const struct config_option *o)
+{
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+
+	if (f == NULL)
+		return NULL;
+	config_print_value(f, cfg, o);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+void
+config_diff(const struct config *a, const struct config *b, config_diff_fn fn,
+	    void *arg)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const struct config_option *o = &config_options[i];
+		char *va, *vb;
+
+		if (o->flag_only)
+			continue;
+		va = config_value_text(a, o);
+		vb = config_value_text(b, o);
+		if (va != NULL && vb != NULL && strcmp(va, vb) != 0)
+			fn(o->name, o->reload, va, vb, arg);
+		free(va);
+		free(vb);
+	}
+}
+
+void
+config_take_reloadable(struct config *cur, const struct config *next)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const struct config_option *o = &config_options[i];
+
+		if (!o->reload)
+			continue;
+		memcpy((char *)cur + o->offset, (const char *)next + o->offset,
+		       o->size);
+		switch (o->type) {
+		case CT_CIDRS:
+			cur->n_peer_allow = next->n_peer_allow;
+			break;
+		case CT_USERS:
+			cur->n_allow_uids = next->n_allow_uids;
+			break;
+		case CT_GROUPS:
+			cur->n_allow_gids = next->n_allow_gids;
+			break;
+		default:
+			break;
+		}
+	}
+	/* what config_check read from peer_key_file goes with it */
+	cur->peer_key_set = next->peer_key_set;
+	memcpy(cur->peer_key, next->peer_key, sizeof(cur->peer_key));
 }

@@ -385,7 +385,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 			conn_send_error(
 			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
 			    "frame larger than the maximum of %u bytes",
-			    c->d->cfg.max_frame);
+			    c->in.max_frame);
 			c->closing = true;
 			break;
 		}
@@ -428,7 +428,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 				conn_send_error(
 				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
 				    "frame larger than the maximum of %u bytes",
-				    c->d->cfg.max_frame);
+				    c->in.max_frame);
 				c->closing = true;
 				break;
 			}

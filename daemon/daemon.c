@@ -274,3 +274,17 @@ daemon_begin_shutdown(struct daemon *d)
 			&tv);
 	worker_kick(d);
 }
+
+void
+daemon_reconfigure(struct daemon *d, const struct config *next)
+{
+	struct world *w = d->world;
+
+	/* Every copy changes between two callbacks of its worker: no
+	 * operation sees half a limit list. */
+	world_stop(d);
+	for (uint32_t i = 0; i < w->n; i++)
+		config_take_reloadable(&w->workers[i]->cfg, next);
+	log_init(next->log_level);
+	world_resume(d);
+}

@@ -92,7 +92,24 @@ void config_defaults(struct config *cfg);
 int config_parse_args(struct config *cfg, int argc, char **argv);
 int config_set(struct config *cfg, const char *name, const char *value,
 	       char *err, size_t err_len);
-int config_load_file(struct config *cfg, const char *path);
+/* 0, or -1 with why in err. */
+int config_load_file(struct config *cfg, const char *path, char *err,
+		     size_t err_len);
+/* SIGHUP: defaults, the --config file named in argv, the environment and
+ * the flags again, then the checks, into next. 0, -1 with err, or 1 when
+ * argv names no config file (nothing to reload). */
+int config_reread(int argc, char **argv, struct config *next, char *err,
+		  size_t err_len);
+/* Calls fn for each file option whose value differs between a and b, with
+ * both values as text and whether a running daemon can take the new one
+ * (the peer key itself is not an option: compare peer_key apart). */
+typedef void (*config_diff_fn)(const char *name, bool reloadable,
+			       const char *old, const char *new, void *arg);
+void config_diff(const struct config *a, const struct config *b,
+		 config_diff_fn fn, void *arg);
+/* Copies what a running daemon can take from next into cur (the peer key
+ * read from peer_key_file with it); the rest of cur stays. */
+void config_take_reloadable(struct config *cur, const struct config *next);
 void config_print(FILE *f, const struct config *cfg);
 int config_parse_hostport(const char *s, char *host, size_t host_len,
 			  uint16_t *port_p);
@@ -102,6 +119,13 @@ bool config_cidr_match(const struct cidr *c, int family, const uint8_t *addr);
  * netdev.c. */
 int config_error(char *err, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- config_reload.c: SIGHUP ------------------------------------------- */
+
+/* Logs what a reload from old to next changes: one line per key (info),
+ * a warning per key that needs a restart, the cluster key as set,
+ * replaced or removed (never its value), then a summary. */
+void config_reload_report(const struct config *old, const struct config *next);
 
 /* ---- config_check.c: what is judged once every option is set ----------- */
 
@@ -701,5 +725,9 @@ void daemon_stop(struct daemon *d);
 /* First step of a graceful stop on every worker: refuse new work, tell
  * clients, leave the loop once drained or after shutdown_timeout. */
 void daemon_begin_shutdown(struct daemon *d);
+/* SIGHUP, on worker 0: what a running daemon can take from next goes to
+ * every worker's configuration at once (the world stopped), and the log
+ * level with it. */
+void daemon_reconfigure(struct daemon *d, const struct config *next);
 
 #endif

@@ -11,6 +11,15 @@
 
 static volatile sig_atomic_t signals_seen;
 
+/* What SIGHUP needs: the daemon, and argv to parse again. */
+struct main_reload {
+	struct daemon *d;
+	int argc;
+	char **argv;
+};
+
+static void main_fd_budget(struct config *cfg);
+
 /* First signal: stop taking work, drain for a bounded time. Second: go. */
 static void
 main_on_signal(evutil_socket_t sig, short what, void *arg)
@@ -25,6 +34,40 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
 	notify_stopping(d);
 	world_shutdown(d);
+}
+
+/* SIGHUP: read the configuration again (config_reload.c says what may
+ * change); a file that does not parse or check changes nothing. */
+static void
+main_on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct main_reload *r = arg;
+	struct config old, next;
+	char err[512];
+	int rc;
+
+	if (r->d->shutting_down) {
+		log_info("main_on_hup: SIGHUP while shutting down: ignored");
+		return;
+	}
+	rc = config_reread(r->argc, r->argv, &next, err, sizeof(err));
+	if (rc > 0) {
+		log_warn("main_on_hup: SIGHUP: started without --config, "
+			 "nothing to reload");
+		return;
+	}
+	if (rc < 0) {
+		log_error("main_on_hup: reload refused, configuration "
+			  "unchanged: %s",
+			  err);
+		return;
+	}
+	log_info("main_on_hup: SIGHUP, reloading the configuration");
+	main_fd_budget(&next);
+	old = r->d->cfg;
+	daemon_reconfigure(r->d, &next);
+	/* after: lines about a new log level obey it */
+	config_reload_report(&old, &next);
 }
 
 static void
@@ -77,7 +120,8 @@ main(int argc, char **argv)
 {
 	static struct daemon d;
 	struct config cfg;
-	struct event *sigterm_ev, *sigint_ev;
+	struct main_reload reload = {&d, argc, argv};
+	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
 	int rc;
 
 	config_defaults(&cfg);
@@ -100,8 +144,11 @@ main(int argc, char **argv)
 		goto err_metrics;
 	sigterm_ev = evsignal_new(d.base, SIGTERM, main_on_signal, &d);
 	sigint_ev = evsignal_new(d.base, SIGINT, main_on_signal, &d);
+	/* From here on SIGHUP reloads instead of ending the daemon. */
+	sighup_ev = evsignal_new(d.base, SIGHUP, main_on_hup, &reload);
 	evsignal_add(sigterm_ev, NULL);
 	evsignal_add(sigint_ev, NULL);
+	evsignal_add(sighup_ev, NULL);
 
 	log_info("main: rmad %s id %s serving %s, listening on %s:%u",
 		 RMA_VERSION, d.id_hex, d.cfg.socket_path, d.cfg.listen_host,
@@ -112,6 +159,7 @@ main(int argc, char **argv)
 
 	event_free(sigterm_ev);
 	event_free(sigint_ev);
+	event_free(sighup_ev);
 	notify_stop(&d);
 	metrics_stop(&d);
 	daemon_stop(&d);

@@ -33,7 +33,8 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	hello.protocol_version = RMA_PROTOCOL_VERSION;
 	hello.daemon_id = c->d->id_hex;
 	hello.version = RMA_VERSION;
-	hello.max_frame = c->d->cfg.max_frame;
+	hello.max_frame =
+	    c->in.max_frame; /* this client's, kept over a reload */
 	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_HELLO;
 	reply.hello = &hello;

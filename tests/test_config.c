@@ -453,6 +453,116 @@ START_TEST(test_config_dir)
 }
 END_TEST
 
+/* Every file option changed at once: config_diff names each, marked
+ * reloadable exactly for the keys rmad(8) SIGNALS lists, and
+ * config_take_reloadable copies those and nothing else. */
+static const char *const reloadable[] = {"log_level",
+					 "op_timeout",
+					 "connect_timeout",
+					 "shutdown_timeout",
+					 "max_frame",
+					 "max_queued_bytes",
+					 "peer_allow",
+					 "peer_key_file",
+					 "max_inbound_peers",
+					 "max_inbound_per_address",
+					 "allow_users",
+					 "allow_groups",
+					 "progress_spin",
+					 "max_regions",
+					 "max_region_bytes",
+					 "max_in_flight",
+					 NULL};
+
+struct diff_seen {
+	int n, n_reload;
+	bool wrong;
+};
+
+static void
+diff_note(const char *name, bool reload, const char *old, const char *new,
+	  void *arg)
+{
+	struct diff_seen *seen = arg;
+	bool listed = false;
+
+	for (int i = 0; reloadable[i] != NULL; i++)
+		listed |= strcmp(reloadable[i], name) == 0;
+	if (listed != reload || strcmp(old, new) == 0) {
+		fprintf(stderr, "diff: %s reload=%d listed=%d\n", name, reload,
+			listed);
+		seen->wrong = true;
+	}
+	seen->n++;
+	seen->n_reload += reload;
+}
+
+START_TEST(test_reload_diff)
+{
+	static const char *const changes[][2] = {
+	    {"socket", "/tmp/other.sock"},
+	    {"socket_group", "root"},
+	    {"listen", "127.0.0.2:1"},
+	    {"log_level", "debug"},
+	    {"op_timeout", "3"},
+	    {"connect_timeout", "2"},
+	    {"shutdown_timeout", "1"},
+	    {"max_frame", "64K"},
+	    {"max_queued_bytes", "1M"},
+	    {"transports", "tcp,sm"},
+	    {"net_devices", "lo"},
+	    {"peer_allow", "10.0.0.0/8"},
+	    {"peer_key_file", "/nonexistent"},
+	    {"max_inbound_peers", "5"},
+	    {"max_inbound_per_address", "2"},
+	    {"allow_users", "0"},
+	    {"allow_groups", "0"},
+	    {"progress_mode", "polling"},
+	    {"progress_spin", "0"},
+	    {"rma_protocol", "ucx"},
+	    {"rma_protocol_unchecked", "yes"},
+	    {"max_regions", "2"},
+	    {"max_region_bytes", "1M"},
+	    {"max_in_flight", "3"},
+	    {"workers", "2"},
+	    {"metrics_listen", "127.0.0.1:9"},
+	};
+	size_t n = sizeof(changes) / sizeof(changes[0]);
+	struct config a, b, c;
+	struct diff_seen seen = {0, 0, false};
+	int n_listed = 0;
+
+	config_defaults(&a);
+	config_defaults(&b);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(
+		    config_set(&b, changes[i][0], changes[i][1], NULL, 0), 0);
+	b.peer_key_set = true;
+	memset(b.peer_key, 7, sizeof(b.peer_key));
+	config_diff(&a, &b, diff_note, &seen);
+	for (int i = 0; reloadable[i] != NULL; i++)
+		n_listed++;
+	ck_assert(!seen.wrong);
+	ck_assert_int_eq(seen.n, (int)n); /* every file option seen */
+	ck_assert_int_eq(seen.n_reload, n_listed);
+
+	/* taken: the reloadable ones all, the rest not at all */
+	c = a;
+	config_take_reloadable(&c, &b);
+	ck_assert_uint_eq(c.max_regions, 2);
+	ck_assert_uint_eq(c.n_peer_allow, 1);
+	ck_assert_uint_eq(c.n_allow_uids, 1);
+	ck_assert(c.peer_key_set);
+	ck_assert_int_eq(c.peer_key[0], 7);
+	seen = (struct diff_seen){0, 0, false};
+	config_diff(&c, &b, diff_note, &seen);
+	ck_assert_int_eq(seen.n_reload, 0);
+	ck_assert_int_eq(seen.n, (int)n - n_listed);
+	ck_assert_str_eq(c.listen_host, a.listen_host);
+	ck_assert_uint_eq(c.workers, a.workers);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -470,6 +580,7 @@ main(void)
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_socket_group);
 	tcase_add_test(tc, test_config_dir);
+	tcase_add_test(tc, test_reload_diff);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

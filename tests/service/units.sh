@@ -28,6 +28,8 @@ grep -qx 'NotifyAccess=main' "$U/rmad.service" || fail "no NotifyAccess=main"
 grep -q '^WatchdogSec=' "$U/rmad.service" || fail "no WatchdogSec="
 grep -qx 'ExecStart=/usr/sbin/rmad --config /etc/rmad/rmad.conf' \
 	"$U/rmad.service" || fail "ExecStart"
+grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U/rmad.service" ||
+	fail "ExecReload: SIGHUP reloads the configuration"
 grep -qx 'LimitMEMLOCK=infinity' "$U/rmad.service" || fail "LimitMEMLOCK"
 # room for a cluster of peers: UCX tcp holds about 4 fds per peer
 nofile=$(sed -n "s/^LimitNOFILE=\([0-9]*\)$/\1/p" "$U/rmad.service")

@@ -98,8 +98,8 @@ log_msg(enum log_level level, const char *fmt, ...)
 static ucs_log_func_rc_t
 log_ucx_handler(const char *file, unsigned line, const char *function,
 		ucs_log_level_t level,
-		const ucs_log_component_config_t *comp_conf,
-		const char *format, va_list ap)
+		const ucs_log_component_config_t *comp_conf, const char *format,
+		va_list ap)
 {
 	enum log_level mine;
 	const char *base;

@@ -228,13 +228,14 @@ metrics_peer_labels(struct evbuffer *out, const char *name,
 static bool
 metrics_peer_shown(const struct peer *p)
 {
-	return !p->inbound || (p->known && p->state == RMA__V1__PEER_STATE__PEER_UP);
+	return !p->inbound ||
+	       (p->known && p->state == RMA__V1__PEER_STATE__PEER_UP);
 }
 
 /* Every peer of every worker. */
 #define METRICS_FOREACH_PEER(w, p)                                             \
 	for (uint32_t wi_ = 0; wi_ < (w)->n; wi_++)                            \
-	TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)                      \
+		TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)              \
 	if (metrics_peer_shown(p))
 
 /* Called with the world stopped. */

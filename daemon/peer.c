@@ -264,7 +264,8 @@ peer_evict_one(struct daemon *d)
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
 		if (p->inbound || p->known || p->self || p->ep != NULL ||
-		    p->ep_failed || p->state != RMA__V1__PEER_STATE__PEER_DOWN ||
+		    p->ep_failed ||
+		    p->state != RMA__V1__PEER_STATE__PEER_DOWN ||
 		    p->in_flight != 0 || !TAILQ_EMPTY(&p->connect_waiters) ||
 		    !TAILQ_EMPTY(&p->parked) ||
 		    !TAILQ_EMPTY(&p->resolve_waiters) ||
@@ -298,8 +299,9 @@ peer_listen_address(const struct peer *p, char *buf, size_t len)
 		return;
 	}
 	if (p->sa.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&p->sa)->sin_addr,
-			  host, sizeof(host));
+		inet_ntop(AF_INET,
+			  &((const struct sockaddr_in *)&p->sa)->sin_addr, host,
+			  sizeof(host));
 	else if (p->sa.ss_family == AF_INET6)
 		inet_ntop(AF_INET6,
 			  &((const struct sockaddr_in6 *)&p->sa)->sin6_addr,

@@ -108,8 +108,7 @@ rmactl_ops_oldest(const Rma__V1__StatusReply *s, uint32_t peer_id,
 
 /* "refused, 12s ago: peer ...": when the last error happened. */
 void
-rmactl_peer_last_error(char *buf, size_t len,
-		       const struct Rma__V1__PeerInfo *p)
+rmactl_peer_last_error(char *buf, size_t len, const struct Rma__V1__PeerInfo *p)
 {
 	struct timespec ts;
 	uint64_t now_ms;
@@ -124,7 +123,8 @@ rmactl_peer_last_error(char *buf, size_t len,
 		snprintf(buf, len, "%s", p->last_error);
 	else
 		snprintf(buf, len, "%" PRIu64 "s ago: %s",
-			 (now_ms - p->last_error_unix_ms) / 1000, p->last_error);
+			 (now_ms - p->last_error_unix_ms) / 1000,
+			 p->last_error);
 }
 
 static void

@@ -342,6 +342,14 @@ struct peer {
 	uint64_t in_flight;
 	uint64_t stat_ops, stat_bytes, stat_errors;
 	uint64_t stat_dropped; /* messages the door refused (am.c) */
+	/* Target side (target.c, resolve.c): what this peer asked of us. */
+	uint64_t served_puts, served_gets, served_resolves;
+	uint64_t served_bytes;
+	uint64_t refused; /* requests answered with an error */
+	/* Outbound: connects tried, and those that never came up. */
+	uint64_t connect_attempts, connect_failures;
+	bool attempt_pending; /* a connect was started and has not ended */
+	double last_error_at; /* wall clock of the last failure, 0 if none */
 	wire_status_t last_status;
 	char last_error[160];
 	double last_warned; /* daemon_now() of the last reconnect warning */
@@ -402,6 +410,10 @@ void peer_connect_now(struct peer *p);
 bool peer_all_closed(struct daemon *d);
 void peer_check_deadlines(struct daemon *d);
 const char *peer_state_name(Rma__V1__PeerState s);
+/* The peer's listen address, the name both ends use for one link:
+ * outbound, the address dialed; inbound, its source address with the
+ * listen port its handshake announced ("" before the handshake). */
+void peer_listen_address(const struct peer *p, char *buf, size_t len);
 
 /* ---- am.c: the door between daemons ------------------------------------- */
 
@@ -643,6 +655,9 @@ struct counters {
 	uint64_t peers_cut_off;	  /* peers that did not read their answers */
 	uint64_t inbound_refused; /* connections over a cap, or stale */
 	uint64_t auth_failures;	  /* peers that failed the key proof */
+	uint64_t connect_attempts, connect_failures; /* outbound */
+	uint64_t target_refused; /* peer requests answered with an error */
+	uint64_t peers_evicted;	 /* failed peers dropped for room */
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */

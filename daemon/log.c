@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ucs/debug/log_def.h>
+
 static enum log_level log_current = LOG_LEVEL_INFO;
 static int log_journal;
 
@@ -85,4 +87,50 @@ log_msg(enum log_level level, const char *fmt, ...)
 			tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
 			log_names[level], line);
 	}
+}
+
+/* UCX's own lines ("Device is busy", transport warnings) would go to
+ * stdout in UCX's format, a second timestamp and no priority: the journal
+ * took its warnings for info. They go through log_msg instead, at the
+ * matching level, and no further (UCS_LOG_FUNC_RC_STOP: UCX's default
+ * handler is never reached). UCX filters by UCX_LOG_LEVEL (warn by
+ * default) before calling here. */
+static ucs_log_func_rc_t
+log_ucx_handler(const char *file, unsigned line, const char *function,
+		ucs_log_level_t level,
+		const ucs_log_component_config_t *comp_conf, const char *format,
+		va_list ap)
+{
+	enum log_level mine;
+	const char *base;
+	char text[768];
+
+	(void)function;
+	(void)comp_conf;
+	if (level <= UCS_LOG_LEVEL_ERROR)
+		mine = LOG_LEVEL_ERROR;
+	else if (level == UCS_LOG_LEVEL_WARN)
+		mine = LOG_LEVEL_WARN;
+	else if (level <= UCS_LOG_LEVEL_INFO || level == UCS_LOG_LEVEL_PRINT)
+		mine = LOG_LEVEL_INFO;
+	else
+		mine = LOG_LEVEL_DEBUG;
+	if (!log_enabled(mine))
+		return UCS_LOG_FUNC_RC_STOP;
+	vsnprintf(text, sizeof(text), format, ap);
+	base = strrchr(file, '/');
+	log_msg(mine, "ucx: %s:%u %s", base ? base + 1 : file, line, text);
+	return UCS_LOG_FUNC_RC_STOP;
+}
+
+void
+log_ucx_start(void)
+{
+	static int pushed;
+
+	/* Once per process: handlers stack up in UCX. */
+	if (pushed)
+		return;
+	pushed = 1;
+	ucs_log_push_handler(log_ucx_handler);
 }

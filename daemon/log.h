@@ -15,6 +15,8 @@ void log_init(enum log_level level);
 int log_level_parse(const char *name, enum log_level *level_p);
 const char *log_level_name(enum log_level level);
 int log_enabled(enum log_level level);
+/* UCX's log lines go through log_msg from now on. */
+void log_ucx_start(void);
 
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -201,22 +201,42 @@ metrics_by_series(struct evbuffer *out, const struct metrics *m,
 	}
 }
 
-/* Each worker has its own endpoint to a peer: the worker tells them
- * apart. */
+/* A peer is named by what outlives its connection, and what both ends
+ * of one link agree on: the far daemon's listen address and id, and the
+ * initiator's worker (its lane: each worker has its own endpoint). An
+ * inbound peer's source port is new at every reconnect, so it is not used:
+ * a reconnect keeps its series, and a gone peer's series go with it. */
 static void
 metrics_peer_labels(struct evbuffer *out, const char *name,
 		    const struct peer *p)
 {
+	char listen[96];
+
+	peer_listen_address(p, listen, sizeof(listen));
 	evbuffer_add_printf(out, "%s{peer=", name);
-	metrics_label(out, p->address);
+	metrics_label(out, listen);
+	evbuffer_add_printf(out, ",daemon_id=");
+	metrics_label(out, p->remote_id_hex);
 	evbuffer_add_printf(out, ",direction=\"%s\",worker=\"%u\"",
-			    p->inbound ? "in" : "out", p->d->index);
+			    p->inbound ? "in" : "out",
+			    p->inbound ? p->lane : p->d->index);
+}
+
+/* Inbound peers show once their handshake named them, and while they are
+ * up: one replaced by a reconnect (down, closed at the next tick) would
+ * repeat its successor's labels. */
+static bool
+metrics_peer_shown(const struct peer *p)
+{
+	return !p->inbound ||
+	       (p->known && p->state == RMA__V1__PEER_STATE__PEER_UP);
 }
 
 /* Every peer of every worker. */
 #define METRICS_FOREACH_PEER(w, p)                                             \
 	for (uint32_t wi_ = 0; wi_ < (w)->n; wi_++)                            \
-	TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)
+		TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)              \
+	if (metrics_peer_shown(p))
 
 /* Called with the world stopped. */
 static void
@@ -254,6 +274,10 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.peers_cut_off += k->peers_cut_off;
 		sum.inbound_refused += k->inbound_refused;
 		sum.auth_failures += k->auth_failures;
+		sum.connect_attempts += k->connect_attempts;
+		sum.connect_failures += k->connect_failures;
+		sum.target_refused += k->target_refused;
+		sum.peers_evicted += k->peers_evicted;
 		if (wd->metrics != NULL)
 			metrics_merge_series(&merged, wd->metrics);
 	}
@@ -352,6 +376,80 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		evbuffer_add_printf(out, "} %llu\n",
 				    (unsigned long long)p->in_flight);
 	}
+
+	metrics_head(out, "rmad_peer_served_operations_total", "counter",
+		     "Requests this daemon served for a peer daemon, by kind "
+		     "(refused ones included).");
+	METRICS_FOREACH_PEER(w, p)
+	{
+		const uint64_t v[] = {p->served_puts, p->served_gets,
+				      p->served_resolves};
+		static const char *const ops[] = {"put", "get", "resolve"};
+		if (!p->inbound)
+			continue;
+		for (size_t i = 0; i < 3; i++) {
+			metrics_peer_labels(
+			    out, "rmad_peer_served_operations_total", p);
+			evbuffer_add_printf(out, ",op=\"%s\"} %llu\n", ops[i],
+					    (unsigned long long)v[i]);
+		}
+	}
+	metrics_head(out, "rmad_peer_served_bytes_total", "counter",
+		     "Bytes this daemon wrote and read for a peer daemon.");
+	METRICS_FOREACH_PEER(w, p)
+	{
+		if (!p->inbound)
+			continue;
+		metrics_peer_labels(out, "rmad_peer_served_bytes_total", p);
+		evbuffer_add_printf(out, "} %llu\n",
+				    (unsigned long long)p->served_bytes);
+	}
+	metrics_head(out, "rmad_peer_refused_total", "counter",
+		     "Requests of a peer daemon answered with an error (stale "
+		     "descriptor, out of bounds, malformed).");
+	METRICS_FOREACH_PEER(w, p)
+	{
+		if (!p->inbound)
+			continue;
+		metrics_peer_labels(out, "rmad_peer_refused_total", p);
+		evbuffer_add_printf(out, "} %llu\n",
+				    (unsigned long long)p->refused);
+	}
+	metrics_head(out, "rmad_peer_connect_attempts", "gauge",
+		     "Connects started to this peer daemon since it was first "
+		     "asked for.");
+	METRICS_FOREACH_PEER(w, p)
+	{
+		if (p->inbound)
+			continue;
+		metrics_peer_labels(out, "rmad_peer_connect_attempts", p);
+		evbuffer_add_printf(out, "} %llu\n",
+				    (unsigned long long)p->connect_attempts);
+	}
+	metrics_head(out, "rmad_peer_connect_failed", "gauge",
+		     "Connects to this peer daemon that never came up.");
+	METRICS_FOREACH_PEER(w, p)
+	{
+		if (p->inbound)
+			continue;
+		metrics_peer_labels(out, "rmad_peer_connect_failed", p);
+		evbuffer_add_printf(out, "} %llu\n",
+				    (unsigned long long)p->connect_failures);
+	}
+	metrics_scalar(out, "rmad_peer_connect_attempts_total", "counter",
+		       "Connects to peer daemons started.",
+		       sum.connect_attempts);
+	metrics_scalar(out, "rmad_peer_connect_failures_total", "counter",
+		       "Connects to peer daemons that never came up (refused, "
+		       "unreachable, timed out, or no rmad).",
+		       sum.connect_failures);
+	metrics_scalar(out, "rmad_peers_evicted_total", "counter",
+		       "Peers that never answered, forgotten to make room for "
+		       "new ones.",
+		       sum.peers_evicted);
+	metrics_scalar(out, "rmad_target_refused_total", "counter",
+		       "Requests of peer daemons answered with an error.",
+		       sum.target_refused);
 
 	metrics_scalar(out, "rmad_clients", "gauge", "Local clients connected.",
 		       clients);

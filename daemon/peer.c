@@ -105,6 +105,7 @@ peer_set_up(struct peer *p)
 	p->state_since = daemon_now();
 	p->last_status = RMA__V1__STATUS__OK;
 	p->last_error[0] = '\0';
+	p->attempt_pending = false;
 	p->backoff = 0;
 	log_info("peer_set_up: %s peer %u %s is daemon %s%s",
 		 p->inbound ? "inbound" : "outbound", p->id, p->address,
@@ -251,18 +252,70 @@ peer_close_failed(struct daemon *d)
 		p->ep_failed = false;
 		closed++;
 		peer_close_ep(p);
-		/* An inbound peer exists only for its endpoint, and an address
-		 * that never answered is kept for nobody: a client cannot grow
-		 * the table with connects to nowhere. */
-		if ((p->inbound && p->in_flight == 0) ||
-		    (!p->inbound && !p->known && p->in_flight == 0 &&
-		     TAILQ_EMPTY(&p->connect_waiters) &&
-		     TAILQ_EMPTY(&p->parked) &&
-		     TAILQ_EMPTY(&p->resolve_waiters) &&
-		     TAILQ_EMPTY(&p->resolved)))
+		/* An inbound peer exists only for its endpoint. An address
+		 * that never answered stays, so that `rmactl peers` shows why;
+		 * peer_evict_one makes room for new ones. */
+		if (p->inbound && p->in_flight == 0)
 			peer_destroy(p);
 	}
 	return closed;
+}
+
+/* A client cannot grow the table with connects to nowhere: when it is
+ * full, the peer that failed longest ago without ever completing a
+ * handshake, and that nothing waits for, goes. */
+static bool
+peer_evict_one(struct daemon *d)
+{
+	struct peer *p, *oldest = NULL;
+
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
+		if (p->inbound || p->known || p->self || p->ep != NULL ||
+		    p->ep_failed ||
+		    p->state != RMA__V1__PEER_STATE__PEER_DOWN ||
+		    p->in_flight != 0 || !TAILQ_EMPTY(&p->connect_waiters) ||
+		    !TAILQ_EMPTY(&p->parked) ||
+		    !TAILQ_EMPTY(&p->resolve_waiters) ||
+		    !TAILQ_EMPTY(&p->resolved))
+			continue;
+		if (oldest == NULL || p->state_since < oldest->state_since)
+			oldest = p;
+	}
+	if (oldest == NULL)
+		return false;
+	log_info("peer_evict_one: forgetting %s (%s) to make room",
+		 oldest->address, oldest->last_error);
+	d->counters.peers_evicted++;
+	peer_destroy(oldest);
+	return true;
+}
+
+void
+peer_listen_address(const struct peer *p, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "";
+
+	/* Outbound: what was dialed. Inbound: where its daemon listens, as
+	 * it announced in the handshake: the name the other end uses. */
+	if (!p->inbound) {
+		snprintf(buf, len, "%s", p->address);
+		return;
+	}
+	if (!p->known) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	if (p->sa.ss_family == AF_INET)
+		inet_ntop(AF_INET,
+			  &((const struct sockaddr_in *)&p->sa)->sin_addr, host,
+			  sizeof(host));
+	else if (p->sa.ss_family == AF_INET6)
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)&p->sa)->sin6_addr,
+			  host, sizeof(host));
+	snprintf(buf, len, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
+		 p->origin_port);
 }
 
 bool
@@ -304,6 +357,16 @@ static void
 peer_log_failure(struct peer *p, const char *previous)
 {
 	double now = daemon_now();
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	p->last_error_at = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	if (p->attempt_pending) {
+		/* A connect that never came up. */
+		p->attempt_pending = false;
+		p->connect_failures++;
+		p->d->counters.connect_failures++;
+	}
 
 	if (p->inbound || p->d->shutting_down) {
 		log_info("peer_fail: %s peer %s: %s",
@@ -557,6 +620,9 @@ peer_reconnect(struct peer *p)
 		peer_close_failed(p->d);
 	}
 	log_debug("peer_reconnect: connecting to %s", p->address);
+	p->connect_attempts++;
+	p->attempt_pending = true;
+	p->d->counters.connect_attempts++;
 	peer_connect_start(p);
 }
 
@@ -648,6 +714,8 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		size_t n = 0;
 		TAILQ_FOREACH(p, &d->peers, link)
 		n += !p->inbound;
+		if (n >= PEER_MAX && peer_evict_one(d))
+			n--;
 		if (n >= PEER_MAX) {
 			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
 					"this daemon already knows %zu peers",

@@ -40,6 +40,7 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	if (!resolve_read(m, &in, sizeof(in)))
 		return;
 	d->counters.resolves_served++;
+	p->served_resolves++;
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
 		r = region_lookup(d, in.region_id);
 	if (r != NULL && r->generation != in.generation)
@@ -54,6 +55,8 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	out->token = in.token;
 	if (r == NULL) {
 		out->status = RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+		p->refused++;
+		d->counters.target_refused++;
 	} else {
 		out->status = RMA__V1__STATUS__OK;
 		out->length = r->length;

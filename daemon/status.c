@@ -87,6 +87,9 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->peers_cut_off += c->peers_cut_off;
 	sum->inbound_refused += c->inbound_refused;
 	sum->peer_auth_failures += c->auth_failures;
+	sum->peer_connect_attempts += c->connect_attempts;
+	sum->peer_connect_failures += c->connect_failures;
+	sum->target_refused += c->target_refused;
 }
 
 /* Called with the world stopped. */
@@ -99,6 +102,7 @@ status_reply(struct conn *c, uint64_t req_id)
 	Rma__V1__StatusReply st = RMA__V1__STATUS_REPLY__INIT;
 	Rma__V1__Counters counters = RMA__V1__COUNTERS__INIT;
 	Rma__V1__PeerInfo *peers = NULL, **peer_ptrs = NULL;
+	char(*peer_listens)[96] = NULL;
 	Rma__V1__ClientInfo *clients = NULL, **client_ptrs = NULL;
 	Rma__V1__RegionInfo *regions = NULL, **region_ptrs = NULL;
 	Rma__V1__OpInfo *ops = NULL, **op_ptrs = NULL;
@@ -133,10 +137,12 @@ status_reply(struct conn *c, uint64_t req_id)
 	}
 	peers = calloc(n_peers + 1, sizeof(*peers));
 	peer_ptrs = calloc(n_peers + 1, sizeof(*peer_ptrs));
+	peer_listens = calloc(n_peers + 1, sizeof(*peer_listens));
 	clients = calloc(n_clients + 1, sizeof(*clients));
 	client_ptrs = calloc(n_clients + 1, sizeof(*client_ptrs));
 	n_peers = n_clients = 0;
-	for (uint32_t i = 0; i < w->n && peers && peer_ptrs; i++) {
+	for (uint32_t i = 0; i < w->n && peers && peer_ptrs && peer_listens;
+	     i++) {
 		struct peer *p;
 
 		TAILQ_FOREACH(p, &w->workers[i]->peers, link)
@@ -157,6 +163,20 @@ status_reply(struct conn *c, uint64_t req_id)
 			    (uint64_t)((now - p->state_since) * 1000);
 			pi->worker = i;
 			pi->dropped = p->stat_dropped;
+			pi->served_puts = p->served_puts;
+			pi->served_gets = p->served_gets;
+			pi->served_resolves = p->served_resolves;
+			pi->served_bytes = p->served_bytes;
+			pi->refused = p->refused;
+			peer_listen_address(p, peer_listens[n_peers],
+					    sizeof(peer_listens[n_peers]));
+			pi->listen_address = peer_listens[n_peers];
+			pi->connect_attempts = p->connect_attempts;
+			pi->connect_failures = p->connect_failures;
+			pi->last_error_unix_ms =
+			    p->last_error[0] != '\0'
+				? (uint64_t)(p->last_error_at * 1000)
+				: 0;
 			peer_ptrs[n_peers++] = pi;
 		}
 	}
@@ -217,6 +237,7 @@ status_reply(struct conn *c, uint64_t req_id)
 	conn_send_reply(c, &reply, -1);
 	free(peers);
 	free(peer_ptrs);
+	free(peer_listens);
 	free(clients);
 	free(client_ptrs);
 	free(regions);

@@ -36,6 +36,25 @@ target_check(struct daemon *d, const struct am_rma *h, struct region **r_p)
 	return RMA__V1__STATUS__OK;
 }
 
+/* What p asked of us, for status and /metrics: refusals and bytes moved. */
+static void
+target_count(struct peer *p, bool put, wire_status_t st, uint64_t length)
+{
+	if (put) {
+		p->served_puts++;
+		p->d->counters.target_puts++;
+	} else {
+		p->served_gets++;
+		p->d->counters.target_gets++;
+	}
+	if (st == RMA__V1__STATUS__OK) {
+		p->served_bytes += length;
+	} else {
+		p->refused++;
+		p->d->counters.target_refused++;
+	}
+}
+
 static bool
 target_read_header(const struct am_msg *m, struct am_rma *h)
 {
@@ -60,7 +79,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	if (st == RMA__V1__STATUS__OK)
 		region_copy((char *)r->addr + h.offset, m->data, m->length);
-	d->counters.target_puts++;
+	target_count(p, true, st, h.length);
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
 
@@ -75,7 +94,7 @@ target_on_get(struct peer *p, const struct am_msg *m)
 	if (!target_read_header(m, &h))
 		return;
 	st = target_check(d, &h, &r);
-	d->counters.target_gets++;
+	target_count(p, false, st, h.length);
 	if (st != RMA__V1__STATUS__OK)
 		r = NULL;
 	target_answer(p, AM_GET_REPLY, h.token, st, r,
@@ -145,6 +164,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 		 * batch answer with at most AM_BATCH_REPLY_BYTES. */
 		if (h.length > AM_BATCH_SMALL ||
 		    (!put && reply_bytes + h.length > AM_BATCH_REPLY_BYTES)) {
+			target_count(p, put, RMA__V1__STATUS__ERR_PROTOCOL, 0);
 			if (!target_reply_add(d, &len, h.token,
 					      RMA__V1__STATUS__ERR_PROTOCOL,
 					      NULL, 0))
@@ -158,12 +178,10 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 				region_copy((char *)r->addr + h.offset,
 					    data + at, h.length);
 			at += h.length;
-			d->counters.target_puts++;
-		} else {
-			d->counters.target_gets++;
-			if (st == RMA__V1__STATUS__OK)
-				reply_bytes += h.length;
+		} else if (st == RMA__V1__STATUS__OK) {
+			reply_bytes += h.length;
 		}
+		target_count(p, put, st, h.length);
 		if (!target_reply_add(
 			d, &len, h.token, st,
 			!put && st == RMA__V1__STATUS__OK

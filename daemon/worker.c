@@ -153,6 +153,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	unsigned major, minor, release;
 	char warning[320];
 
+	log_ucx_start();
 	ucp_get_version(&major, &minor, &release);
 	snprintf(d->ucx_version, sizeof(d->ucx_version), "%u.%u.%u", major,
 		 minor, release);

@@ -40,6 +40,10 @@ void rmactl_bytes(char *buf, size_t len, uint64_t v);
 const char *rmactl_or_dash(const char *s);
 /* A PeerState as a word ("up"), the same as in JSON */
 const char *rmactl_peer_state(int state);
+/* p's last error with how long ago it happened, or "-". */
+struct Rma__V1__PeerInfo;
+void rmactl_peer_last_error(char *buf, size_t len,
+			    const struct Rma__V1__PeerInfo *p);
 /* An OpKind as a word ("put"), the same as in JSON */
 const char *rmactl_op_kind(int kind);
 

@@ -106,32 +106,65 @@ rmactl_ops_oldest(const Rma__V1__StatusReply *s, uint32_t peer_id,
 	return NULL;
 }
 
+/* "refused, 12s ago: peer ...": when the last error happened. */
+void
+rmactl_peer_last_error(char *buf, size_t len, const struct Rma__V1__PeerInfo *p)
+{
+	struct timespec ts;
+	uint64_t now_ms;
+
+	if (p->last_error == NULL || p->last_error[0] == '\0') {
+		snprintf(buf, len, "-");
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (p->last_error_unix_ms == 0 || p->last_error_unix_ms > now_ms)
+		snprintf(buf, len, "%s", p->last_error);
+	else
+		snprintf(buf, len, "%" PRIu64 "s ago: %s",
+			 (now_ms - p->last_error_unix_ms) / 1000,
+			 p->last_error);
+}
+
 static void
 rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 {
-	char bytes[32], age[32];
+	char bytes[32], age[32], served_bytes[32], tries[32], err[256];
 
 	if (s->n_peers == 0) {
 		printf("no peers\n");
 		return;
 	}
-	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s %7s  "
-	       "%s\n",
+	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s %7s "
+	       "%8s %10s %7s %7s  %s\n",
 	       "ID", "ADDRESS", "STATE", "DIR", "WKR", "DAEMON", "OPS", "BYTES",
-	       "ERRORS", "INFLIGHT", "OLDEST", "DROPPED", "LAST ERROR");
+	       "ERRORS", "INFLIGHT", "OLDEST", "DROPPED", "SERVED", "SRV-BYTES",
+	       "REFUSED", "TRIES", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
 
 		rmactl_bytes(bytes, sizeof(bytes), p->bytes);
+		rmactl_bytes(served_bytes, sizeof(served_bytes),
+			     p->served_bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
+		/* attempts/failures of connects: outbound only */
+		if (p->inbound)
+			snprintf(tries, sizeof(tries), "-");
+		else
+			snprintf(tries, sizeof(tries), "%" PRIu64 "/%" PRIu64,
+				 p->connect_attempts, p->connect_failures);
+		rmactl_peer_last_error(err, sizeof(err), p);
 		printf("%4u  %-22s %-10s %-3s %3u %-32s %10" PRIu64
-		       " %10s %7" PRIu64 " %8" PRIu64 " %8s %7" PRIu64 "  %s\n",
+		       " %10s %7" PRIu64 " %8" PRIu64 " %8s %7" PRIu64
+		       " %8" PRIu64 " %10s %7" PRIu64 " %7s  %s\n",
 		       p->peer_id, rmactl_or_dash(p->address),
 		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
 		       p->worker, rmactl_or_dash(p->daemon_id), p->ops, bytes,
 		       p->errors, p->in_flight, age, p->dropped,
-		       rmactl_or_dash(p->last_error));
+		       p->served_puts + p->served_gets + p->served_resolves,
+		       served_bytes, p->refused, tries, err);
 	}
 }
 

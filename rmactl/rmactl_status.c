@@ -31,23 +31,33 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)
 		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s "
-		       "%7s  %s\n",
+		       "%7s %8s %10s %7s %7s  %s\n",
 		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON",
 		       "OPS", "BYTES", "ERRORS", "INFLIGHT", "DROPPED",
-		       "LAST ERROR");
+		       "SERVED", "SRV-BYTES", "REFUSED", "TRIES", "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
+		char b2[32], tries[32], err[256];
 
 		rmactl_bytes(b1, sizeof(b1), p->bytes);
+		rmactl_bytes(b2, sizeof(b2), p->served_bytes);
 		snprintf(since, sizeof(since), "%" PRIu64 "s ago",
 			 p->state_age_ms / 1000);
+		if (p->inbound)
+			snprintf(tries, sizeof(tries), "-");
+		else
+			snprintf(tries, sizeof(tries), "%" PRIu64 "/%" PRIu64,
+				 p->connect_attempts, p->connect_failures);
+		rmactl_peer_last_error(err, sizeof(err), p);
 		printf("  %4u  %-22s %-10s %8s %-3s %-32s %10" PRIu64
-		       " %10s %7" PRIu64 " %8" PRIu64 " %7" PRIu64 "  %s\n",
+		       " %10s %7" PRIu64 " %8" PRIu64 " %7" PRIu64 " %8" PRIu64
+		       " %10s %7" PRIu64 " %7s  %s\n",
 		       p->peer_id, rmactl_or_dash(p->address),
 		       rmactl_peer_state(p->state), since,
 		       p->inbound ? "in" : "out", rmactl_or_dash(p->daemon_id),
 		       p->ops, b1, p->errors, p->in_flight, p->dropped,
-		       rmactl_or_dash(p->last_error));
+		       p->served_puts + p->served_gets + p->served_resolves, b2,
+		       p->refused, tries, err);
 	}
 
 	printf("\nclients (%zu)\n", s->n_clients);
@@ -92,8 +102,11 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		printf("  resolves       %" PRIu64 " served\n",
 		       k->resolves_served);
 		printf("  served         put %" PRIu64 ", get %" PRIu64
-		       " for other daemons\n",
-		       k->target_puts, k->target_gets);
+		       " for other daemons, %" PRIu64 " refused\n",
+		       k->target_puts, k->target_gets, k->target_refused);
+		printf("  connects       %" PRIu64 " started, %" PRIu64
+		       " never came up\n",
+		       k->peer_connect_attempts, k->peer_connect_failures);
 		printf("  peers          %" PRIu64 " messages dropped, %" PRIu64
 		       " cut off, %" PRIu64 " connections refused, %" PRIu64
 		       " key proofs failed\n",

@@ -6,14 +6,18 @@
 
 : "${RMAD_BIN:?}" "${RMACTL_BIN:?}"
 
-start_daemon a
+# a serves metrics too: the target's view of what it serves (issue 14)
+start_daemon a --metrics-listen 127.0.0.1:0 --op-timeout 1
+A_MPORT=$(sed -n 's|.*metrics_start: serving http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' \
+	"$T/a.log")
+[ -n "$A_MPORT" ] || fail "no metrics address in a's log: $(cat "$T/a.log")"
 # Two workers on b: the clients of the puts below land on both, and the
 # page must add their counts up.
 start_daemon b --metrics-listen 127.0.0.1:0 --workers 2
 MPORT=$(sed -n 's|.*metrics_start: serving http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' \
 	"$T/b.log")
 [ -n "$MPORT" ] || fail "no metrics address in b's log: $(cat "$T/b.log")"
-grep -q metrics_start "$T/a.log" && fail "metrics served without metrics_listen"
+B_MPORT=$MPORT
 
 # http METHOD PATH OUT: one HTTP/1.0 request, the whole response in OUT
 # (CRs dropped).
@@ -73,10 +77,16 @@ metric "$T/m1" "rmad_operation_duration_seconds_count\\{op=\"put\"\\} $puts"
 metric "$T/m1" "rmad_operation_duration_seconds_bucket\\{op=\"put\",le=\"\\+Inf\"\\} $puts"
 metric "$T/m1" 'rmad_operation_duration_seconds_bucket\{op="put",le="10"\} [1-9][0-9]*'
 metric "$T/m1" 'rmad_operation_duration_seconds_sum\{op="put"\} [0-9.]+'
-metric "$T/m1" "rmad_peer_up\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\"\\} 1"
-metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\",state=\"up\"\\} 1"
-metric "$T/m1" "rmad_peer_state\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\",state=\"down\"\\} 0"
-metric "$T/m1" "rmad_peer_operations_in_flight\\{peer=\"$peer\",direction=\"out\",worker=\"[01]\"\\} 0"
+a_id=$("$RMACTL_BIN" --socket "$T/a.sock" status --json |
+	sed -n 's/^  "daemon_id": "\([0-9a-f]*\)",$/\1/p')
+b_id=$("$RMACTL_BIN" --socket "$T/b.sock" status --json |
+	sed -n 's/^  "daemon_id": "\([0-9a-f]*\)",$/\1/p')
+[ -n "$a_id" ] && [ -n "$b_id" ] || fail "daemon ids: '$a_id' '$b_id'"
+out="peer=\"$peer\",daemon_id=\"$a_id\",direction=\"out\",worker=\"[01]\""
+metric "$T/m1" "rmad_peer_up\\{$out\\} 1"
+metric "$T/m1" "rmad_peer_state\\{$out,state=\"up\"\\} 1"
+metric "$T/m1" "rmad_peer_state\\{$out,state=\"down\"\\} 0"
+metric "$T/m1" "rmad_peer_operations_in_flight\\{$out\\} 0"
 metric "$T/m1" 'rmad_operations_in_flight 0'
 metric "$T/m1" 'rmad_clients 1'
 metric "$T/m1" 'rmad_regions 1'
@@ -87,6 +97,8 @@ for name in peer_messages_dropped peers_cut_off inbound_refused peer_auth_failur
 	grep -q "^# HELP rmad_${name}_total ." "$T/m1" || fail "no HELP for rmad_${name}_total"
 done
 metric "$T/m1" 'rmad_target_puts_total 0'
+metric "$T/m1" 'rmad_peer_connect_failures_total 0'
+metric "$T/m1" 'rmad_peer_connect_attempts_total [1-9][0-9]*'
 metric "$T/m1" 'rmad_info\{version="[^"]+",ucx_version="[^"]+",daemon_id="[0-9a-f]+"\} 1'
 # no sample twice (each worker's endpoint has its own labels)
 dups=$(sed -n '/^HTTP/,/^$/!{/^#/!p}' "$T/m1" | sed 's/ [^ ]*$//' | sort | uniq -d)
@@ -96,6 +108,104 @@ sed '1,/^$/d' "$T/m1" | grep -v '^#' | sed 's/[{ ].*//' |
 	sed 's/_\(bucket\|sum\|count\)$//' | sort -u | while read -r name; do
 	grep -q "^# TYPE $name " "$T/m1" || fail "no TYPE for $name"
 done
+
+# ---- the target's side (a): what it served, named by b's daemon id and
+# b's listen address, not by b's ephemeral source port
+MPORT=$A_MPORT
+http GET /metrics "$T/a1" || fail "GET a's /metrics"
+in="peer=\"127\\.0\\.0\\.1:$b_PORT\",daemon_id=\"$b_id\",direction=\"in\",worker=\"[01]\""
+metric "$T/a1" "rmad_peer_up\\{$in\\} 1"
+n_puts=$(sed -n "s/^rmad_peer_served_operations_total{$in,op=\"put\"} \([0-9]*\)$/\1/p" "$T/a1" |
+	awk '{s += $1} END {print s + 0}')
+[ "$n_puts" -ge 3 ] || fail "served puts on a: '$n_puts': $(grep served "$T/a1")"
+n_bytes=$(sed -n "s/^rmad_peer_served_bytes_total{$in} \([0-9]*\)$/\1/p" "$T/a1" |
+	awk '{s += $1} END {print s + 0}')
+[ "$n_bytes" -ge 304096 ] || fail "served bytes on a: '$n_bytes'"
+metric "$T/a1" "rmad_peer_served_operations_total\\{$in,op=\"get\"\\} [1-9][0-9]*"
+metric "$T/a1" "rmad_peer_served_operations_total\\{$in,op=\"resolve\"\\} [1-9][0-9]*"
+metric "$T/a1" "rmad_peer_refused_total\\{$in\\} [0-9]+"
+grep -q 'direction="in"' "$T/a1" || fail "no inbound series on a"
+grep -E 'direction="in"' "$T/a1" | grep -Eq "peer=\"127\\.0\\.0\\.1:$b_PORT\"" ||
+	fail "inbound series not named by b's listen address"
+# status: the inbound peer carries b's daemon id and its served counters
+"$RMACTL_BIN" --socket "$T/a.sock" peers --json >"$T/a_peers.json" || fail "a peers"
+json_ok "$T/a_peers.json"
+python3 - "$T/a_peers.json" "$b_id" "$b_PORT" <<'PY' || fail "a's peers: $(cat "$T/a_peers.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ins = [p for p in doc["peers"] if p.get("inbound")]
+assert ins, "no inbound peer"
+# b has two workers: one inbound peer per lane
+for p in ins:
+    assert p["daemon_id"] == sys.argv[2], p
+    assert p["listen_address"] == "127.0.0.1:" + sys.argv[3], p
+assert sum(int(p["served_puts"]) for p in ins) >= 3, ins
+assert sum(int(p["served_bytes"]) for p in ins) >= 304096, ins
+PY
+"$RMACTL_BIN" --socket "$T/a.sock" peers >"$T/a_peers.txt" || fail "a peers table"
+grep -q "SERVED" "$T/a_peers.txt" || fail "no SERVED column: $(cat "$T/a_peers.txt")"
+grep -E " in +[0-9]+ +$b_id " "$T/a_peers.txt" >/dev/null ||
+	fail "inbound peer's daemon id not in the table: $(cat "$T/a_peers.txt")"
+
+# labels of a's peer series, one line each, values cut
+labels() { grep -E '^rmad_peer_(up|served|refused)' "$1" | sed 's/ [^ ]*$//' | sort; }
+labels "$T/a1" >"$T/a1.labels"
+
+# A reconnect: a freezes while b has a put in flight; b's deadline
+# (1 s) closes the endpoint, a thaws and the next put reconnects from
+# b's new source port. The series keep their names: no new ones.
+kill -STOP "$a_PID"
+rc=0
+"$RMACTL_BIN" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc" --offset 0 "$T/data" 2>/dev/null || rc=$?
+kill -CONT "$a_PID"
+[ "$rc" -ne 0 ] || fail "a put to a frozen daemon succeeded"
+reput() {
+	"$RMACTL_BIN" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
+		--descriptor "$T/desc" --offset 0 "$T/data" 2>/dev/null
+}
+wait_until 20 reput || fail "no put after the reconnect"
+# b has two workers, and the put above reconnected one of them: the
+# series after it are among those before (none new), and the inbound
+# peer is up again under its old name.
+inbound_back() {
+	http GET /metrics "$T/a2" &&
+		grep -Eq "^rmad_peer_up\{$in\} 1$" "$T/a2"
+}
+wait_until 10 inbound_back || fail "inbound series after the reconnect: $(grep peer_up "$T/a2")"
+labels "$T/a2" >"$T/a2.labels"
+new_series=$(comm -13 "$T/a1.labels" "$T/a2.labels")
+[ -z "$new_series" ] || fail "new series after a reconnect: $new_series"
+[ -s "$T/a2.labels" ] || fail "no peer series after the reconnect"
+dups=$(sed -n '/^HTTP/,/^$/!{/^#/!p}' "$T/a2" | sed 's/ [^ ]*$//' | sort | uniq -d)
+[ -z "$dups" ] || fail "samples repeated after the reconnect: $dups"
+grep -q 'replaced by a newer connection\|connection lost\|handshake' "$T/a.log" ||
+	fail "no reconnect seen in a's log: $(cat "$T/a.log")"
+
+# ---- a failed connect stays visible (b to a port nobody listens on)
+dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rc=0
+"$RMACTL_BIN" --socket "$T/b.sock" put --peer "127.0.0.1:$dead" \
+	--descriptor "$T/desc" --offset 0 "$T/data" 2>/dev/null || rc=$?
+[ "$rc" -ne 0 ] || fail "a put to a dead port succeeded"
+"$RMACTL_BIN" --socket "$T/b.sock" peers --json >"$T/b_peers.json" || fail "b peers"
+json_ok "$T/b_peers.json"
+python3 - "$T/b_peers.json" "$dead" <<'PY' || fail "dead peer: $(cat "$T/b_peers.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ps = [p for p in doc["peers"] if p["address"] == "127.0.0.1:" + sys.argv[2]]
+assert len(ps) == 1, "the failed peer is gone"
+p = ps[0]
+assert p["state"] == "down", p
+assert int(p["connect_attempts"]) >= 1 and int(p["connect_failures"]) >= 1, p
+assert p["last_error"] and int(p["last_error_unix_ms"]) > 0, p
+PY
+"$RMACTL_BIN" --socket "$T/b.sock" peers | grep -E "127\.0\.0\.1:$dead .* [0-9]+s ago: " >/dev/null ||
+	fail "no failed peer with its error's age: $("$RMACTL_BIN" --socket "$T/b.sock" peers)"
+MPORT=$B_MPORT
+http GET /metrics "$T/m2" || fail "GET b's /metrics"
+metric "$T/m2" 'rmad_peer_connect_failures_total [1-9][0-9]*'
+metric "$T/m2" "rmad_peer_connect_failed\\{peer=\"127\\.0\\.0\\.1:$dead\",daemon_id=\"\",direction=\"out\",worker=\"[01]\"\\} [1-9][0-9]*"
 
 http GET / "$T/m404" || fail "GET /"
 head -n 1 "$T/m404" | grep -q ' 404' || fail "GET / gave $(head -n 1 "$T/m404")"

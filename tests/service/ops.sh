@@ -85,7 +85,7 @@ ctl ops >"$T/ops" || fail "ops"
 grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9]+ put +[0-9]+  127\\.0\\.0\\.1:$a_PORT +65536 +[0-9.]+(us|ms|s)$" \
 	"$T/ops" || fail "ops: $(cat "$T/ops")"
 grep -Eq '^[1-9][0-9]* operations in flight, [1-9][0-9]* listed' "$T/ops" || fail "ops total"
-ctl peers | grep -Eq " +1 +[0-9.]+(us|ms|s) +[0-9]+  -$" || fail "peers: no oldest age: $(ctl peers)"
+ctl peers | grep -Eq " +1 +[0-9.]+(us|ms|s) +[0-9]+ +[0-9]+ +[0-9.]+( [KMGT]?i?B)? +[0-9]+ +[0-9]+/[0-9]+  -$" || fail "peers: no oldest age: $(ctl peers)"
 
 # A frozen peer that dies: the put fails promptly (connection reset).
 kill -KILL "$a_PID"

@@ -401,6 +401,8 @@ void peer_system_stop(struct daemon *d);
 struct peer *peer_lookup(struct daemon *d, uint32_t id);
 void peer_handle_connect(struct conn *c, uint64_t req_id, const char *address);
 void peer_conn_gone(struct daemon *d, struct conn *c);
+/* A request that waits for a peer; NULL (and answered) without memory. */
+struct peer_waiter *peer_waiter_new(struct conn *c, uint64_t req_id);
 /* Closes endpoints whose peer failed; returns how many. */
 int peer_close_failed(struct daemon *d);
 /* A request needs a peer that is down: reconnect unless backing off. */

@@ -689,6 +689,21 @@ peer_is_self(const struct daemon *d, const struct sockaddr_storage *sa)
 	return found;
 }
 
+struct peer_waiter *
+peer_waiter_new(struct conn *c, uint64_t req_id)
+{
+	struct peer_waiter *w = calloc(1, sizeof(*w));
+
+	if (w == NULL) {
+		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
+				"out of memory");
+		return NULL;
+	}
+	w->conn = c;
+	w->request_id = req_id;
+	return w;
+}
+
 void
 peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 {
@@ -748,14 +763,9 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
 		return;
 	}
-	w = calloc(1, sizeof(*w));
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+	w = peer_waiter_new(c, req_id);
+	if (w == NULL)
 		return;
-	}
-	w->conn = c;
-	w->request_id = req_id;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
 	/* An explicit connect does not wait for the backoff. */
 	peer_connect_now(p);

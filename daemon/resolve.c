@@ -505,14 +505,9 @@ resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
 		resolve_reply_import(c, req_id, p, res, desc);
 		return;
 	}
-	w = calloc(1, sizeof(*w));
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+	w = peer_waiter_new(c, req_id);
+	if (w == NULL)
 		return;
-	}
-	w->conn = c;
-	w->request_id = req_id;
 	w->descriptor = *desc;
 	st = resolve_send(p, w, desc->region_id, desc->generation);
 	if (st != UCS_OK) {
@@ -574,14 +569,9 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 	/* Down or connecting: wait for the connection (at most
 	 * connect_timeout), then import; an import does not wait for the
 	 * backoff, as a connect does not. */
-	w = calloc(1, sizeof(*w));
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+	w = peer_waiter_new(c, req_id);
+	if (w == NULL)
 		return;
-	}
-	w->conn = c;
-	w->request_id = req_id;
 	w->descriptor = desc;
 	w->import = true;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);

@@ -101,6 +101,25 @@ region_of(rma_client_t *c)
 	return r;
 }
 
+/* Daemons a and b (with these flags), a client and a region on each;
+ * b's client imports a's region through a's address. */
+static void
+pair_start(const char *const *flags, rma_client_t **ca, rma_client_t **cb,
+	   rma_region_t **ra, rma_region_t **rb, rma_peer_t **peer,
+	   rma_remote_t **rem)
+{
+	harness_daemon_start(&da, flags);
+	harness_daemon_start(&db, flags);
+	*ca = client_of(&da);
+	*cb = client_of(&db);
+	*ra = region_of(*ca);
+	*rb = region_of(*cb);
+	ck_assert_int_eq(rma_peer_connect(*cb, da.listen, peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(*cb, *peer, rma_region_descriptor(*ra), rem),
+	    RMA_OK);
+}
+
 /* The daemon's counters, through status. */
 static Rma__V1__Counters
 counters_of(rma_client_t *c)
@@ -331,16 +350,7 @@ START_TEST(test_killed_peer_is_connection_lost)
 	struct peer_view v;
 	double deadline;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, NULL);
-	ca = client_of(&da);
-	cb = client_of(&db);
-	ra = region_of(ca);
-	rb = region_of(cb);
-	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
-	    RMA_OK);
+	pair_start(NULL, &ca, &cb, &ra, &rb, &peer, &rem);
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 65536,
 				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
 			 RMA_OK);
@@ -382,23 +392,14 @@ END_TEST
  * once with the timeout of the operation before it. */
 START_TEST(test_next_op_waits_for_reconnect)
 {
-	const char *fast[] = {"--op-timeout", "1", NULL};
+	static const char *const fast[] = {"--op-timeout", "1", NULL};
 	rma_client_t *ca, *cb;
 	rma_region_t *ra, *rb;
 	rma_peer_t *peer;
 	rma_remote_t *rem;
 	double t0;
 
-	harness_daemon_start(&da, fast);
-	harness_daemon_start(&db, fast);
-	ca = client_of(&da);
-	cb = client_of(&db);
-	ra = region_of(ca);
-	rb = region_of(cb);
-	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
-	    RMA_OK);
+	pair_start(fast, &ca, &cb, &ra, &rb, &peer, &rem);
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 0, 4096,
 				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
 			 RMA_OK);
@@ -432,16 +433,7 @@ START_TEST(test_dead_peer_fails_with_real_cause)
 	rma_remote_t *rem;
 	rma_status_t st;
 
-	harness_daemon_start(&da, NULL);
-	harness_daemon_start(&db, NULL);
-	ca = client_of(&da);
-	cb = client_of(&db);
-	ra = region_of(ca);
-	rb = region_of(cb);
-	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
-	    RMA_OK);
+	pair_start(NULL, &ca, &cb, &ra, &rb, &peer, &rem);
 	harness_daemon_kill(&da);
 	da.pid = 0;
 	st = rma_put_sync(cb, rb, 0, rem, 0, 8, RMA_FLAG_REMOTE_COMPLETION,

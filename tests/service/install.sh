@@ -20,6 +20,9 @@ RMAD=$(find_one rmad '*/sbin/rmad')
 find_one rmactl '*/bin/rmactl' >/dev/null
 find_one rma.h '*/include/rma.h' >/dev/null
 PC=$(find_one rma.pc '*/pkgconfig/rma.pc')
+find_one licence '*/share/doc/rmad/LICENSE' >/dev/null
+find_one README '*/share/doc/rmad/README.md' >/dev/null
+find_one 'example config' '*/share/doc/rmad/rmad.conf.example' >/dev/null
 LIB=$(find_one librma '*/librma.so.0.*')
 SERVICE=$(find_one rmad.service '*/systemd/system/rmad.service')
 find_one rmad.socket '*/systemd/system/rmad.socket' >/dev/null

@@ -724,6 +724,7 @@ struct daemon {
 
 	struct notify notify;	 /* notify.c: systemd */
 	struct metrics *metrics; /* metrics.c: NULL when off */
+	struct metrics_latency latency; /* metrics.c: always kept */
 
 	/* world.c */
 	pthread_t thread;

@@ -12,19 +12,17 @@
 
 #include <event2/http.h>
 
-#define METRICS_KINDS 3 /* Rma__V1__OpKind: PUT, GET, FLUSH */
 /* Label values are peer addresses, chosen by clients: bound the series. */
 #define METRICS_SERIES_MAX 256
 #define METRICS_OTHER "other"
 
 /* Upper bounds of the latency buckets, seconds; +Inf follows. */
-static const double metrics_bounds[] = {
+const double metrics_bounds[METRICS_BUCKETS] = {
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
     0.0025,  0.005,    0.01,	0.025,	0.05,	 0.1,	 0.25,
     0.5,     1.0,      2.5,	5.0,	10.0,
 };
 
-#define METRICS_BUCKETS (sizeof(metrics_bounds) / sizeof(metrics_bounds[0]))
 
 static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
 							      "flush"};
@@ -47,10 +45,7 @@ struct metrics {
 	size_t n_series, cap_series;
 	const struct peer *last_peer; /* lookup cache: last op's peer... */
 	size_t last_series;	      /* ...and its series */
-	/* latency histogram by kind; buckets not cumulative here */
-	uint64_t buckets[METRICS_KINDS][METRICS_BUCKETS + 1];
-	uint64_t count[METRICS_KINDS];
-	double sum[METRICS_KINDS];
+	struct metrics_latency latency; /* render: every worker's, merged */
 	uint64_t scrapes;
 };
 
@@ -98,9 +93,19 @@ metrics_observe_op(struct daemon *d, const struct op *op,
 	size_t b;
 	int k;
 
-	if (m == NULL || op->kind < 0 || op->kind >= METRICS_KINDS)
+	if (op->kind < 0 || op->kind >= METRICS_KINDS)
 		return;
 	k = (int)op->kind;
+	secs = daemon_now() - op->started;
+	if (secs < 0)
+		secs = 0;
+	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)
+		;
+	d->latency.buckets[k][b]++;
+	d->latency.count[k]++;
+	d->latency.sum[k] += secs;
+	if (m == NULL)
+		return;
 	if (op->peer != NULL)
 		name = op->peer->address;
 	else
@@ -113,14 +118,18 @@ metrics_observe_op(struct daemon *d, const struct op *op,
 		else
 			s->errors[k]++;
 	}
-	secs = daemon_now() - op->started;
-	if (secs < 0)
-		secs = 0;
-	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)
-		;
-	m->buckets[k][b]++;
-	m->count[k]++;
-	m->sum[k] += secs;
+}
+
+void
+metrics_latency_add(struct metrics_latency *into,
+		    const struct metrics_latency *from)
+{
+	for (int k = 0; k < METRICS_KINDS; k++) {
+		for (size_t b = 0; b <= METRICS_BUCKETS; b++)
+			into->buckets[k][b] += from->buckets[k][b];
+		into->count[k] += from->count[k];
+		into->sum[k] += from->sum[k];
+	}
 }
 
 /* ---- exposition ----------------------------------------------------- */
@@ -172,12 +181,6 @@ metrics_merge_series(struct metrics *into, const struct metrics *m)
 			s->errors[k] += from->errors[k];
 			s->bytes[k] += from->bytes[k];
 		}
-	}
-	for (int k = 0; k < METRICS_KINDS; k++) {
-		for (size_t b = 0; b <= METRICS_BUCKETS; b++)
-			into->buckets[k][b] += m->buckets[k][b];
-		into->count[k] += m->count[k];
-		into->sum[k] += m->sum[k];
 	}
 }
 
@@ -280,6 +283,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.peers_evicted += k->peers_evicted;
 		if (wd->metrics != NULL)
 			metrics_merge_series(&merged, wd->metrics);
+		metrics_latency_add(&merged.latency, &wd->latency);
 	}
 	while (idmap_next(&w->regions, &pos, (void **)&r)) {
 		regions++;
@@ -324,7 +328,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	for (int k = 0; k < METRICS_KINDS; k++) {
 		uint64_t cum = 0;
 		for (size_t b = 0; b <= METRICS_BUCKETS; b++) {
-			cum += merged.buckets[k][b];
+			cum += merged.latency.buckets[k][b];
 			evbuffer_add_printf(
 			    out,
 			    "rmad_operation_duration_seconds_bucket{op=\"%s\","
@@ -343,9 +347,9 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 				    "\"%s\"} %.9f\n"
 				    "rmad_operation_duration_seconds_count{op="
 				    "\"%s\"} %llu\n",
-				    metrics_kind_names[k], merged.sum[k],
+				    metrics_kind_names[k], merged.latency.sum[k],
 				    metrics_kind_names[k],
-				    (unsigned long long)merged.count[k]);
+				    (unsigned long long)merged.latency.count[k]);
 	}
 
 	metrics_head(out, "rmad_peer_up", "gauge",

@@ -9,6 +9,21 @@ struct daemon;
 struct op;
 struct metrics;
 
+#define METRICS_KINDS 3    /* Rma__V1__OpKind: PUT, GET, FLUSH */
+#define METRICS_BUCKETS 19 /* latency bucket bounds; +Inf follows */
+
+/* Latency by operation kind, kept by every worker whether metrics are
+ * served or not (status hands it to `rmactl top`). Buckets are not
+ * cumulative. */
+struct metrics_latency {
+	uint64_t buckets[METRICS_KINDS][METRICS_BUCKETS + 1];
+	uint64_t count[METRICS_KINDS];
+	double sum[METRICS_KINDS];
+};
+
+/* The buckets' upper bounds, seconds. */
+extern const double metrics_bounds[METRICS_BUCKETS];
+
 /* Binds metrics_listen and serves GET /metrics from the daemon's loop. */
 int metrics_start(struct daemon *d);
 void metrics_stop(struct daemon *d);
@@ -16,5 +31,7 @@ void metrics_stop(struct daemon *d);
  * peer, and its latency since it was accepted into the histogram. */
 void metrics_observe_op(struct daemon *d, const struct op *op,
 			Rma__V1__Status status);
+void metrics_latency_add(struct metrics_latency *into,
+			 const struct metrics_latency *from);
 
 #endif

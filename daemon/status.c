@@ -107,6 +107,9 @@ status_reply(struct conn *c, uint64_t req_id)
 	Rma__V1__RegionInfo *regions = NULL, **region_ptrs = NULL;
 	Rma__V1__OpInfo *ops = NULL, **op_ptrs = NULL;
 	size_t n_peers = 0, n_clients = 0, n_ops = 0, n, pos;
+	struct metrics_latency latency = {0};
+	Rma__V1__LatencyHistogram hist[METRICS_KINDS], *hist_ptrs[METRICS_KINDS];
+	double bounds[METRICS_BUCKETS];
 	double now = daemon_now();
 	char listen[96];
 	struct region *r;
@@ -134,7 +137,22 @@ status_reply(struct conn *c, uint64_t req_id)
 		n_clients++;
 		n_ops += wd->ops_in_flight;
 		status_add_counters(&counters, &wd->counters);
+		metrics_latency_add(&latency, &wd->latency);
 	}
+	/* The latency histogram, for rates over an interval (rmactl top). */
+	for (size_t b = 0; b < METRICS_BUCKETS; b++)
+		bounds[b] = metrics_bounds[b];
+	for (int k = 0; k < METRICS_KINDS; k++) {
+		rma__v1__latency_histogram__init(&hist[k]);
+		hist[k].kind = (Rma__V1__OpKind)k;
+		hist[k].n_bounds = METRICS_BUCKETS;
+		hist[k].bounds = bounds;
+		hist[k].n_counts = METRICS_BUCKETS + 1;
+		hist[k].counts = latency.buckets[k];
+		hist_ptrs[k] = &hist[k];
+	}
+	st.n_latency = METRICS_KINDS;
+	st.latency = hist_ptrs;
 	peers = calloc(n_peers + 1, sizeof(*peers));
 	peer_ptrs = calloc(n_peers + 1, sizeof(*peer_ptrs));
 	peer_listens = calloc(n_peers + 1, sizeof(*peer_listens));

@@ -67,6 +67,10 @@ for line in open(sys.argv[1]):
     # A bench client lives for a moment: its rate shows only in a
     # refresh it spans from end to end.
     busy_client |= any(c["ops_per_s"] > 0 for c in j["clients"])
+    # the daemon's latency histogram: puts were completed meanwhile
+    lat = {l["kind"]: l for l in j["latency"]}
+    assert "put" in lat and lat["put"]["p50_us"] > 0 and \
+        lat["put"]["p99_us"] >= lat["put"]["p50_us"], j["latency"]
 assert busy_client, "no client with ops/s > 0 in any refresh"
 PY
 else

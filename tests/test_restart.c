@@ -4,6 +4,7 @@
  * first owner mapped (the same memfd), and an orphan region nobody comes
  * back for goes stale after reattach_timeout. */
 #include <check.h>
+#include <pthread.h>
 
 #include "check_main.h"
 #include <signal.h>
@@ -176,6 +177,116 @@ START_TEST(test_orphan_goes_stale)
 }
 END_TEST
 
+/* Load during hand-overs: one thread puts and reads back without pause
+ * through the remote initiator; the blackout is the longest gap between
+ * two completed operations around each hand-over. Rounds from env
+ * RMAD_RESTART_ROUNDS (bench/restart_blackout.sh asks for 20). */
+struct load {
+	volatile int stop;
+	double last_ok, worst_gap;
+	uint64_t ok, failed, bad_bytes;
+	rma_status_t first_failure;
+};
+
+static void *
+load_run(void *arg)
+{
+	struct load *l = arg;
+	uint8_t *src = rma_region_ptr(rb);
+	uint8_t *mine = rma_region_ptr(ra);
+	uint32_t seed = 100;
+
+	l->last_ok = harness_now();
+	while (!l->stop) {
+		uint64_t off = (uint64_t)(seed % 64) * 4096;
+		rma_status_t st;
+
+		harness_fill(src + off, 4096, seed);
+		st = rma_put_sync(cb, rb, off, remote_a, off, 4096,
+				  RMA_FLAG_REMOTE_COMPLETION, WAIT_MS);
+		if (st == RMA_OK) {
+			double now = harness_now();
+			if (now - l->last_ok > l->worst_gap)
+				l->worst_gap = now - l->last_ok;
+			l->last_ok = now;
+			l->ok++;
+			/* Flushed: the owner's mapping has it. */
+			if (memcmp(mine + off, src + off, 4096) != 0)
+				l->bad_bytes++;
+			seed++;
+		} else {
+			l->failed++;
+			if (l->first_failure == RMA_OK)
+				l->first_failure = st;
+			if (st == RMA_ERR_STALE_DESCRIPTOR)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+START_TEST(test_blackout_under_load)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	const char *env = getenv("RMAD_RESTART_ROUNDS");
+	int rounds = env ? atoi(env) : 3;
+	double gaps[64];
+	pthread_t t;
+
+	ck_assert_int_le(rounds, 64);
+	for (int i = 0; i < rounds; i++) {
+		struct load l = {0};
+		double deadline = harness_now() + 10.0;
+
+		ck_assert_int_eq(pthread_create(&t, NULL, load_run, &l), 0);
+		while (l.ok < 20 && harness_now() < deadline)
+			harness_pause(0.01, deadline);
+		take_over(flags);
+		deadline = harness_now() + 10.0;
+		{
+			uint64_t seen = l.ok;
+			while (l.ok < seen + 20 && harness_now() < deadline)
+				harness_pause(0.01, deadline);
+		}
+		l.stop = 1;
+		pthread_join(t, NULL);
+		ck_assert_msg(l.ok > 40, "round %d: only %llu puts completed",
+			      i, (unsigned long long)l.ok);
+		ck_assert_uint_eq(l.bad_bytes, 0);
+		ck_assert_msg(l.first_failure == RMA_OK ||
+				  l.first_failure == RMA_ERR_CONNECTION_RESET ||
+				  l.first_failure == RMA_ERR_CANCELED ||
+				  l.first_failure == RMA_ERR_UNREACHABLE ||
+				  l.first_failure == RMA_ERR_TIMEOUT,
+			      "round %d: failure %s is not retriable", i,
+			      rma_strerror(l.first_failure));
+		gaps[i] = l.worst_gap;
+		fprintf(stderr,
+			"blackout round %d: %.1f ms (%llu ok, %llu failed, "
+			"first failure %s)\n",
+			i, l.worst_gap * 1e3, (unsigned long long)l.ok,
+			(unsigned long long)l.failed,
+			rma_strerror(l.first_failure));
+	}
+	qsort(gaps, (size_t)rounds, sizeof(gaps[0]), cmp_double);
+	fprintf(
+	    stderr,
+	    "blackout over %d take-overs (remote initiator): min %.1f "
+	    "median %.1f p90 %.1f max %.1f ms\n",
+	    rounds, gaps[0] * 1e3, gaps[rounds / 2] * 1e3,
+	    gaps[(rounds * 9) / 10 < rounds ? (rounds * 9) / 10 : rounds - 1] *
+		1e3,
+	    gaps[rounds - 1] * 1e3);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -183,10 +294,11 @@ main(void)
 	TCase *tc = tcase_create("take-over");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_take_over_keeps_descriptors);
 	tcase_add_test(tc, test_take_over_twice);
 	tcase_add_test(tc, test_orphan_goes_stale);
+	tcase_add_test(tc, test_blackout_under_load);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

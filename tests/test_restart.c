@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "rma.h"
+
+extern char **environ;
 
 #define SZ (1u << 20)
 #define WAIT_MS 10000
@@ -177,6 +180,25 @@ START_TEST(test_orphan_goes_stale)
 }
 END_TEST
 
+/* Nothing to take over: the new process exits 1 and serves nothing; a
+ * take-over refused before it began leaves the old process serving. */
+START_TEST(test_take_over_needs_a_daemon)
+{
+	char *argv[] = {
+	    getenv("RMAD_BIN"), "--socket",    da.socket, "--listen",
+	    da.listen,		"--take-over", NULL};
+	struct daemon_proc p = {0};
+	int status = -1;
+
+	harness_daemon_stop(&da, SIGTERM);
+	ck_assert_int_eq(
+	    posix_spawn(&p.pid, argv[0], NULL, NULL, argv, environ), 0);
+	ck_assert_msg(harness_daemon_wait_exit(&p, 10.0, &status),
+		      "rmad --take-over without a daemon did not exit");
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+END_TEST
+
 /* Load during hand-overs: one thread puts and reads back without pause
  * through the remote initiator; the blackout is the longest gap between
  * two completed operations around each hand-over. Rounds from env
@@ -299,6 +321,7 @@ main(void)
 	tcase_add_test(tc, test_take_over_twice);
 	tcase_add_test(tc, test_orphan_goes_stale);
 	tcase_add_test(tc, test_blackout_under_load);
+	tcase_add_test(tc, test_take_over_needs_a_daemon);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

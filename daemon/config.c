@@ -119,6 +119,13 @@ static const struct config_option config_options[] = {
 	"worker threads, each with its own loop, UCX worker and clients"),
     OPT("metrics_listen", CT_STRING, metrics_listen,
 	"HOST:PORT serving Prometheus metrics at /metrics, empty = off"),
+    OPT("take_over", CT_BOOL, take_over,
+	"take the regions, identity and client socket over from the rmad "
+	"serving the same socket, which then exits (upgrade without "
+	"disruption)"),
+    ROPT("reattach_timeout", CT_SECONDS, reattach_timeout,
+	 "seconds a taken-over region waits for its owner before it is "
+	 "freed"),
     {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
      false, "write \"ready\\n\" to this fd once serving"},
 };
@@ -149,6 +156,7 @@ config_defaults(struct config *cfg)
 	cfg->ready_fd = -1;
 	cfg->workers = 1;
 	cfg->progress_spin_us = 30;
+	cfg->reattach_timeout = 60.0;
 }
 
 int

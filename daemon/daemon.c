@@ -156,6 +156,13 @@ daemon_worker_stop(struct daemon *d)
 int
 daemon_start(struct daemon *d, const struct config *cfg)
 {
+	return daemon_start_as(d, cfg, NULL);
+}
+
+int
+daemon_start_as(struct daemon *d, const struct config *cfg,
+		const struct handover_state *from)
+{
 	struct world *w;
 	uint32_t n = cfg->workers > 0 ? cfg->workers : 1;
 
@@ -163,8 +170,11 @@ daemon_start(struct daemon *d, const struct config *cfg)
 	d->cfg = *cfg;
 	d->cfg.workers = n;
 	/* A fresh identity per start: descriptors of a previous run are
-	 * recognised as stale, never written through. */
-	if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
+	 * recognised as stale, never written through. A hand-over keeps
+	 * the identity, since it keeps the regions. */
+	if (from != NULL)
+		memcpy(d->id, from->id, sizeof(d->id));
+	else if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
 		log_error("daemon_start: getrandom: %s", strerror(errno));
 		return -1;
 	}
@@ -193,6 +203,13 @@ daemon_start(struct daemon *d, const struct config *cfg)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		w->next_epoch =
 		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	if (from != NULL) {
+		/* Region ids are never reused under one identity. */
+		w->next_region_id = from->next_region_id;
+		if (from->next_epoch > w->next_epoch)
+			w->next_epoch = from->next_epoch;
+		w->restarts = from->restarts + 1;
 	}
 	idmap_init(&w->regions);
 	pthread_mutex_init(&w->lock, NULL);

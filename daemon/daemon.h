@@ -82,6 +82,9 @@ struct config {
 	int ready_fd;		 /* written and closed once serving, -1 */
 	uint32_t workers;	 /* worker threads, the main one included */
 	char metrics_listen[96]; /* HOST:PORT for /metrics, "" = off */
+	bool take_over;		 /* handover.c: take over a running rmad */
+	double reattach_timeout; /* handover.c: seconds a handed-over region
+				    waits for its owner */
 };
 
 void config_defaults(struct config *cfg);
@@ -225,6 +228,8 @@ int server_start(struct daemon *d);
 void server_stop(struct daemon *d);
 /* A descriptor came free: accept again if accepting had paused. */
 void server_accept_resume(struct daemon *d);
+/* Serves a listening socket a previous process handed over. */
+int server_adopt(struct daemon *d, int fd);
 
 /* ---- region.c: memory shared with one client ------------------------------
  */
@@ -238,7 +243,9 @@ struct region {
 	ucp_mem_h memh;
 	void *rkey;
 	size_t rkey_len;
-	struct conn *owner; /* NULL once freed */
+	struct conn *owner; /* NULL once freed, or while an orphan */
+	bool orphan; /* handed over from an earlier process, owner away */
+	int memfd;   /* kept for a hand-over to the next process */
 	int refs; /* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
 	char descriptor[DESCRIPTOR_TEXT_SIZE];
@@ -268,6 +275,47 @@ void region_unref(struct daemon *self, struct region *r);
 void region_quarantine_drain_all(struct daemon *d);
 /* Copies region bytes (an application's data) to or from anywhere. */
 void region_copy(void *dst, const void *src, size_t n);
+/* A region an earlier process made (its memfd, id and generation, so its
+ * descriptors stay valid), mapped and registered again; an orphan until
+ * its owner comes back. Takes memfd on success. */
+int region_adopt(struct daemon *d, int memfd, uint64_t id,
+		 uint64_t generation, uint64_t length, struct region **region_p);
+/* An orphan nobody came back for: freed like any region. */
+void region_free_orphan(struct region *r);
+
+/* ---- handover.c: an old and a new process of the same daemon ------------ */
+
+/* One region as the old process hands it over. */
+struct handover_region {
+	uint64_t id, generation, length;
+	int32_t owner_pid;
+	uint32_t owner_uid;
+	char owner_name[64];
+	int memfd;
+};
+
+/* What the new process takes over: identity, counters, the client
+ * socket and every region. */
+struct handover_state {
+	uint8_t id[DAEMON_ID_SIZE];
+	uint64_t next_region_id, next_epoch;
+	double started; /* the first process's start */
+	uint32_t restarts;
+	int listen_fd;
+	size_t n;
+	struct handover_region *regions;
+};
+
+/* New side: asks the running rmad at cfg's socket for everything and
+ * waits until it is gone. 0, or -1 logged. */
+int handover_receive(const struct config *cfg, struct handover_state *st);
+/* New side, after daemon_start_as: regions mapped again, the client
+ * socket served. Consumes st. 0, or -1 logged. */
+int handover_restore(struct daemon *d, struct handover_state *st);
+void handover_state_free(struct handover_state *st);
+/* Old side: listen for a successor beside the client socket. */
+int handover_start(struct daemon *d);
+void handover_stop(struct daemon *d);
 
 /* ---- peer.c: other daemons ------------------------------------------------
  */
@@ -611,6 +659,9 @@ struct world {
 	uint32_t next_conn_id, next_peer_id;
 	uint64_t next_epoch;  /* atomic: connections this daemon opens */
 	uint32_t next_accept; /* round robin of new clients */
+	bool handed_over;     /* a successor has the regions: make none */
+	uint32_t restarts;    /* hand-overs this identity went through */
+	uint64_t regions_recovered;
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */
@@ -725,6 +776,7 @@ struct daemon {
 	struct notify notify;	 /* notify.c: systemd */
 	struct metrics *metrics; /* metrics.c: NULL when off */
 	struct metrics_latency latency; /* metrics.c: always kept */
+	struct handover *handover; /* handover.c: worker 0 only */
 
 	/* world.c */
 	pthread_t thread;
@@ -739,6 +791,9 @@ struct daemon {
 /* daemon.c: the world and its workers, d being worker 0 (the caller's
  * thread); the client socket apart. Extra workers run from here on. */
 int daemon_start(struct daemon *d, const struct config *cfg);
+/* The same under an identity taken over (from != NULL). */
+int daemon_start_as(struct daemon *d, const struct config *cfg,
+		    const struct handover_state *from);
 void daemon_stop(struct daemon *d);
 /* First step of a graceful stop on every worker: refuse new work, tell
  * clients, leave the loop once drained or after shutdown_timeout. */

@@ -122,6 +122,7 @@ main(int argc, char **argv)
 	struct config cfg;
 	struct main_reload reload = {&d, argc, argv};
 	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
+	struct handover_state from = {.listen_fd = -1};
 	int rc;
 
 	config_defaults(&cfg);
@@ -132,11 +133,21 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	main_fd_budget(&cfg);
 
-	if (daemon_start(&d, &cfg) < 0)
+	/* A take-over waits here until the old process is gone. */
+	if (cfg.take_over && handover_receive(&cfg, &from) < 0)
 		return 1;
-	rc = server_start(&d);
+	if (daemon_start_as(&d, &cfg, cfg.take_over ? &from : NULL) < 0) {
+		handover_state_free(&from);
+		return 1;
+	}
+	if (cfg.take_over)
+		rc = handover_restore(&d, &from) < 0 ? 1 : 0;
+	else
+		rc = server_start(&d);
 	if (rc != 0)
 		goto err_daemon;
+	/* Without it the daemon serves, but cannot be taken over. */
+	handover_start(&d);
 	rc = 1; /* what the failures below exit with */
 	if (metrics_start(&d) < 0)
 		goto err_daemon;
@@ -162,6 +173,7 @@ main(int argc, char **argv)
 	event_free(sighup_ev);
 	notify_stop(&d);
 	metrics_stop(&d);
+	handover_stop(&d);
 	daemon_stop(&d);
 	log_info("main: rmad stopped");
 	return 0;
@@ -169,6 +181,7 @@ main(int argc, char **argv)
 err_metrics:
 	metrics_stop(&d);
 err_daemon:
+	handover_stop(&d);
 	daemon_stop(&d);
 	return rc;
 }

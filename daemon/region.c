@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A failed system call: out of memory is the client's to hear, the rest
@@ -47,6 +48,11 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 			 "region length %llu must be in [1, 1 TiB]",
 			 (unsigned long long)length);
 		return RMA__V1__STATUS__ERR_INVALID;
+	}
+	if (__atomic_load_n(&w->handed_over, __ATOMIC_ACQUIRE)) {
+		snprintf(detail, detail_len,
+			 "rmad is handing over to its successor");
+		return RMA__V1__STATUS__ERR_SHUTDOWN;
 	}
 	if (owner->regions.count >= d->cfg.max_regions) {
 		snprintf(detail, detail_len,
@@ -124,6 +130,13 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	r->length = length;
 	r->owner = owner;
 	r->refs = 1;
+	/* The daemon keeps its own fd: a successor process gets it. */
+	r->memfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (r->memfd < 0) {
+		status = region_status_from_errno(errno);
+		snprintf(detail, detail_len, "dup: %s", strerror(errno));
+		goto err_rkey;
+	}
 	world_stop(d);
 	r->id = w->next_region_id++;
 	if (idmap_put(&w->regions, r->id, r) < 0) {
@@ -154,6 +167,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 err_nomem_rkey:
 	status = RMA__V1__STATUS__ERR_NO_MEMORY;
 	snprintf(detail, detail_len, "out of memory");
+	close(r->memfd);
 err_rkey:
 	ucp_rkey_buffer_release(r->rkey);
 err_memh:
@@ -205,6 +219,7 @@ region_release(struct daemon *d, struct region *r)
 
 	ucp_rkey_buffer_release(r->rkey);
 	ucp_mem_unmap(d->ucp, r->memh);
+	close(r->memfd);
 	p = mmap(r->addr, r->length, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
 		 0);
@@ -255,6 +270,103 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
+	d->region_freed(d, r);
+	region_unref(d, r);
+}
+
+int
+region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
+	     uint64_t length, struct region **region_p)
+{
+	struct world *w = d->world;
+	ucp_mem_map_params_t params;
+	struct descriptor desc;
+	struct stat st;
+	struct region *r;
+	ucs_status_t ust;
+
+	/* What the old process said must be what the memfd is. */
+	if (fstat(memfd, &st) < 0 || (uint64_t)st.st_size != length ||
+	    length == 0 || generation == 0 || id == 0) {
+		log_error("region_adopt: region %llu: memfd does not match "
+			  "its record",
+			  (unsigned long long)id);
+		return -1;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return -1;
+	r->addr =
+	    mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r->addr == MAP_FAILED) {
+		log_error("region_adopt: mmap: %s", strerror(errno));
+		goto err_free;
+	}
+	params.field_mask =
+	    UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+	params.address = r->addr;
+	params.length = length;
+	ust = ucp_mem_map(d->ucp, &params, &r->memh);
+	if (ust != UCS_OK) {
+		log_error("region_adopt: ucp_mem_map: %s",
+			  ucs_status_string(ust));
+		goto err_unmap;
+	}
+	ust = ucp_rkey_pack(d->ucp, r->memh, &r->rkey, &r->rkey_len);
+	if (ust != UCS_OK) {
+		log_error("region_adopt: ucp_rkey_pack: %s",
+			  ucs_status_string(ust));
+		goto err_memh;
+	}
+	r->d = d;
+	r->id = id;
+	r->generation = generation;
+	r->length = length;
+	r->orphan = true;
+	r->memfd = memfd;
+	r->refs = 1; /* the orphan's claim, dropped by its owner's free */
+	world_stop(d);
+	if (idmap_get(&w->regions, id) != NULL ||
+	    idmap_put(&w->regions, id, r) < 0) {
+		world_resume(d);
+		log_error("region_adopt: region %llu: duplicate or out of "
+			  "memory",
+			  (unsigned long long)id);
+		goto err_rkey;
+	}
+	if (id >= w->next_region_id)
+		w->next_region_id = id + 1;
+	world_resume(d);
+	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
+	desc.region_id = id;
+	desc.generation = generation;
+	desc.length = length;
+	descriptor_format(&desc, r->descriptor);
+	*region_p = r;
+	return 0;
+
+err_rkey:
+	ucp_rkey_buffer_release(r->rkey);
+err_memh:
+	ucp_mem_unmap(d->ucp, r->memh);
+err_unmap:
+	munmap(r->addr, length);
+err_free:
+	free(r);
+	return -1;
+}
+
+void
+region_free_orphan(struct region *r)
+{
+	struct daemon *d = r->d;
+
+	if (!r->orphan)
+		return;
+	world_stop(d);
+	idmap_remove(&d->world->regions, r->id);
+	r->orphan = false;
+	world_resume(d);
 	d->region_freed(d, r);
 	region_unref(d, r);
 }

@@ -241,6 +241,23 @@ err_close:
 	return 1;
 }
 
+/* The socket and its path are ours now: a later stop unlinks the path. */
+int
+server_adopt(struct daemon *d, int fd)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	socklen_t sa_len = sizeof(sa);
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&
+	    sa_len > offsetof(struct sockaddr_un, sun_path) &&
+	    sa.sun_path[0] != '\0')
+		snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
+			 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
+			 sa.sun_path);
+	evutil_make_socket_nonblocking(fd);
+	return server_listen(d, fd);
+}
+
 void
 server_stop(struct daemon *d)
 {

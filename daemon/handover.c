@@ -1,0 +1,633 @@
+/* Hand-over: a new rmad process (rmad --take-over) takes the regions,
+ * identity and client socket from the running one, which then exits, so
+ * an upgrade keeps every region and every descriptor handed out.
+ *
+ * The old process listens on "<socket>.takeover" (a SOCK_SEQPACKET Unix
+ * socket, mode 0600, same user only). The new one connects and asks;
+ * the old one stops making regions, sends one HEAD message (identity,
+ * counters, the client socket's listening fd), REGIONS messages (records
+ * and their memfds, by SCM_RIGHTS) and an END message with the count, then
+ * shuts down as on SIGTERM, except that nothing is told to other daemons:
+ * the regions live on. The new process waits for the end of the stream
+ * (the old one gone, its UCX port free), then starts under the same
+ * identity and maps the memfds again. A region whose owner is away is an
+ * orphan: remote initiators keep using it; it is freed after
+ * reattach_timeout unless its owner comes back.
+ *
+ * Either side failing before END leaves the old process serving (it only
+ * commits once it has sent everything); a new process that dies after END
+ * loses the regions, as a crash would. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
+#define HANDOVER_VERSION 1u
+#define HANDOVER_SUFFIX ".takeover"
+/* Regions (and fds) per message: well under SCM_MAX_FD (253). */
+#define HANDOVER_CHUNK 128
+/* How long the new process waits for the old one to finish. */
+#define HANDOVER_EXIT_SLACK 5.0
+
+enum handover_kind {
+	HANDOVER_ASK = 1,
+	HANDOVER_HEAD = 2,
+	HANDOVER_REGIONS = 3,
+	HANDOVER_END = 4,
+};
+
+struct handover_msg {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t kind;
+	uint32_t count; /* REGIONS: records here; END: regions in all */
+};
+
+struct handover_head {
+	uint8_t id[DAEMON_ID_SIZE];
+	uint64_t next_region_id;
+	uint64_t next_epoch;
+	uint32_t restarts;
+	uint32_t has_listen_fd;
+};
+
+struct handover_record {
+	uint64_t id, generation, length;
+	int32_t owner_pid;
+	uint32_t owner_uid;
+	char owner_name[64];
+};
+
+struct handover {
+	struct daemon *d;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd;
+	struct event *accept_ev;
+	int successor_fd; /* open until we exit: its end tells we are gone */
+	struct event *orphan_ev;
+	uint64_t *orphans; /* ids of regions taken over, owner away */
+	size_t n_orphans;
+};
+
+static int
+handover_path(const char *socket_path, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s%s", socket_path, HANDOVER_SUFFIX);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static struct handover *
+handover_get(struct daemon *d)
+{
+	if (d->handover == NULL) {
+		d->handover = calloc(1, sizeof(*d->handover));
+		if (d->handover == NULL)
+			return NULL;
+		d->handover->d = d;
+		d->handover->listen_fd = -1;
+		d->handover->successor_fd = -1;
+	}
+	return d->handover;
+}
+
+/* One message with up to HANDOVER_CHUNK fds. */
+static int
+handover_send(int fd, const struct handover_msg *m, const void *body,
+	      size_t body_len, const int *fds, size_t n_fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
+	struct iovec iov[2] = {{(void *)m, sizeof(*m)},
+			       {(void *)body, body_len}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = body_len ? 2 : 1};
+
+	if (n_fds > 0) {
+		struct cmsghdr *cm;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+		log_error("handover_send: sendmsg: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+handover_no_broadcast(struct daemon *d, const struct region *r)
+{
+	/* The successor serves the region: peers must not drop it. */
+}
+
+/* ---- old side -------------------------------------------------------- */
+
+struct handover_snapshot {
+	struct handover_record *recs;
+	int *fds;
+	size_t n;
+};
+
+static void
+handover_snapshot_free(struct handover_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		close(s->fds[i]);
+	free(s->recs);
+	free(s->fds);
+}
+
+/* Every live region, the world stopped; from here on none is made and
+ * none is announced freed (the owners' closing frees only our mapping). */
+static int
+handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
+{
+	struct world *w = d->world;
+	struct region *r;
+	size_t pos = 0, cap;
+	int rc = 0;
+
+	world_stop(d);
+	__atomic_store_n(&w->handed_over, true, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < w->n; i++)
+		w->workers[i]->region_freed = handover_no_broadcast;
+	cap = w->regions.count;
+	s->n = 0;
+	s->recs = calloc(cap ? cap : 1, sizeof(*s->recs));
+	s->fds = calloc(cap ? cap : 1, sizeof(*s->fds));
+	if (s->recs == NULL || s->fds == NULL) {
+		rc = -1;
+		goto out;
+	}
+	while (idmap_next(&w->regions, &pos, (void **)&r) && s->n < cap) {
+		struct handover_record *rec = &s->recs[s->n];
+		int fd = fcntl(r->memfd, F_DUPFD_CLOEXEC, 3);
+
+		if (fd < 0) {
+			rc = -1;
+			break;
+		}
+		rec->id = r->id;
+		rec->generation = r->generation;
+		rec->length = r->length;
+		if (r->owner != NULL) {
+			rec->owner_pid = r->owner->pid;
+			rec->owner_uid = r->owner->uid;
+			snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
+				 r->owner->name);
+		}
+		s->fds[s->n++] = fd;
+	}
+out:
+	world_resume(d);
+	return rc;
+}
+
+static int
+handover_give(struct handover *h, int fd)
+{
+	struct daemon *d = h->d;
+	struct world *w = d->world;
+	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION,
+				 HANDOVER_HEAD, 1};
+	struct handover_head head = {0};
+	struct handover_snapshot s = {0};
+	int lfd = -1;
+
+	if (handover_take_snapshot(d, &s) < 0) {
+		log_error("handover_give: cannot list the regions");
+		goto err;
+	}
+	memcpy(head.id, d->id, sizeof(head.id));
+	head.next_region_id = w->next_region_id;
+	head.next_epoch = __atomic_load_n(&w->next_epoch, __ATOMIC_RELAXED);
+	head.restarts = w->restarts;
+	if (d->listen_fd >= 0)
+		lfd = fcntl(d->listen_fd, F_DUPFD_CLOEXEC, 3);
+	head.has_listen_fd = lfd >= 0;
+	if (handover_send(fd, &m, &head, sizeof(head), &lfd, lfd >= 0) < 0)
+		goto err;
+	for (size_t i = 0; i < s.n; i += HANDOVER_CHUNK) {
+		size_t k = s.n - i < HANDOVER_CHUNK ? s.n - i : HANDOVER_CHUNK;
+
+		m.kind = HANDOVER_REGIONS;
+		m.count = (uint32_t)k;
+		if (handover_send(fd, &m, &s.recs[i], k * sizeof(s.recs[0]),
+				  &s.fds[i], k) < 0)
+			goto err;
+	}
+	m.kind = HANDOVER_END;
+	m.count = (uint32_t)s.n;
+	if (handover_send(fd, &m, NULL, 0, NULL, 0) < 0)
+		goto err;
+	/* Committed: the successor serves the socket (and its path). */
+	d->listen_inherited = true;
+	server_stop(d);
+	if (lfd >= 0)
+		close(lfd);
+	log_info("handover_give: %zu regions handed over, exiting", s.n);
+	handover_snapshot_free(&s);
+	world_shutdown(d);
+	return 0;
+
+err:
+	/* Not committed: we keep serving, and may hand over later. */
+	if (lfd >= 0)
+		close(lfd);
+	handover_snapshot_free(&s);
+	world_stop(d);
+	__atomic_store_n(&w->handed_over, false, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < w->n; i++)
+		w->workers[i]->region_freed = resolve_broadcast_freed;
+	world_resume(d);
+	return -1;
+}
+
+static void
+handover_on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct handover *h = arg;
+	struct handover_msg ask;
+	struct timeval tv = {1, 0};
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (h->successor_fd >= 0 || h->d->shutting_down)
+		goto refuse;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		log_warn("handover_on_accept: uid %u may not take over",
+			 (unsigned)cred.uid);
+		goto refuse;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (recv(fd, &ask, sizeof(ask), 0) != sizeof(ask) ||
+	    ask.magic != HANDOVER_MAGIC || ask.kind != HANDOVER_ASK) {
+		log_warn("handover_on_accept: not a take-over request");
+		goto refuse;
+	}
+	if (ask.version != HANDOVER_VERSION) {
+		log_warn("handover_on_accept: successor speaks hand-over "
+			 "version %u, we speak %u: refused",
+			 ask.version, HANDOVER_VERSION);
+		goto refuse;
+	}
+	log_info("handover_on_accept: pid %d takes over", (int)cred.pid);
+	if (handover_give(h, fd) < 0)
+		goto refuse;
+	h->successor_fd = fd; /* closed by our exit: the successor's cue */
+	return;
+
+refuse:
+	close(fd);
+}
+
+int
+handover_start(struct daemon *d)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct handover *h = handover_get(d);
+	struct stat st;
+	mode_t old_umask;
+
+	if (h == NULL)
+		return -1;
+	if (handover_path(d->cfg.socket_path, sa.sun_path,
+			  sizeof(sa.sun_path)) < 0) {
+		log_warn("handover_start: socket path too long for %s: no "
+			 "take-over possible",
+			 HANDOVER_SUFFIX);
+		return -1;
+	}
+	/* A dead rmad of ours may have left it; anything else stays. */
+	if (lstat(sa.sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+			log_warn("handover_start: %s is not ours: no "
+				 "take-over possible",
+				 sa.sun_path);
+			return -1;
+		}
+		unlink(sa.sun_path);
+	}
+	h->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (h->listen_fd < 0)
+		return -1;
+	old_umask = umask(0177);
+	if (bind(h->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(h->listen_fd, 4) < 0) {
+		umask(old_umask);
+		log_warn("handover_start: %s: %s", sa.sun_path,
+			 strerror(errno));
+		close(h->listen_fd);
+		h->listen_fd = -1;
+		return -1;
+	}
+	umask(old_umask);
+	snprintf(h->path, sizeof(h->path), "%s", sa.sun_path);
+	h->accept_ev = event_new(d->base, h->listen_fd, EV_READ | EV_PERSIST,
+				 handover_on_accept, h);
+	if (h->accept_ev == NULL || event_add(h->accept_ev, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+void
+handover_stop(struct daemon *d)
+{
+	struct handover *h = d->handover;
+
+	if (h == NULL)
+		return;
+	for (size_t i = 0; i < h->n_orphans; i++) {
+		struct region *r = region_lookup(d, h->orphans[i]);
+		if (r != NULL && r->orphan)
+			region_free_orphan(r);
+	}
+	free(h->orphans);
+	if (h->orphan_ev != NULL)
+		event_free(h->orphan_ev);
+	if (h->accept_ev != NULL)
+		event_free(h->accept_ev);
+	if (h->listen_fd >= 0) {
+		close(h->listen_fd);
+		unlink(h->path);
+	}
+	/* successor_fd stays open: the process's exit closes it, after
+	 * the UCX listener is gone. */
+	free(h);
+	d->handover = NULL;
+}
+
+/* ---- new side -------------------------------------------------------- */
+
+void
+handover_state_free(struct handover_state *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (st->regions[i].memfd >= 0)
+			close(st->regions[i].memfd);
+	free(st->regions);
+	if (st->listen_fd >= 0)
+		close(st->listen_fd);
+	memset(st, 0, sizeof(*st));
+	st->listen_fd = -1;
+}
+
+/* One message: its header, body into buf, fds into fds (at most max). */
+static ssize_t
+handover_recv(int fd, struct handover_msg *m, void *buf, size_t len, int *fds,
+	      size_t max, size_t *n_fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
+	struct iovec iov[2] = {{m, sizeof(*m)}, {buf, len}};
+	struct msghdr mh = {.msg_iov = iov,
+			    .msg_iovlen = 2,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*n_fds = 0;
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+			if (*n_fds < max)
+				fds[(*n_fds)++] = f;
+			else
+				close(f);
+		}
+	}
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (size_t)n < sizeof(*m) || m->magic != HANDOVER_MAGIC ||
+	    m->version != HANDOVER_VERSION) {
+		for (size_t i = 0; i < *n_fds; i++)
+			close(fds[i]);
+		*n_fds = 0;
+		return -1;
+	}
+	return n - (ssize_t)sizeof(*m);
+}
+
+static int
+handover_take_regions(int fd, struct handover_state *st)
+{
+	static struct handover_record recs[HANDOVER_CHUNK];
+	int fds[HANDOVER_CHUNK];
+	struct handover_msg m;
+	size_t n_fds;
+	ssize_t n;
+
+	for (;;) {
+		n = handover_recv(fd, &m, recs, sizeof(recs), fds,
+				  HANDOVER_CHUNK, &n_fds);
+		if (n < 0 || (n == 0 && m.kind != HANDOVER_END))
+			goto bad;
+		if (m.kind == HANDOVER_END)
+			return m.count == st->n ? 0 : -1;
+		if (m.kind != HANDOVER_REGIONS || m.count > HANDOVER_CHUNK ||
+		    (size_t)n != m.count * sizeof(recs[0]) || n_fds != m.count)
+			goto bad_fds;
+		{
+			struct handover_region *grown = realloc(
+			    st->regions, (st->n + m.count) * sizeof(*grown));
+			if (grown == NULL)
+				goto bad_fds;
+			st->regions = grown;
+		}
+		for (size_t i = 0; i < m.count; i++) {
+			struct handover_region *hr = &st->regions[st->n++];
+			hr->id = recs[i].id;
+			hr->generation = recs[i].generation;
+			hr->length = recs[i].length;
+			hr->owner_pid = recs[i].owner_pid;
+			hr->owner_uid = recs[i].owner_uid;
+			memcpy(hr->owner_name, recs[i].owner_name,
+			       sizeof(hr->owner_name));
+			hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
+			hr->memfd = fds[i];
+		}
+	}
+bad_fds:
+	for (size_t i = 0; i < n_fds; i++)
+		close(fds[i]);
+bad:
+	log_error("handover_receive: broken hand-over stream");
+	return -1;
+}
+
+/* The old process is gone once the stream ends. */
+static int
+handover_wait_gone(int fd, double seconds)
+{
+	double deadline = daemon_now() + seconds;
+	char c;
+
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		double left = deadline - daemon_now();
+		if (left <= 0)
+			return -1;
+		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -1;
+		if (p.revents && recv(fd, &c, 1, MSG_DONTWAIT) <= 0 &&
+		    errno != EAGAIN)
+			return 0;
+	}
+}
+
+int
+handover_receive(const struct config *cfg, struct handover_state *st)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION, HANDOVER_ASK,
+				 0};
+	struct handover_head head;
+	struct timeval tv = {5, 0};
+	size_t n_fds;
+	int fd, lfd = -1;
+
+	memset(st, 0, sizeof(*st));
+	st->listen_fd = -1;
+	if (handover_path(cfg->socket_path, sa.sun_path, sizeof(sa.sun_path)) <
+	    0) {
+		log_error("handover_receive: socket path too long");
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		log_error("handover_receive: no rmad to take over at %s: %s",
+			  sa.sun_path, strerror(errno));
+		goto err_close;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
+		goto err_stream;
+	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
+		sizeof(head) ||
+	    m.kind != HANDOVER_HEAD)
+		goto err_stream;
+	memcpy(st->id, head.id, sizeof(st->id));
+	st->next_region_id = head.next_region_id;
+	st->next_epoch = head.next_epoch;
+	st->restarts = head.restarts;
+	st->listen_fd = n_fds == 1 ? lfd : -1;
+	if (handover_take_regions(fd, st) < 0)
+		goto err_state;
+	if (handover_wait_gone(fd, cfg->shutdown_timeout +
+				       HANDOVER_EXIT_SLACK) < 0) {
+		log_error("handover_receive: the old rmad did not exit");
+		goto err_state;
+	}
+	close(fd);
+	log_info("handover_receive: took over %zu regions", st->n);
+	return 0;
+
+err_stream:
+	log_error("handover_receive: the running rmad refused or broke the "
+		  "hand-over");
+err_state:
+	handover_state_free(st);
+err_close:
+	close(fd);
+	return -1;
+}
+
+static void
+handover_on_orphan_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct handover *h = arg;
+	size_t freed = 0;
+
+	for (size_t i = 0; i < h->n_orphans; i++) {
+		struct region *r = region_lookup(h->d, h->orphans[i]);
+		if (r != NULL && r->orphan) {
+			region_free_orphan(r);
+			freed++;
+		}
+	}
+	h->n_orphans = 0;
+	if (freed > 0)
+		log_info("handover_on_orphan_deadline: %zu regions nobody "
+			 "came back for freed",
+			 freed);
+}
+
+int
+handover_restore(struct daemon *d, struct handover_state *st)
+{
+	struct handover *h = handover_get(d);
+	struct timeval tv = worker_timeval(d->cfg.reattach_timeout);
+	size_t lost = 0;
+
+	if (h == NULL)
+		goto err;
+	h->orphans = calloc(st->n ? st->n : 1, sizeof(*h->orphans));
+	if (h->orphans == NULL)
+		goto err;
+	for (size_t i = 0; i < st->n; i++) {
+		struct handover_region *hr = &st->regions[i];
+		struct region *r;
+
+		if (region_adopt(d, hr->memfd, hr->id, hr->generation,
+				 hr->length, &r) < 0) {
+			lost++;
+			continue;
+		}
+		hr->memfd = -1; /* the region's now */
+		h->orphans[h->n_orphans++] = r->id;
+	}
+	d->world->regions_recovered += h->n_orphans;
+	h->orphan_ev = evtimer_new(d->base, handover_on_orphan_deadline, h);
+	if (h->orphan_ev != NULL)
+		evtimer_add(h->orphan_ev, &tv);
+	if (lost > 0)
+		log_error("handover_restore: %zu of %zu regions could not be "
+			  "mapped again",
+			  lost, st->n);
+	if (st->listen_fd >= 0) {
+		if (server_adopt(d, st->listen_fd) < 0)
+			goto err;
+		st->listen_fd = -1;
+	} else if (server_start(d) != 0) {
+		goto err;
+	}
+	log_info("handover_restore: %zu regions recovered, restart %u of id "
+		 "%s",
+		 h->n_orphans, d->world->restarts, d->id_hex);
+	handover_state_free(st);
+	return 0;
+
+err:
+	handover_state_free(st);
+	return -1;
+}

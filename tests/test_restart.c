@@ -1,0 +1,327 @@
+/* Hand-over (daemon/handover.c): a real rmad is taken over by a second
+ * one started with --take-over on the same socket and port. A remote
+ * initiator's descriptor stays valid, its writes land in the memory the
+ * first owner mapped (the same memfd), and an orphan region nobody comes
+ * back for goes stale after reattach_timeout. */
+#include <check.h>
+#include <pthread.h>
+
+#include "check_main.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rma.h"
+
+extern char **environ;
+
+#define SZ (1u << 20)
+#define WAIT_MS 10000
+
+static struct daemon_proc da, db;
+static rma_client_t *ca, *cb;
+static rma_region_t *ra, *rb;
+static rma_peer_t *peer_a;
+static rma_remote_t *remote_a;
+
+static void
+setup(void)
+{
+	static const char *const flags[] = {"--connect-timeout", "2", NULL};
+
+	harness_daemon_start(&da, flags);
+	harness_daemon_start(&db, flags);
+	ck_assert_int_eq(rma_connect(da.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	harness_fill(rma_region_ptr(ra), SZ, 1);
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer_a), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &remote_a),
+	    RMA_OK);
+}
+
+static void
+teardown(void)
+{
+	if (cb)
+		rma_disconnect(cb);
+	if (ca)
+		rma_disconnect(ca);
+	cb = ca = NULL;
+	if (db.pid > 0)
+		harness_daemon_stop(&db, SIGTERM);
+	if (da.pid > 0)
+		harness_daemon_stop(&da, SIGTERM);
+}
+
+/* Starts a successor of da with extra flags; waits for the old one's
+ * clean exit. da then names the successor. */
+static void
+take_over(const char *const *extra)
+{
+	struct daemon_proc old = da;
+	int status = -1;
+
+	da.pid = 0;
+	harness_daemon_restart(&da, extra);
+	old.socket[0] = '\0'; /* the path is the successor's now */
+	ck_assert_msg(harness_daemon_wait_exit(&old, 10.0, &status),
+		      "the old rmad did not exit after the hand-over");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the old rmad exited with status %d", status);
+}
+
+/* A put through remote_a, retried (as the documented retriable statuses
+ * allow) until it completes; the first failure is reported in *first. */
+static rma_status_t
+put_until_ok(uint64_t off, double seconds, rma_status_t *first)
+{
+	double deadline = harness_now() + seconds;
+	rma_status_t st;
+
+	*first = RMA_OK;
+	for (;;) {
+		st = rma_put_sync(cb, rb, off, remote_a, off, 4096, 0, WAIT_MS);
+		if (st == RMA_OK || harness_now() > deadline ||
+		    st == RMA_ERR_STALE_DESCRIPTOR)
+			return st;
+		if (*first == RMA_OK)
+			*first = st;
+		harness_pause(0.01, deadline);
+	}
+}
+
+START_TEST(test_take_over_keeps_descriptors)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	uint8_t *mine = rma_region_ptr(ra);
+	uint8_t *src = rma_region_ptr(rb);
+	rma_status_t first, st;
+	rma_region_t *fresh;
+	rma_remote_t *again;
+	rma_client_t *c2;
+	double t0;
+
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, remote_a, 0, SZ, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(src, mine, SZ), 0);
+
+	t0 = harness_now();
+	take_over(flags);
+	harness_fill(src, SZ, 2);
+	st = put_until_ok(8192, 10.0, &first);
+	ck_assert_msg(st == RMA_OK, "put after the take-over: %s (first %s)",
+		      rma_strerror(st), rma_strerror(first));
+	fprintf(stderr,
+		"take-over: first remote put %.1f ms after the "
+		"successor started (first failure: %s)\n",
+		(harness_now() - t0) * 1e3, rma_strerror(first));
+	/* The bytes land in the mapping the first owner still holds. */
+	ck_assert_int_eq(memcmp(mine + 8192, src + 8192, 4096), 0);
+	/* Bytes written before the hand-over are all still there. */
+	harness_fill(src, SZ, 1);
+	ck_assert_int_eq(memcmp(mine, src, 8192), 0);
+	ck_assert_int_eq(memcmp(mine + 12288, src + 12288, SZ - 12288), 0);
+	/* The descriptor imports again: same identity, not stale. */
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &again),
+	    RMA_OK);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, again, 0, SZ, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(src, mine, SZ), 0);
+	/* The successor serves the same socket. */
+	ck_assert_int_eq(rma_connect(da.socket, &c2), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c2, 4096, &fresh), RMA_OK);
+	ck_assert_str_ne(rma_region_descriptor(fresh),
+			 rma_region_descriptor(ra));
+	rma_disconnect(c2);
+}
+END_TEST
+
+START_TEST(test_take_over_twice)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	uint8_t *mine = rma_region_ptr(ra);
+	uint8_t *src = rma_region_ptr(rb);
+	rma_status_t first;
+
+	take_over(flags);
+	take_over(flags);
+	harness_fill(src, SZ, 3);
+	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
+	ck_assert_int_eq(memcmp(mine, src, 4096), 0);
+}
+END_TEST
+
+START_TEST(test_orphan_goes_stale)
+{
+	static const char *const flags[] = {"--take-over", "--reattach-timeout",
+					    "0.5", NULL};
+	rma_status_t first, st;
+	double deadline;
+
+	take_over(flags);
+	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
+	/* Nobody came back for the region: past the deadline it is freed
+	 * and its descriptor stale, as after a free by its owner. */
+	deadline = harness_now() + 10.0;
+	do {
+		st = rma_put_sync(cb, rb, 0, remote_a, 0, 4096, 0, WAIT_MS);
+		harness_pause(0.05, deadline);
+	} while (st == RMA_OK && harness_now() < deadline);
+	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
+}
+END_TEST
+
+/* Nothing to take over: the new process exits 1 and serves nothing; a
+ * take-over refused before it began leaves the old process serving. */
+START_TEST(test_take_over_needs_a_daemon)
+{
+	char *argv[] = {
+	    getenv("RMAD_BIN"), "--socket",    da.socket, "--listen",
+	    da.listen,		"--take-over", NULL};
+	struct daemon_proc p = {0};
+	int status = -1;
+
+	harness_daemon_stop(&da, SIGTERM);
+	ck_assert_int_eq(
+	    posix_spawn(&p.pid, argv[0], NULL, NULL, argv, environ), 0);
+	ck_assert_msg(harness_daemon_wait_exit(&p, 10.0, &status),
+		      "rmad --take-over without a daemon did not exit");
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+END_TEST
+
+/* Load during hand-overs: one thread puts and reads back without pause
+ * through the remote initiator; the blackout is the longest gap between
+ * two completed operations around each hand-over. Rounds from env
+ * RMAD_RESTART_ROUNDS (bench/restart_blackout.sh asks for 20). */
+struct load {
+	volatile int stop;
+	double last_ok, worst_gap;
+	uint64_t ok, failed, bad_bytes;
+	rma_status_t first_failure;
+};
+
+static void *
+load_run(void *arg)
+{
+	struct load *l = arg;
+	uint8_t *src = rma_region_ptr(rb);
+	uint8_t *mine = rma_region_ptr(ra);
+	uint32_t seed = 100;
+
+	l->last_ok = harness_now();
+	while (!l->stop) {
+		uint64_t off = (uint64_t)(seed % 64) * 4096;
+		rma_status_t st;
+
+		harness_fill(src + off, 4096, seed);
+		st = rma_put_sync(cb, rb, off, remote_a, off, 4096,
+				  RMA_FLAG_REMOTE_COMPLETION, WAIT_MS);
+		if (st == RMA_OK) {
+			double now = harness_now();
+			if (now - l->last_ok > l->worst_gap)
+				l->worst_gap = now - l->last_ok;
+			l->last_ok = now;
+			l->ok++;
+			/* Flushed: the owner's mapping has it. */
+			if (memcmp(mine + off, src + off, 4096) != 0)
+				l->bad_bytes++;
+			seed++;
+		} else {
+			l->failed++;
+			if (l->first_failure == RMA_OK)
+				l->first_failure = st;
+			if (st == RMA_ERR_STALE_DESCRIPTOR)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+START_TEST(test_blackout_under_load)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	const char *env = getenv("RMAD_RESTART_ROUNDS");
+	int rounds = env ? atoi(env) : 3;
+	double gaps[64];
+	pthread_t t;
+
+	ck_assert_int_le(rounds, 64);
+	for (int i = 0; i < rounds; i++) {
+		struct load l = {0};
+		double deadline = harness_now() + 10.0;
+
+		ck_assert_int_eq(pthread_create(&t, NULL, load_run, &l), 0);
+		while (l.ok < 20 && harness_now() < deadline)
+			harness_pause(0.01, deadline);
+		take_over(flags);
+		deadline = harness_now() + 10.0;
+		{
+			uint64_t seen = l.ok;
+			while (l.ok < seen + 20 && harness_now() < deadline)
+				harness_pause(0.01, deadline);
+		}
+		l.stop = 1;
+		pthread_join(t, NULL);
+		ck_assert_msg(l.ok > 40, "round %d: only %llu puts completed",
+			      i, (unsigned long long)l.ok);
+		ck_assert_uint_eq(l.bad_bytes, 0);
+		ck_assert_msg(l.first_failure == RMA_OK ||
+				  l.first_failure == RMA_ERR_CONNECTION_RESET ||
+				  l.first_failure == RMA_ERR_CANCELED ||
+				  l.first_failure == RMA_ERR_UNREACHABLE ||
+				  l.first_failure == RMA_ERR_TIMEOUT,
+			      "round %d: failure %s is not retriable", i,
+			      rma_strerror(l.first_failure));
+		gaps[i] = l.worst_gap;
+		fprintf(stderr,
+			"blackout round %d: %.1f ms (%llu ok, %llu failed, "
+			"first failure %s)\n",
+			i, l.worst_gap * 1e3, (unsigned long long)l.ok,
+			(unsigned long long)l.failed,
+			rma_strerror(l.first_failure));
+	}
+	qsort(gaps, (size_t)rounds, sizeof(gaps[0]), cmp_double);
+	fprintf(
+	    stderr,
+	    "blackout over %d take-overs (remote initiator): min %.1f "
+	    "median %.1f p90 %.1f max %.1f ms\n",
+	    rounds, gaps[0] * 1e3, gaps[rounds / 2] * 1e3,
+	    gaps[(rounds * 9) / 10 < rounds ? (rounds * 9) / 10 : rounds - 1] *
+		1e3,
+	    gaps[rounds - 1] * 1e3);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("restart");
+	TCase *tc = tcase_create("take-over");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_take_over_keeps_descriptors);
+	tcase_add_test(tc, test_take_over_twice);
+	tcase_add_test(tc, test_orphan_goes_stale);
+	tcase_add_test(tc, test_blackout_under_load);
+	tcase_add_test(tc, test_take_over_needs_a_daemon);
+	suite_add_tcase(s, tc);
+	return check_main_run(s);
+}

@@ -27,10 +27,10 @@ class Daemon:
 
     _serial = 0
 
-    def __init__(self, tmpdir, extra=()):
+    def __init__(self, tmpdir, extra=(), socket=None):
         Daemon._serial += 1
-        self.socket = os.path.join(tmpdir, "rmad-%d-%d.sock" %
-                                   (os.getpid(), Daemon._serial))
+        self.socket = socket or os.path.join(
+            tmpdir, "rmad-%d-%d.sock" % (os.getpid(), Daemon._serial))
         self.extra = list(extra)
         self.proc = None
         for _ in range(3):  # a free port may be taken before rmad binds it
@@ -88,8 +88,8 @@ def daemons(tmpdir_short):
     """A factory: daemons() -> Daemon; all are stopped after the test."""
     started = []
 
-    def start(extra=()):
-        d = Daemon(tmpdir_short, extra)
+    def start(extra=(), socket=None):
+        d = Daemon(tmpdir_short, extra, socket)
         started.append(d)
         return d
 

@@ -143,11 +143,13 @@ def test_limit(daemons):
         assert e.value.detail
 
 
-def test_permission(daemons, tmpdir_short):
+def test_permission(daemons, tmpdir_short, monkeypatch):
     # librma refuses a socket in a per-user directory (rmad-UID) that is
     # not the user's alone, since whoever serves it hands out the memory
     userdir = os.path.join(tmpdir_short, "rmad-%d" % os.getuid())
     os.mkdir(userdir, 0o700)
+    monkeypatch.setenv("TMPDIR", tmpdir_short)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     a = daemons(socket=os.path.join(userdir, "rmad.sock"))
     rma.Client(a.socket).close()
     os.chmod(userdir, 0o755)

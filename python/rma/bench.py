@@ -1,0 +1,162 @@
+"""python3 -m rma.bench: the binding's rate beside `rmactl bench`.
+
+    python3 -m rma.bench [--smoke] [--json] [--rmad PATH] [--rmactl PATH]
+                         [--rows 8:256,1048576:16] [--count-scale X]
+
+Starts two rmad (a: target, b: initiator) on loopback in a temp dir, exposes
+a 64 MiB region on a, and for each row SIZE:WINDOW runs the same loop twice
+through b: asyncio puts from Python (WINDOW in flight, each completion
+submits the next, a final flush counted) and `rmactl bench --op put`. Prints
+one line per row with both rates and their ratio (the issue's targets: 8 B
+with 256 in flight >= 0.3x, 1 MiB >= 0.95x), or JSON with --json.
+--smoke: a handful of operations; checks that everything runs.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import rma
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(rmad, tmp, name):
+    for _ in range(3):
+        rfd, wfd = os.pipe()
+        listen = "127.0.0.1:%d" % _free_port()
+        sock = os.path.join(tmp, name + ".sock")
+        proc = subprocess.Popen(
+            [rmad, "--socket", sock, "--listen", listen, "--ready-fd",
+             str(wfd), "--log-level", "warn"], pass_fds=(wfd,))
+        os.close(wfd)
+        ready = select.select([rfd], [], [], 10)[0] and os.read(rfd, 16)
+        os.close(rfd)
+        if ready:
+            return proc, sock, listen
+        proc.kill()
+        proc.wait()
+    raise SystemExit("rma.bench: rmad %s did not start" % name)
+
+
+async def _python_puts(c, region, remote, size, window, count):
+    """count puts of size bytes, window in flight; returns seconds."""
+    span = max(1, (len(region) - size) // size)
+    issued = 0
+    t0 = time.perf_counter()
+
+    async def lane(k):
+        nonlocal issued
+        while issued < count:
+            i = issued
+            issued += 1
+            off = (i % span) * size
+            await c.put(region, off, remote, off, size)
+
+    await asyncio.gather(*[lane(k) for k in range(window)])
+    await c.flush()
+    return time.perf_counter() - t0
+
+
+def _rmactl_puts(rmactl, sock, listen, descfile, size, window, count):
+    out = subprocess.run(
+        [rmactl, "--socket", sock, "bench", "--peer", listen, "--descriptor",
+         descfile, "--op", "put", "--size", str(size), "--count",
+         str(count), "--window", str(window), "--timeout", "30", "--json"],
+        capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(out.stdout)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m rma.bench")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rmad", default=os.environ.get("RMAD_BIN")
+                    or shutil.which("rmad"))
+    ap.add_argument("--rmactl", default=os.environ.get("RMACTL_BIN")
+                    or shutil.which("rmactl"))
+    ap.add_argument("--rows", default="8:256,4096:64,65536:16,1048576:16")
+    ap.add_argument("--count-scale", type=float, default=1.0)
+    args = ap.parse_args(argv)
+    if not args.rmad or not args.rmactl:
+        ap.error("rmad and rmactl not found: --rmad, --rmactl")
+    rows = [tuple(int(x) for x in r.split(":")) for r in args.rows.split(",")]
+    results = []
+    tmp = tempfile.mkdtemp(prefix="rmabench-")
+    procs = []
+    try:
+        pa, sock_a, listen_a = _start(args.rmad, tmp, "a")
+        procs.append(pa)
+        pb, sock_b, listen_b = _start(args.rmad, tmp, "b")
+        procs.append(pb)
+        owner = rma.Client(sock_a)
+        target = owner.alloc(64 << 20)
+        descfile = os.path.join(tmp, "desc")
+        with open(descfile, "w") as f:
+            f.write(target.descriptor() + "\n")
+        with rma.Client(sock_b) as c:
+            region = c.alloc(64 << 20)
+            remote = c.import_remote(c.peer(listen_a), target.descriptor())
+            for size, window in rows:
+                if args.smoke:
+                    count = 32
+                else:
+                    count = int(args.count_scale * max(
+                        64, min(100000, (256 << 20) // size)))
+                asyncio.run(_python_puts(c, region, remote, size, window,
+                                         min(count, 4 * window)))  # warm
+                secs = asyncio.run(_python_puts(c, region, remote, size,
+                                                window, count))
+                ref = _rmactl_puts(args.rmactl, sock_b, listen_a, descfile,
+                                   size, window, count)
+                py_rate = count / secs
+                results.append({
+                    "op": "put", "size": size, "window": window,
+                    "count": count, "python_ops_per_s": py_rate,
+                    "python_bytes_per_s": py_rate * size,
+                    "rmactl_ops_per_s": ref["ops_per_s"],
+                    "rmactl_bytes_per_s": ref["bytes_per_s"],
+                    "ratio": py_rate / ref["ops_per_s"]
+                    if ref["ops_per_s"] else None})
+                if not args.json:
+                    r = results[-1]
+                    print("put %8d B window %4d: python %10.0f op/s "
+                          "%8.1f MB/s | rmactl %10.0f op/s %8.1f MB/s | "
+                          "%.2fx" % (size, window, r["python_ops_per_s"],
+                                     r["python_bytes_per_s"] / 1e6,
+                                     r["rmactl_ops_per_s"],
+                                     r["rmactl_bytes_per_s"] / 1e6,
+                                     r["ratio"]), flush=True)
+        owner.close()
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        json.dump({"schema_version": 1, "rows": results}, sys.stdout,
+                  indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -39,23 +39,21 @@
 typedef struct pyrequest RequestObject;
 
 typedef struct {
-	PyObject_HEAD
-	rma_client_t *rc; /* NULL once disconnected */
+	PyObject_HEAD rma_client_t *rc; /* NULL once disconnected */
 	PyThread_type_lock lock;
 	int closed;	   /* close() ran: the Python API refuses calls */
 	Py_ssize_t pinned; /* buffer views on this client's regions */
 	int fd;
-	PyObject *loop;	       /* event loop watching fd, or NULL */
-	RequestObject *done;   /* completed natively, not yet finished */
+	PyObject *loop;	     /* event loop watching fd, or NULL */
+	RequestObject *done; /* completed natively, not yet finished */
 	RequestObject **done_tail;
-	RequestObject *live;   /* submitted, not finished (doubly linked) */
-	rma_region_t **dead;   /* native frees deferred to the next call */
+	RequestObject *live; /* submitted, not finished (doubly linked) */
+	rma_region_t **dead; /* native frees deferred to the next call */
 	size_t ndead, capdead;
 } ClientObject;
 
 typedef struct {
-	PyObject_HEAD
-	ClientObject *client;
+	PyObject_HEAD ClientObject *client;
 	rma_region_t *rr; /* NULL once freed natively (or queued) */
 	void *ptr;
 	Py_ssize_t length;
@@ -64,25 +62,23 @@ typedef struct {
 } RegionObject;
 
 typedef struct {
-	PyObject_HEAD
-	ClientObject *client;
+	PyObject_HEAD ClientObject *client;
 	rma_peer_t *rp;
 	PyObject *address;
 } PeerObject;
 
 typedef struct {
-	PyObject_HEAD
-	ClientObject *client;
+	PyObject_HEAD ClientObject *client;
 	PeerObject *peer;
 	rma_remote_t *rr; /* NULL once released */
 } RemoteObject;
 
 struct pyrequest {
-	PyObject_HEAD
-	ClientObject *client;
+	PyObject_HEAD ClientObject *client;
 	PyObject *callback, *user_data, *future;
-	int finished; /* request_finish ran */
-	int status;   /* RMA_INPROGRESS until finished */
+	PyObject *loop; /* the future's */
+	int finished;	/* request_finish ran */
+	int status;	/* RMA_INPROGRESS until finished */
 	unsigned long long bytes;
 	char *detail; /* malloc'd, NULL for "" */
 	/* written by request_on_complete, read by request_finish */
@@ -96,8 +92,23 @@ struct pyrequest {
 
 static PyTypeObject ClientType, RegionType, PeerType, RemoteType, RequestType;
 
-/* rma.errors._make, asyncio._get_running_loop, rma._resolve_threadsafe */
-static PyObject *errors_make, *get_running_loop, *resolve_threadsafe;
+/* rma.errors._make, asyncio._get_running_loop, rma._resolve_threadsafe,
+ * asyncio.InvalidStateError */
+static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
+    *invalid_state;
+static PyObject *str_set_result, *str_set_exception;
+
+/* The running loop of this thread while client_leave finishes requests,
+ * asked once per batch of completions rather than once per request. */
+static __thread PyObject *leave_running;
+
+static PyObject *
+running_loop(void)
+{
+	if (leave_running != NULL)
+		return Py_NewRef(leave_running);
+	return PyObject_CallNoArgs(get_running_loop);
+}
 
 /* ---- errors ---- */
 
@@ -133,19 +144,18 @@ status_name(int status)
 {
 	if (status == RMA_INPROGRESS)
 		return "INPROGRESS";
-	if (status > 0 || -status >= (int)(sizeof(status_names) / sizeof(status_names[0])))
+	if (status > 0 ||
+	    -status >= (int)(sizeof(status_names) / sizeof(status_names[0])))
 		return "UNKNOWN";
 	return status_names[-status];
 }
 
-
 static PyObject *
 error_new(int status, const char *detail)
 {
-	return PyObject_CallFunction(errors_make, "isss", status,
-				     status_name(status),
-				     rma_strerror((rma_status_t)status),
-				     detail ? detail : "");
+	return PyObject_CallFunction(
+	    errors_make, "isss", status, status_name(status),
+	    rma_strerror((rma_status_t)status), detail ? detail : "");
 }
 
 static PyObject *
@@ -166,8 +176,8 @@ static void
 client_lock(ClientObject *c)
 {
 	if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
-		Py_BEGIN_ALLOW_THREADS
-		PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(c->lock,
+							     WAIT_LOCK);
 		Py_END_ALLOW_THREADS
 	}
 }
@@ -207,7 +217,7 @@ static void
 client_leave(ClientObject *c)
 {
 	RequestObject *list = c->done;
-	PyObject *et, *ev, *tb;
+	PyObject *et, *ev, *tb, *saved;
 
 	c->done = NULL;
 	c->done_tail = &c->done;
@@ -216,6 +226,10 @@ client_leave(ClientObject *c)
 		return;
 	PyErr_Fetch(&et, &ev, &tb);
 	Py_INCREF(c);
+	saved = leave_running;
+	leave_running = PyObject_CallNoArgs(get_running_loop);
+	if (leave_running == NULL)
+		PyErr_Clear();
 	while (list != NULL) {
 		RequestObject *r = list;
 
@@ -226,6 +240,8 @@ client_leave(ClientObject *c)
 		/* the reference librma held, as user_data */
 		Py_DECREF(r);
 	}
+	Py_XDECREF(leave_running);
+	leave_running = saved;
 	Py_DECREF(c);
 	PyErr_Restore(et, ev, tb);
 }
@@ -304,6 +320,7 @@ request_traverse(RequestObject *r, visitproc visit, void *arg)
 	Py_VISIT(r->callback);
 	Py_VISIT(r->user_data);
 	Py_VISIT(r->future);
+	Py_VISIT(r->loop);
 	Py_VISIT(r->client);
 	return 0;
 }
@@ -314,6 +331,7 @@ request_clear(RequestObject *r)
 	Py_CLEAR(r->callback);
 	Py_CLEAR(r->user_data);
 	Py_CLEAR(r->future);
+	Py_CLEAR(r->loop);
 	return 0;
 }
 
@@ -349,38 +367,29 @@ request_error_method(RequestObject *r, PyObject *unused)
 static void
 request_resolve(RequestObject *r)
 {
-	PyObject *fut = r->future, *running, *loop, *exc = NULL, *res = NULL;
+	PyObject *fut = r->future, *running, *exc = NULL, *res = NULL;
 
 	if (fut == NULL)
 		return;
 	if (r->status != RMA_OK && (exc = request_error(r)) == NULL)
 		goto report;
-	running = PyObject_CallNoArgs(get_running_loop);
-	if (running == NULL)
+	if ((running = running_loop()) == NULL)
 		goto report;
-	loop = PyObject_CallMethod(fut, "get_loop", NULL);
-	if (loop == NULL) {
-		Py_DECREF(running);
-		goto report;
-	}
-	if (running == loop) {
-		PyObject *c = PyObject_CallMethod(fut, "cancelled", NULL);
-		int cancelled = c != NULL && PyObject_IsTrue(c);
-
-		Py_XDECREF(c);
-		if (cancelled)
+	if (running == r->loop) {
+		res =
+		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
+			: PyObject_CallMethodOneArg(fut, str_set_result,
+						    Py_None);
+		/* a cancelled future keeps its cancellation */
+		if (res == NULL && PyErr_ExceptionMatches(invalid_state)) {
+			PyErr_Clear();
 			res = Py_NewRef(Py_None);
-		else if (exc != NULL)
-			res = PyObject_CallMethod(fut, "set_exception", "O", exc);
-		else
-			res = PyObject_CallMethod(fut, "set_result", "O",
-						  Py_None);
+		}
 	} else {
-		res = PyObject_CallFunction(resolve_threadsafe, "OO", fut,
-					    exc ? exc : Py_None);
+		res = PyObject_CallFunctionObjArgs(resolve_threadsafe, fut,
+						   exc ? exc : Py_None, NULL);
 	}
 	Py_DECREF(running);
-	Py_DECREF(loop);
 report:
 	if (res == NULL)
 		PyErr_WriteUnraisable(fut);
@@ -404,7 +413,7 @@ request_report(RequestObject *r, PyObject *callback)
 	PyErr_NormalizeException(&et, &ev, &tb);
 	if (tb != NULL && ev != NULL)
 		PyException_SetTraceback(ev, tb);
-	running = PyObject_CallNoArgs(get_running_loop);
+	running = running_loop();
 	if (running == NULL || running != c->loop) {
 		Py_XDECREF(running);
 		PyErr_Clear();
@@ -416,8 +425,8 @@ request_report(RequestObject *r, PyObject *callback)
 			    "exception in an rma request callback", "exception",
 			    ev ? ev : Py_None, "request", (PyObject *)r,
 			    "callback", callback);
-	res = ctx ? PyObject_CallMethod(running, "call_exception_handler",
-					"O", ctx)
+	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
+					ctx)
 		  : NULL;
 	if (res == NULL)
 		PyErr_WriteUnraisable(callback);
@@ -483,11 +492,12 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 	if (r == NULL)
 		return NULL;
 	r->client = (ClientObject *)Py_NewRef(c);
-	r->callback = callback && callback != Py_None ? Py_NewRef(callback)
-						      : NULL;
-	r->user_data = user_data && user_data != Py_None ? Py_NewRef(user_data)
-							  : NULL;
+	r->callback =
+	    callback && callback != Py_None ? Py_NewRef(callback) : NULL;
+	r->user_data =
+	    user_data && user_data != Py_None ? Py_NewRef(user_data) : NULL;
 	r->future = NULL;
+	r->loop = NULL;
 	r->finished = 0;
 	r->status = RMA_INPROGRESS;
 	r->bytes = r->n_bytes = 0;
@@ -556,8 +566,7 @@ request_wait(RequestObject *r, PyObject *args, PyObject *kw)
 	struct pollfd pfd;
 	int gone = 0, ms;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist,
-					 &timeout))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout))
 		return NULL;
 	if (timeout != Py_None) {
 		double t = PyFloat_AsDouble(timeout);
@@ -584,11 +593,8 @@ request_wait(RequestObject *r, PyObject *args, PyObject *kw)
 		}
 		pfd.fd = c->fd;
 		pfd.events = POLLIN;
-		Py_BEGIN_ALLOW_THREADS
-		poll(&pfd, 1, ms);
-		Py_END_ALLOW_THREADS
-		if (PyErr_CheckSignals() < 0)
-			return NULL;
+		Py_BEGIN_ALLOW_THREADS poll(&pfd, 1, ms);
+		Py_END_ALLOW_THREADS if (PyErr_CheckSignals() < 0) return NULL;
 	}
 	if (!r->finished)
 		return error_raise(RMA_ERR_DAEMON_GONE, "client closed");
@@ -617,6 +623,7 @@ request_future(RequestObject *r, PyObject *unused)
 	if (fut == NULL)
 		goto err_loop;
 	r->future = fut;
+	r->loop = Py_NewRef(loop);
 	if (r->finished)
 		request_resolve(r);
 	else if (r->client->rc != NULL && !r->client->closed &&
@@ -627,6 +634,7 @@ request_future(RequestObject *r, PyObject *unused)
 
 err_future:
 	Py_CLEAR(r->future);
+	Py_CLEAR(r->loop);
 err_loop:
 	Py_DECREF(loop);
 	return NULL;
@@ -807,10 +815,9 @@ region_free(RegionObject *r, PyObject *unused)
 		return NULL;
 	r->rr = NULL;
 	r->ptr = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	st = rma_region_free(c->rc, rr);
-	Py_END_ALLOW_THREADS
-	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	Py_BEGIN_ALLOW_THREADS st = rma_region_free(c->rc, rr);
+	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
+				      rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -858,8 +865,7 @@ static PyMethodDef region_methods[] = {
 static PyGetSetDef region_getset[] = {
     {"address", (getter)region_get_address, NULL,
      "Local address of the shared memory (for zero-copy checks).", NULL},
-    {"freed", (getter)region_get_freed, NULL, "True once free() ran.",
-     NULL},
+    {"freed", (getter)region_get_freed, NULL, "True once free() ran.", NULL},
     {NULL}};
 
 static PySequenceMethods region_seq = {.sq_length = (lenfunc)region_len};
@@ -918,10 +924,10 @@ static PyGetSetDef peer_getset[] = {
      "The daemon's detail for the peer's last failure.", NULL},
     {NULL}};
 
-static PyMemberDef peer_members[] = {
-    {"address", T_OBJECT, offsetof(PeerObject, address), READONLY,
-     "The address given to Client.peer()."},
-    {NULL}};
+static PyMemberDef peer_members[] = {{"address", T_OBJECT,
+				      offsetof(PeerObject, address), READONLY,
+				      "The address given to Client.peer()."},
+				     {NULL}};
 
 static PyTypeObject PeerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Peer",
@@ -961,10 +967,8 @@ remote_release(RemoteObject *r, PyObject *unused)
 	if (!client_enter(c))
 		return NULL;
 	r->rr = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	rma_remote_release(c->rc, rr);
-	Py_END_ALLOW_THREADS
-	client_leave(c);
+	Py_BEGIN_ALLOW_THREADS rma_remote_release(c->rc, rr);
+	Py_END_ALLOW_THREADS client_leave(c);
 	Py_RETURN_NONE;
 }
 
@@ -1031,12 +1035,10 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 		path = PyBytes_AS_STRING(bytes);
 	}
 	ms = timeout < 0 ? -1 : (int)(timeout * 1000);
-	Py_BEGIN_ALLOW_THREADS
-	st = rma_connect_timeout(path, ms, &rc);
+	Py_BEGIN_ALLOW_THREADS st = rma_connect_timeout(path, ms, &rc);
 	if (st != RMA_OK)
 		snprintf(detail, sizeof(detail), "%s", rma_last_error(NULL));
-	Py_END_ALLOW_THREADS
-	Py_XDECREF(bytes);
+	Py_END_ALLOW_THREADS Py_XDECREF(bytes);
 	if (st != RMA_OK) {
 		error_raise(st, detail);
 		return -1;
@@ -1078,8 +1080,8 @@ client_close(ClientObject *c, PyObject *unused)
 	 * still owns its reference to each until then). */
 	Py_INCREF(c);
 	while ((r = c->live) != NULL)
-		request_finish(r, RMA_ERR_DAEMON_GONE,
-			       0, strdup("client closed"));
+		request_finish(r, RMA_ERR_DAEMON_GONE, 0,
+			       strdup("client closed"));
 	Py_DECREF(c);
 	if (PyErr_Occurred())
 		return NULL;
@@ -1123,10 +1125,9 @@ client_alloc(ClientObject *c, PyObject *args)
 		return error_raise(RMA_ERR_INVALID, "size must be positive");
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	st = rma_region_alloc(c->rc, (size_t)size, &rr);
-	Py_END_ALLOW_THREADS
-	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	Py_BEGIN_ALLOW_THREADS st = rma_region_alloc(c->rc, (size_t)size, &rr);
+	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
+				      rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -1157,10 +1158,9 @@ client_peer(ClientObject *c, PyObject *args)
 		return NULL;
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	st = rma_peer_connect(c->rc, addr, &rp);
-	Py_END_ALLOW_THREADS
-	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	Py_BEGIN_ALLOW_THREADS st = rma_peer_connect(c->rc, addr, &rp);
+	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
+				      rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -1193,10 +1193,9 @@ client_import_remote(ClientObject *c, PyObject *args)
 		return error_raise(RMA_ERR_INVALID, "peer of another client");
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
-	st = rma_remote_import(c->rc, p->rp, desc, &rr);
-	Py_END_ALLOW_THREADS
-	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	Py_BEGIN_ALLOW_THREADS st = rma_remote_import(c->rc, p->rp, desc, &rr);
+	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
+				      rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -1213,9 +1212,10 @@ client_import_remote(ClientObject *c, PyObject *args)
 static PyObject *
 client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 {
-	static char *kwlist[] = {"region", "offset", "remote",
-				 "remote_offset", "length", "callback",
-				 "user_data", "remote_completion", NULL};
+	static char *kwlist[] = {
+	    "region", "offset",	  "remote",    "remote_offset",
+	    "length", "callback", "user_data", "remote_completion",
+	    NULL};
 	RegionObject *reg;
 	RemoteObject *rem;
 	unsigned long long off, roff, len;
@@ -1227,8 +1227,8 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 
 	if (!PyArg_ParseTupleAndKeywords(
 		args, kw, is_put ? "O!KO!KK|OO$p:put" : "O!KO!KK|OO$p:get",
-		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff,
-		&len, &cb, &ud, &remote_completion))
+		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
+		&cb, &ud, &remote_completion))
 		return NULL;
 	if (reg->client != c || rem->client != c)
 		return error_raise(RMA_ERR_INVALID,
@@ -1244,8 +1244,7 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 		goto err_request;
 	if (is_put)
 		st = rma_put(c->rc, reg->rr, off, rem->rr, roff, len,
-			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION
-					       : 0,
+			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
 			     request_on_complete, r, NULL);
 	else
 		st = rma_get(c->rc, reg->rr, off, rem->rr, roff, len,
@@ -1301,8 +1300,7 @@ client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 		return NULL;
 	if (!client_enter(c))
 		goto err_request;
-	st = rma_flush(c->rc,
-		       peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
+	st = rma_flush(c->rc, peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
 		       request_on_complete, r, NULL);
 	if (st == RMA_OK)
 		request_submitted(r);
@@ -1531,13 +1529,17 @@ PyInit__rma(void)
 	if ((mod = PyImport_ImportModule("asyncio")) == NULL)
 		goto err;
 	get_running_loop = PyObject_GetAttrString(mod, "_get_running_loop");
+	invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
 	Py_DECREF(mod);
+	str_set_result = PyUnicode_InternFromString("set_result");
+	str_set_exception = PyUnicode_InternFromString("set_exception");
 	if ((mod = PyImport_ImportModule("rma._resolve")) == NULL)
 		goto err;
 	resolve_threadsafe = PyObject_GetAttrString(mod, "resolve_threadsafe");
 	Py_DECREF(mod);
 	if (errors_make == NULL || get_running_loop == NULL ||
-	    resolve_threadsafe == NULL)
+	    resolve_threadsafe == NULL || invalid_state == NULL ||
+	    str_set_result == NULL || str_set_exception == NULL)
 		goto err;
 	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

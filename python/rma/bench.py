@@ -7,7 +7,8 @@ Starts two rmad (a: target, b: initiator) on loopback in a temp dir, exposes
 a 64 MiB region on a, and for each row SIZE:WINDOW runs the same loop twice
 through b: asyncio puts from Python (WINDOW in flight, each completion
 submits the next, a final flush counted) and `rmactl bench --op put`. Prints
-one line per row with both rates and their ratio (the issue's targets: 8 B
+one line per row with the rates (awaiting each put, and with callbacks
+that submit the next put) and their ratio to rmactl's (the issue's targets: 8 B
 with 256 in flight >= 0.3x, 1 MiB >= 0.95x), or JSON with --json.
 --smoke: a handful of operations; checks that everything runs.
 """
@@ -71,6 +72,37 @@ async def _python_puts(c, region, remote, size, window, count):
     return time.perf_counter() - t0
 
 
+async def _python_puts_cb(c, region, remote, size, window, count):
+    """The same with completion callbacks submitting the next put (progress
+    still runs in the loop, through its reader); returns seconds."""
+    span = max(1, (len(region) - size) // size)
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+    state = [0, 0]  # issued, completed
+
+    def done(req, status, user_data):
+        state[1] += 1
+        if status != rma.OK and not finished.done():
+            finished.set_exception(req.error())
+        elif state[0] < count:
+            off = (state[0] % span) * size
+            state[0] += 1
+            c.put(region, off, remote, off, size, done)
+        elif state[1] == count and not finished.done():
+            finished.set_result(None)
+
+    t0 = time.perf_counter()
+    first = []
+    for _ in range(min(window, count)):
+        off = (state[0] % span) * size
+        state[0] += 1
+        first.append(c.put(region, off, remote, off, size, done))
+    first[0].future()  # registers the client's fd with this loop
+    await finished
+    await c.flush()
+    return time.perf_counter() - t0
+
+
 def _rmactl_puts(rmactl, sock, listen, descfile, size, window, count):
     out = subprocess.run(
         [rmactl, "--socket", sock, "bench", "--peer", listen, "--descriptor",
@@ -120,6 +152,8 @@ def main(argv=None):
                                          min(count, 4 * window)))  # warm
                 secs = asyncio.run(_python_puts(c, region, remote, size,
                                                 window, count))
+                secs_cb = asyncio.run(_python_puts_cb(c, region, remote,
+                                                      size, window, count))
                 ref = _rmactl_puts(args.rmactl, sock_b, listen_a, descfile,
                                    size, window, count)
                 py_rate = count / secs
@@ -127,19 +161,23 @@ def main(argv=None):
                     "op": "put", "size": size, "window": window,
                     "count": count, "python_ops_per_s": py_rate,
                     "python_bytes_per_s": py_rate * size,
+                    "python_callback_ops_per_s": count / secs_cb,
                     "rmactl_ops_per_s": ref["ops_per_s"],
                     "rmactl_bytes_per_s": ref["bytes_per_s"],
                     "ratio": py_rate / ref["ops_per_s"]
                     if ref["ops_per_s"] else None})
                 if not args.json:
                     r = results[-1]
-                    print("put %8d B window %4d: python %10.0f op/s "
-                          "%8.1f MB/s | rmactl %10.0f op/s %8.1f MB/s | "
-                          "%.2fx" % (size, window, r["python_ops_per_s"],
-                                     r["python_bytes_per_s"] / 1e6,
-                                     r["rmactl_ops_per_s"],
-                                     r["rmactl_bytes_per_s"] / 1e6,
-                                     r["ratio"]), flush=True)
+                    cb_ratio = r["python_callback_ops_per_s"] / \
+                        r["rmactl_ops_per_s"]
+                    print("put %8d B window %4d: await %9.0f op/s %7.1f MB/s"
+                          " %.2fx | callbacks %9.0f op/s %.2fx | rmactl "
+                          "%9.0f op/s %7.1f MB/s"
+                          % (size, window, r["python_ops_per_s"],
+                             r["python_bytes_per_s"] / 1e6, r["ratio"],
+                             r["python_callback_ops_per_s"], cb_ratio,
+                             r["rmactl_ops_per_s"],
+                             r["rmactl_bytes_per_s"] / 1e6), flush=True)
         owner.close()
     finally:
         for p in procs:

@@ -31,3 +31,18 @@ def test_example_put_reports_errors(two):
          a.listen, "garbage"],
         env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "bad descriptor" in out.stderr
+
+
+def test_bench_smoke():
+    """python3 -m rma.bench runs (a handful of operations; nothing timed)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "rma.bench", "--smoke", "--json",
+         "--rows", "8:256,1048576:4"],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import json
+    rows = json.loads(out.stdout)["rows"]
+    assert [(r["size"], r["window"]) for r in rows] == [(8, 256),
+                                                        (1048576, 4)]
+    assert all(r["python_ops_per_s"] > 0 and r["rmactl_ops_per_s"] > 0
+               for r in rows)

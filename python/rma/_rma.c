@@ -50,6 +50,8 @@ typedef struct {
 	RequestObject *live; /* submitted, not finished (doubly linked) */
 	rma_region_t **dead; /* native frees deferred to the next call */
 	size_t ndead, capdead;
+	rma_remote_t **dead_remotes; /* releases deferred likewise */
+	size_t ndead_remotes, capdead_remotes;
 } ClientObject;
 
 typedef struct {
@@ -192,6 +194,12 @@ client_reap_dead(ClientObject *c)
 
 		if (c->rc != NULL)
 			rma_region_free(c->rc, rr);
+	}
+	while (c->ndead_remotes > 0) {
+		rma_remote_t *rr = c->dead_remotes[--c->ndead_remotes];
+
+		if (c->rc != NULL)
+			rma_remote_release(c->rc, rr);
 	}
 }
 
@@ -943,13 +951,24 @@ static void
 remote_dealloc(RemoteObject *r)
 {
 	ClientObject *c = r->client;
+	rma_remote_t **dead;
+	size_t cap;
 
-	/* the release is a round trip: only when the lock is free now */
-	if (r->rr != NULL && c->rc != NULL && !c->closed &&
-	    PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
-		rma_remote_release(c->rc, r->rr);
-		/* completions found meanwhile wait for the next call */
-		PyThread_release_lock(c->lock);
+	/* The release is a round trip that may read completions: it waits
+	 * for the next call, which finishes them (see client_reap_dead). */
+	if (r->rr != NULL && c->rc != NULL && !c->closed) {
+		if (c->ndead_remotes == c->capdead_remotes) {
+			cap = c->capdead_remotes ? c->capdead_remotes * 2 : 8;
+			dead =
+			    PyMem_Realloc(c->dead_remotes, cap * sizeof(*dead));
+			if (dead != NULL) {
+				c->dead_remotes = dead;
+				c->capdead_remotes = cap;
+			}
+		}
+		/* else released with the connection */
+		if (c->ndead_remotes < c->capdead_remotes)
+			c->dead_remotes[c->ndead_remotes++] = r->rr;
 	}
 	Py_CLEAR(r->peer);
 	Py_CLEAR(r->client);
@@ -1107,6 +1126,7 @@ client_dealloc(ClientObject *c)
 		PyThread_free_lock(c->lock);
 	}
 	PyMem_Free(c->dead);
+	PyMem_Free(c->dead_remotes);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 

@@ -226,3 +226,23 @@ def test_refcounts_back_to_baseline(link):
     assert (sys.getrefcount(r), sys.getrefcount(remote),
             sys.getrefcount(c)) == base
     assert sys.getrefcount(ud) == ud_base
+
+
+def test_dropped_objects_do_not_stall_the_loop(link):
+    """Dropping a Remote or a Region talks to the daemon later, in the next
+    call, so the completions that exchange would read are not left
+    unseen by a loop that waits on the fd."""
+    _, _, c, r, remote, cb, rb = link
+    peer = remote.peer
+
+    async def main():
+        for _ in range(20):
+            extra = c.import_remote(peer, rb.descriptor())
+            scratch = c.alloc(4096)
+            reqs = [c.put(r, 0, remote, 0, 4096) for _ in range(64)]
+            futs = [q.future() for q in reqs]
+            del extra, scratch
+            gc.collect()
+            await asyncio.wait_for(asyncio.gather(*futs), 10)
+
+    asyncio.run(main())

@@ -98,7 +98,8 @@ static PyTypeObject ClientType, RegionType, PeerType, RemoteType, RequestType;
  * asyncio.InvalidStateError */
 static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
     *invalid_state;
-static PyObject *str_set_result, *str_set_exception;
+static PyObject *str_set_result, *str_set_exception, *str_create_future,
+    *str_await;
 
 /* The running loop of this thread while client_leave finishes requests,
  * asked once per batch of completions rather than once per request. */
@@ -627,7 +628,7 @@ request_future(RequestObject *r, PyObject *unused)
 				"Request.future() needs a running event loop");
 		return NULL;
 	}
-	fut = PyObject_CallMethod(loop, "create_future", NULL);
+	fut = PyObject_CallMethodNoArgs(loop, str_create_future);
 	if (fut == NULL)
 		goto err_loop;
 	r->future = fut;
@@ -655,7 +656,7 @@ request_await(RequestObject *r)
 
 	if (fut == NULL)
 		return NULL;
-	it = PyObject_CallMethod(fut, "__await__", NULL);
+	it = PyObject_CallMethodNoArgs(fut, str_await);
 	Py_DECREF(fut);
 	return it;
 }
@@ -1553,13 +1554,16 @@ PyInit__rma(void)
 	Py_DECREF(mod);
 	str_set_result = PyUnicode_InternFromString("set_result");
 	str_set_exception = PyUnicode_InternFromString("set_exception");
+	str_create_future = PyUnicode_InternFromString("create_future");
+	str_await = PyUnicode_InternFromString("__await__");
 	if ((mod = PyImport_ImportModule("rma._resolve")) == NULL)
 		goto err;
 	resolve_threadsafe = PyObject_GetAttrString(mod, "resolve_threadsafe");
 	Py_DECREF(mod);
 	if (errors_make == NULL || get_running_loop == NULL ||
 	    resolve_threadsafe == NULL || invalid_state == NULL ||
-	    str_set_result == NULL || str_set_exception == NULL)
+	    str_set_result == NULL || str_set_exception == NULL ||
+	    str_create_future == NULL || str_await == NULL)
 		goto err;
 	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

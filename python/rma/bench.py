@@ -4,12 +4,13 @@
                          [--rows 8:256,1048576:16] [--count-scale X]
 
 Starts two rmad (a: target, b: initiator) on loopback in a temp dir, exposes
-a 64 MiB region on a, and for each row SIZE:WINDOW runs the same loop twice
-through b: asyncio puts from Python (WINDOW in flight, each completion
-submits the next, a final flush counted) and `rmactl bench --op put`. Prints
-one line per row with the rates (awaiting each put, and with callbacks
-that submit the next put) and their ratio to rmactl's (the issue's targets: 8 B
-with 256 in flight >= 0.3x, 1 MiB >= 0.95x), or JSON with --json.
+a 64 MiB region on a, and for each row SIZE:WINDOW runs the same puts
+through b, --repeat times, alternating, medians reported: from Python
+with WINDOW in flight (awaiting each put in WINDOW coroutines; and with
+callbacks that submit the next put, progress in the loop's reader; a
+final flush counted) and `rmactl bench --op put`. Prints one line per row
+with the rates and their ratio to rmactl's (the issue's targets: 8 B with
+256 in flight >= 0.3x, 1 MiB >= 0.95x), or JSON with --json.
 --smoke: a handful of operations; checks that everything runs.
 """
 
@@ -21,6 +22,7 @@ import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,6 +124,9 @@ def main(argv=None):
                     or shutil.which("rmactl"))
     ap.add_argument("--rows", default="8:256,4096:64,65536:16,1048576:16")
     ap.add_argument("--count-scale", type=float, default=1.0)
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="runs of each row, alternating the tools; the "
+                    "medians are reported (default 3, 1 with --smoke)")
     args = ap.parse_args(argv)
     if not args.rmad or not args.rmactl:
         ap.error("rmad and rmactl not found: --rmad, --rmactl")
@@ -150,18 +155,25 @@ def main(argv=None):
                         64, min(100000, (256 << 20) // size)))
                 asyncio.run(_python_puts(c, region, remote, size, window,
                                          min(count, 4 * window)))  # warm
-                secs = asyncio.run(_python_puts(c, region, remote, size,
-                                                window, count))
-                secs_cb = asyncio.run(_python_puts_cb(c, region, remote,
-                                                      size, window, count))
-                ref = _rmactl_puts(args.rmactl, sock_b, listen_a, descfile,
-                                   size, window, count)
-                py_rate = count / secs
+                runs = []
+                for _ in range(args.repeat or (1 if args.smoke else 3)):
+                    secs = asyncio.run(_python_puts(c, region, remote, size,
+                                                    window, count))
+                    secs_cb = asyncio.run(_python_puts_cb(
+                        c, region, remote, size, window, count))
+                    ref = _rmactl_puts(args.rmactl, sock_b, listen_a,
+                                       descfile, size, window, count)
+                    runs.append((count / secs, count / secs_cb,
+                                 ref["ops_per_s"], ref["bytes_per_s"]))
+                med = [statistics.median(x) for x in zip(*runs)]
+                ref = {"ops_per_s": med[2], "bytes_per_s": med[3]}
+                py_rate = med[0]
                 results.append({
                     "op": "put", "size": size, "window": window,
                     "count": count, "python_ops_per_s": py_rate,
                     "python_bytes_per_s": py_rate * size,
-                    "python_callback_ops_per_s": count / secs_cb,
+                    "python_callback_ops_per_s": med[1],
+                    "runs": len(runs),
                     "rmactl_ops_per_s": ref["ops_per_s"],
                     "rmactl_bytes_per_s": ref["bytes_per_s"],
                     "ratio": py_rate / ref["ops_per_s"]

@@ -200,7 +200,8 @@ def test_100k_operations_memory_bound(link):
             runner.run(batch(10000))
         grown = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
-    assert grown_kib < 2048, "RSS grew by %d KiB" % grown_kib
+    if not os.environ.get("RMA_SANITIZED"):  # ASan's quarantine grows
+        assert grown_kib < 2048, "RSS grew by %d KiB" % grown_kib
     assert grown < 64 * 1024, "Python heap grew by %d bytes" % grown
 
 
@@ -246,3 +247,50 @@ def test_dropped_objects_do_not_stall_the_loop(link):
             await asyncio.wait_for(asyncio.gather(*futs), 10)
 
     asyncio.run(main())
+
+
+def test_threads_share_a_client(link):
+    """Calls from several threads are serialized on the client's lock;
+    waits release the GIL and progress for each other."""
+    _, _, c, r, remote, _, rb = link
+    errors = []
+    counts = [0] * 4
+
+    def worker(k):
+        try:
+            for i in range(500):
+                off = k * 4096 + (i % 512) * 8
+                c.put(r, off, remote, off, 8).wait(20)
+                c.get(r, off, remote, off, 8, lambda q, st, ud: None).wait(20)
+                counts[k] += 1
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and counts == [500] * 4
+    assert c.in_flight == 0
+
+
+def test_cancelled_future_leaves_the_request_running(link, monkeypatch):
+    _, b, c, r, remote, _, _ = link
+    hooked = []
+    monkeypatch.setattr(sys, "unraisablehook", hooked.append)
+    seen = []
+
+    async def main():
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        req = c.put(r, 0, remote, 0, 8, lambda q, st, ud: seen.append(st))
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(req.future(), 0.05)
+        assert req.future().cancelled() and not req.done()
+        os.kill(b.proc.pid, signal.SIGCONT)
+        await c.flush()
+        return req
+
+    req = asyncio.run(main())
+    assert req.done() and req.status == rma.OK and seen == [rma.OK]
+    assert hooked == []

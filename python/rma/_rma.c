@@ -27,6 +27,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,12 @@ typedef struct {
 	int closed;	   /* close() ran: the Python API refuses calls */
 	Py_ssize_t pinned; /* buffer views on this client's regions */
 	int fd;
+	/* Threads in Request.wait() poll fd without the lock; one of them may
+	 * read the completion another waits for. wake_fd (an eventfd
+	 * semaphore) then gets one token per waiter, so none sleeps on an
+	 * fd that will not turn readable for it. */
+	int wake_fd;
+	int waiters;
 	PyObject *loop;	     /* event loop watching fd, or NULL */
 	RequestObject *done; /* completed natively, not yet finished */
 	RequestObject **done_tail;
@@ -178,10 +186,12 @@ error_raise(int status, const char *detail)
 static void
 client_lock(ClientObject *c)
 {
+	PyThreadState *ts;
+
 	if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
-		Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(c->lock,
-							     WAIT_LOCK);
-		Py_END_ALLOW_THREADS
+		ts = PyEval_SaveThread();
+		PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		PyEval_RestoreThread(ts);
 	}
 }
 
@@ -251,6 +261,10 @@ client_leave(ClientObject *c)
 	}
 	Py_XDECREF(leave_running);
 	leave_running = saved;
+	if (c->waiters > 0 && c->wake_fd >= 0 &&
+	    write(c->wake_fd, &(uint64_t){(uint64_t)c->waiters}, 8) < 0) {
+		/* full (2^64 - 2 tokens): waiters are awake already */
+	}
 	Py_DECREF(c);
 	PyErr_Restore(et, ev, tb);
 }
@@ -572,8 +586,10 @@ request_wait(RequestObject *r, PyObject *args, PyObject *kw)
 	PyObject *timeout = Py_None;
 	ClientObject *c = r->client;
 	double deadline = -1, left;
-	struct pollfd pfd;
-	int gone = 0, ms;
+	struct pollfd pfd[2];
+	uint64_t tokens;
+	int gone = 0, ms, rc;
+	PyThreadState *ts;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout))
 		return NULL;
@@ -584,32 +600,49 @@ request_wait(RequestObject *r, PyObject *args, PyObject *kw)
 			return NULL;
 		deadline = mono_now() + (t < 0 ? 0 : t);
 	}
+	c->waiters++;
 	while (!r->finished) {
 		if (c->rc == NULL || c->closed)
 			break; /* close() finished it */
 		if (!client_progress_once(c, &gone))
-			return NULL;
+			goto err;
 		if (r->finished || gone)
 			break;
 		ms = -1;
 		if (deadline >= 0) {
 			left = deadline - mono_now();
-			if (left <= 0)
-				return error_raise(RMA_ERR_TIMEOUT,
-						   "request not completed "
-						   "within the timeout");
+			if (left <= 0) {
+				error_raise(RMA_ERR_TIMEOUT,
+					    "request not completed within the "
+					    "timeout");
+				goto err;
+			}
 			ms = (int)(left * 1000) + 1;
 		}
-		pfd.fd = c->fd;
-		pfd.events = POLLIN;
-		Py_BEGIN_ALLOW_THREADS poll(&pfd, 1, ms);
-		Py_END_ALLOW_THREADS if (PyErr_CheckSignals() < 0) return NULL;
+		pfd[0].fd = c->fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = c->wake_fd;
+		pfd[1].events = POLLIN;
+		ts = PyEval_SaveThread();
+		rc = poll(pfd, 2, ms);
+		if (rc > 0 && (pfd[1].revents & POLLIN) &&
+		    read(c->wake_fd, &tokens, sizeof(tokens)) < 0) {
+			/* another waiter took the last token: fine */
+		}
+		PyEval_RestoreThread(ts);
+		if (PyErr_CheckSignals() < 0)
+			goto err;
 	}
+	c->waiters--;
 	if (!r->finished)
 		return error_raise(RMA_ERR_DAEMON_GONE, "client closed");
 	if (r->status != RMA_OK)
 		return error_raise(r->status, r->detail);
 	Py_RETURN_NONE;
+
+err:
+	c->waiters--;
+	return NULL;
 }
 
 static PyObject *
@@ -812,6 +845,7 @@ region_free(RegionObject *r, PyObject *unused)
 	rma_region_t *rr = r->rr;
 	rma_status_t st;
 	char detail[512];
+	PyThreadState *ts;
 
 	if (rr == NULL || r->free_pending)
 		return error_raise(RMA_ERR_NO_REGION, "region already freed");
@@ -824,9 +858,10 @@ region_free(RegionObject *r, PyObject *unused)
 		return NULL;
 	r->rr = NULL;
 	r->ptr = NULL;
-	Py_BEGIN_ALLOW_THREADS st = rma_region_free(c->rc, rr);
-	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
-				      rma_last_error(c->rc));
+	ts = PyEval_SaveThread();
+	st = rma_region_free(c->rc, rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -981,14 +1016,17 @@ remote_release(RemoteObject *r, PyObject *unused)
 {
 	ClientObject *c = r->client;
 	rma_remote_t *rr = r->rr;
+	PyThreadState *ts;
 
 	if (rr == NULL)
 		Py_RETURN_NONE;
 	if (!client_enter(c))
 		return NULL;
 	r->rr = NULL;
-	Py_BEGIN_ALLOW_THREADS rma_remote_release(c->rc, rr);
-	Py_END_ALLOW_THREADS client_leave(c);
+	ts = PyEval_SaveThread();
+	rma_remote_release(c->rc, rr);
+	PyEval_RestoreThread(ts);
+	client_leave(c);
 	Py_RETURN_NONE;
 }
 
@@ -1041,6 +1079,7 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 	rma_status_t st;
 	char detail[512];
 	int ms;
+	PyThreadState *ts;
 
 	if (c->rc != NULL || c->lock != NULL) {
 		PyErr_SetString(PyExc_RuntimeError, "Client initialized twice");
@@ -1055,10 +1094,12 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 		path = PyBytes_AS_STRING(bytes);
 	}
 	ms = timeout < 0 ? -1 : (int)(timeout * 1000);
-	Py_BEGIN_ALLOW_THREADS st = rma_connect_timeout(path, ms, &rc);
+	ts = PyEval_SaveThread();
+	st = rma_connect_timeout(path, ms, &rc);
 	if (st != RMA_OK)
 		snprintf(detail, sizeof(detail), "%s", rma_last_error(NULL));
-	Py_END_ALLOW_THREADS Py_XDECREF(bytes);
+	PyEval_RestoreThread(ts);
+	Py_XDECREF(bytes);
 	if (st != RMA_OK) {
 		error_raise(st, detail);
 		return -1;
@@ -1067,6 +1108,14 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 	if (c->lock == NULL) {
 		rma_disconnect(rc);
 		PyErr_NoMemory();
+		return -1;
+	}
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	if (c->wake_fd < 0) {
+		PyThread_free_lock(c->lock);
+		c->lock = NULL;
+		rma_disconnect(rc);
+		PyErr_SetFromErrno(PyExc_OSError);
 		return -1;
 	}
 	c->rc = rc;
@@ -1126,6 +1175,8 @@ client_dealloc(ClientObject *c)
 		}
 		PyThread_free_lock(c->lock);
 	}
+	if (c->lock != NULL)
+		close(c->wake_fd);
 	PyMem_Free(c->dead);
 	PyMem_Free(c->dead_remotes);
 	Py_TYPE(c)->tp_free((PyObject *)c);
@@ -1139,6 +1190,7 @@ client_alloc(ClientObject *c, PyObject *args)
 	rma_status_t st;
 	RegionObject *r;
 	char detail[512];
+	PyThreadState *ts;
 
 	if (!PyArg_ParseTuple(args, "n:alloc", &size))
 		return NULL;
@@ -1146,9 +1198,10 @@ client_alloc(ClientObject *c, PyObject *args)
 		return error_raise(RMA_ERR_INVALID, "size must be positive");
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS st = rma_region_alloc(c->rc, (size_t)size, &rr);
-	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
-				      rma_last_error(c->rc));
+	ts = PyEval_SaveThread();
+	st = rma_region_alloc(c->rc, (size_t)size, &rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -1174,14 +1227,16 @@ client_peer(ClientObject *c, PyObject *args)
 	rma_status_t st;
 	PeerObject *p;
 	char detail[512];
+	PyThreadState *ts;
 
 	if (!PyArg_ParseTuple(args, "s:peer", &addr))
 		return NULL;
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS st = rma_peer_connect(c->rc, addr, &rp);
-	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
-				      rma_last_error(c->rc));
+	ts = PyEval_SaveThread();
+	st = rma_peer_connect(c->rc, addr, &rp);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);
@@ -1207,6 +1262,7 @@ client_import_remote(ClientObject *c, PyObject *args)
 	rma_status_t st;
 	RemoteObject *r;
 	char detail[512];
+	PyThreadState *ts;
 
 	if (!PyArg_ParseTuple(args, "O!s:import_remote", &PeerType, &p, &desc))
 		return NULL;
@@ -1214,9 +1270,10 @@ client_import_remote(ClientObject *c, PyObject *args)
 		return error_raise(RMA_ERR_INVALID, "peer of another client");
 	if (!client_enter(c))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS st = rma_remote_import(c->rc, p->rp, desc, &rr);
-	Py_END_ALLOW_THREADS snprintf(detail, sizeof(detail), "%s",
-				      rma_last_error(c->rc));
+	ts = PyEval_SaveThread();
+	st = rma_remote_import(c->rc, p->rp, desc, &rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(st, detail);

@@ -3,6 +3,7 @@
 import asyncio
 import gc
 import os
+import select
 import signal
 import sys
 import threading
@@ -267,12 +268,33 @@ def test_threads_share_a_client(link):
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    t0 = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
+    # a waiter asleep on an fd whose news another thread read would only
+    # wake on later traffic: 4000 waits would take tens of seconds
+    assert time.monotonic() - t0 < 15
     assert not errors and counts == [500] * 4
     assert c.in_flight == 0
+
+
+def test_waiter_woken_when_another_thread_reads_its_completion(link):
+    _, b, c, r, remote, _, _ = link
+    for _ in range(5):
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        req = c.put(r, 0, remote, 0, 8)
+        t = threading.Thread(target=req.wait, args=(30,))
+        t.start()
+        os.kill(b.proc.pid, signal.SIGCONT)
+        # this thread progresses too, and often reads the completion first
+        end = time.monotonic() + 10
+        while not req.done() and time.monotonic() < end:
+            select.select([c.fileno()], [], [], 0.5)
+            c.progress()
+        t.join(5)  # no more traffic: only the wake-up can end its wait
+        assert not t.is_alive()
 
 
 def test_cancelled_future_leaves_the_request_running(link, monkeypatch):

@@ -5,7 +5,8 @@ set -eu
 
 PACKAGES="gcc pkg-config meson ninja-build libucx-dev ucx-utils \
 libevent-dev libprotobuf-c-dev protobuf-c-compiler check libsystemd-dev \
-libinih-dev libsodium-dev iproute2 procps systemd clang libclang-rt-14-dev"
+libinih-dev libsodium-dev iproute2 procps systemd clang libclang-rt-14-dev \
+python3-dev python3-pytest python3-numpy"
 
 missing=""
 for p in $PACKAGES; do

@@ -1,0 +1,128 @@
+"""Typing stubs of the rma package (the C extension rma._rma)."""
+
+import asyncio
+from typing import Any, Callable, Generator, Optional, TypeVar
+
+from .errors import (Error as Error, InvalidArgument as InvalidArgument,
+                     ProtocolError as ProtocolError, NoMemory as NoMemory,
+                     NoRegion as NoRegion, OutOfBounds as OutOfBounds,
+                     BadDescriptor as BadDescriptor,
+                     StaleDescriptor as StaleDescriptor, NoPeer as NoPeer,
+                     Unreachable as Unreachable,
+                     ConnectionReset as ConnectionReset, Timeout as Timeout,
+                     Canceled as Canceled, DaemonGone as DaemonGone,
+                     Limit as Limit, Permission as Permission,
+                     Internal as Internal)
+
+_U = TypeVar("_U")
+Callback = Callable[["Request", int, Any], object]
+
+OK: int
+INPROGRESS: int
+ERR_INVALID: int
+ERR_PROTOCOL: int
+ERR_VERSION: int
+ERR_UNKNOWN_REQUEST: int
+ERR_NO_MEMORY: int
+ERR_NO_REGION: int
+ERR_OUT_OF_BOUNDS: int
+ERR_BAD_DESCRIPTOR: int
+ERR_STALE_DESCRIPTOR: int
+ERR_NO_PEER: int
+ERR_UNREACHABLE: int
+ERR_REJECTED: int
+ERR_CONNECTION_RESET: int
+ERR_TIMEOUT: int
+ERR_CANCELED: int
+ERR_NOT_RMAD: int
+ERR_SHUTDOWN: int
+ERR_LIMIT: int
+ERR_PERMISSION: int
+ERR_TRANSPORT: int
+ERR_DAEMON_GONE: int
+ERR_INTERNAL: int
+
+
+def default_socket() -> str:
+    """The socket librma connects to by default."""
+
+
+def strerror(status: int) -> str:
+    """The phrase for a status ("timed out")."""
+
+
+class Region:
+    """Memory shared with the daemon; a writable buffer (no copy)."""
+    @property
+    def address(self) -> int: ...
+    @property
+    def freed(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int) -> memoryview: ...
+    def descriptor(self) -> str: ...
+    def free(self) -> None: ...
+
+
+class Peer:
+    """Another host's rmad."""
+    @property
+    def address(self) -> str: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def detail(self) -> str: ...
+
+
+class Remote:
+    """A remote region, resolved with its owner."""
+    @property
+    def peer(self) -> Peer: ...
+    @property
+    def length(self) -> int: ...
+    def release(self) -> None: ...
+
+
+class Request:
+    """One put, get or flush; awaitable."""
+    @property
+    def status(self) -> int: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def bytes(self) -> int: ...
+    def done(self) -> bool: ...
+    def wait(self, timeout: Optional[float] = None) -> None: ...
+    def future(self) -> "asyncio.Future[None]": ...
+    def error(self) -> Optional[Error]: ...
+    def __await__(self) -> Generator[Any, None, None]: ...
+
+
+class Client:
+    """A connection to the host's rmad; a context manager."""
+    def __init__(self, socket: Optional[str] = None,
+                 timeout: float = 5.0) -> None: ...
+    @property
+    def daemon_id(self) -> Optional[str]: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Client": ...
+    def __exit__(self, *exc: object) -> bool: ...
+    def alloc(self, size: int) -> Region: ...
+    def peer(self, address: str) -> Peer: ...
+    def import_remote(self, peer: Peer, descriptor: str) -> Remote: ...
+    def put(self, region: Region, offset: int, remote: Remote,
+            remote_offset: int, length: int,
+            callback: Optional[Callback] = None, user_data: Any = None, *,
+            remote_completion: bool = False) -> Request: ...
+    def get(self, region: Region, offset: int, remote: Remote,
+            remote_offset: int, length: int,
+            callback: Optional[Callback] = None,
+            user_data: Any = None) -> Request: ...
+    def flush(self, peer: Optional[Peer] = None,
+              callback: Optional[Callback] = None,
+              user_data: Any = None) -> Request: ...
+    def progress(self) -> None: ...
+    def fileno(self) -> int: ...

@@ -1,0 +1,1633 @@
+/*
+ * rma._rma: the CPython binding of librma (client/rma.h).
+ *
+ * Threading: a librma client is not thread-safe, so every native call on
+ * a client is made holding that client's lock (client_enter/client_leave).
+ * Calls that may block (connect, alloc, free, peer connect, import, the
+ * poll of a wait) run with the GIL released and the lock held.
+ *
+ * Completions: librma runs completion callbacks inside its own calls.
+ * request_on_complete, the native callback, runs no Python code (it may
+ * run without the GIL): it copies the status into the Request and links it
+ * on the client's done list. client_leave takes that list while it still
+ * holds the lock, lets the lock go, then finishes each request with the
+ * GIL (request_finish: the Python callback, then the future). So Python
+ * callbacks may call the client again, and never run inside librma.
+ *
+ * Lifetimes: a submitted Request holds one reference owned by librma
+ * (its user_data), dropped when its completion has been handled, so a
+ * request outlives the user's references until it completes. Region, Peer,
+ * Remote and Request hold their Client. A Region's memory is mapped by
+ * librma and unmapped by rma_region_free() and rma_disconnect(), so while
+ * buffer views on a region exist (exports), its native free and the
+ * client's disconnect are deferred until the last view is released.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <structmember.h>
+
+#include "rma.h"
+
+typedef struct pyrequest RequestObject;
+
+typedef struct {
+	PyObject_HEAD rma_client_t *rc; /* NULL once disconnected */
+	PyThread_type_lock lock;
+	int closed;	   /* close() ran: the Python API refuses calls */
+	Py_ssize_t pinned; /* buffer views on this client's regions */
+	int fd;
+	/* Threads in Request.wait() poll fd without the lock; one of them may
+	 * read the completion another waits for. wake_fd (an eventfd
+	 * semaphore) then gets one token per waiter, so none sleeps on an
+	 * fd that will not turn readable for it. */
+	int wake_fd;
+	int waiters;
+	PyObject *loop;	     /* event loop watching fd, or NULL */
+	RequestObject *done; /* completed natively, not yet finished */
+	RequestObject **done_tail;
+	RequestObject *live; /* submitted, not finished (doubly linked) */
+	rma_region_t **dead; /* native frees deferred to the next call */
+	size_t ndead, capdead;
+	rma_remote_t **dead_remotes; /* releases deferred likewise */
+	size_t ndead_remotes, capdead_remotes;
+} ClientObject;
+
+typedef struct {
+	PyObject_HEAD ClientObject *client;
+	rma_region_t *rr; /* NULL once freed natively (or queued) */
+	void *ptr;
+	Py_ssize_t length;
+	Py_ssize_t exports;
+	int free_pending; /* free() ran while views existed */
+} RegionObject;
+
+typedef struct {
+	PyObject_HEAD ClientObject *client;
+	rma_peer_t *rp;
+	PyObject *address;
+} PeerObject;
+
+typedef struct {
+	PyObject_HEAD ClientObject *client;
+	PeerObject *peer;
+	rma_remote_t *rr; /* NULL once released */
+} RemoteObject;
+
+struct pyrequest {
+	PyObject_HEAD ClientObject *client;
+	PyObject *callback, *user_data, *future;
+	PyObject *loop; /* the future's */
+	int finished;	/* request_finish ran */
+	int status;	/* RMA_INPROGRESS until finished */
+	unsigned long long bytes;
+	char *detail; /* malloc'd, NULL for "" */
+	/* written by request_on_complete, read by request_finish */
+	int n_status;
+	unsigned long long n_bytes;
+	char *n_detail;
+	RequestObject *next_done;
+	RequestObject *prev_live, *next_live;
+	PyObject *weakrefs;
+};
+
+static PyTypeObject ClientType, RegionType, PeerType, RemoteType, RequestType;
+
+/* rma.errors._make, asyncio._get_running_loop, rma._resolve_threadsafe,
+ * asyncio.InvalidStateError */
+static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
+    *invalid_state;
+static PyObject *str_set_result, *str_set_exception, *str_create_future,
+    *str_await;
+
+/* The running loop of this thread while client_leave finishes requests,
+ * asked once per batch of completions rather than once per request. */
+static __thread PyObject *leave_running;
+
+static PyObject *
+running_loop(void)
+{
+	if (leave_running != NULL)
+		return Py_NewRef(leave_running);
+	return PyObject_CallNoArgs(get_running_loop);
+}
+
+/* ---- errors ---- */
+
+/* Symbolic names, indexed by the negated status (rma.h's enum). */
+static const char *const status_names[] = {
+    "OK",
+    "ERR_INVALID",
+    "ERR_PROTOCOL",
+    "ERR_VERSION",
+    "ERR_UNKNOWN_REQUEST",
+    "ERR_NO_MEMORY",
+    "ERR_NO_REGION",
+    "ERR_OUT_OF_BOUNDS",
+    "ERR_BAD_DESCRIPTOR",
+    "ERR_STALE_DESCRIPTOR",
+    "ERR_NO_PEER",
+    "ERR_UNREACHABLE",
+    "ERR_REJECTED",
+    "ERR_CONNECTION_RESET",
+    "ERR_TIMEOUT",
+    "ERR_CANCELED",
+    "ERR_NOT_RMAD",
+    "ERR_SHUTDOWN",
+    "ERR_LIMIT",
+    "ERR_PERMISSION",
+    "ERR_TRANSPORT",
+    "ERR_DAEMON_GONE",
+    "ERR_INTERNAL",
+};
+
+static const char *
+status_name(int status)
+{
+	if (status == RMA_INPROGRESS)
+		return "INPROGRESS";
+	if (status > 0 ||
+	    -status >= (int)(sizeof(status_names) / sizeof(status_names[0])))
+		return "UNKNOWN";
+	return status_names[-status];
+}
+
+static PyObject *
+error_new(int status, const char *detail)
+{
+	return PyObject_CallFunction(
+	    errors_make, "isss", status, status_name(status),
+	    rma_strerror((rma_status_t)status), detail ? detail : "");
+}
+
+static PyObject *
+error_raise(int status, const char *detail)
+{
+	PyObject *exc = error_new(status, detail);
+
+	if (exc != NULL) {
+		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+/* ---- client lock and completions ---- */
+
+static void
+client_lock(ClientObject *c)
+{
+	PyThreadState *ts;
+
+	if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+		ts = PyEval_SaveThread();
+		PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		PyEval_RestoreThread(ts);
+	}
+}
+
+/* Frees queued by deallocs and released views, done here because a
+ * dealloc must not block on the lock. Called with the lock held. */
+static void
+client_reap_dead(ClientObject *c)
+{
+	while (c->ndead > 0) {
+		rma_region_t *rr = c->dead[--c->ndead];
+
+		if (c->rc != NULL)
+			rma_region_free(c->rc, rr);
+	}
+	while (c->ndead_remotes > 0) {
+		rma_remote_t *rr = c->dead_remotes[--c->ndead_remotes];
+
+		if (c->rc != NULL)
+			rma_remote_release(c->rc, rr);
+	}
+}
+
+/* Takes the lock; 0 with an exception set if the client is closed. */
+static int
+client_enter(ClientObject *c)
+{
+	if (c->closed || c->rc == NULL) {
+		PyErr_SetString(PyExc_ValueError, "rma client is closed");
+		return 0;
+	}
+	client_lock(c);
+	client_reap_dead(c);
+	return 1;
+}
+
+static void request_finish(RequestObject *r, int status,
+			   unsigned long long bytes, char *detail);
+
+/* Lets the lock go, then finishes what completed meanwhile. Keeps a
+ * pending exception across the Python callbacks. */
+static void
+client_leave(ClientObject *c)
+{
+	RequestObject *list = c->done;
+	PyObject *et, *ev, *tb, *saved;
+
+	c->done = NULL;
+	c->done_tail = &c->done;
+	PyThread_release_lock(c->lock);
+	if (list == NULL)
+		return;
+	PyErr_Fetch(&et, &ev, &tb);
+	Py_INCREF(c);
+	saved = leave_running;
+	leave_running = PyObject_CallNoArgs(get_running_loop);
+	if (leave_running == NULL)
+		PyErr_Clear();
+	while (list != NULL) {
+		RequestObject *r = list;
+
+		list = r->next_done;
+		r->next_done = NULL;
+		request_finish(r, r->n_status, r->n_bytes, r->n_detail);
+		r->n_detail = NULL;
+		/* the reference librma held, as user_data */
+		Py_DECREF(r);
+	}
+	Py_XDECREF(leave_running);
+	leave_running = saved;
+	if (c->waiters > 0 && c->wake_fd >= 0 &&
+	    write(c->wake_fd, &(uint64_t){(uint64_t)c->waiters}, 8) < 0) {
+		/* full (2^64 - 2 tokens): waiters are awake already */
+	}
+	Py_DECREF(c);
+	PyErr_Restore(et, ev, tb);
+}
+
+/* Native completion callback; no Python here (see the file comment). */
+static void
+request_on_complete(rma_request_t *req, rma_status_t status, void *user_data)
+{
+	RequestObject *r = user_data;
+	const char *detail = rma_request_detail(req);
+	ClientObject *c = r->client;
+
+	r->n_status = status;
+	r->n_bytes = rma_request_bytes(req);
+	r->n_detail = detail && *detail ? strdup(detail) : NULL;
+	r->next_done = NULL;
+	*c->done_tail = r;
+	c->done_tail = &r->next_done;
+}
+
+static void
+client_unwatch(ClientObject *c)
+{
+	PyObject *res;
+
+	if (c->loop == NULL)
+		return;
+	res = PyObject_CallMethod(c->loop, "remove_reader", "i", c->fd);
+	if (res == NULL)
+		PyErr_Clear(); /* a closed loop has forgotten it already */
+	Py_XDECREF(res);
+	Py_CLEAR(c->loop);
+}
+
+/* Progress runs in @p loop from now on: the fd is watched there. */
+static int
+client_watch(ClientObject *c, PyObject *loop)
+{
+	PyObject *cb, *res;
+
+	if (c->loop == loop)
+		return 1;
+	client_unwatch(c);
+	cb = PyObject_GetAttrString((PyObject *)c, "_on_readable");
+	if (cb == NULL)
+		return 0;
+	res = PyObject_CallMethod(loop, "add_reader", "iO", c->fd, cb);
+	Py_DECREF(cb);
+	if (res == NULL)
+		return 0;
+	Py_DECREF(res);
+	Py_INCREF(loop);
+	c->loop = loop;
+	return 1;
+}
+
+/* The native disconnect, once nothing maps a region any more: requests
+ * still in flight complete with DAEMON_GONE. */
+static void
+client_disconnect(ClientObject *c)
+{
+	if (c->rc == NULL)
+		return;
+	client_lock(c);
+	client_reap_dead(c);
+	rma_disconnect(c->rc);
+	c->rc = NULL;
+	client_leave(c);
+}
+
+/* ---- Request ---- */
+
+static int
+request_traverse(RequestObject *r, visitproc visit, void *arg)
+{
+	Py_VISIT(r->callback);
+	Py_VISIT(r->user_data);
+	Py_VISIT(r->future);
+	Py_VISIT(r->loop);
+	Py_VISIT(r->client);
+	return 0;
+}
+
+static int
+request_clear(RequestObject *r)
+{
+	Py_CLEAR(r->callback);
+	Py_CLEAR(r->user_data);
+	Py_CLEAR(r->future);
+	Py_CLEAR(r->loop);
+	return 0;
+}
+
+static void
+request_dealloc(RequestObject *r)
+{
+	PyObject_GC_UnTrack(r);
+	if (r->weakrefs != NULL)
+		PyObject_ClearWeakRefs((PyObject *)r);
+	request_clear(r);
+	Py_CLEAR(r->client);
+	free(r->detail);
+	free(r->n_detail);
+	Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *
+request_error(RequestObject *r)
+{
+	if (!r->finished || r->status == RMA_OK)
+		Py_RETURN_NONE;
+	return error_new(r->status, r->detail);
+}
+
+static PyObject *
+request_error_method(RequestObject *r, PyObject *unused)
+{
+	return request_error(r);
+}
+
+/* Resolves the future, from the loop's own thread or through
+ * call_soon_threadsafe. */
+static void
+request_resolve(RequestObject *r)
+{
+	PyObject *fut = r->future, *running, *exc = NULL, *res = NULL;
+
+	if (fut == NULL)
+		return;
+	if (r->status != RMA_OK && (exc = request_error(r)) == NULL)
+		goto report;
+	if ((running = running_loop()) == NULL)
+		goto report;
+	if (running == r->loop) {
+		res =
+		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
+			: PyObject_CallMethodOneArg(fut, str_set_result,
+						    Py_None);
+		/* a cancelled future keeps its cancellation */
+		if (res == NULL && PyErr_ExceptionMatches(invalid_state)) {
+			PyErr_Clear();
+			res = Py_NewRef(Py_None);
+		}
+	} else {
+		res = PyObject_CallFunctionObjArgs(resolve_threadsafe, fut,
+						   exc ? exc : Py_None, NULL);
+	}
+	Py_DECREF(running);
+report:
+	if (res == NULL)
+		PyErr_WriteUnraisable(fut);
+	Py_XDECREF(res);
+	Py_XDECREF(exc);
+}
+
+/* Reports an exception a callback raised: to the loop's exception
+ * handler when the loop is running here, else sys.unraisablehook. */
+static void
+request_report(RequestObject *r, PyObject *callback)
+{
+	ClientObject *c = r->client;
+	PyObject *et, *ev, *tb, *running, *ctx, *res;
+
+	if (c->loop == NULL) {
+		PyErr_WriteUnraisable(callback);
+		return;
+	}
+	PyErr_Fetch(&et, &ev, &tb);
+	PyErr_NormalizeException(&et, &ev, &tb);
+	if (tb != NULL && ev != NULL)
+		PyException_SetTraceback(ev, tb);
+	running = running_loop();
+	if (running == NULL || running != c->loop) {
+		Py_XDECREF(running);
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		PyErr_WriteUnraisable(callback);
+		return;
+	}
+	ctx = Py_BuildValue("{s:s,s:O,s:O,s:O}", "message",
+			    "exception in an rma request callback", "exception",
+			    ev ? ev : Py_None, "request", (PyObject *)r,
+			    "callback", callback);
+	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
+					ctx)
+		  : NULL;
+	if (res == NULL)
+		PyErr_WriteUnraisable(callback);
+	Py_XDECREF(res);
+	Py_XDECREF(ctx);
+	Py_DECREF(running);
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(tb);
+}
+
+/* Once per request: records the outcome, runs the callback, resolves the
+ * future. Takes @p detail (malloc'd). */
+static void
+request_finish(RequestObject *r, int status, unsigned long long bytes,
+	       char *detail)
+{
+	ClientObject *c = r->client;
+	PyObject *cb, *ud, *res;
+
+	if (r->finished) {
+		free(detail);
+		return;
+	}
+	r->finished = 1;
+	r->status = status;
+	r->bytes = bytes;
+	r->detail = detail;
+	if (r->prev_live != NULL)
+		r->prev_live->next_live = r->next_live;
+	else
+		c->live = r->next_live;
+	if (r->next_live != NULL)
+		r->next_live->prev_live = r->prev_live;
+	r->prev_live = r->next_live = NULL;
+	/* the callback's references go with this one call */
+	cb = r->callback;
+	ud = r->user_data;
+	r->callback = r->user_data = NULL;
+	if (cb != NULL) {
+		res = PyObject_CallFunction(cb, "OiO", (PyObject *)r, status,
+					    ud ? ud : Py_None);
+		if (res == NULL)
+			request_report(r, cb);
+		Py_XDECREF(res);
+	}
+	Py_XDECREF(cb);
+	Py_XDECREF(ud);
+	request_resolve(r);
+}
+
+static RequestObject *
+request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
+{
+	RequestObject *r;
+
+	if (callback != NULL && callback != Py_None &&
+	    !PyCallable_Check(callback)) {
+		PyErr_SetString(PyExc_TypeError, "callback must be callable");
+		return NULL;
+	}
+	r = PyObject_GC_New(RequestObject, &RequestType);
+	if (r == NULL)
+		return NULL;
+	r->client = (ClientObject *)Py_NewRef(c);
+	r->callback =
+	    callback && callback != Py_None ? Py_NewRef(callback) : NULL;
+	r->user_data =
+	    user_data && user_data != Py_None ? Py_NewRef(user_data) : NULL;
+	r->future = NULL;
+	r->loop = NULL;
+	r->finished = 0;
+	r->status = RMA_INPROGRESS;
+	r->bytes = r->n_bytes = 0;
+	r->detail = r->n_detail = NULL;
+	r->n_status = RMA_INPROGRESS;
+	r->next_done = r->prev_live = r->next_live = NULL;
+	r->weakrefs = NULL;
+	PyObject_GC_Track(r);
+	return r;
+}
+
+/* After a successful submit: librma owns one reference until the
+ * completion has been handled (client_leave). */
+static void
+request_submitted(RequestObject *r)
+{
+	ClientObject *c = r->client;
+
+	Py_INCREF(r);
+	r->next_live = c->live;
+	if (c->live != NULL)
+		c->live->prev_live = r;
+	c->live = r;
+}
+
+static PyObject *
+request_done(RequestObject *r, PyObject *unused)
+{
+	return PyBool_FromLong(r->finished);
+}
+
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One turn of progress: sends batches, reads, finishes completions. */
+static int
+client_progress_once(ClientObject *c, int *gone_p)
+{
+	rma_status_t st;
+
+	if (!client_enter(c))
+		return 0;
+	st = rma_progress(c->rc);
+	client_leave(c);
+	if (PyErr_Occurred())
+		return 0;
+	*gone_p = st == RMA_ERR_DAEMON_GONE;
+	if (*gone_p)
+		client_unwatch(c);
+	return 1;
+}
+
+static PyObject *
+request_wait(RequestObject *r, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"timeout", NULL};
+	PyObject *timeout = Py_None;
+	ClientObject *c = r->client;
+	double deadline = -1, left;
+	struct pollfd pfd[2];
+	uint64_t tokens;
+	int gone = 0, ms, rc;
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:wait", kwlist, &timeout))
+		return NULL;
+	if (timeout != Py_None) {
+		double t = PyFloat_AsDouble(timeout);
+
+		if (t == -1 && PyErr_Occurred())
+			return NULL;
+		deadline = mono_now() + (t < 0 ? 0 : t);
+	}
+	c->waiters++;
+	while (!r->finished) {
+		if (c->rc == NULL || c->closed)
+			break; /* close() finished it */
+		if (!client_progress_once(c, &gone))
+			goto err;
+		if (r->finished || gone)
+			break;
+		ms = -1;
+		if (deadline >= 0) {
+			left = deadline - mono_now();
+			if (left <= 0) {
+				error_raise(RMA_ERR_TIMEOUT,
+					    "request not completed within the "
+					    "timeout");
+				goto err;
+			}
+			ms = (int)(left * 1000) + 1;
+		}
+		pfd[0].fd = c->fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = c->wake_fd;
+		pfd[1].events = POLLIN;
+		ts = PyEval_SaveThread();
+		rc = poll(pfd, 2, ms);
+		if (rc > 0 && (pfd[1].revents & POLLIN) &&
+		    read(c->wake_fd, &tokens, sizeof(tokens)) < 0) {
+			/* another waiter took the last token: fine */
+		}
+		PyEval_RestoreThread(ts);
+		if (PyErr_CheckSignals() < 0)
+			goto err;
+	}
+	c->waiters--;
+	if (!r->finished)
+		return error_raise(RMA_ERR_DAEMON_GONE, "client closed");
+	if (r->status != RMA_OK)
+		return error_raise(r->status, r->detail);
+	Py_RETURN_NONE;
+
+err:
+	c->waiters--;
+	return NULL;
+}
+
+static PyObject *
+request_future(RequestObject *r, PyObject *unused)
+{
+	PyObject *loop, *fut;
+
+	if (r->future != NULL)
+		return Py_NewRef(r->future);
+	loop = PyObject_CallNoArgs(get_running_loop);
+	if (loop == NULL)
+		return NULL;
+	if (loop == Py_None) {
+		Py_DECREF(loop);
+		PyErr_SetString(PyExc_RuntimeError,
+				"Request.future() needs a running event loop");
+		return NULL;
+	}
+	fut = PyObject_CallMethodNoArgs(loop, str_create_future);
+	if (fut == NULL)
+		goto err_loop;
+	r->future = fut;
+	r->loop = Py_NewRef(loop);
+	if (r->finished)
+		request_resolve(r);
+	else if (r->client->rc != NULL && !r->client->closed &&
+		 !client_watch(r->client, loop))
+		goto err_future;
+	Py_DECREF(loop);
+	return Py_NewRef(fut);
+
+err_future:
+	Py_CLEAR(r->future);
+	Py_CLEAR(r->loop);
+err_loop:
+	Py_DECREF(loop);
+	return NULL;
+}
+
+static PyObject *
+request_await(RequestObject *r)
+{
+	PyObject *fut = request_future(r, NULL), *it;
+
+	if (fut == NULL)
+		return NULL;
+	it = PyObject_CallMethodNoArgs(fut, str_await);
+	Py_DECREF(fut);
+	return it;
+}
+
+static PyObject *
+request_get_status(RequestObject *r, void *unused)
+{
+	return PyLong_FromLong(r->status);
+}
+
+static PyObject *
+request_get_detail(RequestObject *r, void *unused)
+{
+	return PyUnicode_FromString(r->detail ? r->detail : "");
+}
+
+static PyObject *
+request_get_bytes(RequestObject *r, void *unused)
+{
+	return PyLong_FromUnsignedLongLong(r->bytes);
+}
+
+static PyObject *
+request_repr(RequestObject *r)
+{
+	return PyUnicode_FromFormat("<rma.Request %s>",
+				    r->finished ? rma_strerror(r->status)
+						: "in progress");
+}
+
+static PyMethodDef request_methods[] = {
+    {"done", (PyCFunction)request_done, METH_NOARGS,
+     "done() -> bool\n\nTrue once the request completed, well or not."},
+    {"wait", (PyCFunction)(void (*)(void))request_wait,
+     METH_VARARGS | METH_KEYWORDS,
+     "wait(timeout=None) -> None\n\nMake progress (GIL released while "
+     "blocked) until the request completes; raise its error if it failed, "
+     "rma.Timeout if it is still in progress after timeout seconds (it "
+     "stays valid and may complete later)."},
+    {"future", (PyCFunction)request_future, METH_NOARGS,
+     "future() -> asyncio.Future\n\nThe future of this request on the "
+     "running loop (created once): its result is None, or the request's "
+     "error. Registers the client's fd with the loop."},
+    {"error", (PyCFunction)request_error_method, METH_NOARGS,
+     "error() -> rma.Error | None\n\nThe exception for a failed request."},
+    {NULL}};
+
+static PyGetSetDef request_getset[] = {
+    {"status", (getter)request_get_status, NULL,
+     "rma.INPROGRESS (1), rma.OK (0) or a negative rma status.", NULL},
+    {"detail", (getter)request_get_detail, NULL,
+     "The daemon's detail for a failed request ('' if none).", NULL},
+    {"bytes", (getter)request_get_bytes, NULL,
+     "Bytes moved by a completed request.", NULL},
+    {NULL}};
+
+static PyAsyncMethods request_async = {.am_await = (unaryfunc)request_await};
+
+static PyTypeObject RequestType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Request",
+    .tp_basicsize = sizeof(RequestObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One put, get or flush. Awaitable: `await request` returns "
+	      "when it completes and raises its error if it failed.",
+    .tp_dealloc = (destructor)request_dealloc,
+    .tp_traverse = (traverseproc)request_traverse,
+    .tp_clear = (inquiry)request_clear,
+    .tp_repr = (reprfunc)request_repr,
+    .tp_as_async = &request_async,
+    .tp_methods = request_methods,
+    .tp_getset = request_getset,
+    .tp_weaklistoffset = offsetof(RequestObject, weakrefs),
+};
+
+/* ---- Region ---- */
+
+static void
+region_queue_free(RegionObject *r)
+{
+	ClientObject *c = r->client;
+	size_t cap;
+	rma_region_t **dead;
+
+	if (r->rr == NULL || c->rc == NULL)
+		return;
+	if (c->ndead == c->capdead) {
+		cap = c->capdead ? c->capdead * 2 : 8;
+		dead = PyMem_Realloc(c->dead, cap * sizeof(*dead));
+		if (dead == NULL)
+			return; /* freed with the connection instead */
+		c->dead = dead;
+		c->capdead = cap;
+	}
+	c->dead[c->ndead++] = r->rr;
+	r->rr = NULL;
+	r->ptr = NULL;
+}
+
+static void
+region_dealloc(RegionObject *r)
+{
+	/* no views exist: each holds a reference */
+	region_queue_free(r);
+	Py_CLEAR(r->client);
+	Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static int
+region_usable(RegionObject *r)
+{
+	if (r->rr == NULL || r->free_pending || r->client->rc == NULL ||
+	    r->client->closed) {
+		error_raise(RMA_ERR_NO_REGION, "region freed or client closed");
+		return 0;
+	}
+	return 1;
+}
+
+static int
+region_getbuffer(RegionObject *r, Py_buffer *view, int flags)
+{
+	if (r->rr == NULL || r->free_pending || r->client->rc == NULL ||
+	    r->client->closed) {
+		PyErr_SetString(PyExc_BufferError,
+				"region freed or client closed");
+		return -1;
+	}
+	if (PyBuffer_FillInfo(view, (PyObject *)r, r->ptr, r->length, 0,
+			      flags) < 0)
+		return -1;
+	r->exports++;
+	r->client->pinned++;
+	return 0;
+}
+
+static void
+region_releasebuffer(RegionObject *r, Py_buffer *view)
+{
+	ClientObject *c = r->client;
+
+	r->exports--;
+	c->pinned--;
+	if (r->exports == 0 && r->free_pending)
+		region_queue_free(r);
+	if (c->pinned == 0 && c->closed)
+		client_disconnect(c);
+}
+
+static PyObject *
+region_free(RegionObject *r, PyObject *unused)
+{
+	ClientObject *c = r->client;
+	rma_region_t *rr = r->rr;
+	rma_status_t st;
+	char detail[512];
+	PyThreadState *ts;
+
+	if (rr == NULL || r->free_pending)
+		return error_raise(RMA_ERR_NO_REGION, "region already freed");
+	if (r->exports > 0) {
+		/* views still use the memory: freed with the last one */
+		r->free_pending = 1;
+		Py_RETURN_NONE;
+	}
+	if (!client_enter(c))
+		return NULL;
+	r->rr = NULL;
+	r->ptr = NULL;
+	ts = PyEval_SaveThread();
+	st = rma_region_free(c->rc, rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK)
+		return error_raise(st, detail);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+region_descriptor(RegionObject *r, PyObject *unused)
+{
+	if (!region_usable(r))
+		return NULL;
+	return PyUnicode_FromString(rma_region_descriptor(r->rr));
+}
+
+static Py_ssize_t
+region_len(RegionObject *r)
+{
+	return r->length;
+}
+
+static PyObject *
+region_get_address(RegionObject *r, void *unused)
+{
+	if (!region_usable(r))
+		return NULL;
+	return PyLong_FromVoidPtr(r->ptr);
+}
+
+static PyObject *
+region_get_freed(RegionObject *r, void *unused)
+{
+	return PyBool_FromLong(r->rr == NULL || r->free_pending);
+}
+
+static PyMethodDef region_methods[] = {
+    {"descriptor", (PyCFunction)region_descriptor, METH_NOARGS,
+     "descriptor() -> str\n\nThe printable descriptor to hand to other "
+     "hosts."},
+    {"free", (PyCFunction)region_free, METH_NOARGS,
+     "free() -> None\n\nFree the region. While buffer views on it exist "
+     "the memory stays mapped and the daemon frees it when the last view "
+     "is released; the region is unusable from now on either way."},
+    {NULL}};
+
+static PyGetSetDef region_getset[] = {
+    {"address", (getter)region_get_address, NULL,
+     "Local address of the shared memory (for zero-copy checks).", NULL},
+    {"freed", (getter)region_get_freed, NULL, "True once free() ran.", NULL},
+    {NULL}};
+
+static PySequenceMethods region_seq = {.sq_length = (lenfunc)region_len};
+
+static PyBufferProcs region_buffer = {
+    .bf_getbuffer = (getbufferproc)region_getbuffer,
+    .bf_releasebuffer = (releasebufferproc)region_releasebuffer,
+};
+
+static PyTypeObject RegionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Region",
+    .tp_basicsize = sizeof(RegionObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory shared with the daemon, from Client.alloc(). Supports "
+	      "the buffer protocol: memoryview(region) and "
+	      "numpy.frombuffer(region) are writable views, no copy; the "
+	      "memory stays valid while any view exists. len(region) is its "
+	      "length.",
+    .tp_dealloc = (destructor)region_dealloc,
+    .tp_as_sequence = &region_seq,
+    .tp_as_buffer = &region_buffer,
+    .tp_methods = region_methods,
+    .tp_getset = region_getset,
+};
+
+/* ---- Peer and Remote ---- */
+
+static void
+peer_dealloc(PeerObject *p)
+{
+	Py_CLEAR(p->client);
+	Py_CLEAR(p->address);
+	Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static PyObject *
+peer_get_status(PeerObject *p, void *unused)
+{
+	if (p->client->rc == NULL)
+		return PyLong_FromLong(RMA_ERR_DAEMON_GONE);
+	return PyLong_FromLong(rma_peer_status(p->rp));
+}
+
+static PyObject *
+peer_get_detail(PeerObject *p, void *unused)
+{
+	if (p->client->rc == NULL)
+		return PyUnicode_FromString("client closed");
+	return PyUnicode_FromString(rma_peer_detail(p->rp));
+}
+
+static PyGetSetDef peer_getset[] = {
+    {"status", (getter)peer_get_status, NULL,
+     "rma.OK while the peer is up, else the status it failed with.", NULL},
+    {"detail", (getter)peer_get_detail, NULL,
+     "The daemon's detail for the peer's last failure.", NULL},
+    {NULL}};
+
+static PyMemberDef peer_members[] = {{"address", T_OBJECT,
+				      offsetof(PeerObject, address), READONLY,
+				      "The address given to Client.peer()."},
+				     {NULL}};
+
+static PyTypeObject PeerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Peer",
+    .tp_basicsize = sizeof(PeerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Another host's rmad, from Client.peer(address).",
+    .tp_dealloc = (destructor)peer_dealloc,
+    .tp_getset = peer_getset,
+    .tp_members = peer_members,
+};
+
+static void
+remote_dealloc(RemoteObject *r)
+{
+	ClientObject *c = r->client;
+	rma_remote_t **dead;
+	size_t cap;
+
+	/* The release is a round trip that may read completions: it waits
+	 * for the next call, which finishes them (see client_reap_dead). */
+	if (r->rr != NULL && c->rc != NULL && !c->closed) {
+		if (c->ndead_remotes == c->capdead_remotes) {
+			cap = c->capdead_remotes ? c->capdead_remotes * 2 : 8;
+			dead =
+			    PyMem_Realloc(c->dead_remotes, cap * sizeof(*dead));
+			if (dead != NULL) {
+				c->dead_remotes = dead;
+				c->capdead_remotes = cap;
+			}
+		}
+		/* else released with the connection */
+		if (c->ndead_remotes < c->capdead_remotes)
+			c->dead_remotes[c->ndead_remotes++] = r->rr;
+	}
+	Py_CLEAR(r->peer);
+	Py_CLEAR(r->client);
+	Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *
+remote_release(RemoteObject *r, PyObject *unused)
+{
+	ClientObject *c = r->client;
+	rma_remote_t *rr = r->rr;
+	PyThreadState *ts;
+
+	if (rr == NULL)
+		Py_RETURN_NONE;
+	if (!client_enter(c))
+		return NULL;
+	r->rr = NULL;
+	ts = PyEval_SaveThread();
+	rma_remote_release(c->rc, rr);
+	PyEval_RestoreThread(ts);
+	client_leave(c);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+remote_get_length(RemoteObject *r, void *unused)
+{
+	if (r->rr == NULL || r->client->rc == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	return PyLong_FromUnsignedLongLong(rma_remote_length(r->rr));
+}
+
+static PyMethodDef remote_methods[] = {
+    {"release", (PyCFunction)remote_release, METH_NOARGS,
+     "release() -> None\n\nForget the remote (operations already submitted "
+     "on it are not affected)."},
+    {NULL}};
+
+static PyGetSetDef remote_getset[] = {
+    {"length", (getter)remote_get_length, NULL,
+     "Length of the remote region, as its owner answered.", NULL},
+    {NULL}};
+
+static PyMemberDef remote_members[] = {
+    {"peer", T_OBJECT, offsetof(RemoteObject, peer), READONLY,
+     "The peer the remote was imported through."},
+    {NULL}};
+
+static PyTypeObject RemoteType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Remote",
+    .tp_basicsize = sizeof(RemoteObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A remote region resolved with its owner, from "
+	      "Client.import_remote().",
+    .tp_dealloc = (destructor)remote_dealloc,
+    .tp_methods = remote_methods,
+    .tp_getset = remote_getset,
+    .tp_members = remote_members,
+};
+
+/* ---- Client ---- */
+
+static int
+client_init(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"socket", "timeout", NULL};
+	PyObject *sock = Py_None, *bytes = NULL;
+	double timeout = RMA_CONNECT_TIMEOUT_DEFAULT_MS / 1000.0;
+	const char *path = NULL;
+	rma_client_t *rc;
+	rma_status_t st;
+	char detail[512];
+	int ms;
+	PyThreadState *ts;
+
+	if (c->rc != NULL || c->lock != NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "Client initialized twice");
+		return -1;
+	}
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Od:Client", kwlist, &sock,
+					 &timeout))
+		return -1;
+	if (sock != Py_None) {
+		if (!PyUnicode_FSConverter(sock, &bytes))
+			return -1;
+		path = PyBytes_AS_STRING(bytes);
+	}
+	ms = timeout < 0 ? -1 : (int)(timeout * 1000);
+	ts = PyEval_SaveThread();
+	st = rma_connect_timeout(path, ms, &rc);
+	if (st != RMA_OK)
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(NULL));
+	PyEval_RestoreThread(ts);
+	Py_XDECREF(bytes);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		return -1;
+	}
+	c->lock = PyThread_allocate_lock();
+	if (c->lock == NULL) {
+		rma_disconnect(rc);
+		PyErr_NoMemory();
+		return -1;
+	}
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	if (c->wake_fd < 0) {
+		PyThread_free_lock(c->lock);
+		c->lock = NULL;
+		rma_disconnect(rc);
+		PyErr_SetFromErrno(PyExc_OSError);
+		return -1;
+	}
+	c->rc = rc;
+	c->fd = rma_fd(rc);
+	c->done_tail = &c->done;
+	return 0;
+}
+
+static int
+client_traverse(ClientObject *c, visitproc visit, void *arg)
+{
+	Py_VISIT(c->loop);
+	return 0;
+}
+
+static PyObject *
+client_close(ClientObject *c, PyObject *unused)
+{
+	RequestObject *r;
+
+	if (c->closed)
+		Py_RETURN_NONE;
+	client_unwatch(c);
+	c->closed = 1;
+	if (c->pinned == 0) {
+		client_disconnect(c);
+		Py_RETURN_NONE;
+	}
+	/* Views keep the mapping, so the native disconnect waits for the
+	 * last one; the requests in flight fail now all the same (librma
+	 * still owns its reference to each until then). */
+	Py_INCREF(c);
+	while ((r = c->live) != NULL)
+		request_finish(r, RMA_ERR_DAEMON_GONE, 0,
+			       strdup("client closed"));
+	Py_DECREF(c);
+	if (PyErr_Occurred())
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static void
+client_dealloc(ClientObject *c)
+{
+	PyObject_GC_UnTrack(c);
+	if (c->lock != NULL) {
+		c->closed = 1;
+		Py_CLEAR(c->loop); /* a dying client is no longer watched */
+		if (c->rc != NULL) {
+			/* nothing refers to us: no region views, no
+			 * requests in flight */
+			PyThread_acquire_lock(c->lock, WAIT_LOCK);
+			client_reap_dead(c);
+			rma_disconnect(c->rc);
+			c->rc = NULL;
+			PyThread_release_lock(c->lock);
+		}
+		PyThread_free_lock(c->lock);
+	}
+	if (c->lock != NULL)
+		close(c->wake_fd);
+	PyMem_Free(c->dead);
+	PyMem_Free(c->dead_remotes);
+	Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *
+client_alloc(ClientObject *c, PyObject *args)
+{
+	Py_ssize_t size;
+	rma_region_t *rr;
+	rma_status_t st;
+	RegionObject *r;
+	char detail[512];
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "n:alloc", &size))
+		return NULL;
+	if (size <= 0)
+		return error_raise(RMA_ERR_INVALID, "size must be positive");
+	if (!client_enter(c))
+		return NULL;
+	ts = PyEval_SaveThread();
+	st = rma_region_alloc(c->rc, (size_t)size, &rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK)
+		return error_raise(st, detail);
+	r = PyObject_New(RegionObject, &RegionType);
+	if (r == NULL) {
+		/* ownership of rr stays with the client: freed at close */
+		return NULL;
+	}
+	r->client = (ClientObject *)Py_NewRef(c);
+	r->rr = rr;
+	r->ptr = rma_region_ptr(rr);
+	r->length = size;
+	r->exports = 0;
+	r->free_pending = 0;
+	return (PyObject *)r;
+}
+
+static PyObject *
+client_peer(ClientObject *c, PyObject *args)
+{
+	const char *addr;
+	rma_peer_t *rp;
+	rma_status_t st;
+	PeerObject *p;
+	char detail[512];
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "s:peer", &addr))
+		return NULL;
+	if (!client_enter(c))
+		return NULL;
+	ts = PyEval_SaveThread();
+	st = rma_peer_connect(c->rc, addr, &rp);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK)
+		return error_raise(st, detail);
+	p = PyObject_New(PeerObject, &PeerType);
+	if (p == NULL)
+		return NULL;
+	p->client = (ClientObject *)Py_NewRef(c);
+	p->rp = rp;
+	p->address = PyUnicode_FromString(addr);
+	if (p->address == NULL) {
+		Py_DECREF(p);
+		return NULL;
+	}
+	return (PyObject *)p;
+}
+
+static PyObject *
+client_import_remote(ClientObject *c, PyObject *args)
+{
+	PeerObject *p;
+	const char *desc;
+	rma_remote_t *rr;
+	rma_status_t st;
+	RemoteObject *r;
+	char detail[512];
+	PyThreadState *ts;
+
+	if (!PyArg_ParseTuple(args, "O!s:import_remote", &PeerType, &p, &desc))
+		return NULL;
+	if (p->client != c)
+		return error_raise(RMA_ERR_INVALID, "peer of another client");
+	if (!client_enter(c))
+		return NULL;
+	ts = PyEval_SaveThread();
+	st = rma_remote_import(c->rc, p->rp, desc, &rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK)
+		return error_raise(st, detail);
+	r = PyObject_New(RemoteObject, &RemoteType);
+	if (r == NULL)
+		return NULL;
+	r->client = (ClientObject *)Py_NewRef(c);
+	r->peer = (PeerObject *)Py_NewRef(p);
+	r->rr = rr;
+	return (PyObject *)r;
+}
+
+/* put and get share their arguments and submission. */
+static PyObject *
+client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
+{
+	static char *kwlist[] = {
+	    "region", "offset",	  "remote",    "remote_offset",
+	    "length", "callback", "user_data", "remote_completion",
+	    NULL};
+	RegionObject *reg;
+	RemoteObject *rem;
+	unsigned long long off, roff, len;
+	PyObject *cb = Py_None, *ud = Py_None;
+	int remote_completion = 0;
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(
+		args, kw, is_put ? "O!KO!KK|OO$p:put" : "O!KO!KK|OO$p:get",
+		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
+		&cb, &ud, &remote_completion))
+		return NULL;
+	if (reg->client != c || rem->client != c)
+		return error_raise(RMA_ERR_INVALID,
+				   "region or remote of another client");
+	if (!region_usable(reg))
+		return NULL;
+	if (rem->rr == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		return NULL;
+	if (!client_enter(c))
+		goto err_request;
+	if (is_put)
+		st = rma_put(c->rc, reg->rr, off, rem->rr, roff, len,
+			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+			     request_on_complete, r, NULL);
+	else
+		st = rma_get(c->rc, reg->rr, off, rem->rr, roff, len,
+			     request_on_complete, r, NULL);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	return (PyObject *)r;
+
+err_request:
+	Py_DECREF(r);
+	return NULL;
+}
+
+static PyObject *
+client_put(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_transfer(c, args, kw, 1);
+}
+
+static PyObject *
+client_get(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_transfer(c, args, kw, 0);
+}
+
+static PyObject *
+client_flush(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"peer", "callback", "user_data", NULL};
+	PyObject *peer = Py_None, *cb = Py_None, *ud = Py_None;
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:flush", kwlist, &peer,
+					 &cb, &ud))
+		return NULL;
+	if (peer != Py_None && (!PyObject_TypeCheck(peer, &PeerType) ||
+				((PeerObject *)peer)->client != c)) {
+		PyErr_SetString(PyExc_TypeError,
+				"peer must be None or a Peer of this client");
+		return NULL;
+	}
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		return NULL;
+	if (!client_enter(c))
+		goto err_request;
+	st = rma_flush(c->rc, peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
+		       request_on_complete, r, NULL);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	return (PyObject *)r;
+
+err_request:
+	Py_DECREF(r);
+	return NULL;
+}
+
+static PyObject *
+client_progress(ClientObject *c, PyObject *unused)
+{
+	int gone;
+
+	if (!client_progress_once(c, &gone))
+		return NULL;
+	if (gone)
+		return error_raise(RMA_ERR_DAEMON_GONE,
+				   "the daemon closed the connection");
+	Py_RETURN_NONE;
+}
+
+/* The loop's reader: progress, and stop watching a dead connection
+ * (its fd would stay readable forever). */
+static PyObject *
+client_on_readable(ClientObject *c, PyObject *unused)
+{
+	int gone;
+
+	if (c->closed || c->rc == NULL) {
+		client_unwatch(c);
+		Py_RETURN_NONE;
+	}
+	if (!client_progress_once(c, &gone))
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+client_fileno(ClientObject *c, PyObject *unused)
+{
+	if (c->closed || c->rc == NULL) {
+		PyErr_SetString(PyExc_ValueError, "rma client is closed");
+		return NULL;
+	}
+	return PyLong_FromLong(c->fd);
+}
+
+static PyObject *
+client_enter_ctx(ClientObject *c, PyObject *unused)
+{
+	return Py_NewRef(c);
+}
+
+static PyObject *
+client_exit_ctx(ClientObject *c, PyObject *args)
+{
+	PyObject *res = client_close(c, NULL);
+
+	Py_XDECREF(res);
+	if (res == NULL)
+		return NULL;
+	Py_RETURN_FALSE;
+}
+
+static PyObject *
+client_get_daemon_id(ClientObject *c, void *unused)
+{
+	if (c->rc == NULL || c->closed)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(rma_daemon_id(c->rc));
+}
+
+static PyObject *
+client_get_in_flight(ClientObject *c, void *unused)
+{
+	Py_ssize_t n = 0;
+
+	for (RequestObject *r = c->live; r != NULL; r = r->next_live)
+		n++;
+	return PyLong_FromSsize_t(n);
+}
+
+static PyObject *
+client_get_closed(ClientObject *c, void *unused)
+{
+	return PyBool_FromLong(c->closed || c->rc == NULL);
+}
+
+static PyMethodDef client_methods[] = {
+    {"close", (PyCFunction)client_close, METH_NOARGS,
+     "close() -> None\n\nClose the connection. Requests in flight fail "
+     "with rma.DaemonGone; regions, peers and remotes become unusable. "
+     "Memory that buffer views still use stays mapped until the last view "
+     "is released."},
+    {"alloc", (PyCFunction)client_alloc, METH_VARARGS,
+     "alloc(size) -> Region\n\nAllocate a zeroed region shared with the "
+     "daemon."},
+    {"peer", (PyCFunction)client_peer, METH_VARARGS,
+     "peer(address) -> Peer\n\nConnect the daemon to the rmad at "
+     "'host:port' (blocks, GIL released)."},
+    {"import_remote", (PyCFunction)client_import_remote, METH_VARARGS,
+     "import_remote(peer, descriptor) -> Remote\n\nResolve a descriptor "
+     "with its owner through peer."},
+    {"put", (PyCFunction)(void (*)(void))client_put,
+     METH_VARARGS | METH_KEYWORDS,
+     "put(region, offset, remote, remote_offset, length, callback=None, "
+     "user_data=None, *, remote_completion=False) -> Request\n\nStart a "
+     "put; callback(request, status, user_data) runs exactly once, where "
+     "progress runs. Errors found before submission raise; errors found "
+     "by the daemon arrive as the request's status."},
+    {"get", (PyCFunction)(void (*)(void))client_get,
+     METH_VARARGS | METH_KEYWORDS,
+     "get(region, offset, remote, remote_offset, length, callback=None, "
+     "user_data=None) -> Request\n\nStart a get, as put()."},
+    {"flush", (PyCFunction)(void (*)(void))client_flush,
+     METH_VARARGS | METH_KEYWORDS,
+     "flush(peer=None, callback=None, user_data=None) -> Request\n\n"
+     "Complete when everything issued before to peer (every peer if None) "
+     "has completed."},
+    {"progress", (PyCFunction)client_progress, METH_NOARGS,
+     "progress() -> None\n\nSend batches and handle what the daemon sent, "
+     "without blocking; runs callbacks. Raises rma.DaemonGone once the "
+     "daemon is gone."},
+    {"fileno", (PyCFunction)client_fileno, METH_NOARGS,
+     "fileno() -> int\n\nThe fd to poll for readability (then call "
+     "progress())."},
+    {"_on_readable", (PyCFunction)client_on_readable, METH_NOARGS, NULL},
+    {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL},
+    {NULL}};
+
+static PyGetSetDef client_getset[] = {
+    {"daemon_id", (getter)client_get_daemon_id, NULL,
+     "Identity of the connected daemon (None once closed).", NULL},
+    {"in_flight", (getter)client_get_in_flight, NULL,
+     "Requests submitted and not yet completed.", NULL},
+    {"closed", (getter)client_get_closed, NULL, "True once closed.", NULL},
+    {NULL}};
+
+static PyTypeObject ClientType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Client",
+    .tp_basicsize = sizeof(ClientObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Client(socket=None, timeout=5.0)\n\nA connection to the "
+	      "host's rmad (socket None: the same resolution as librma's "
+	      "rma_default_socket()). A context manager.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)client_init,
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_traverse = (traverseproc)client_traverse,
+    .tp_methods = client_methods,
+    .tp_getset = client_getset,
+};
+
+/* ---- module ---- */
+
+static PyObject *
+mod_default_socket(PyObject *m, PyObject *unused)
+{
+	return PyUnicode_DecodeFSDefault(rma_default_socket());
+}
+
+static PyObject *
+mod_strerror(PyObject *m, PyObject *args)
+{
+	int st;
+
+	if (!PyArg_ParseTuple(args, "i:strerror", &st))
+		return NULL;
+	return PyUnicode_FromString(rma_strerror((rma_status_t)st));
+}
+
+static PyMethodDef mod_methods[] = {
+    {"default_socket", mod_default_socket, METH_NOARGS,
+     "default_socket() -> str\n\nThe socket librma connects to by "
+     "default."},
+    {"strerror", mod_strerror, METH_VARARGS,
+     "strerror(status) -> str\n\nName of a status."},
+    {NULL}};
+
+static struct PyModuleDef rma_module = {
+    PyModuleDef_HEAD_INIT, .m_name = "rma._rma",
+    .m_doc = "The C part of the rma package.", .m_size = -1,
+    .m_methods = mod_methods};
+
+static int
+mod_add_type(PyObject *m, PyTypeObject *t, const char *name)
+{
+	if (PyType_Ready(t) < 0)
+		return -1;
+	Py_INCREF(t);
+	if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return 0;
+}
+
+PyMODINIT_FUNC
+PyInit__rma(void)
+{
+	PyObject *m, *mod;
+
+	m = PyModule_Create(&rma_module);
+	if (m == NULL)
+		return NULL;
+	if (mod_add_type(m, &ClientType, "Client") < 0 ||
+	    mod_add_type(m, &RegionType, "Region") < 0 ||
+	    mod_add_type(m, &PeerType, "Peer") < 0 ||
+	    mod_add_type(m, &RemoteType, "Remote") < 0 ||
+	    mod_add_type(m, &RequestType, "Request") < 0)
+		goto err;
+	if ((mod = PyImport_ImportModule("rma.errors")) == NULL)
+		goto err;
+	errors_make = PyObject_GetAttrString(mod, "_make");
+	Py_DECREF(mod);
+	if ((mod = PyImport_ImportModule("asyncio")) == NULL)
+		goto err;
+	get_running_loop = PyObject_GetAttrString(mod, "_get_running_loop");
+	invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
+	Py_DECREF(mod);
+	str_set_result = PyUnicode_InternFromString("set_result");
+	str_set_exception = PyUnicode_InternFromString("set_exception");
+	str_create_future = PyUnicode_InternFromString("create_future");
+	str_await = PyUnicode_InternFromString("__await__");
+	if ((mod = PyImport_ImportModule("rma._resolve")) == NULL)
+		goto err;
+	resolve_threadsafe = PyObject_GetAttrString(mod, "resolve_threadsafe");
+	Py_DECREF(mod);
+	if (errors_make == NULL || get_running_loop == NULL ||
+	    resolve_threadsafe == NULL || invalid_state == NULL ||
+	    str_set_result == NULL || str_set_exception == NULL ||
+	    str_create_future == NULL || str_await == NULL)
+		goto err;
+	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
+		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)
+			goto err;
+	return m;
+
+err:
+	Py_DECREF(m);
+	return NULL;
+}

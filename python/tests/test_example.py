@@ -1,0 +1,48 @@
+"""examples/put.py, run as a user runs it, like tests/cli.sh runs put.c."""
+
+import os
+import subprocess
+import sys
+
+import rma
+
+
+def test_example_put(two):
+    a, b = two
+    with rma.Client(a.socket) as ca:
+        target = ca.alloc(4096)
+        env = dict(os.environ, RMAD_SOCKET=b.socket)
+        out = subprocess.run(
+            [sys.executable,
+             os.path.join(os.environ["EXAMPLES_DIR"], "put.py"),
+             a.listen, target.descriptor()],
+            env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == [
+            "put: success", "read back: hello, remote memory"]
+        assert bytes(memoryview(target)[:20]) == b"hello, remote memory"
+
+
+def test_example_put_reports_errors(two):
+    a, b = two
+    env = dict(os.environ, RMAD_SOCKET=b.socket)
+    out = subprocess.run(
+        [sys.executable, os.path.join(os.environ["EXAMPLES_DIR"], "put.py"),
+         a.listen, "garbage"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "bad descriptor" in out.stderr
+
+
+def test_bench_smoke():
+    """python3 -m rma.bench runs (a handful of operations; nothing timed)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "rma.bench", "--smoke", "--json",
+         "--rows", "8:256,1048576:4"],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import json
+    rows = json.loads(out.stdout)["rows"]
+    assert [(r["size"], r["window"]) for r in rows] == [(8, 256),
+                                                        (1048576, 4)]
+    assert all(r["python_ops_per_s"] > 0 and r["rmactl_ops_per_s"] > 0
+               for r in rows)

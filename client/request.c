@@ -5,6 +5,8 @@
  * stray or repeated completion never hits a newer request. */
 #include "rma_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,11 +208,12 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 
 static void
 request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
-		 uint64_t bytes, const char *detail)
+		 uint64_t bytes, uint64_t value, const char *detail)
 {
 	request_slot_put(c, req);
 	req->status = status;
 	req->bytes = bytes;
+	req->value = value;
 	if (detail != NULL && detail[0] != '\0')
 		req->detail = strdup(detail);
 	if (req->cb != NULL)
@@ -221,7 +224,7 @@ request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 
 void
 request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-		      uint64_t bytes, const char *detail)
+		      uint64_t bytes, uint64_t value, const char *detail)
 {
 	uint32_t slot = (uint32_t)op_id;
 	struct rma_request *req;
@@ -232,7 +235,8 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	/* unknown, repeated, or for an op not even sent: ignore */
 	if (req == NULL || req->op_id != op_id || !req->sent)
 		return;
-	request_complete(c, req, status_from_wire(status), bytes, detail);
+	request_complete(c, req, status_from_wire(status), bytes, value,
+			 detail);
 }
 
 void
@@ -243,7 +247,7 @@ request_complete_all(rma_client_t *c, rma_status_t status, const char *detail)
 	/* callbacks cannot add requests: the client is gone */
 	for (uint32_t i = 0; i < c->slots_used; i++) {
 		if (c->slots[i] != NULL)
-			request_complete(c, c->slots[i], status, 0, detail);
+			request_complete(c, c->slots[i], status, 0, 0, detail);
 	}
 }
 
@@ -270,6 +274,45 @@ request_cleanup(rma_client_t *c)
 	c->slots = NULL;
 	c->slots_free = NULL;
 	c->slots_cap = c->slots_used = c->slots_nfree = 0;
+}
+
+/* An operation the library can decide alone (a range outside what the
+ * owner resolved, a misaligned word): it completes here, before the call
+ * that started it returns, with its callback run in the caller's thread,
+ * as ucxx does for a request that completes at once. The daemon never
+ * hears of it. */
+static rma_status_t
+request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
+		     void *user_data, rma_request_t **req_p, const char *fmt,
+		     ...) __attribute__((format(printf, 6, 7)));
+
+static rma_status_t
+request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
+		     void *user_data, rma_request_t **req_p, const char *fmt,
+		     ...)
+{
+	struct rma_request *req = request_alloc(c);
+	char detail[256];
+	va_list ap;
+
+	if (req == NULL)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	req->refs = 1; /* the library's, until the callback returned */
+	if (req_p != NULL) {
+		req->refs++;
+		*req_p = req;
+	}
+	req->status = status;
+	req->detail = strdup(detail);
+	client_error(c, status, "%s", detail);
+	if (cb != NULL)
+		cb(req, status, user_data);
+	request_unref(req);
+	return RMA_OK;
 }
 
 /* ---- public ---- */
@@ -306,6 +349,22 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
+	if (offset > region->length || length > region->length - offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "local range [%llu, +%llu) is outside region %llu of %zu "
+		    "bytes",
+		    (unsigned long long)offset, (unsigned long long)length,
+		    (unsigned long long)region->region_id, region->length);
+	if (remote_offset > remote->length ||
+	    length > remote->length - remote_offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "remote range [%llu, +%llu) is outside the remote region "
+		    "of %llu bytes",
+		    (unsigned long long)remote_offset,
+		    (unsigned long long)length,
+		    (unsigned long long)remote->length);
 	op.kind = kind;
 	op.region_id = region->region_id;
 	op.offset = offset;
@@ -351,6 +410,76 @@ rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
 	op.kind = RMA__V1__OP_KIND__FLUSH;
 	op.peer_id = peer != NULL ? peer->peer_id : 0;
 	return request_submit(client, &op, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
+	   rma_atomic_op_t op, unsigned width, uint64_t operand,
+	   uint64_t compare, rma_callback_t cb, void *user_data,
+	   rma_request_t **req_p)
+{
+	Rma__V1__Op o = RMA__V1__OP__INIT;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (remote == NULL || remote->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "atomic needs a remote of this client");
+	if (width != 4 && width != 8)
+		return client_error(client, RMA_ERR_INVALID,
+				    "atomic on a word of %u bytes: the width "
+				    "is 4 or 8",
+				    width);
+	if ((unsigned)op > RMA_ATOMIC_FETCH_XOR)
+		return client_error(client, RMA_ERR_INVALID,
+				    "unknown atomic operation %d", (int)op);
+	if (remote_offset % width != 0)
+		return request_complete_now(
+		    client, RMA_ERR_INVALID, cb, user_data, req_p,
+		    "remote offset %llu is not aligned to the word's %u bytes",
+		    (unsigned long long)remote_offset, width);
+	if (remote_offset > remote->length ||
+	    width > remote->length - remote_offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "remote word [%llu, +%u) is outside the remote region of "
+		    "%llu bytes",
+		    (unsigned long long)remote_offset, width,
+		    (unsigned long long)remote->length);
+	o.kind = RMA__V1__OP_KIND__ATOMIC;
+	o.remote_id = remote->remote_id;
+	o.remote_offset = remote_offset;
+	o.length = width;
+	o.atomic_op = (Rma__V1__AtomicOp)op;
+	o.operand = operand;
+	o.compare = compare;
+	return request_submit(client, &o, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_atomic_sync(rma_client_t *client, rma_remote_t *remote,
+		uint64_t remote_offset, rma_atomic_op_t op, unsigned width,
+		uint64_t operand, uint64_t compare, uint64_t *old_p,
+		int timeout_ms)
+{
+	rma_request_t *req = NULL;
+	rma_status_t st;
+
+	st = rma_atomic(client, remote, remote_offset, op, width, operand,
+			compare, NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(client, req, timeout_ms);
+	if (st == RMA_OK && old_p != NULL)
+		*old_p = req->value;
+	rma_request_release(req);
+	return st;
+}
+
+RMA_API uint64_t
+rma_request_value(const rma_request_t *req)
+{
+	return req != NULL && req->status == RMA_OK ? req->value : 0;
 }
 
 RMA_API int

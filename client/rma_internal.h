@@ -34,7 +34,8 @@ struct rma_request {
 	int sent;      /* its Submit went out */
 	rma_status_t status;
 	uint64_t bytes;
-	char *detail; /* NULL for "" */
+	uint64_t value; /* an atomic's old word */
+	char *detail;	/* NULL for "" */
 	rma_callback_t cb;
 	void *user_data;
 	/* every live request of a client, so rma_disconnect can detach
@@ -51,6 +52,7 @@ struct rma_region {
 	size_t length;	   /* as asked for; 0 once freed */
 	size_t map_length; /* as the daemon made it */
 	char *descriptor;  /* NULL once freed */
+	char *ro_descriptor; /* gets only; NULL once freed */
 	int freed;	   /* rma_region_free ran: a tombstone (region.c) */
 };
 
@@ -196,7 +198,7 @@ rma_status_t request_flush(rma_client_t *c);
 /* A Completion from the daemon. */
 /* A completion from the daemon (status on the wire; detail may be NULL). */
 void request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-			   uint64_t bytes, const char *detail);
+			   uint64_t bytes, uint64_t value, const char *detail);
 
 /* Complete every request in flight (or pending) with status. */
 void request_complete_all(rma_client_t *c, rma_status_t status,

@@ -24,6 +24,8 @@ enum am_id {
 				 one per record, in order */
 	AM_HELLO_PROOF = 12,  /* am_hello_proof: keyed handshake, 3rd step */
 	AM_HELLO_DONE = 13,   /* am_hello_reply: keyed handshake, accepted */
+	AM_ATOMIC = 14,	      /* am_atomic: apply this to a word of yours */
+	AM_ATOMIC_REPLY = 15, /* am_atomic_answer: done (old value), or not */
 };
 
 /* Ids below this are rmad's; every other 16-bit id gets a handler that
@@ -111,9 +113,14 @@ struct am_resolve_reply {
 	uint64_t addr; /* 0 unless UCX-native RMA is offered */
 	uint64_t length;
 	uint32_t rkey_len; /* 0: use AM_PUT/AM_GET */
-	uint32_t pad;
+	uint32_t flags;	   /* AM_RESOLVE_* */
 	/* rkey_len bytes of packed rkey follow */
 };
+
+/* am_resolve_reply.flags: the generation asked with is the region's
+ * read-only secret; the owner serves gets only through it (and gives no
+ * rkey, so every access reaches its checks). */
+#define AM_RESOLVE_READ_ONLY 1u
 
 struct am_freed {
 	uint32_t magic;
@@ -139,6 +146,27 @@ struct am_rma_answer {
 	uint32_t magic;
 	int32_t status; /* wire status */
 	uint64_t token;
+};
+
+/* An atomic on one aligned word, named by region like am_rma; executed by
+ * the target's CPU on the region's memory. */
+struct am_atomic {
+	uint32_t magic;
+	uint32_t op; /* Rma__V1__AtomicOp */
+	uint64_t token;
+	uint64_t region_id;
+	uint64_t generation;
+	uint64_t offset;
+	uint64_t width; /* 4 or 8 */
+	uint64_t operand;
+	uint64_t compare;
+};
+
+struct am_atomic_answer {
+	uint32_t magic;
+	int32_t status; /* wire status */
+	uint64_t token;
+	uint64_t value; /* the word's old value (status OK) */
 };
 
 #endif

@@ -205,6 +205,9 @@ void conn_send_event(struct conn *c, Rma__V1__Event *event);
 /* Queue a completion; sent in one Completions event at the next flush. */
 void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 		   uint64_t bytes, const char *detail);
+/* The same with a value for the client (an atomic's old word). */
+void conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
+			 uint64_t bytes, uint64_t value, const char *detail);
 void conn_flush_dirty(struct daemon *d);
 void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
@@ -233,6 +236,9 @@ struct region {
 	struct daemon *d;
 	uint64_t id;
 	uint64_t generation;
+	/* The read-only secret: a descriptor that carries it is served
+	 * gets only (target.c). Never 0, never the generation. */
+	uint64_t ro_generation;
 	size_t length;
 	void *addr;
 	ucp_mem_h memh;
@@ -242,6 +248,7 @@ struct region {
 	int refs; /* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
 	char descriptor[DESCRIPTOR_TEXT_SIZE];
+	char ro_descriptor[DESCRIPTOR_TEXT_SIZE];
 };
 
 struct quarantine {
@@ -296,6 +303,7 @@ struct resolved {
 	uint64_t addr;
 	uint64_t length;
 	ucp_rkey_h rkey;
+	bool read_only; /* resolved with the region's read-only secret */
 	bool valid;
 	bool stale; /* freed by the owner, or the owner restarted: for good */
 	int refs;
@@ -518,7 +526,11 @@ struct op {
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
-	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
+	union {		      /* rmad protocol: header, alive until sent */
+		struct am_rma hdr;
+		struct am_atomic atomic_hdr; /* ATOMIC */
+	};
+	uint64_t value; /* ATOMIC: the word's old value, for the client */
 	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;
 	union {
@@ -547,6 +559,7 @@ void op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail);
 void op_on_put_ack(struct peer *p, const struct am_msg *m);
 void op_on_batch_reply(struct peer *p, const struct am_msg *m);
 void op_on_get_reply(struct peer *p, const struct am_msg *m);
+void op_on_atomic_reply(struct peer *p, const struct am_msg *m);
 
 /* ---- target.c: puts and gets other daemons send here -----------------------
  */
@@ -554,6 +567,7 @@ void op_on_get_reply(struct peer *p, const struct am_msg *m);
 void target_on_put(struct peer *p, const struct am_msg *m);
 void target_on_batch(struct peer *p, const struct am_msg *m);
 void target_on_get(struct peer *p, const struct am_msg *m);
+void target_on_atomic(struct peer *p, const struct am_msg *m);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
@@ -658,6 +672,7 @@ struct counters {
 	uint64_t connect_attempts, connect_failures; /* outbound */
 	uint64_t target_refused; /* peer requests answered with an error */
 	uint64_t peers_evicted;	 /* failed peers dropped for room */
+	uint64_t ops_atomic, target_atomics;
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */

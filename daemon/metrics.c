@@ -12,7 +12,7 @@
 
 #include <event2/http.h>
 
-#define METRICS_KINDS 3 /* Rma__V1__OpKind: PUT, GET, FLUSH */
+#define METRICS_KINDS 4 /* Rma__V1__OpKind: PUT, GET, FLUSH, ATOMIC */
 /* Label values are peer addresses, chosen by clients: bound the series. */
 #define METRICS_SERIES_MAX 256
 #define METRICS_OTHER "other"
@@ -27,7 +27,7 @@ static const double metrics_bounds[] = {
 #define METRICS_BUCKETS (sizeof(metrics_bounds) / sizeof(metrics_bounds[0]))
 
 static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
-							      "flush"};
+							      "flush", "atomic"};
 
 /* Totals of one peer address ("local": copies within this daemon; "all":
  * flushes of every peer). Kept after the peer itself is gone, as counters

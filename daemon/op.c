@@ -14,6 +14,7 @@
 #include "oprec.h"
 #include "am.h"
 #include "bounds.h"
+#include "atomic.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,7 +100,9 @@ op_set_refused(struct op *op, wire_status_t st)
 	    op, st, "%s refused it: %s", op->peer->address,
 	    st == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR ? "the region is gone"
 	    : st == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS	? "outside the region"
-							: "bad request");
+	    : st == RMA__V1__STATUS__ERR_PERMISSION
+		? "the descriptor is read-only"
+		: "bad request");
 }
 
 void
@@ -206,8 +209,10 @@ op_finish(struct op *op)
 		d->counters.bytes_get += op->length;
 	c->in_flight--;
 	d->ops_in_flight--;
-	conn_complete(c, op->op_id, ws,
-		      ws == RMA__V1__STATUS__OK ? op->length : 0, op->detail);
+	conn_complete_value(c, op->op_id, ws,
+			    ws == RMA__V1__STATUS__OK ? op->length : 0,
+			    ws == RMA__V1__STATUS__OK ? op->value : 0,
+			    op->detail);
 release:
 	if (op->region) {
 		op->region->in_flight--;
@@ -529,19 +534,40 @@ op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail)
 		op_fail_parked(p, pk, st, detail);
 }
 
+/* The region of this daemon a remote names, if its secret grants the
+ * access (the same rule as target.c's for peers); fails o otherwise. */
+static struct region *
+op_local_target(struct conn *c, const Rma__V1__Op *o,
+		const struct resolved *res, bool write)
+{
+	struct region *target = region_lookup(c->d, res->region_id);
+
+	if (target == NULL || (target->generation != res->generation &&
+			       target->ro_generation != res->generation)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"region %llu was freed",
+			(unsigned long long)res->region_id);
+		return NULL;
+	}
+	if (write && target->generation != res->generation) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_PERMISSION,
+			"region %llu: the descriptor is read-only",
+			(unsigned long long)res->region_id);
+		return NULL;
+	}
+	return target;
+}
+
 /* Both regions live here: the daemon copies, no UCX involved. */
 static void
 op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 	      const struct resolved *res)
 {
-	struct region *target = region_lookup(c->d, res->region_id);
+	struct region *target = op_local_target(c, o, res,
+					       o->kind == RMA__V1__OP_KIND__PUT);
 
-	if (target == NULL || target->generation != res->generation) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			"region %llu was freed",
-			(unsigned long long)res->region_id);
+	if (target == NULL)
 		return;
-	}
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		region_copy((char *)target->addr + o->remote_offset,
 			    (char *)local->addr + o->offset, o->length);
@@ -674,6 +700,97 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 	op_end_submit(op);
 }
 
+/* An atomic on the same daemon: applied here, at once. */
+static void
+op_atomic_local(struct conn *c, const Rma__V1__Op *o,
+		const struct resolved *res)
+{
+	struct region *target = op_local_target(c, o, res, true);
+	uint64_t old;
+
+	if (target == NULL)
+		return;
+	old = atomic_apply((char *)target->addr + o->remote_offset,
+			   o->atomic_op, o->length, o->operand, o->compare);
+	c->ops++;
+	conn_complete_value(c, o->op_id, RMA__V1__STATUS__OK, o->length, old,
+			    NULL);
+}
+
+static void op_send_atomic(struct op *op, const Rma__V1__Op *o,
+			   const struct resolved *res);
+
+/* Atomics travel as rmad's own message in both rma_protocol modes: the
+ * target's CPU applies them to the region (ucp_atomic_op_nbx over tcp is
+ * emulated by UCX's progress thread on raw addresses, which the target
+ * could not check). */
+static void
+op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
+{
+	struct remote *rem;
+	struct resolved *res;
+	struct op *op;
+
+	c->d->counters.ops_atomic++;
+	if (!atomic_valid(o->atomic_op, o->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"atomic operation %d on a word of %llu bytes: the "
+			"width must be 4 or 8 and the operation known",
+			(int)o->atomic_op, (unsigned long long)o->length);
+		return;
+	}
+	rem = idmap_get(&c->remotes, o->remote_id);
+	if (rem == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
+			"remote %llu is not a remote of this client",
+			(unsigned long long)o->remote_id);
+		return;
+	}
+	res = rem->res;
+	if (o->remote_offset % o->length != 0) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"remote offset %llu is not aligned to the word's %llu "
+			"bytes",
+			(unsigned long long)o->remote_offset,
+			(unsigned long long)o->length);
+		return;
+	}
+	if (!atomic_fits(o->remote_offset, o->length, res->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
+			"remote word [%llu, +%llu) is outside remote region "
+			"%llu of %llu bytes",
+			(unsigned long long)o->remote_offset,
+			(unsigned long long)o->length,
+			(unsigned long long)res->region_id,
+			(unsigned long long)res->length);
+		return;
+	}
+	if (rem->peer == NULL) {
+		op_atomic_local(c, o, res);
+		return;
+	}
+	if (res->stale) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"remote region %llu is gone (freed by its owner, "
+			"or %s restarted)",
+			(unsigned long long)res->region_id, rem->peer->address);
+		return;
+	}
+	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
+		op_park(c, o, rem->peer);
+		return;
+	}
+	op = op_begin(c, o, rem->peer);
+	if (op == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
+		return;
+	}
+	op->res = res;
+	res->refs++;
+	op_send_atomic(op, o, res);
+	op_end_submit(op);
+}
+
 /* An operation on a failed peer that UCX has still not completed past its
  * deadline: the client gets its timeout now; the record stays until UCX
  * lets go of it. */
@@ -773,6 +890,71 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op_track(op, sp);
 	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
 		op_stop_waiting(op);
+}
+
+static void
+op_send_atomic(struct op *op, const Rma__V1__Op *o, const struct resolved *res)
+{
+	struct daemon *d = op->d;
+	ucp_request_param_t param = {
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_FLAGS,
+	    .flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER,
+	    .cb.send = op_on_am_sent,
+	    .user_data = op,
+	};
+	ucs_status_ptr_t sp;
+
+	op->token = d->next_token++;
+	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
+		op->token = 0;
+		op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+			      "out of memory");
+		return;
+	}
+	op->awaiting_answer = true;
+	op->pending++;
+	op->atomic_hdr = (struct am_atomic){
+	    .magic = AM_MAGIC,
+	    .op = (uint32_t)o->atomic_op,
+	    .token = op->token,
+	    .region_id = res->region_id,
+	    .generation = res->generation,
+	    .offset = o->remote_offset,
+	    .width = o->length,
+	    .operand = o->operand,
+	    .compare = o->compare,
+	};
+	/* The header lives in the op until UCX is done with it. */
+	op_expect(op);
+	sp = ucp_am_send_nbx(op->peer->ep, AM_ATOMIC, &op->atomic_hdr,
+			     sizeof(op->atomic_hdr), NULL, 0, &param);
+	op_track(op, sp);
+	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
+		op_stop_waiting(op);
+}
+
+void
+op_on_atomic_reply(struct peer *p, const struct am_msg *m)
+{
+	struct am_atomic_answer a;
+	struct op *op;
+
+	if (m->header_length != sizeof(a))
+		return;
+	memcpy(&a, m->header, sizeof(a));
+	if (a.magic != AM_MAGIC)
+		return;
+	op = idmap_get(&p->d->ops_by_token, a.token);
+	if (op == NULL || !op->awaiting_answer || op->peer != p ||
+	    op->kind != RMA__V1__OP_KIND__ATOMIC)
+		return; /* late, or not for us */
+	if (a.status != RMA__V1__STATUS__OK)
+		op_set_refused(op, a.status);
+	else
+		op->value = a.value;
+	op_done_waiting(op);
 }
 
 /* An answer from a target: the op it names, if it is still waiting and
@@ -1032,6 +1214,9 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		break;
 	case RMA__V1__OP_KIND__FLUSH:
 		op_start_flush(c, o);
+		break;
+	case RMA__V1__OP_KIND__ATOMIC:
+		op_start_atomic(c, o, unparked);
 		break;
 	default:
 		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,

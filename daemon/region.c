@@ -36,7 +36,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 {
 	struct world *w = d->world;
 	ucp_mem_map_params_t params;
-	struct descriptor desc;
+	struct descriptor desc = {0};
 	struct region *r;
 	wire_status_t status;
 	ucs_status_t st;
@@ -121,6 +121,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_rkey;
 	}
 	r->generation |= 1; /* never 0 */
+	/* The read-only secret: as unguessable, and never the other. */
+	if (getrandom(&r->ro_generation, sizeof(r->ro_generation), 0) !=
+	    sizeof(r->ro_generation)) {
+		status = region_status_from_errno(errno);
+		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
+		goto err_rkey;
+	}
+	r->ro_generation |= 1;
+	if (r->ro_generation == r->generation)
+		r->ro_generation ^= 2;
 	r->length = length;
 	r->owner = owner;
 	r->refs = 1;
@@ -142,6 +152,9 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	desc.generation = r->generation;
 	desc.length = length;
 	descriptor_format(&desc, r->descriptor);
+	desc.generation = r->ro_generation;
+	desc.read_only = 1;
+	descriptor_format(&desc, r->ro_descriptor);
 	owner->region_bytes += length;
 	d->counters.regions_created++;
 	log_debug("region_create: region %llu, %llu bytes, client %u",

@@ -90,6 +90,8 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->peer_connect_attempts += c->connect_attempts;
 	sum->peer_connect_failures += c->connect_failures;
 	sum->target_refused += c->target_refused;
+	sum->ops_atomic += c->ops_atomic;
+	sum->target_atomics += c->target_atomics;
 }
 
 /* Called with the world stopped. */

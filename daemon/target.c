@@ -7,6 +7,7 @@
 #include "daemon.h"
 #include "am.h"
 #include "bounds.h"
+#include "atomic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,37 @@ target_answer(struct peer *p, unsigned id, uint64_t token, wire_status_t status,
 	am_send(p, id, &a, sizeof(a), data, length, r);
 }
 
+/* The region a request names by id and secret, if that secret grants the
+ * access: the full one everything, the read-only one reads. */
+static wire_status_t
+target_region(struct daemon *d, uint64_t region_id, uint64_t generation,
+	      bool write, struct region **r_p)
+{
+	struct region *r = region_lookup(d, region_id);
+
+	if (r == NULL)
+		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+	if (r->generation != generation) {
+		if (r->ro_generation == 0 || r->ro_generation != generation)
+			return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+		if (write)
+			return RMA__V1__STATUS__ERR_PERMISSION;
+	}
+	*r_p = r;
+	return RMA__V1__STATUS__OK;
+}
+
 /* Which region, if the request is acceptable; a wire status otherwise. */
 static wire_status_t
-target_check(struct daemon *d, const struct am_rma *h, struct region **r_p)
+target_check(struct daemon *d, const struct am_rma *h, bool write,
+	     struct region **r_p)
 {
-	struct region *r = region_lookup(d, h->region_id);
+	struct region *r = NULL;
+	wire_status_t st;
 
-	if (r == NULL || r->generation != h->generation)
-		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+	st = target_region(d, h->region_id, h->generation, write, &r);
+	if (st != RMA__V1__STATUS__OK)
+		return st;
 	if (!bounds_within(h->offset, h->length, r->length))
 		return RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
 	*r_p = r;
@@ -74,7 +98,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 
 	if (!target_read_header(m, &h))
 		return;
-	st = target_check(d, &h, &r);
+	st = target_check(d, &h, true, &r);
 	if (st == RMA__V1__STATUS__OK && m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	if (st == RMA__V1__STATUS__OK)
@@ -93,7 +117,7 @@ target_on_get(struct peer *p, const struct am_msg *m)
 
 	if (!target_read_header(m, &h))
 		return;
-	st = target_check(d, &h, &r);
+	st = target_check(d, &h, false, &r);
 	target_count(p, false, st, h.length);
 	if (st != RMA__V1__STATUS__OK)
 		r = NULL;
@@ -172,7 +196,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			at += put ? h.length : 0;
 			continue;
 		}
-		st = target_check(d, &h, &r);
+		st = target_check(d, &h, put, &r);
 		if (put) {
 			if (st == RMA__V1__STATUS__OK)
 				region_copy((char *)r->addr + h.offset,
@@ -192,4 +216,43 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 	}
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
+}
+
+/* An atomic on one word: checked like a put (it writes), applied by this
+ * CPU on the region's memory, answered with the old value. Nothing is
+ * touched unless every check passed. */
+void
+target_on_atomic(struct peer *p, const struct am_msg *m)
+{
+	struct daemon *d = p->d;
+	struct am_atomic_answer a = {.magic = AM_MAGIC};
+	struct region *r = NULL;
+	struct am_atomic h;
+
+	if (m->header_length != sizeof(h))
+		return;
+	memcpy(&h, m->header, sizeof(h));
+	if (h.magic != AM_MAGIC)
+		return;
+	a.token = h.token;
+	a.status = target_region(d, h.region_id, h.generation, true, &r);
+	if (a.status == RMA__V1__STATUS__OK &&
+	    !atomic_valid((Rma__V1__AtomicOp)h.op, h.width))
+		a.status = RMA__V1__STATUS__ERR_INVALID;
+	if (a.status == RMA__V1__STATUS__OK &&
+	    !atomic_fits(h.offset, h.width, r->length))
+		a.status = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
+	if (a.status == RMA__V1__STATUS__OK)
+		a.value = atomic_apply((char *)r->addr + h.offset,
+				       (Rma__V1__AtomicOp)h.op, h.width,
+				       h.operand, h.compare);
+	d->counters.target_atomics++;
+	if (a.status == RMA__V1__STATUS__OK) {
+		p->served_bytes += h.width;
+	} else {
+		p->refused++;
+		d->counters.target_refused++;
+	}
+	/* A failed send is the initiator's deadline's to report. */
+	am_send(p, AM_ATOMIC_REPLY, &a, sizeof(a), NULL, 0, NULL);
 }

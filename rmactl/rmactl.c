@@ -34,6 +34,11 @@ static const char rmactl_usage_text[] =
     "  get --peer HOST:PORT --descriptor FILE [--offset N] --length N\n"
     "      [--out FILE] [--timeout SECONDS]\n"
     "      read N bytes of the remote region into FILE or stdout\n"
+    "  atomic --peer HOST:PORT --descriptor FILE --offset N --op OP\n"
+    "         --value V [--compare C] [--width 64|32] [--timeout SECONDS]\n"
+    "      apply OP (add, fetch-add, swap, cswap, and, or, xor, fetch-and,\n"
+    "      fetch-or, fetch-xor) to the remote word at offset N; print its\n"
+    "      old value in decimal\n"
     "  bench --peer HOST:PORT --descriptor FILE --op put|get --size BYTES\n"
     "        [--count N] [--window N] [--warmup N] [--remote-completion]\n"
     "        [--timeout SECONDS] [--json]\n"
@@ -104,10 +109,19 @@ const char *const rmactl_cmd_usage[] = {
     "                       p50_us, p99_us, ...\n"
     "Latency is per operation, submit to completion; a put's bytes/s\n"
     "counts a final flush (the data is at the target).\n",
+    "usage: rmactl [--socket PATH] atomic --peer HOST:PORT --descriptor "
+    "FILE\n"
+    "       --offset N --op OP --value V [--compare C] [--width 64|32]\n"
+    "       [--timeout SECONDS]\n"
+    "  OP is add, fetch-add, swap, cswap, and, or, xor, fetch-and,\n"
+    "  fetch-or or fetch-xor; cswap needs --compare. The word (8 bytes,\n"
+    "  or 4 with --width 32) must be aligned: N a multiple of its size.\n"
+    "  V and C are decimal or 0x hex. Prints the word's old value in\n"
+    "  decimal, for every OP (cswap swapped when it equals C).\n",
 };
 
 static const char *const rmactl_cmd_names[] = {"status", "expose", "put", "get",
-					       "bench"};
+					       "bench",	 "atomic"};
 
 /* ---- errors ---- */
 
@@ -279,7 +293,7 @@ static const struct {
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
-    {"top", rmactl_top_run},
+    {"top", rmactl_top_run},	     {"atomic", rmactl_atomic_run},
     {"wait", rmactl_wait_run},
 };
 

@@ -25,7 +25,7 @@ static const char rmactl_usage_text[] =
     "  status [--json]\n"
     "      daemon, peers, clients, regions and counters\n"
     "  expose --size BYTES [--fill FILE] [--descriptor-out FILE]\n"
-    "         [--dump-on-exit FILE]\n"
+    "         [--read-only-descriptor-out FILE] [--dump-on-exit FILE]\n"
     "      allocate a region, print its descriptor, serve it until\n"
     "      SIGINT or SIGTERM\n"
     "  put --peer HOST:PORT --descriptor FILE [--offset N]\n"
@@ -88,7 +88,11 @@ static const char rmactl_usage_text[] =
 const char *const rmactl_cmd_usage[] = {
     "usage: rmactl [--socket PATH] status [--json]\n",
     "usage: rmactl [--socket PATH] expose --size BYTES [--fill FILE]\n"
-    "       [--descriptor-out FILE] [--dump-on-exit FILE]\n",
+    "       [--descriptor-out FILE] [--read-only-descriptor-out FILE]\n"
+    "       [--dump-on-exit FILE]\n"
+    "  --read-only-descriptor-out FILE  also write a descriptor that\n"
+    "                       allows gets only (puts and atomics through it\n"
+    "                       are refused with PERMISSION)\n",
     "usage: rmactl [--socket PATH] put --peer HOST:PORT --descriptor FILE\n"
     "       [--offset N] [--timeout SECONDS] DATAFILE\n",
     "usage: rmactl [--socket PATH] get --peer HOST:PORT --descriptor FILE\n"

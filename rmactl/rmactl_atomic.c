@@ -156,6 +156,12 @@ rmactl_atomic_run(int argc, char **argv)
 					  "atomic: bad peer address \"%s\" "
 					  "(want HOST:PORT)",
 					  peer);
+	if (offset % width != 0)
+		return rmactl_usage_error(RMACTL_ATOMIC,
+					  "atomic: offset %" PRIu64
+					  " is not aligned to the word's %u "
+					  "bytes",
+					  offset, width);
 	if ((op == RMA_ATOMIC_CSWAP) != (compare_text != NULL))
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: --compare goes with cswap, "

@@ -127,6 +127,7 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 	      (uint32_t)raw[BODY_SIZE + 2] << 8 | raw[BODY_SIZE + 3];
 	if (crc != descriptor_checksum(raw, read_only))
 		return -1;
+	memset(d, 0, sizeof(*d)); /* padding too: callers compare whole */
 	d->read_only = read_only;
 	memcpy(d->daemon_id, raw, DAEMON_ID_SIZE);
 	d->region_id = get_u64(raw + DAEMON_ID_SIZE);

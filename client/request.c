@@ -457,6 +457,37 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 }
 
 RMA_API rma_status_t
+rma_request_cancel(rma_client_t *client, rma_request_t *req)
+{
+	if (client == NULL || req == NULL || req->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_request_cancel: no request of this "
+				    "client");
+	if (req->status != RMA_INPROGRESS)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_request_cancel: already completed");
+	/* Still in the batch: the daemon never hears of it. */
+	for (size_t i = 0; i < client->pending_n; i++) {
+		size_t after = client->pending_n - i - 1;
+
+		if (client->pending_reqs[i] != req)
+			continue;
+		memmove(client->pending_packed + i * OPREC_SIZE,
+			client->pending_packed + (i + 1) * OPREC_SIZE,
+			after * OPREC_SIZE);
+		memmove(client->pending_reqs + i, client->pending_reqs + i + 1,
+			after * sizeof(*client->pending_reqs));
+		client->pending_n--;
+		client->pending_bytes -= OPREC_SIZE;
+		request_complete(client, req, RMA_ERR_CANCELED, 0, 0,
+				 "canceled before it was sent");
+		return RMA_OK;
+	}
+	/* Handed to the daemon: it runs to its own completion. */
+	return RMA_INPROGRESS;
+}
+
+RMA_API rma_status_t
 rma_atomic_sync(rma_client_t *client, rma_remote_t *remote,
 		uint64_t remote_offset, rma_atomic_op_t op, unsigned width,
 		uint64_t operand, uint64_t compare, uint64_t *old_p,

@@ -436,6 +436,21 @@ rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
 			      int timeout_ms);
 
 /**
+ * Cancel an operation not yet handed to the daemon (one still in the
+ * library's batch, see "Batching"): it completes at once with
+ * RMA_ERR_CANCELED, its callback runs before this returns, and the daemon
+ * never hears of it. An operation already sent cannot be taken back (the
+ * daemon may have started it; with rma_protocol = am a put may be at the
+ * target already): it completes with its own status, which says what
+ * happened, and this returns RMA_INPROGRESS. A flush, put, get or atomic
+ * alike.
+ * @return RMA_OK (canceled), RMA_INPROGRESS (already sent: not
+ *         canceled), RMA_ERR_INVALID (NULL, another client's, or already
+ *         completed).
+ */
+rma_status_t rma_request_cancel(rma_client_t *client, rma_request_t *req);
+
+/**
  * Release a request obtained through req_p; an in-flight one is detached
  * and completes unseen (its callback, if any, still runs).
  */

@@ -412,6 +412,59 @@ START_TEST(test_values_and_errors)
 }
 END_TEST
 
+/* ---- cancel ---- */
+
+static rma_status_t cancel_seen[8];
+
+static void
+cancel_cb(rma_request_t *req, rma_status_t st, void *arg)
+{
+	(void)req;
+	cancel_seen[(intptr_t)arg] = st;
+}
+
+START_TEST(test_cancel)
+{
+	for (int via = 0; via < 2; via++) {
+		rma_request_t *req[8];
+		struct user u;
+
+		user_open(&u, via, desc);
+		*word(0) = 0;
+		for (int i = 0; i < 8; i++) {
+			cancel_seen[i] = RMA_INPROGRESS;
+			ck_assert_int_eq(rma_atomic(u.c, u.rem, 0,
+						    RMA_ATOMIC_ADD, 8,
+						    (uint64_t)1 << i, 0,
+						    cancel_cb, (void *)(intptr_t)i,
+						    &req[i]),
+					 RMA_OK);
+		}
+		/* the first went out at once (nothing was in flight); the
+		 * others wait in the batch behind it */
+		ck_assert_int_eq(rma_request_cancel(u.c, req[0]),
+				 RMA_INPROGRESS);
+		ck_assert_int_eq(rma_request_cancel(u.c, req[3]), RMA_OK);
+		ck_assert_int_eq(cancel_seen[3], RMA_ERR_CANCELED);
+		ck_assert_int_eq(rma_request_status(req[3]), RMA_ERR_CANCELED);
+		ck_assert_int_eq(rma_request_cancel(u.c, req[7]), RMA_OK);
+		ck_assert_int_eq(rma_request_cancel(u.c, req[7]),
+				 RMA_ERR_INVALID);
+		for (int i = 0; i < 8; i++) {
+			rma_status_t want = i == 3 || i == 7 ? RMA_ERR_CANCELED
+							     : RMA_OK;
+			ck_assert_int_eq(rma_request_wait(u.c, req[i], WAIT_MS),
+					 want);
+			ck_assert_int_eq(cancel_seen[i], want);
+			rma_request_release(req[i]);
+		}
+		ck_assert_uint_eq(*word(0), 0xffu & ~0x88u);
+		ck_assert_uint_eq(rma_in_flight(u.c), 0);
+		user_close(&u);
+	}
+}
+END_TEST
+
 /* ---- read-only descriptors ---- */
 
 static void
@@ -525,6 +578,7 @@ atomic_suite(void)
 	tcase_add_test(tc, test_counter_with_owner_local_atomics);
 	tcase_add_test(tc, test_cswap_lock);
 	tcase_add_test(tc, test_values_and_errors);
+	tcase_add_test(tc, test_cancel);
 	tcase_add_test(tc, test_read_only_descriptor);
 	suite_add_tcase(s, tc);
 	return s;

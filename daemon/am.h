@@ -18,14 +18,14 @@ enum am_id {
 	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
 	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
-	AM_BATCH = 10,	      /* data: am_rma records (kind in pad), put
-				 records followed by their bytes */
+	AM_BATCH = 10,	      /* data: am_rma records (kind says which), put
+				 records followed by their bytes, atomic
+				 ones by an am_batch_atomic */
 	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
-				 one per record, in order */
+				 one per record, in order (an atomic's
+				 bytes: the old word, 8) */
 	AM_HELLO_PROOF = 12,  /* am_hello_proof: keyed handshake, 3rd step */
 	AM_HELLO_DONE = 13,   /* am_hello_reply: keyed handshake, accepted */
-	AM_ATOMIC = 14,	      /* am_atomic: apply this to a word of yours */
-	AM_ATOMIC_REPLY = 15, /* am_atomic_answer: done (old value), or not */
 };
 
 /* Ids below this are rmad's; every other 16-bit id gets a handler that
@@ -148,25 +148,17 @@ struct am_rma_answer {
 	uint64_t token;
 };
 
-/* An atomic on one aligned word, named by region like am_rma; executed by
- * the target's CPU on the region's memory. */
-struct am_atomic {
-	uint32_t magic;
+/* In a batch, after an am_rma of kind AM_ATOMIC (its length: the word's
+ * width, 4 or 8): what to do to the word. The target's CPU applies it to
+ * the region's memory and answers with the old word. */
+struct am_batch_atomic {
 	uint32_t op; /* Rma__V1__AtomicOp */
-	uint64_t token;
-	uint64_t region_id;
-	uint64_t generation;
-	uint64_t offset;
-	uint64_t width; /* 4 or 8 */
+	uint32_t pad;
 	uint64_t operand;
 	uint64_t compare;
 };
 
-struct am_atomic_answer {
-	uint32_t magic;
-	int32_t status; /* wire status */
-	uint64_t token;
-	uint64_t value; /* the word's old value (status OK) */
-};
+/* am_rma.kind of an atomic in a batch (not a message id of its own) */
+#define AM_ATOMIC 14
 
 #endif

@@ -528,7 +528,7 @@ struct op {
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	union {		      /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
-		struct am_atomic atomic_hdr; /* ATOMIC */
+		struct am_batch_atomic atomic; /* ATOMIC, until batched */
 	};
 	uint64_t value; /* ATOMIC: the word's old value, for the client */
 	double started; /* daemon_now() when the client's op was accepted */
@@ -559,7 +559,6 @@ void op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail);
 void op_on_put_ack(struct peer *p, const struct am_msg *m);
 void op_on_batch_reply(struct peer *p, const struct am_msg *m);
 void op_on_get_reply(struct peer *p, const struct am_msg *m);
-void op_on_atomic_reply(struct peer *p, const struct am_msg *m);
 
 /* ---- target.c: puts and gets other daemons send here -----------------------
  */
@@ -567,7 +566,6 @@ void op_on_atomic_reply(struct peer *p, const struct am_msg *m);
 void target_on_put(struct peer *p, const struct am_msg *m);
 void target_on_batch(struct peer *p, const struct am_msg *m);
 void target_on_get(struct peer *p, const struct am_msg *m);
-void target_on_atomic(struct peer *p, const struct am_msg *m);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);

@@ -873,9 +873,6 @@ peer_system_start(struct daemon *d)
 	    {AM_GET_REPLY, false, false, sizeof(struct am_rma_answer),
 	     op_on_get_reply},
 	    {AM_BATCH_REPLY, false, false, 0, op_on_batch_reply},
-	    {AM_ATOMIC, true, false, sizeof(struct am_atomic), target_on_atomic},
-	    {AM_ATOMIC_REPLY, false, false, sizeof(struct am_atomic_answer),
-	     op_on_atomic_reply},
 	};
 	if (am_start(d, routes, sizeof(routes) / sizeof(routes[0])) < 0)
 		return -1;

@@ -156,6 +156,43 @@ target_reply_add(struct daemon *d, size_t *len, uint64_t token,
 	return true;
 }
 
+/* An atomic of a batch: checked like a put (it writes), applied by this
+ * CPU on the region's memory, answered with the old word. Nothing is
+ * touched unless every check passed. False when the answer could not be
+ * added (out of memory). */
+static bool
+target_batch_atomic(struct peer *p, const struct am_rma *h,
+		    const uint8_t *trailer, size_t *len)
+{
+	struct daemon *d = p->d;
+	struct region *r = NULL;
+	struct am_batch_atomic a;
+	wire_status_t st;
+	uint64_t old = 0;
+
+	memcpy(&a, trailer, sizeof(a));
+	st = target_region(d, h->region_id, h->generation, true, &r);
+	if (st == RMA__V1__STATUS__OK &&
+	    !atomic_valid((Rma__V1__AtomicOp)a.op, h->length))
+		st = RMA__V1__STATUS__ERR_INVALID;
+	if (st == RMA__V1__STATUS__OK &&
+	    !atomic_fits(h->offset, h->length, r->length))
+		st = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
+	if (st == RMA__V1__STATUS__OK)
+		old = atomic_apply((char *)r->addr + h->offset,
+				   (Rma__V1__AtomicOp)a.op, h->length,
+				   a.operand, a.compare);
+	d->counters.target_atomics++;
+	if (st == RMA__V1__STATUS__OK) {
+		p->served_bytes += h->length;
+	} else {
+		p->refused++;
+		d->counters.target_refused++;
+	}
+	return target_reply_add(d, len, h->token, st, &old,
+				st == RMA__V1__STATUS__OK ? sizeof(old) : 0);
+}
+
 void
 target_on_batch(struct peer *p, const struct am_msg *m)
 {
@@ -179,6 +216,13 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 
 		memcpy(&h, data + at, sizeof(h));
 		at += sizeof(h);
+		if (h.magic == AM_MAGIC && h.kind == AM_ATOMIC) {
+			if (sizeof(struct am_batch_atomic) > m->length - at ||
+			    !target_batch_atomic(p, &h, data + at, &len))
+				break;
+			at += sizeof(struct am_batch_atomic);
+			continue;
+		}
 		put = h.kind == AM_PUT;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > m->length - at))
@@ -216,43 +260,4 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 	}
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
-}
-
-/* An atomic on one word: checked like a put (it writes), applied by this
- * CPU on the region's memory, answered with the old value. Nothing is
- * touched unless every check passed. */
-void
-target_on_atomic(struct peer *p, const struct am_msg *m)
-{
-	struct daemon *d = p->d;
-	struct am_atomic_answer a = {.magic = AM_MAGIC};
-	struct region *r = NULL;
-	struct am_atomic h;
-
-	if (m->header_length != sizeof(h))
-		return;
-	memcpy(&h, m->header, sizeof(h));
-	if (h.magic != AM_MAGIC)
-		return;
-	a.token = h.token;
-	a.status = target_region(d, h.region_id, h.generation, true, &r);
-	if (a.status == RMA__V1__STATUS__OK &&
-	    !atomic_valid((Rma__V1__AtomicOp)h.op, h.width))
-		a.status = RMA__V1__STATUS__ERR_INVALID;
-	if (a.status == RMA__V1__STATUS__OK &&
-	    !atomic_fits(h.offset, h.width, r->length))
-		a.status = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
-	if (a.status == RMA__V1__STATUS__OK)
-		a.value = atomic_apply((char *)r->addr + h.offset,
-				       (Rma__V1__AtomicOp)h.op, h.width,
-				       h.operand, h.compare);
-	d->counters.target_atomics++;
-	if (a.status == RMA__V1__STATUS__OK) {
-		p->served_bytes += h.width;
-	} else {
-		p->refused++;
-		d->counters.target_refused++;
-	}
-	/* A failed send is the initiator's deadline's to report. */
-	am_send(p, AM_ATOMIC_REPLY, &a, sizeof(a), NULL, 0, NULL);
 }

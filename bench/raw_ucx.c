@@ -731,16 +731,15 @@ raw_client_submit(struct raw_client *b, uint64_t op, uint64_t now)
 	b->next_op++;
 	if (b->fetch_add) {
 		/* rmactl bench's fetch-add: the old value comes back */
-		param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-				     UCP_OP_ATTR_FIELD_USER_DATA |
-				     UCP_OP_ATTR_FIELD_DATATYPE |
-				     UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+		param.op_attr_mask =
+		    UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+		    UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
 		param.datatype = ucp_dt_make_contig(8);
 		param.reply_buffer = &b->results[i % b->slots];
-		raw_client_track(slot, ucp_atomic_op_nbx(b->ep,
-							 UCP_ATOMIC_OP_ADD,
-							 &b->operand, 1, raddr,
-							 b->rkey, &param));
+		raw_client_track(slot,
+				 ucp_atomic_op_nbx(b->ep, UCP_ATOMIC_OP_ADD,
+						   &b->operand, 1, raddr,
+						   b->rkey, &param));
 	} else if (b->get)
 		raw_client_track(slot, ucp_get_nbx(b->ep, buf, b->size, raddr,
 						   b->rkey, &param));

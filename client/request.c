@@ -281,10 +281,11 @@ request_cleanup(rma_client_t *c)
  * that started it returns, with its callback run in the caller's thread,
  * as ucxx does for a request that completes at once. The daemon never
  * hears of it. */
-static rma_status_t
-request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
-		     void *user_data, rma_request_t **req_p, const char *fmt,
-		     ...) __attribute__((format(printf, 6, 7)));
+static rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
+					 rma_callback_t cb, void *user_data,
+					 rma_request_t **req_p, const char *fmt,
+					 ...)
+    __attribute__((format(printf, 6, 7)));
 
 static rma_status_t
 request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,

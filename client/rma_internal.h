@@ -49,11 +49,11 @@ struct rma_region {
 	uint64_t region_id;
 	uint64_t generation;
 	void *base;
-	size_t length;	   /* as asked for; 0 once freed */
-	size_t map_length; /* as the daemon made it */
-	char *descriptor;  /* NULL once freed */
+	size_t length;	     /* as asked for; 0 once freed */
+	size_t map_length;   /* as the daemon made it */
+	char *descriptor;    /* NULL once freed */
 	char *ro_descriptor; /* gets only; NULL once freed */
-	int freed;	   /* rma_region_free ran: a tombstone (region.c) */
+	int freed;	     /* rma_region_free ran: a tombstone (region.c) */
 };
 
 struct rma_peer {

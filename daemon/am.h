@@ -114,7 +114,7 @@ struct am_resolve_reply {
 	uint64_t length;
 	uint32_t rkey_len; /* 0: use AM_PUT/AM_GET */
 	uint32_t flags;	   /* AM_RESOLVE_* */
-	/* rkey_len bytes of packed rkey follow */
+			   /* rkey_len bytes of packed rkey follow */
 };
 
 /* am_resolve_reply.flags: the generation asked with is the region's

@@ -30,9 +30,8 @@ atomic_fits(uint64_t offset, uint64_t width, uint64_t length)
 			return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);    \
 		case RMA__V1__ATOMIC_OP__ATOMIC_CSWAP:                         \
 			/* c becomes the old value either way */               \
-			__atomic_compare_exchange_n(w, &c, v, 0,               \
-						    __ATOMIC_SEQ_CST,          \
-						    __ATOMIC_SEQ_CST);         \
+			__atomic_compare_exchange_n(                           \
+			    w, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);  \
 			return c;                                              \
 		case RMA__V1__ATOMIC_OP__ATOMIC_AND:                           \
 		case RMA__V1__ATOMIC_OP__ATOMIC_FETCH_AND:                     \
@@ -63,8 +62,8 @@ atomic_apply64(uint64_t *w, Rma__V1__AtomicOp op, uint64_t operand,
 }
 
 uint64_t
-atomic_apply(void *addr, Rma__V1__AtomicOp op, uint64_t width,
-	     uint64_t operand, uint64_t compare)
+atomic_apply(void *addr, Rma__V1__AtomicOp op, uint64_t width, uint64_t operand,
+	     uint64_t compare)
 {
 	if (width == 4)
 		return atomic_apply32(addr, op, operand, compare);

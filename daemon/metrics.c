@@ -26,8 +26,8 @@ static const double metrics_bounds[] = {
 
 #define METRICS_BUCKETS (sizeof(metrics_bounds) / sizeof(metrics_bounds[0]))
 
-static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
-							      "flush", "atomic"};
+static const char *const metrics_kind_names[METRICS_KINDS] = {
+    "put", "get", "flush", "atomic"};
 
 /* Totals of one peer address ("local": copies within this daemon; "all":
  * flushes of every peer). Kept after the peer itself is gone, as counters

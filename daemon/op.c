@@ -1,4 +1,4 @@
-/* Operations: every put, get and flush a client submits is validated
+/* Operations: every put, get, atomic and flush a client submits is validated
  * against the client's own region and the owner-resolved remote region
  * before UCX sees it, then issued at once from the loop (we are the
  * worker's thread), and its completion queued for the client's next
@@ -8,7 +8,8 @@
  * (am.h): the target checks and copies, then answers; the op completes
  * on the answer, so a completed put is at the target. With
  * rma_protocol = ucx, ucp_put_nbx/ucp_get_nbx are used instead, for
- * fabrics where the NIC does RMA one-sidedly. A flush completes once
+ * fabrics where the NIC does RMA one-sidedly; atomics travel in rmad's
+ * batches in both modes (op_start_atomic). A flush completes once
  * everything before it on its peer has. */
 #include "daemon.h"
 #include "oprec.h"
@@ -209,10 +210,9 @@ op_finish(struct op *op)
 		d->counters.bytes_get += op->length;
 	c->in_flight--;
 	d->ops_in_flight--;
-	conn_complete_value(c, op->op_id, ws,
-			    ws == RMA__V1__STATUS__OK ? op->length : 0,
-			    ws == RMA__V1__STATUS__OK ? op->value : 0,
-			    op->detail);
+	conn_complete_value(
+	    c, op->op_id, ws, ws == RMA__V1__STATUS__OK ? op->length : 0,
+	    ws == RMA__V1__STATUS__OK ? op->value : 0, op->detail);
 release:
 	if (op->region) {
 		op->region->in_flight--;
@@ -563,8 +563,8 @@ static void
 op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 	      const struct resolved *res)
 {
-	struct region *target = op_local_target(c, o, res,
-					       o->kind == RMA__V1__OP_KIND__PUT);
+	struct region *target =
+	    op_local_target(c, o, res, o->kind == RMA__V1__OP_KIND__PUT);
 
 	if (target == NULL)
 		return;
@@ -1038,7 +1038,9 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
 	struct am_rma h = {
 	    .magic = AM_MAGIC,
-	    .kind = put ? AM_PUT : atomic ? AM_ATOMIC : AM_GET,
+	    .kind = put	     ? AM_PUT
+		    : atomic ? AM_ATOMIC
+			     : AM_GET,
 	    .region_id = res->region_id,
 	    .generation = res->generation,
 	    .offset = remote_offset,

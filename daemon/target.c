@@ -1,7 +1,7 @@
-/* The target side of puts and gets between daemons. A peer names a region
- * by id and generation, never by address; every access is checked against
- * this daemon's own region table before a byte moves, and the answer goes
- * back through rmad's own messages. (UCX 1.13's emulated RMA over tcp
+/* The target side of puts, gets and atomics between daemons. A peer names a
+ * region by id and generation, never by address; every access is checked
+ * against this daemon's own region table before a byte moves, and the answer
+ * goes back through rmad's own messages. (UCX 1.13's emulated RMA over tcp
  * trusts raw addresses, and aborts the target when it cannot acknowledge
  * a put to a peer that went away.) */
 #include "daemon.h"

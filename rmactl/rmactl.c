@@ -40,7 +40,8 @@ static const char rmactl_usage_text[] =
     "      fetch-or, fetch-xor) to the remote word at offset N; print its\n"
     "      old value in decimal\n"
     "  bench --peer HOST:PORT --descriptor FILE --op put|get|ATOMIC\n"
-    "        --size BYTES [--count N] [--window N] [--warmup N] [--remote-completion]\n"
+    "        --size BYTES [--count N] [--window N] [--warmup N] "
+    "[--remote-completion]\n"
     "        [--timeout SECONDS] [--json]\n"
     "      operations on the remote region, window in flight: ops/s,\n"
     "      bytes/s, latency p50/p99\n"
@@ -127,8 +128,8 @@ const char *const rmactl_cmd_usage[] = {
     "  decimal, for every OP (cswap swapped when it equals C).\n",
 };
 
-static const char *const rmactl_cmd_names[] = {"status", "expose", "put", "get",
-					       "bench",	 "atomic"};
+static const char *const rmactl_cmd_names[] = {"status", "expose", "put",
+					       "get",	 "bench",  "atomic"};
 
 /* ---- errors ---- */
 

@@ -15,10 +15,10 @@ static const struct {
 	const char *name;
 	rma_atomic_op_t op;
 } rmactl_atomic_ops[] = {
-    {"add", RMA_ATOMIC_ADD},	     {"fetch-add", RMA_ATOMIC_FETCH_ADD},
-    {"swap", RMA_ATOMIC_SWAP},	     {"cswap", RMA_ATOMIC_CSWAP},
-    {"and", RMA_ATOMIC_AND},	     {"or", RMA_ATOMIC_OR},
-    {"xor", RMA_ATOMIC_XOR},	     {"fetch-and", RMA_ATOMIC_FETCH_AND},
+    {"add", RMA_ATOMIC_ADD},	       {"fetch-add", RMA_ATOMIC_FETCH_ADD},
+    {"swap", RMA_ATOMIC_SWAP},	       {"cswap", RMA_ATOMIC_CSWAP},
+    {"and", RMA_ATOMIC_AND},	       {"or", RMA_ATOMIC_OR},
+    {"xor", RMA_ATOMIC_XOR},	       {"fetch-and", RMA_ATOMIC_FETCH_AND},
     {"fetch-or", RMA_ATOMIC_FETCH_OR}, {"fetch-xor", RMA_ATOMIC_FETCH_XOR},
 };
 
@@ -141,8 +141,8 @@ rmactl_atomic_run(int argc, char **argv)
 						  argv[optind - 1]);
 		}
 	}
-	if (peer == NULL || descriptor_file == NULL || !have_offset ||
-	    op < 0 || value_text == NULL)
+	if (peer == NULL || descriptor_file == NULL || !have_offset || op < 0 ||
+	    value_text == NULL)
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: --peer, --descriptor, "
 					  "--offset, --op and --value are "
@@ -178,8 +178,8 @@ rmactl_atomic_run(int argc, char **argv)
 	rc = rmactl_xfer_connect(cmd, peer, desc, &client, &remote);
 	if (rc != 0)
 		goto out_free_desc;
-	st = rma_atomic_sync(client, remote, offset, (rma_atomic_op_t)op,
-			     width, value, compare, &old, timeout_ms);
+	st = rma_atomic_sync(client, remote, offset, (rma_atomic_op_t)op, width,
+			     value, compare, &old, timeout_ms);
 	if (st != RMA_OK)
 		rc = rmactl_fail(cmd, st, client);
 	else if (printf("%" PRIu64 "\n", old) < 0 || fflush(stdout) != 0)

@@ -192,9 +192,9 @@ bench_args(int argc, char **argv, struct bench *b)
 	b->op_name = op;
 	if (b->atomic >= 0) {
 		if (b->size != 8 && b->size != 4)
-			return rmactl_usage_error(RMACTL_BENCH,
-						  "bench: an atomic's --size is "
-						  "8 or 4");
+			return rmactl_usage_error(
+			    RMACTL_BENCH, "bench: an atomic's --size is "
+					  "8 or 4");
 		if (b->atomic == RMA_ATOMIC_CSWAP)
 			return rmactl_usage_error(RMACTL_BENCH,
 						  "bench: cswap is not "

@@ -156,8 +156,8 @@ rmactl_expose_run(int argc, char **argv)
 	if (ro_out != NULL) {
 		if (asprintf(&line, "%s\n",
 			     rma_region_read_only_descriptor(region)) < 0) {
-			rc = rmactl_errx(EX_SOFTWARE, "expose",
-					 "out of memory");
+			rc =
+			    rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
 			goto out_close_sfd;
 		}
 		if (rmactl_file_write_atomic(ro_out, line, strlen(line)) < 0)

@@ -125,9 +125,8 @@ rmactl_xfer_open(const struct rmactl_xfer *x, const char *desc,
 }
 
 int
-rmactl_xfer_connect(const char *cmd, const char *peer_address,
-		    const char *desc, rma_client_t **client_p,
-		    rma_remote_t **remote_p)
+rmactl_xfer_connect(const char *cmd, const char *peer_address, const char *desc,
+		    rma_client_t **client_p, rma_remote_t **remote_p)
 {
 	rma_client_t *client;
 	rma_peer_t *peer;

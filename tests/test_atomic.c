@@ -38,8 +38,7 @@ setup(void)
 	for (int i = 0; i < NDAEMONS; i++)
 		harness_daemon_start(&dp[i], flags);
 	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
-	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region),
-			 RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
 	snprintf(desc, sizeof(desc), "%s", rma_region_descriptor(region));
 	snprintf(ro_desc, sizeof(ro_desc), "%s",
 		 rma_region_read_only_descriptor(region));
@@ -96,7 +95,7 @@ word(size_t off)
 
 struct adder {
 	struct user u;
-	uint64_t *olds;	 /* the old values its adds returned */
+	uint64_t *olds; /* the old values its adds returned */
 	size_t n_olds;
 	int failures;
 	int local_adds; /* owner-side: __atomic adds on the mapping */
@@ -186,9 +185,9 @@ run_counter(int local_adds)
 		ck_assert_int_eq(
 		    pthread_create(&th[k], NULL, adder_run, &ad[k]), 0);
 	if (local_adds > 0)
-		ck_assert_int_eq(pthread_create(&owner_th, NULL,
-						owner_adder_run, &owner_ad),
-				 0);
+		ck_assert_int_eq(
+		    pthread_create(&owner_th, NULL, owner_adder_run, &owner_ad),
+		    0);
 	for (int k = 0; k < K_CLIENTS; k++)
 		pthread_join(th[k], NULL);
 	__atomic_store_n(&remote_running, 0, __ATOMIC_RELEASE);
@@ -282,8 +281,7 @@ locker_run(void *arg)
 			l->errors++;
 		s[0]++;
 		if (rma_put_sync(l->u.c, l->scratch, 0, l->u.rem, PLAIN_OFF, 8,
-				 RMA_FLAG_REMOTE_COMPLETION,
-				 WAIT_MS) != RMA_OK)
+				 RMA_FLAG_REMOTE_COMPLETION, WAIT_MS) != RMA_OK)
 			l->errors++;
 		if (locker_atomic(l, INSIDE_OFF, RMA_ATOMIC_FETCH_ADD,
 				  (uint64_t)-1, 0, &inside) != RMA_OK)
@@ -309,9 +307,8 @@ START_TEST(test_cswap_lock)
 	for (int k = 0; k < LOCKERS; k++) {
 		user_open(&lk[k].u, k % NDAEMONS, desc);
 		lk[k].id = (uint64_t)k + 1;
-		ck_assert_int_eq(rma_region_alloc(lk[k].u.c, 4096,
-						  &lk[k].scratch),
-				 RMA_OK);
+		ck_assert_int_eq(
+		    rma_region_alloc(lk[k].u.c, 4096, &lk[k].scratch), RMA_OK);
 	}
 	for (int k = 0; k < LOCKERS; k++)
 		ck_assert_int_eq(
@@ -364,9 +361,8 @@ START_TEST(test_values_and_errors)
 				 RMA_OK);
 		ck_assert_uint_eq(old, 0x11111111u);
 		ck_assert_uint_eq(*word(0), 0x0000000722222223ull);
-		ck_assert_int_eq(rma_atomic_sync(u.c, u.rem, 0,
-						 RMA_ATOMIC_XOR, 8, ~0ull, 0,
-						 &old, WAIT_MS),
+		ck_assert_int_eq(rma_atomic_sync(u.c, u.rem, 0, RMA_ATOMIC_XOR,
+						 8, ~0ull, 0, &old, WAIT_MS),
 				 RMA_OK);
 		ck_assert_uint_eq(old, 0x0000000722222223ull);
 		ck_assert_uint_eq(*word(0), ~0x0000000722222223ull);
@@ -375,26 +371,25 @@ START_TEST(test_values_and_errors)
 		 * returns, callback run, nothing touched */
 		*word(8) = 5;
 		immediate_calls = 0;
-		ck_assert_int_eq(rma_atomic(u.c, u.rem, 9, RMA_ATOMIC_ADD, 8,
-					    1, 0, count_call, NULL, &req),
+		ck_assert_int_eq(rma_atomic(u.c, u.rem, 9, RMA_ATOMIC_ADD, 8, 1,
+					    0, count_call, NULL, &req),
 				 RMA_OK);
 		ck_assert_int_eq(immediate_calls, 1);
 		ck_assert_int_eq(rma_request_status(req), RMA_ERR_INVALID);
 		rma_request_release(req);
 		ck_assert_int_eq(rma_atomic(u.c, u.rem, REGION_SIZE,
-					    RMA_ATOMIC_ADD, 4, 1, 0,
-					    count_call, NULL, &req),
+					    RMA_ATOMIC_ADD, 4, 1, 0, count_call,
+					    NULL, &req),
 				 RMA_OK);
 		ck_assert_int_eq(immediate_calls, 2);
 		ck_assert_int_eq(rma_request_status(req),
 				 RMA_ERR_OUT_OF_BOUNDS);
 		rma_request_release(req);
-		ck_assert_int_eq(rma_atomic(u.c, u.rem, 8, RMA_ATOMIC_ADD, 2,
-					    1, 0, NULL, NULL, NULL),
+		ck_assert_int_eq(rma_atomic(u.c, u.rem, 8, RMA_ATOMIC_ADD, 2, 1,
+					    0, NULL, NULL, NULL),
 				 RMA_ERR_INVALID);
-		ck_assert_int_eq(rma_atomic(u.c, u.rem, 8,
-					    (rma_atomic_op_t)10, 8, 1, 0,
-					    NULL, NULL, NULL),
+		ck_assert_int_eq(rma_atomic(u.c, u.rem, 8, (rma_atomic_op_t)10,
+					    8, 1, 0, NULL, NULL, NULL),
 				 RMA_ERR_INVALID);
 		/* the same for puts: outside the resolved length */
 		ck_assert_int_eq(rma_region_alloc(u.c, 64, &mine), RMA_OK);
@@ -433,12 +428,11 @@ START_TEST(test_cancel)
 		*word(0) = 0;
 		for (int i = 0; i < 8; i++) {
 			cancel_seen[i] = RMA_INPROGRESS;
-			ck_assert_int_eq(rma_atomic(u.c, u.rem, 0,
-						    RMA_ATOMIC_ADD, 8,
-						    (uint64_t)1 << i, 0,
-						    cancel_cb, (void *)(intptr_t)i,
-						    &req[i]),
-					 RMA_OK);
+			ck_assert_int_eq(
+			    rma_atomic(u.c, u.rem, 0, RMA_ATOMIC_ADD, 8,
+				       (uint64_t)1 << i, 0, cancel_cb,
+				       (void *)(intptr_t)i, &req[i]),
+			    RMA_OK);
 		}
 		/* the first went out at once (nothing was in flight); the
 		 * others wait in the batch behind it */
@@ -451,8 +445,8 @@ START_TEST(test_cancel)
 		ck_assert_int_eq(rma_request_cancel(u.c, req[7]),
 				 RMA_ERR_INVALID);
 		for (int i = 0; i < 8; i++) {
-			rma_status_t want = i == 3 || i == 7 ? RMA_ERR_CANCELED
-							     : RMA_OK;
+			rma_status_t want =
+			    i == 3 || i == 7 ? RMA_ERR_CANCELED : RMA_OK;
 			ck_assert_int_eq(rma_request_wait(u.c, req[i], WAIT_MS),
 					 want);
 			ck_assert_int_eq(cancel_seen[i], want);
@@ -491,9 +485,9 @@ check_read_only(const char *descriptor, rma_status_t want_put)
 						 WAIT_MS),
 				 want_put);
 		/* a small put travels in a batch, a big one alone */
-		ck_assert_int_eq(rma_put_sync(u.c, mine, 0, u.rem, 264, 64, 0,
-					      WAIT_MS),
-				 want_put);
+		ck_assert_int_eq(
+		    rma_put_sync(u.c, mine, 0, u.rem, 264, 64, 0, WAIT_MS),
+		    want_put);
 		ck_assert_uint_eq(*word(256), 0xabcdef);
 		ck_assert_uint_eq(*word(264), 0);
 		user_close(&u);

@@ -270,6 +270,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.resolves_served += k->resolves_served;
 		sum.target_puts += k->target_puts;
 		sum.target_gets += k->target_gets;
+		sum.target_atomics += k->target_atomics;
 		sum.am_dropped += k->am_dropped;
 		sum.peers_cut_off += k->peers_cut_off;
 		sum.inbound_refused += k->inbound_refused;
@@ -472,6 +473,9 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       "Puts served for other daemons.", sum.target_puts);
 	metrics_scalar(out, "rmad_target_gets_total", "counter",
 		       "Gets served for other daemons.", sum.target_gets);
+	metrics_scalar(out, "rmad_target_atomics_total", "counter",
+		       "Atomics applied (or refused) for other daemons.",
+		       sum.target_atomics);
 	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
 		       "Messages from other daemons refused unread: unknown "
 		       "id, rendezvous, an endpoint rmad did not accept, the "

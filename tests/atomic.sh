@@ -144,6 +144,18 @@ for s in b a; do
 	[ $rc -eq 77 ] || fail "$s: atomic, re-checksummed read-only: exit $rc"
 done
 
+# counted: atomics issued (b) and served for other daemons (a)
+"$RMACTL" --socket "$T/b.sock" status --json | python3 -c '
+import json, sys
+k = json.load(sys.stdin)["counters"]
+sys.exit(0 if int(k["ops_atomic"]) >= 15 else 1)' || fail "b: ops_atomic"
+"$RMACTL" --socket "$T/a.sock" status --json | python3 -c '
+import json, sys
+k = json.load(sys.stdin)["counters"]
+sys.exit(0 if int(k["target_atomics"]) >= 15 and int(k["target_refused"]) >= 1 else 1)' ||
+	fail "a: target_atomics"
+"$RMACTL" --socket "$T/a.sock" status | grep -q "atomic [1-9]" || fail "status text"
+
 # nothing refused was written: the region is the fill, word 8 = 5
 kill -TERM $EXPOSE
 wait $EXPOSE || fail "expose exit"

@@ -410,6 +410,47 @@ rma_status_t rma_atomic_sync(rma_client_t *client, rma_remote_t *remote,
 			     unsigned width, uint64_t operand, uint64_t compare,
 			     uint64_t *old_p, int timeout_ms);
 
+/** One piece of a vectored transfer: bytes at @p offset of the local
+ * region and at @p remote_offset of the remote region. */
+typedef struct rma_iov {
+	uint64_t offset;
+	uint64_t remote_offset;
+	uint64_t length;
+} rma_iov_t;
+
+/** Most pieces one vectored transfer takes. */
+#define RMA_IOV_MAX 1024
+
+/**
+ * Start a vectored put: the @p n pieces of @p iov from @p region to
+ * @p remote, as one request with one completion. The pieces go to the
+ * daemon in one frame, and the daemon sends those of up to 8 KiB to the
+ * target in one message (bigger ones travel alone); they may be applied
+ * in any order, each whole (as rma_put()'s). The request completes once
+ * every piece has, with RMA_OK or the first failure of a piece (its
+ * detail in rma_request_detail(); the other pieces may still have been
+ * applied), and rma_request_bytes() gives the bytes of the pieces that
+ * succeeded. Every piece is checked before any is sent: one outside
+ * either region completes the request at once with RMA_ERR_OUT_OF_BOUNDS
+ * and nothing moves (see "Immediate completion" at rma_put()).
+ * rma_request_cancel() cancels the pieces still in the library's batch:
+ * the request then completes with RMA_ERR_CANCELED once the others are
+ * done.
+ * @param flags  RMA_FLAG_REMOTE_COMPLETION applies to every piece.
+ * @return as rma_put(); also RMA_ERR_INVALID for @p n 0 or over
+ *         RMA_IOV_MAX, or a piece of length 0.
+ */
+rma_status_t rma_putv(rma_client_t *client, rma_region_t *region,
+		      rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+		      unsigned flags, rma_callback_t cb, void *user_data,
+		      rma_request_t **req_p);
+
+/** Start a vectored get into @p region; as rma_putv(). */
+rma_status_t rma_getv(rma_client_t *client, rma_region_t *region,
+		      rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+		      rma_callback_t cb, void *user_data,
+		      rma_request_t **req_p);
+
 /** Nonzero once the request completed (successfully or not). */
 int rma_request_is_completed(const rma_request_t *req);
 

@@ -38,6 +38,11 @@ struct rma_request {
 	char *detail;	/* NULL for "" */
 	rma_callback_t cb;
 	void *user_data;
+	/* vectored: a piece names its whole request (parent), which counts
+	 * the pieces not completed yet and keeps the first failure */
+	struct rma_request *parent;
+	uint32_t parts_left;
+	rma_status_t first_error; /* of its pieces (RMA_OK: none yet) */
 	/* every live request of a client, so rma_disconnect can detach
 	 * the ones a caller still holds */
 	struct rma_request *prev, *next;
@@ -124,6 +129,7 @@ struct rma_client {
 	uint8_t pending_packed[REQUEST_BATCH_MAX * OPREC_SIZE];
 	struct rma_request *pending_reqs[REQUEST_BATCH_MAX];
 	size_t pending_n;
+	int hold_batch; /* a vectored request is being queued: send it whole */
 	size_t pending_bytes;
 
 	struct rma_request *req_free; /* free list, linked by next */

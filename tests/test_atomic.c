@@ -459,6 +459,116 @@ START_TEST(test_cancel)
 }
 END_TEST
 
+/* ---- vectored transfers ---- */
+
+static int vec_calls;
+static rma_status_t vec_status;
+
+static void
+vec_cb(rma_request_t *req, rma_status_t st, void *arg)
+{
+	(void)req;
+	(void)arg;
+	vec_calls++;
+	vec_status = st;
+}
+
+START_TEST(test_vectored)
+{
+	for (int via = 0; via < 2; via++) {
+		/* small pieces, one big one (travels alone), odd offsets */
+		static const rma_iov_t iov[] = {
+		    {0, 1000, 8},    {16, 1100, 1},	{100, 1200, 300},
+		    {500, 3000, 96}, {600, 2000, 1000}, {1700, 1500, 7},
+		};
+		const size_t n = sizeof(iov) / sizeof(iov[0]);
+		uint64_t total = 0;
+		rma_region_t *mine;
+		rma_request_t *req;
+		uint8_t *l, *r = (uint8_t *)rma_region_ptr(region);
+		struct user u;
+
+		user_open(&u, via, desc);
+		ck_assert_int_eq(rma_region_alloc(u.c, 4096, &mine), RMA_OK);
+		l = rma_region_ptr(mine);
+		harness_fill(l, 4096, 17 + via);
+		memset(r + 1000, 0, 3000);
+		vec_calls = 0;
+		ck_assert_int_eq(rma_putv(u.c, mine, u.rem, iov, n,
+					  RMA_FLAG_REMOTE_COMPLETION, vec_cb,
+					  NULL, &req),
+				 RMA_OK);
+		ck_assert_int_eq(rma_request_wait(u.c, req, WAIT_MS), RMA_OK);
+		ck_assert_int_eq(vec_calls, 1);
+		for (size_t i = 0; i < n; i++) {
+			ck_assert_msg(memcmp(r + iov[i].remote_offset,
+					     l + iov[i].offset,
+					     iov[i].length) == 0,
+				      "putv piece %zu differs", i);
+			total += iov[i].length;
+		}
+		ck_assert_uint_eq(rma_request_bytes(req), total);
+		rma_request_release(req);
+
+		/* back the other way, into a cleared local region */
+		memset(l, 0, 4096);
+		ck_assert_int_eq(
+		    rma_getv(u.c, mine, u.rem, iov, n, vec_cb, NULL, &req),
+		    RMA_OK);
+		ck_assert_int_eq(rma_request_wait(u.c, req, WAIT_MS), RMA_OK);
+		ck_assert_int_eq(vec_calls, 2);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_msg(memcmp(r + iov[i].remote_offset,
+					     l + iov[i].offset,
+					     iov[i].length) == 0,
+				      "getv piece %zu differs", i);
+		rma_request_release(req);
+
+		/* one piece outside: completed at once, nothing moved */
+		{
+			rma_iov_t bad[] = {{0, 3500, 8}, {0, 4090, 8}};
+			*word(3496) = 0;
+			ck_assert_int_eq(rma_putv(u.c, mine, u.rem, bad, 2, 0,
+						  vec_cb, NULL, &req),
+					 RMA_OK);
+			ck_assert_int_eq(vec_calls, 3);
+			ck_assert_int_eq(vec_status, RMA_ERR_OUT_OF_BOUNDS);
+			rma_request_release(req);
+			ck_assert_int_eq(rma_flush_sync(u.c, NULL, WAIT_MS),
+					 RMA_OK);
+			ck_assert_uint_eq(*word(3496), 0);
+			ck_assert_uint_eq(rma_in_flight(u.c), 0);
+		}
+		/* cancel: a vectored request behind one in flight is still in
+		 * the batch; all of it is canceled */
+		{
+			rma_request_t *first;
+			ck_assert_int_eq(rma_put(u.c, mine, 0, u.rem, 0, 8, 0,
+						 NULL, NULL, &first),
+					 RMA_OK);
+			memset(r + 1000, 0, 3000);
+			ck_assert_int_eq(rma_putv(u.c, mine, u.rem, iov, n, 0,
+						  vec_cb, NULL, &req),
+					 RMA_OK);
+			ck_assert_int_eq(rma_request_cancel(u.c, req), RMA_OK);
+			ck_assert_int_eq(vec_calls, 4);
+			ck_assert_int_eq(vec_status, RMA_ERR_CANCELED);
+			ck_assert_int_eq(rma_request_wait(u.c, first, WAIT_MS),
+					 RMA_OK);
+			ck_assert_int_eq(rma_flush_sync(u.c, NULL, WAIT_MS),
+					 RMA_OK);
+			for (size_t i = 0; i < 3000; i++)
+				ck_assert_msg(r[1000 + i] == 0,
+					      "canceled putv wrote at %zu",
+					      1000 + i);
+			rma_request_release(first);
+			rma_request_release(req);
+		}
+		user_close(&u);
+	}
+}
+END_TEST
+
 /* ---- read-only descriptors ---- */
 
 static void
@@ -573,6 +683,7 @@ atomic_suite(void)
 	tcase_add_test(tc, test_cswap_lock);
 	tcase_add_test(tc, test_values_and_errors);
 	tcase_add_test(tc, test_cancel);
+	tcase_add_test(tc, test_vectored);
 	tcase_add_test(tc, test_read_only_descriptor);
 	suite_add_tcase(s, tc);
 	return s;

@@ -141,7 +141,8 @@ raw_init(struct raw *r, int wait_mode)
 {
 	ucp_params_t params = {
 	    .field_mask = UCP_PARAM_FIELD_FEATURES,
-	    .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+	    .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
+			UCP_FEATURE_AMO64,
 	};
 	ucp_worker_params_t wparams = {
 	    .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
@@ -535,6 +536,8 @@ struct raw_client {
 	/* arguments */
 	const char *connect;
 	int get;
+	int fetch_add; /* --op fetch-add: ucp_atomic_op_nbx on 8-byte words */
+	uint64_t operand, *results;
 	uint64_t size, count, window, warmup;
 	int have_count, have_warmup;
 	int remote_completion;
@@ -726,7 +729,18 @@ raw_client_submit(struct raw_client *b, uint64_t op, uint64_t now)
 		b->stamp[op] = now;
 	b->in_flight++;
 	b->next_op++;
-	if (b->get)
+	if (b->fetch_add) {
+		/* rmactl bench's fetch-add: the old value comes back */
+		param.op_attr_mask =
+		    UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+		    UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+		param.datatype = ucp_dt_make_contig(8);
+		param.reply_buffer = &b->results[i % b->slots];
+		raw_client_track(slot,
+				 ucp_atomic_op_nbx(b->ep, UCP_ATOMIC_OP_ADD,
+						   &b->operand, 1, raddr,
+						   b->rkey, &param));
+	} else if (b->get)
 		raw_client_track(slot, ucp_get_nbx(b->ep, buf, b->size, raddr,
 						   b->rkey, &param));
 	else
@@ -800,6 +814,7 @@ raw_client_report(struct raw_client *b, double seconds)
 	struct bench_result r = {
 	    .tool = "raw_ucx",
 	    .get = b->get,
+	    .op = b->fetch_add ? "fetch-add" : NULL,
 	    .size = b->size,
 	    .count = b->count,
 	    .window = b->window,
@@ -900,11 +915,19 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 	if (optind != argc)
 		return raw_errx(EX_USAGE, "client: unexpected argument %s",
 				argv[optind]);
+	b->fetch_add = op != NULL && strcmp(op, "fetch-add") == 0;
+	if (b->fetch_add && b->size == 0)
+		b->size = 8;
 	if (b->connect == NULL || op == NULL || b->size == 0)
 		return raw_errx(EX_USAGE,
 				"client: --connect, --op and --size are "
 				"required");
-	if (strcmp(op, "put") == 0)
+	if (b->fetch_add) {
+		if (b->size != 8 || b->remote_completion)
+			return raw_errx(EX_USAGE, "fetch-add: --size 8, no "
+						  "--remote-completion");
+		b->operand = 1;
+	} else if (strcmp(op, "put") == 0)
 		b->get = 0;
 	else if (strcmp(op, "get") == 0)
 		b->get = 1;
@@ -955,9 +978,11 @@ raw_client_run(int argc, char **argv)
 	if (rc != 0)
 		goto out_fini;
 	b->stamp = calloc(b->count, sizeof(*b->stamp));
+	b->results = calloc(b->slots, sizeof(*b->results));
 	b->done = calloc(b->window, sizeof(*b->done));
 	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
-	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL) {
+	if (b->stamp == NULL || b->results == NULL || b->done == NULL ||
+	    b->slot_mem == NULL) {
 		rc = raw_errx(EX_OSERR, "out of memory");
 		goto out_region;
 	}
@@ -1004,6 +1029,7 @@ out_close:
 	}
 out_region:
 	free(b->stamp);
+	free(b->results);
 	free(b->done);
 	free(b->slot_mem);
 	raw_region_destroy(&b->raw, &b->local);

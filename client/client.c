@@ -198,14 +198,14 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 			const Rma__V1__Completion *k =
 			    ev->completions->completions[i];
 			request_complete_wire(c, k->op_id, k->status, k->bytes,
-					      k->detail);
+					      k->value, k->detail);
 		}
 		for (size_t i = 0;
 		     i + COMPREC_SIZE <= ev->completions->packed.len;
 		     i += COMPREC_SIZE) {
 			struct comprec k;
 			comprec_decode(ev->completions->packed.data + i, &k);
-			request_complete_wire(c, k.op_id, k.status, k.bytes,
+			request_complete_wire(c, k.op_id, k.status, k.bytes, 0,
 					      NULL);
 		}
 		/* Callbacks may have queued submissions behind ops that

@@ -83,7 +83,11 @@ rma_region_alloc(rma_client_t *client, size_t length, rma_region_t **region_p)
 		goto err_free_daemon;
 	}
 	region->descriptor = strdup(ra->descriptor ? ra->descriptor : "");
-	if (region->descriptor == NULL) {
+	region->ro_descriptor =
+	    strdup(ra->read_only_descriptor ? ra->read_only_descriptor : "");
+	if (region->descriptor == NULL || region->ro_descriptor == NULL) {
+		free(region->descriptor);
+		free(region->ro_descriptor);
 		st = client_error(client, RMA_ERR_NO_MEMORY,
 				  "no memory for a descriptor");
 		goto err_unmap;
@@ -127,6 +131,7 @@ region_destroy(rma_client_t *c, struct rma_region *region)
 	if (!region->freed)
 		munmap(region->base, region->map_length);
 	free(region->descriptor);
+	free(region->ro_descriptor);
 	free(region);
 }
 
@@ -139,7 +144,9 @@ region_retire(struct rma_region *region)
 {
 	munmap(region->base, region->map_length);
 	free(region->descriptor);
+	free(region->ro_descriptor);
 	region->descriptor = NULL;
+	region->ro_descriptor = NULL;
 	region->base = NULL;
 	region->length = 0;
 	region->map_length = 0;
@@ -192,4 +199,12 @@ rma_region_descriptor(const rma_region_t *region)
 {
 	return region != NULL && region->descriptor != NULL ? region->descriptor
 							    : "";
+}
+
+RMA_API const char *
+rma_region_read_only_descriptor(const rma_region_t *region)
+{
+	return region != NULL && region->ro_descriptor != NULL
+		   ? region->ro_descriptor
+		   : "";
 }

@@ -5,6 +5,8 @@
  * stray or repeated completion never hits a newer request. */
 #include "rma_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,7 +185,8 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 		/* Nothing in flight: send now, for latency. Otherwise a
 		 * completion will come and wake the caller, who sends the
 		 * batch from rma_progress(). */
-		if (c->sent_in_flight == 0 || c->pending_n == REQUEST_BATCH_MAX)
+		if ((c->sent_in_flight == 0 && !c->hold_batch) ||
+		    c->pending_n == REQUEST_BATCH_MAX)
 			request_flush(c);
 	}
 	if (c->gone) {
@@ -206,11 +209,12 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 
 static void
 request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
-		 uint64_t bytes, const char *detail)
+		 uint64_t bytes, uint64_t value, const char *detail)
 {
 	request_slot_put(c, req);
 	req->status = status;
 	req->bytes = bytes;
+	req->value = value;
 	if (detail != NULL && detail[0] != '\0')
 		req->detail = strdup(detail);
 	if (req->cb != NULL)
@@ -221,7 +225,7 @@ request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 
 void
 request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-		      uint64_t bytes, const char *detail)
+		      uint64_t bytes, uint64_t value, const char *detail)
 {
 	uint32_t slot = (uint32_t)op_id;
 	struct rma_request *req;
@@ -232,7 +236,8 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	/* unknown, repeated, or for an op not even sent: ignore */
 	if (req == NULL || req->op_id != op_id || !req->sent)
 		return;
-	request_complete(c, req, status_from_wire(status), bytes, detail);
+	request_complete(c, req, status_from_wire(status), bytes, value,
+			 detail);
 }
 
 void
@@ -243,7 +248,7 @@ request_complete_all(rma_client_t *c, rma_status_t status, const char *detail)
 	/* callbacks cannot add requests: the client is gone */
 	for (uint32_t i = 0; i < c->slots_used; i++) {
 		if (c->slots[i] != NULL)
-			request_complete(c, c->slots[i], status, 0, detail);
+			request_complete(c, c->slots[i], status, 0, 0, detail);
 	}
 }
 
@@ -270,6 +275,46 @@ request_cleanup(rma_client_t *c)
 	c->slots = NULL;
 	c->slots_free = NULL;
 	c->slots_cap = c->slots_used = c->slots_nfree = 0;
+}
+
+/* An operation the library can decide alone (a range outside what the
+ * owner resolved, a misaligned word): it completes here, before the call
+ * that started it returns, with its callback run in the caller's thread,
+ * as ucxx does for a request that completes at once. The daemon never
+ * hears of it. */
+static rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
+					 rma_callback_t cb, void *user_data,
+					 rma_request_t **req_p, const char *fmt,
+					 ...)
+    __attribute__((format(printf, 6, 7)));
+
+static rma_status_t
+request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
+		     void *user_data, rma_request_t **req_p, const char *fmt,
+		     ...)
+{
+	struct rma_request *req = request_alloc(c);
+	char detail[256];
+	va_list ap;
+
+	if (req == NULL)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	req->refs = 1; /* the library's, until the callback returned */
+	if (req_p != NULL) {
+		req->refs++;
+		*req_p = req;
+	}
+	req->status = status;
+	req->detail = strdup(detail);
+	client_error(c, status, "%s", detail);
+	if (cb != NULL)
+		cb(req, status, user_data);
+	request_unref(req);
+	return RMA_OK;
 }
 
 /* ---- public ---- */
@@ -306,6 +351,22 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
+	if (offset > region->length || length > region->length - offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "local range [%llu, +%llu) is outside region %llu of %zu "
+		    "bytes",
+		    (unsigned long long)offset, (unsigned long long)length,
+		    (unsigned long long)region->region_id, region->length);
+	if (remote_offset > remote->length ||
+	    length > remote->length - remote_offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "remote range [%llu, +%llu) is outside the remote region "
+		    "of %llu bytes",
+		    (unsigned long long)remote_offset,
+		    (unsigned long long)length,
+		    (unsigned long long)remote->length);
 	op.kind = kind;
 	op.region_id = region->region_id;
 	op.offset = offset;
@@ -351,6 +412,301 @@ rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
 	op.kind = RMA__V1__OP_KIND__FLUSH;
 	op.peer_id = peer != NULL ? peer->peer_id : 0;
 	return request_submit(client, &op, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
+	   rma_atomic_op_t op, unsigned width, uint64_t operand,
+	   uint64_t compare, rma_callback_t cb, void *user_data,
+	   rma_request_t **req_p)
+{
+	Rma__V1__Op o = RMA__V1__OP__INIT;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (remote == NULL || remote->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "atomic needs a remote of this client");
+	if (width != 4 && width != 8)
+		return client_error(client, RMA_ERR_INVALID,
+				    "atomic on a word of %u bytes: the width "
+				    "is 4 or 8",
+				    width);
+	if ((unsigned)op > RMA_ATOMIC_FETCH_XOR)
+		return client_error(client, RMA_ERR_INVALID,
+				    "unknown atomic operation %d", (int)op);
+	if (remote_offset % width != 0)
+		return request_complete_now(
+		    client, RMA_ERR_INVALID, cb, user_data, req_p,
+		    "remote offset %llu is not aligned to the word's %u bytes",
+		    (unsigned long long)remote_offset, width);
+	if (remote_offset > remote->length ||
+	    width > remote->length - remote_offset)
+		return request_complete_now(
+		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+		    "remote word [%llu, +%u) is outside the remote region of "
+		    "%llu bytes",
+		    (unsigned long long)remote_offset, width,
+		    (unsigned long long)remote->length);
+	o.kind = RMA__V1__OP_KIND__ATOMIC;
+	o.remote_id = remote->remote_id;
+	o.remote_offset = remote_offset;
+	o.length = width;
+	o.atomic_op = (Rma__V1__AtomicOp)op;
+	o.operand = operand;
+	o.compare = compare;
+	return request_submit(client, &o, cb, user_data, req_p);
+}
+
+/* A vectored request: its pieces still in the batch are canceled, so it
+ * completes with RMA_ERR_CANCELED once the sent ones are done. */
+static rma_status_t
+request_cancel_parts(rma_client_t *c, struct rma_request *parent)
+{
+	int canceled = 0;
+	size_t i = 0;
+
+	parent->refs++; /* its last piece may complete it here */
+	while (i < c->pending_n) {
+		struct rma_request *req = c->pending_reqs[i];
+		size_t after = c->pending_n - i - 1;
+
+		if (req->parent != parent) {
+			i++;
+			continue;
+		}
+		memmove(c->pending_packed + i * OPREC_SIZE,
+			c->pending_packed + (i + 1) * OPREC_SIZE,
+			after * OPREC_SIZE);
+		memmove(c->pending_reqs + i, c->pending_reqs + i + 1,
+			after * sizeof(*c->pending_reqs));
+		c->pending_n--;
+		c->pending_bytes -= OPREC_SIZE;
+		request_complete(c, req, RMA_ERR_CANCELED, 0, 0,
+				 "canceled before it was sent");
+		canceled = 1;
+	}
+	request_unref(parent);
+	return canceled ? RMA_OK : RMA_INPROGRESS;
+}
+
+RMA_API rma_status_t
+rma_request_cancel(rma_client_t *client, rma_request_t *req)
+{
+	if (client == NULL || req == NULL || req->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_request_cancel: no request of this "
+				    "client");
+	if (req->status != RMA_INPROGRESS)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_request_cancel: already completed");
+	/* Still in the batch: the daemon never hears of it. */
+	for (size_t i = 0; i < client->pending_n; i++) {
+		size_t after = client->pending_n - i - 1;
+
+		if (client->pending_reqs[i] != req)
+			continue;
+		memmove(client->pending_packed + i * OPREC_SIZE,
+			client->pending_packed + (i + 1) * OPREC_SIZE,
+			after * OPREC_SIZE);
+		memmove(client->pending_reqs + i, client->pending_reqs + i + 1,
+			after * sizeof(*client->pending_reqs));
+		client->pending_n--;
+		client->pending_bytes -= OPREC_SIZE;
+		request_complete(client, req, RMA_ERR_CANCELED, 0, 0,
+				 "canceled before it was sent");
+		return RMA_OK;
+	}
+	if (req->parts_left > 0)
+		return request_cancel_parts(client, req);
+	/* Handed to the daemon: it runs to its own completion. */
+	return RMA_INPROGRESS;
+}
+
+/* A vectored request loses one piece still to wait for: the last
+ * completes it, with its first failure (or RMA_OK). */
+static void
+request_part_finish(struct rma_request *parent)
+{
+	if (--parent->parts_left > 0)
+		return;
+	parent->status = parent->first_error;
+	if (parent->cb != NULL)
+		parent->cb(parent, parent->status, parent->user_data);
+	request_unref(parent); /* the library's */
+}
+
+/* One piece of a vectored request done; the bytes of those that worked
+ * add up. */
+static void
+request_part_done(rma_request_t *part, rma_status_t st, void *arg)
+{
+	struct rma_request *parent = arg;
+
+	if (st != RMA_OK && parent->first_error == RMA_OK) {
+		parent->first_error = st;
+		free(parent->detail);
+		parent->detail = strdup(
+		    part->detail != NULL ? part->detail : rma_strerror(st));
+	}
+	if (st == RMA_OK)
+		parent->bytes += part->bytes;
+	request_part_finish(parent);
+}
+
+static rma_status_t
+request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
+	       rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+	       unsigned flags, rma_callback_t cb, void *user_data,
+	       rma_request_t **req_p)
+{
+	const char *name = kind == RMA__V1__OP_KIND__PUT ? "putv" : "getv";
+	struct rma_request *parent;
+	rma_status_t st = RMA_OK;
+	size_t i;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (region == NULL || remote == NULL || (iov == NULL && n > 0))
+		return client_error(client, RMA_ERR_INVALID,
+				    "%s needs a region, a remote and pieces",
+				    name);
+	if (region->client != client || remote->client != client)
+		return client_error(client, RMA_ERR_INVALID,
+				    "region or remote of another client");
+	if (region->freed)
+		return client_error(client, RMA_ERR_NO_REGION,
+				    "%s names region %llu, which was freed",
+				    name,
+				    (unsigned long long)region->region_id);
+	if (n == 0 || n > RMA_IOV_MAX)
+		return client_error(client, RMA_ERR_INVALID,
+				    "%s of %zu pieces: 1 to %d", name, n,
+				    RMA_IOV_MAX);
+	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
+		return client_error(client, RMA_ERR_INVALID,
+				    "unknown %s flags 0x%x", name, flags);
+	if (client->gone)
+		return client_gone_error(client);
+	/* Every piece is checked before any is sent: a bad one and nothing
+	 * moves. */
+	for (i = 0; i < n; i++) {
+		const rma_iov_t *v = &iov[i];
+
+		if (v->length == 0)
+			return client_error(client, RMA_ERR_INVALID,
+					    "%s piece %zu has length 0", name,
+					    i);
+		if (v->offset > region->length ||
+		    v->length > region->length - v->offset ||
+		    v->remote_offset > remote->length ||
+		    v->length > remote->length - v->remote_offset)
+			return request_complete_now(
+			    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
+			    "%s piece %zu ([%llu, +%llu) here, [%llu, +%llu) "
+			    "there) is outside its region",
+			    name, i, (unsigned long long)v->offset,
+			    (unsigned long long)v->length,
+			    (unsigned long long)v->remote_offset,
+			    (unsigned long long)v->length);
+	}
+	parent = request_alloc(client);
+	if (parent == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	parent->refs = 1; /* the library's, until the last piece */
+	parent->cb = cb;
+	parent->user_data = user_data;
+	parent->parts_left = 1; /* held while the pieces are queued */
+	/* the pieces go out in one frame (the daemon then sends the small
+	 * ones to the target in one message) */
+	client->hold_batch = 1;
+	for (i = 0; i < n && st == RMA_OK; i++) {
+		Rma__V1__Op op = RMA__V1__OP__INIT;
+		rma_request_t *part = NULL;
+
+		op.kind = kind;
+		op.region_id = region->region_id;
+		op.offset = iov[i].offset;
+		op.remote_id = remote->remote_id;
+		op.remote_offset = iov[i].remote_offset;
+		op.length = iov[i].length;
+		op.flags = flags;
+		parent->parts_left++;
+		st = request_submit(client, &op, request_part_done, parent,
+				    &part);
+		if (st != RMA_OK) {
+			parent->parts_left--;
+			break;
+		}
+		part->parent = parent;
+		rma_request_release(part);
+	}
+	client->hold_batch = 0;
+	if (client->pending_n > 0 && client->sent_in_flight == 0)
+		request_flush(client);
+	if (st != RMA_OK && i == 0) {
+		/* nothing submitted: no request */
+		request_unref(parent);
+		return st;
+	}
+	if (st != RMA_OK && parent->first_error == RMA_OK) {
+		/* the rest was not submitted: the request fails */
+		parent->first_error = st;
+		free(parent->detail);
+		parent->detail = strdup(rma_last_error(client));
+	}
+	if (req_p != NULL) {
+		parent->refs++;
+		*req_p = parent;
+	}
+	/* the hold: the last piece may have completed already */
+	request_part_finish(parent);
+	return RMA_OK;
+}
+
+RMA_API rma_status_t
+rma_putv(rma_client_t *client, rma_region_t *region, rma_remote_t *remote,
+	 const rma_iov_t *iov, size_t n, unsigned flags, rma_callback_t cb,
+	 void *user_data, rma_request_t **req_p)
+{
+	return request_vector(client, RMA__V1__OP_KIND__PUT, region, remote,
+			      iov, n, flags, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_getv(rma_client_t *client, rma_region_t *region, rma_remote_t *remote,
+	 const rma_iov_t *iov, size_t n, rma_callback_t cb, void *user_data,
+	 rma_request_t **req_p)
+{
+	return request_vector(client, RMA__V1__OP_KIND__GET, region, remote,
+			      iov, n, 0, cb, user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_atomic_sync(rma_client_t *client, rma_remote_t *remote,
+		uint64_t remote_offset, rma_atomic_op_t op, unsigned width,
+		uint64_t operand, uint64_t compare, uint64_t *old_p,
+		int timeout_ms)
+{
+	rma_request_t *req = NULL;
+	rma_status_t st;
+
+	st = rma_atomic(client, remote, remote_offset, op, width, operand,
+			compare, NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(client, req, timeout_ms);
+	if (st == RMA_OK && old_p != NULL)
+		*old_p = req->value;
+	rma_request_release(req);
+	return st;
+}
+
+RMA_API uint64_t
+rma_request_value(const rma_request_t *req)
+{
+	return req != NULL && req->status == RMA_OK ? req->value : 0;
 }
 
 RMA_API int

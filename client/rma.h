@@ -113,7 +113,7 @@ typedef struct rma_client rma_client_t;	  /**< a connection to rmad */
 typedef struct rma_region rma_region_t;	  /**< memory shared with rmad */
 typedef struct rma_peer rma_peer_t;	  /**< another host's rmad */
 typedef struct rma_remote rma_remote_t;	  /**< a resolved remote region */
-typedef struct rma_request rma_request_t; /**< one put, get or flush */
+typedef struct rma_request rma_request_t; /**< one operation */
 
 /**
  * Completion callback: runs once per request, with its final status.
@@ -124,6 +124,26 @@ typedef void (*rma_callback_t)(rma_request_t *req, rma_status_t status,
 
 /** Put flag: complete only once the data has reached the target memory. */
 #define RMA_FLAG_REMOTE_COMPLETION 1u
+
+/**
+ * What rma_atomic() does to the remote word; old is its value before, and
+ * every operation returns it (rma_request_value()). The FETCH_ names are
+ * there for code written against UCX, libfabric or OpenSHMEM: here ADD and
+ * FETCH_ADD (AND and FETCH_AND, ...) do the same. The values are the wire
+ * AtomicOp's.
+ */
+typedef enum rma_atomic_op {
+	RMA_ATOMIC_ADD = 0,	  /**< word += operand */
+	RMA_ATOMIC_FETCH_ADD = 1, /**< word += operand */
+	RMA_ATOMIC_SWAP = 2,	  /**< word = operand */
+	RMA_ATOMIC_CSWAP = 3,	  /**< if (word == compare) word = operand */
+	RMA_ATOMIC_AND = 4,	  /**< word &= operand */
+	RMA_ATOMIC_OR = 5,	  /**< word |= operand */
+	RMA_ATOMIC_XOR = 6,	  /**< word ^= operand */
+	RMA_ATOMIC_FETCH_AND = 7, /**< word &= operand */
+	RMA_ATOMIC_FETCH_OR = 8,  /**< word |= operand */
+	RMA_ATOMIC_FETCH_XOR = 9  /**< word ^= operand */
+} rma_atomic_op_t;
 
 /**
  * Default socket: $RMAD_SOCKET if set; else the user's own daemon at
@@ -221,6 +241,18 @@ size_t rma_region_length(const rma_region_t *region);
 const char *rma_region_descriptor(const rma_region_t *region);
 
 /**
+ * A second descriptor of the same region that allows gets only (owned and
+ * valid as rma_region_descriptor()'s; "" once freed). It carries another
+ * secret than the full descriptor, which the owning daemon knows grants
+ * reads: a put or atomic through it completes with RMA_ERR_PERMISSION,
+ * refused by the owner (on this host, by this daemon) with nothing
+ * written, and it cannot be turned into the full descriptor (editing its
+ * prefix fails its checksum; recomputing the checksum still carries the
+ * read-only secret). Text: "rmar:" then hex, as long as a full one.
+ */
+const char *rma_region_read_only_descriptor(const rma_region_t *region);
+
+/**
  * Free a region: the daemon releases it once its in-flight operations are
  * done. The local mapping goes at once, whatever the result.
  *
@@ -308,6 +340,16 @@ void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
  *         @p length 0: an empty transfer is refused, not completed),
  *         RMA_ERR_NO_REGION (@p region was freed), RMA_ERR_NO_MEMORY,
  *         RMA_ERR_DAEMON_GONE.
+ *
+ * Immediate completion: a range the library can tell is outside
+ * @p region or outside the remote region's length as its owner resolved
+ * it returns RMA_OK with the request already completed with
+ * RMA_ERR_OUT_OF_BOUNDS: @p cb has run, in the caller's thread, before
+ * rma_put() returns (as ucxx::RequestMem completes requests that finish
+ * at once), nothing went to the daemon, and rma_last_error() has the
+ * detail. Arguments that are wrong whatever the regions hold (NULL, 0,
+ * flags), a freed region and a gone daemon are returned as errors, with
+ * no request, as listed above.
  */
 rma_status_t rma_put(rma_client_t *client, rma_region_t *region,
 		     uint64_t offset, rma_remote_t *remote,
@@ -330,14 +372,97 @@ rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
 		       rma_callback_t cb, void *user_data,
 		       rma_request_t **req_p);
 
+/**
+ * Start an atomic operation on the naturally aligned @p width-byte word
+ * (4 or 8) at @p remote_offset of @p remote. The owning daemon applies it
+ * with the CPU's atomic instructions on the region's memory (sequentially
+ * consistent), so it is atomic with respect to every other rma_atomic(),
+ * from any host, and to the owning process's own __atomic operations on
+ * its mapping of the word; plain puts and gets of the word are not
+ * ordered with it. On success rma_request_value() gives the word's old
+ * value (zero-extended for width 4; for CSWAP: equal to @p compare when
+ * the swap happened). Operands of width 4 use their low 32 bits.
+ * Atomics travel as rmad's own messages in both rma_protocol modes: a
+ * completed atomic has been applied at the target.
+ *
+ * @param compare  CSWAP's expected value; ignored by the others.
+ * @return as rma_put(): RMA_OK when submitted (the request then completes
+ *         with RMA_OK, or RMA_ERR_PERMISSION through a read-only
+ *         descriptor, RMA_ERR_STALE_DESCRIPTOR, peer failures...); RMA_OK
+ *         with the request already completed (see "Immediate completion"
+ *         at rma_put()) with RMA_ERR_INVALID when @p remote_offset is not
+ *         a multiple of @p width, or RMA_ERR_OUT_OF_BOUNDS when the word
+ *         is not inside the remote region; nothing is touched either way.
+ *         RMA_ERR_INVALID (NULL or foreign remote, width not 4 or 8,
+ *         unknown op), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE when nothing
+ *         was submitted.
+ */
+rma_status_t rma_atomic(rma_client_t *client, rma_remote_t *remote,
+			uint64_t remote_offset, rma_atomic_op_t op,
+			unsigned width, uint64_t operand, uint64_t compare,
+			rma_callback_t cb, void *user_data,
+			rma_request_t **req_p);
+
+/** Blocking atomic: rma_atomic() + rma_request_wait(); on RMA_OK the word's
+ * old value goes to @p old_p (if not NULL). */
+rma_status_t rma_atomic_sync(rma_client_t *client, rma_remote_t *remote,
+			     uint64_t remote_offset, rma_atomic_op_t op,
+			     unsigned width, uint64_t operand, uint64_t compare,
+			     uint64_t *old_p, int timeout_ms);
+
+/** One piece of a vectored transfer: bytes at @p offset of the local
+ * region and at @p remote_offset of the remote region. */
+typedef struct rma_iov {
+	uint64_t offset;
+	uint64_t remote_offset;
+	uint64_t length;
+} rma_iov_t;
+
+/** Most pieces one vectored transfer takes. */
+#define RMA_IOV_MAX 1024
+
+/**
+ * Start a vectored put: the @p n pieces of @p iov from @p region to
+ * @p remote, as one request with one completion. The pieces go to the
+ * daemon in one frame, and the daemon sends those of up to 8 KiB to the
+ * target in one message (bigger ones travel alone); they may be applied
+ * in any order, each whole (as rma_put()'s). The request completes once
+ * every piece has, with RMA_OK or the first failure of a piece (its
+ * detail in rma_request_detail(); the other pieces may still have been
+ * applied), and rma_request_bytes() gives the bytes of the pieces that
+ * succeeded. Every piece is checked before any is sent: one outside
+ * either region completes the request at once with RMA_ERR_OUT_OF_BOUNDS
+ * and nothing moves (see "Immediate completion" at rma_put()).
+ * rma_request_cancel() cancels the pieces still in the library's batch:
+ * the request then completes with RMA_ERR_CANCELED once the others are
+ * done.
+ * @param flags  RMA_FLAG_REMOTE_COMPLETION applies to every piece.
+ * @return as rma_put(); also RMA_ERR_INVALID for @p n 0 or over
+ *         RMA_IOV_MAX, or a piece of length 0.
+ */
+rma_status_t rma_putv(rma_client_t *client, rma_region_t *region,
+		      rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+		      unsigned flags, rma_callback_t cb, void *user_data,
+		      rma_request_t **req_p);
+
+/** Start a vectored get into @p region; as rma_putv(). */
+rma_status_t rma_getv(rma_client_t *client, rma_region_t *region,
+		      rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+		      rma_callback_t cb, void *user_data,
+		      rma_request_t **req_p);
+
 /** Nonzero once the request completed (successfully or not). */
 int rma_request_is_completed(const rma_request_t *req);
 
 /** RMA_INPROGRESS, or the final status. */
 rma_status_t rma_request_status(const rma_request_t *req);
 
-/** Bytes moved by a completed request. */
+/** Bytes moved by a completed request (an atomic's: its width). */
 uint64_t rma_request_bytes(const rma_request_t *req);
+
+/** An atomic's result: the word's old value once the request completed
+ * with RMA_OK; 0 otherwise, and for puts, gets and flushes. */
+uint64_t rma_request_value(const rma_request_t *req);
 
 /** Daemon's detail for a failed request ("" if none). */
 const char *rma_request_detail(const rma_request_t *req);
@@ -350,6 +475,21 @@ const char *rma_request_detail(const rma_request_t *req);
  */
 rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
 			      int timeout_ms);
+
+/**
+ * Cancel an operation not yet handed to the daemon (one still in the
+ * library's batch, see "Batching"): it completes at once with
+ * RMA_ERR_CANCELED, its callback runs before this returns, and the daemon
+ * never hears of it. An operation already sent cannot be taken back (the
+ * daemon may have started it; with rma_protocol = am a put may be at the
+ * target already): it completes with its own status, which says what
+ * happened, and this returns RMA_INPROGRESS. A flush, put, get or atomic
+ * alike.
+ * @return RMA_OK (canceled), RMA_INPROGRESS (already sent: not
+ *         canceled), RMA_ERR_INVALID (NULL, another client's, or already
+ *         completed).
+ */
+rma_status_t rma_request_cancel(rma_client_t *client, rma_request_t *req);
 
 /**
  * Release a request obtained through req_p; an in-flight one is detached

@@ -34,9 +34,15 @@ struct rma_request {
 	int sent;      /* its Submit went out */
 	rma_status_t status;
 	uint64_t bytes;
-	char *detail; /* NULL for "" */
+	uint64_t value; /* an atomic's old word */
+	char *detail;	/* NULL for "" */
 	rma_callback_t cb;
 	void *user_data;
+	/* vectored: a piece names its whole request (parent), which counts
+	 * the pieces not completed yet and keeps the first failure */
+	struct rma_request *parent;
+	uint32_t parts_left;
+	rma_status_t first_error; /* of its pieces (RMA_OK: none yet) */
 	/* every live request of a client, so rma_disconnect can detach
 	 * the ones a caller still holds */
 	struct rma_request *prev, *next;
@@ -48,10 +54,11 @@ struct rma_region {
 	uint64_t region_id;
 	uint64_t generation;
 	void *base;
-	size_t length;	   /* as asked for; 0 once freed */
-	size_t map_length; /* as the daemon made it */
-	char *descriptor;  /* NULL once freed */
-	int freed;	   /* rma_region_free ran: a tombstone (region.c) */
+	size_t length;	     /* as asked for; 0 once freed */
+	size_t map_length;   /* as the daemon made it */
+	char *descriptor;    /* NULL once freed */
+	char *ro_descriptor; /* gets only; NULL once freed */
+	int freed;	     /* rma_region_free ran: a tombstone (region.c) */
 };
 
 struct rma_peer {
@@ -122,6 +129,7 @@ struct rma_client {
 	uint8_t pending_packed[REQUEST_BATCH_MAX * OPREC_SIZE];
 	struct rma_request *pending_reqs[REQUEST_BATCH_MAX];
 	size_t pending_n;
+	int hold_batch; /* a vectored request is being queued: send it whole */
 	size_t pending_bytes;
 
 	struct rma_request *req_free; /* free list, linked by next */
@@ -196,7 +204,7 @@ rma_status_t request_flush(rma_client_t *c);
 /* A Completion from the daemon. */
 /* A completion from the daemon (status on the wire; detail may be NULL). */
 void request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-			   uint64_t bytes, const char *detail);
+			   uint64_t bytes, uint64_t value, const char *detail);
 
 /* Complete every request in flight (or pending) with status. */
 void request_complete_all(rma_client_t *c, rma_status_t status,

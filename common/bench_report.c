@@ -28,7 +28,7 @@ bench_report_percentile_us(const uint64_t *sorted, uint64_t n, double p)
 int
 bench_report_print(struct bench_result *r, bool json)
 {
-	const char *op = r->get ? "get" : "put";
+	const char *op = r->op != NULL ? r->op : r->get ? "get" : "put";
 	double ops = (double)r->count / r->seconds;
 	double bytes = ops * (double)r->size;
 	double sum = 0, p50, p99, mean, min, max;

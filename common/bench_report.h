@@ -13,6 +13,7 @@
 struct bench_result {
 	const char *tool; /* "rmad" or "raw_ucx" */
 	bool get;
+	const char *op; /* NULL: "get" or "put" by get; else the op's name */
 	uint64_t size, count, window;
 	bool remote_completion;
 	double seconds;

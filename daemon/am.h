@@ -18,10 +18,12 @@ enum am_id {
 	AM_PUT_ACK = 7,	      /* header am_rma_answer: written (or refused) */
 	AM_GET = 8,	      /* header am_rma: send me these bytes */
 	AM_GET_REPLY = 9,     /* header am_rma_answer, data: the bytes */
-	AM_BATCH = 10,	      /* data: am_rma records (kind in pad), put
-				 records followed by their bytes */
+	AM_BATCH = 10,	      /* data: am_rma records (kind says which), put
+				 records followed by their bytes, atomic
+				 ones by an am_batch_atomic */
 	AM_BATCH_REPLY = 11,  /* data: am_rma_answer + uint64 length + bytes,
-				 one per record, in order */
+				 one per record, in order (an atomic's
+				 bytes: the old word, 8) */
 	AM_HELLO_PROOF = 12,  /* am_hello_proof: keyed handshake, 3rd step */
 	AM_HELLO_DONE = 13,   /* am_hello_reply: keyed handshake, accepted */
 };
@@ -111,9 +113,14 @@ struct am_resolve_reply {
 	uint64_t addr; /* 0 unless UCX-native RMA is offered */
 	uint64_t length;
 	uint32_t rkey_len; /* 0: use AM_PUT/AM_GET */
-	uint32_t pad;
-	/* rkey_len bytes of packed rkey follow */
+	uint32_t flags;	   /* AM_RESOLVE_* */
+			   /* rkey_len bytes of packed rkey follow */
 };
+
+/* am_resolve_reply.flags: the generation asked with is the region's
+ * read-only secret; the owner serves gets only through it (and gives no
+ * rkey, so every access reaches its checks). */
+#define AM_RESOLVE_READ_ONLY 1u
 
 struct am_freed {
 	uint32_t magic;
@@ -140,5 +147,18 @@ struct am_rma_answer {
 	int32_t status; /* wire status */
 	uint64_t token;
 };
+
+/* In a batch, after an am_rma of kind AM_ATOMIC (its length: the word's
+ * width, 4 or 8): what to do to the word. The target's CPU applies it to
+ * the region's memory and answers with the old word. */
+struct am_batch_atomic {
+	uint32_t op; /* Rma__V1__AtomicOp */
+	uint32_t pad;
+	uint64_t operand;
+	uint64_t compare;
+};
+
+/* am_rma.kind of an atomic in a batch (not a message id of its own) */
+#define AM_ATOMIC 14
 
 #endif

@@ -170,7 +170,7 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
 static bool
 conn_completion_packs(const Rma__V1__Completion *comp)
 {
-	return comp->detail == protobuf_c_empty_string;
+	return comp->detail == protobuf_c_empty_string && comp->value == 0;
 }
 
 /* Completions go out in order, as runs: those without a detail as packed
@@ -301,6 +301,13 @@ void
 conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 	      uint64_t bytes, const char *detail)
 {
+	conn_complete_value(c, op_id, status, bytes, 0, detail);
+}
+
+void
+conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
+		    uint64_t bytes, uint64_t value, const char *detail)
+{
 	Rma__V1__Completion *comp;
 
 	if (c->dead)
@@ -320,6 +327,7 @@ conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 	comp->op_id = op_id;
 	comp->status = status;
 	comp->bytes = bytes;
+	comp->value = value;
 	if (detail != NULL && detail[0] != '\0') {
 		comp->detail = strdup(detail);
 		if (comp->detail == NULL)

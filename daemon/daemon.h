@@ -208,6 +208,9 @@ void conn_send_event(struct conn *c, Rma__V1__Event *event);
 /* Queue a completion; sent in one Completions event at the next flush. */
 void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 		   uint64_t bytes, const char *detail);
+/* The same with a value for the client (an atomic's old word). */
+void conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
+			 uint64_t bytes, uint64_t value, const char *detail);
 void conn_flush_dirty(struct daemon *d);
 void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
@@ -238,6 +241,9 @@ struct region {
 	struct daemon *d;
 	uint64_t id;
 	uint64_t generation;
+	/* The read-only secret: a descriptor that carries it is served
+	 * gets only (target.c). Never 0, never the generation. */
+	uint64_t ro_generation;
 	size_t length;
 	void *addr;
 	ucp_mem_h memh;
@@ -246,9 +252,10 @@ struct region {
 	struct conn *owner; /* NULL once freed, or while an orphan */
 	bool orphan; /* handed over from an earlier process, owner away */
 	int memfd;   /* kept for a hand-over to the next process */
-	int refs; /* the owner's table entry, plus one per operation */
+	int refs;    /* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
 	char descriptor[DESCRIPTOR_TEXT_SIZE];
+	char ro_descriptor[DESCRIPTOR_TEXT_SIZE];
 };
 
 struct quarantine {
@@ -278,8 +285,9 @@ void region_copy(void *dst, const void *src, size_t n);
 /* A region an earlier process made (its memfd, id and generation, so its
  * descriptors stay valid), mapped and registered again; an orphan until
  * its owner comes back. Takes memfd on success. */
-int region_adopt(struct daemon *d, int memfd, uint64_t id,
-		 uint64_t generation, uint64_t length, struct region **region_p);
+int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
+		 uint64_t ro_generation, uint64_t length,
+		 struct region **region_p);
 /* An orphan nobody came back for: freed like any region. */
 void region_free_orphan(struct region *r);
 
@@ -287,7 +295,7 @@ void region_free_orphan(struct region *r);
 
 /* One region as the old process hands it over. */
 struct handover_region {
-	uint64_t id, generation, length;
+	uint64_t id, generation, ro_generation, length;
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
@@ -344,6 +352,7 @@ struct resolved {
 	uint64_t addr;
 	uint64_t length;
 	ucp_rkey_h rkey;
+	bool read_only; /* resolved with the region's read-only secret */
 	bool valid;
 	bool stale; /* freed by the owner, or the owner restarted: for good */
 	int refs;
@@ -568,7 +577,11 @@ struct op {
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
-	struct am_rma hdr;    /* rmad protocol: header, alive until sent */
+	union {		      /* rmad protocol: header, alive until sent */
+		struct am_rma hdr;
+		struct am_batch_atomic atomic; /* ATOMIC, until batched */
+	};
+	uint64_t value; /* ATOMIC: the word's old value, for the client */
 	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;
 	union {
@@ -711,6 +724,7 @@ struct counters {
 	uint64_t connect_attempts, connect_failures; /* outbound */
 	uint64_t target_refused; /* peer requests answered with an error */
 	uint64_t peers_evicted;	 /* failed peers dropped for room */
+	uint64_t ops_atomic, target_atomics;
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */
@@ -773,10 +787,10 @@ struct daemon {
 
 	struct counters counters;
 
-	struct notify notify;	 /* notify.c: systemd */
-	struct metrics *metrics; /* metrics.c: NULL when off */
+	struct notify notify;		/* notify.c: systemd */
+	struct metrics *metrics;	/* metrics.c: NULL when off */
 	struct metrics_latency latency; /* metrics.c: always kept */
-	struct handover *handover; /* handover.c: worker 0 only */
+	struct handover *handover;	/* handover.c: worker 0 only */
 
 	/* world.c */
 	pthread_t thread;

@@ -61,7 +61,7 @@ struct handover_head {
 };
 
 struct handover_record {
-	uint64_t id, generation, length;
+	uint64_t id, generation, ro_generation, length;
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
@@ -184,6 +184,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 		}
 		rec->id = r->id;
 		rec->generation = r->generation;
+		rec->ro_generation = r->ro_generation;
 		rec->length = r->length;
 		if (r->owner != NULL) {
 			rec->owner_pid = r->owner->pid;
@@ -466,6 +467,7 @@ handover_take_regions(int fd, struct handover_state *st)
 			struct handover_region *hr = &st->regions[st->n++];
 			hr->id = recs[i].id;
 			hr->generation = recs[i].generation;
+			hr->ro_generation = recs[i].ro_generation;
 			hr->length = recs[i].length;
 			hr->owner_pid = recs[i].owner_pid;
 			hr->owner_uid = recs[i].owner_uid;
@@ -599,7 +601,7 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		struct region *r;
 
 		if (region_adopt(d, hr->memfd, hr->id, hr->generation,
-				 hr->length, &r) < 0) {
+				 hr->ro_generation, hr->length, &r) < 0) {
 			lost++;
 			continue;
 		}

@@ -23,9 +23,8 @@ const double metrics_bounds[METRICS_BUCKETS] = {
     0.5,     1.0,      2.5,	5.0,	10.0,
 };
 
-
-static const char *const metrics_kind_names[METRICS_KINDS] = {"put", "get",
-							      "flush"};
+static const char *const metrics_kind_names[METRICS_KINDS] = {
+    "put", "get", "flush", "atomic"};
 
 /* Totals of one peer address ("local": copies within this daemon; "all":
  * flushes of every peer). Kept after the peer itself is gone, as counters
@@ -43,8 +42,8 @@ struct metrics {
 	char url[160];
 	struct metrics_series *series;
 	size_t n_series, cap_series;
-	const struct peer *last_peer; /* lookup cache: last op's peer... */
-	size_t last_series;	      /* ...and its series */
+	const struct peer *last_peer;	/* lookup cache: last op's peer... */
+	size_t last_series;		/* ...and its series */
 	struct metrics_latency latency; /* render: every worker's, merged */
 	uint64_t scrapes;
 };
@@ -273,6 +272,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.resolves_served += k->resolves_served;
 		sum.target_puts += k->target_puts;
 		sum.target_gets += k->target_gets;
+		sum.target_atomics += k->target_atomics;
 		sum.am_dropped += k->am_dropped;
 		sum.peers_cut_off += k->peers_cut_off;
 		sum.inbound_refused += k->inbound_refused;
@@ -342,14 +342,15 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 			evbuffer_add_printf(out, "\"} %llu\n",
 					    (unsigned long long)cum);
 		}
-		evbuffer_add_printf(out,
-				    "rmad_operation_duration_seconds_sum{op="
-				    "\"%s\"} %.9f\n"
-				    "rmad_operation_duration_seconds_count{op="
-				    "\"%s\"} %llu\n",
-				    metrics_kind_names[k], merged.latency.sum[k],
-				    metrics_kind_names[k],
-				    (unsigned long long)merged.latency.count[k]);
+		evbuffer_add_printf(
+		    out,
+		    "rmad_operation_duration_seconds_sum{op="
+		    "\"%s\"} %.9f\n"
+		    "rmad_operation_duration_seconds_count{op="
+		    "\"%s\"} %llu\n",
+		    metrics_kind_names[k], merged.latency.sum[k],
+		    metrics_kind_names[k],
+		    (unsigned long long)merged.latency.count[k]);
 	}
 
 	metrics_head(out, "rmad_peer_up", "gauge",
@@ -476,6 +477,9 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       "Puts served for other daemons.", sum.target_puts);
 	metrics_scalar(out, "rmad_target_gets_total", "counter",
 		       "Gets served for other daemons.", sum.target_gets);
+	metrics_scalar(out, "rmad_target_atomics_total", "counter",
+		       "Atomics applied (or refused) for other daemons.",
+		       sum.target_atomics);
 	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
 		       "Messages from other daemons refused unread: unknown "
 		       "id, rendezvous, an endpoint rmad did not accept, the "

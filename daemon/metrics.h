@@ -9,7 +9,7 @@ struct daemon;
 struct op;
 struct metrics;
 
-#define METRICS_KINDS 3    /* Rma__V1__OpKind: PUT, GET, FLUSH */
+#define METRICS_KINDS 4	   /* Rma__V1__OpKind: PUT, GET, FLUSH, ATOMIC */
 #define METRICS_BUCKETS 19 /* latency bucket bounds; +Inf follows */
 
 /* Latency by operation kind, kept by every worker whether metrics are

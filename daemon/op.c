@@ -1,4 +1,4 @@
-/* Operations: every put, get and flush a client submits is validated
+/* Operations: every put, get, atomic and flush a client submits is validated
  * against the client's own region and the owner-resolved remote region
  * before UCX sees it, then issued at once from the loop (we are the
  * worker's thread), and its completion queued for the client's next
@@ -8,12 +8,14 @@
  * (am.h): the target checks and copies, then answers; the op completes
  * on the answer, so a completed put is at the target. With
  * rma_protocol = ucx, ucp_put_nbx/ucp_get_nbx are used instead, for
- * fabrics where the NIC does RMA one-sidedly. A flush completes once
+ * fabrics where the NIC does RMA one-sidedly; atomics travel in rmad's
+ * batches in both modes (op_start_atomic). A flush completes once
  * everything before it on its peer has. */
 #include "daemon.h"
 #include "oprec.h"
 #include "am.h"
 #include "bounds.h"
+#include "atomic.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,7 +101,9 @@ op_set_refused(struct op *op, wire_status_t st)
 	    op, st, "%s refused it: %s", op->peer->address,
 	    st == RMA__V1__STATUS__ERR_STALE_DESCRIPTOR ? "the region is gone"
 	    : st == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS	? "outside the region"
-							: "bad request");
+	    : st == RMA__V1__STATUS__ERR_PERMISSION
+		? "the descriptor is read-only"
+		: "bad request");
 }
 
 void
@@ -206,8 +210,9 @@ op_finish(struct op *op)
 		d->counters.bytes_get += op->length;
 	c->in_flight--;
 	d->ops_in_flight--;
-	conn_complete(c, op->op_id, ws,
-		      ws == RMA__V1__STATUS__OK ? op->length : 0, op->detail);
+	conn_complete_value(
+	    c, op->op_id, ws, ws == RMA__V1__STATUS__OK ? op->length : 0,
+	    ws == RMA__V1__STATUS__OK ? op->value : 0, op->detail);
 release:
 	if (op->region) {
 		op->region->in_flight--;
@@ -529,19 +534,40 @@ op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail)
 		op_fail_parked(p, pk, st, detail);
 }
 
+/* The region of this daemon a remote names, if its secret grants the
+ * access (the same rule as target.c's for peers); fails o otherwise. */
+static struct region *
+op_local_target(struct conn *c, const Rma__V1__Op *o,
+		const struct resolved *res, bool write)
+{
+	struct region *target = region_lookup(c->d, res->region_id);
+
+	if (target == NULL || (target->generation != res->generation &&
+			       target->ro_generation != res->generation)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"region %llu was freed",
+			(unsigned long long)res->region_id);
+		return NULL;
+	}
+	if (write && target->generation != res->generation) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_PERMISSION,
+			"region %llu: the descriptor is read-only",
+			(unsigned long long)res->region_id);
+		return NULL;
+	}
+	return target;
+}
+
 /* Both regions live here: the daemon copies, no UCX involved. */
 static void
 op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 	      const struct resolved *res)
 {
-	struct region *target = region_lookup(c->d, res->region_id);
+	struct region *target =
+	    op_local_target(c, o, res, o->kind == RMA__V1__OP_KIND__PUT);
 
-	if (target == NULL || target->generation != res->generation) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			"region %llu was freed",
-			(unsigned long long)res->region_id);
+	if (target == NULL)
 		return;
-	}
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		region_copy((char *)target->addr + o->remote_offset,
 			    (char *)local->addr + o->offset, o->length);
@@ -671,6 +697,100 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_expect(op);
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
 	}
+	op_end_submit(op);
+}
+
+/* An atomic on the same daemon: applied here, at once. */
+static void
+op_atomic_local(struct conn *c, const Rma__V1__Op *o,
+		const struct resolved *res)
+{
+	struct region *target = op_local_target(c, o, res, true);
+	uint64_t old;
+
+	if (target == NULL)
+		return;
+	old = atomic_apply((char *)target->addr + o->remote_offset,
+			   o->atomic_op, o->length, o->operand, o->compare);
+	c->ops++;
+	conn_complete_value(c, o->op_id, RMA__V1__STATUS__OK, o->length, old,
+			    NULL);
+}
+
+/* Atomics travel in rmad's batches in both rma_protocol modes: the
+ * target's CPU applies them to the region after its checks
+ * (ucp_atomic_op_nbx over tcp is emulated by UCX on raw addresses, which
+ * the target could not check; and batched, they are faster here than
+ * UCX's own, see bench/compare). */
+static void
+op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
+{
+	struct remote *rem;
+	struct resolved *res;
+	struct op *op;
+
+	c->d->counters.ops_atomic++;
+	if (!atomic_valid(o->atomic_op, o->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"atomic operation %d on a word of %llu bytes: the "
+			"width must be 4 or 8 and the operation known",
+			(int)o->atomic_op, (unsigned long long)o->length);
+		return;
+	}
+	rem = idmap_get(&c->remotes, o->remote_id);
+	if (rem == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
+			"remote %llu is not a remote of this client",
+			(unsigned long long)o->remote_id);
+		return;
+	}
+	res = rem->res;
+	if (o->remote_offset % o->length != 0) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
+			"remote offset %llu is not aligned to the word's %llu "
+			"bytes",
+			(unsigned long long)o->remote_offset,
+			(unsigned long long)o->length);
+		return;
+	}
+	if (!atomic_fits(o->remote_offset, o->length, res->length)) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
+			"remote word [%llu, +%llu) is outside remote region "
+			"%llu of %llu bytes",
+			(unsigned long long)o->remote_offset,
+			(unsigned long long)o->length,
+			(unsigned long long)res->region_id,
+			(unsigned long long)res->length);
+		return;
+	}
+	if (rem->peer == NULL) {
+		op_atomic_local(c, o, res);
+		return;
+	}
+	if (res->stale) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"remote region %llu is gone (freed by its owner, "
+			"or %s restarted)",
+			(unsigned long long)res->region_id, rem->peer->address);
+		return;
+	}
+	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
+		op_park(c, o, rem->peer);
+		return;
+	}
+	op = op_begin(c, o, rem->peer);
+	if (op == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
+		return;
+	}
+	op->res = res;
+	res->refs++;
+	op->atomic = (struct am_batch_atomic){
+	    .op = (uint32_t)o->atomic_op,
+	    .operand = o->operand,
+	    .compare = o->compare,
+	};
+	op_batch_add(op, res, o->remote_offset);
 	op_end_submit(op);
 }
 
@@ -831,6 +951,17 @@ struct op_batch {
 	uint8_t buf[AM_BATCH_BYTES];
 };
 
+/* What follows a record's header in a batch. */
+static size_t
+op_batch_record_extra(const struct am_rma *h)
+{
+	if (h->kind == AM_PUT)
+		return h->length;
+	if (h->kind == AM_ATOMIC)
+		return sizeof(struct am_batch_atomic);
+	return 0;
+}
+
 /* The batch never left: its ops get no answer. */
 static void
 op_batch_fail(struct op_batch *b, ucs_status_t status)
@@ -841,7 +972,7 @@ op_batch_fail(struct op_batch *b, ucs_status_t status)
 		struct am_rma h;
 		struct op *op;
 		memcpy(&h, b->buf + at, sizeof(h));
-		at += sizeof(h) + (h.kind == AM_PUT ? h.length : 0);
+		at += sizeof(h) + op_batch_record_extra(&h);
 		op = idmap_get(&b->d->ops_by_token, h.token);
 		if (op == NULL || !op->awaiting_answer)
 			continue;
@@ -904,13 +1035,25 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	struct daemon *d = op->d;
 	struct peer *p = op->peer;
 	bool put = op->kind == RMA__V1__OP_KIND__PUT;
-	size_t need = sizeof(struct am_rma) + (put ? op->length : 0);
-	struct am_rma h;
+	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
+	struct am_rma h = {
+	    .magic = AM_MAGIC,
+	    .kind = put	     ? AM_PUT
+		    : atomic ? AM_ATOMIC
+			     : AM_GET,
+	    .region_id = res->region_id,
+	    .generation = res->generation,
+	    .offset = remote_offset,
+	    .length = op->length,
+	};
+	size_t need = sizeof(h) + op_batch_record_extra(&h);
+	/* what the answer brings back: a get's bytes, an atomic's old word */
+	uint64_t reply = put ? 0 : atomic ? sizeof(uint64_t) : op->length;
 
 	/* The target answers at most AM_BATCH_REPLY_BYTES per batch. */
-	if (p->batch != NULL && (p->batch->len + need > AM_BATCH_BYTES ||
-				 (!put && p->batch->reply_bytes + op->length >
-					      AM_BATCH_REPLY_BYTES)))
+	if (p->batch != NULL &&
+	    (p->batch->len + need > AM_BATCH_BYTES ||
+	     p->batch->reply_bytes + reply > AM_BATCH_REPLY_BYTES))
 		op_batch_send(p);
 	if (p->batch == NULL) {
 		p->batch = malloc(sizeof(*p->batch));
@@ -933,20 +1076,16 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	}
 	op->awaiting_answer = true;
 	op->pending++;
-	h.magic = AM_MAGIC;
-	h.kind = put ? AM_PUT : AM_GET;
 	h.token = op->token;
-	h.region_id = res->region_id;
-	h.generation = res->generation;
-	h.offset = remote_offset;
-	h.length = op->length;
 	memcpy(p->batch->buf + p->batch->len, &h, sizeof(h));
 	if (put)
 		memcpy(p->batch->buf + p->batch->len + sizeof(h), op->buf,
 		       op->length);
+	else if (atomic)
+		memcpy(p->batch->buf + p->batch->len + sizeof(h), &op->atomic,
+		       sizeof(op->atomic));
 	p->batch->len += need;
-	if (!put)
-		p->batch->reply_bytes += op->length;
+	p->batch->reply_bytes += reply;
 }
 
 void
@@ -970,7 +1109,13 @@ op_on_batch_reply(struct peer *p, const struct am_msg *m)
 		if (op != NULL && op->awaiting_answer && op->peer == p) {
 			if (a.status != RMA__V1__STATUS__OK)
 				op_set_refused(op, a.status);
-			else if (op->kind == RMA__V1__OP_KIND__GET) {
+			else if (op->kind == RMA__V1__OP_KIND__ATOMIC) {
+				if (n == sizeof(op->value))
+					memcpy(&op->value, data + at, n);
+				else
+					op_set_refused(
+					    op, RMA__V1__STATUS__ERR_PROTOCOL);
+			} else if (op->kind == RMA__V1__OP_KIND__GET) {
 				if (n == op->length)
 					region_copy(op->buf, data + at, n);
 				else
@@ -1032,6 +1177,9 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		break;
 	case RMA__V1__OP_KIND__FLUSH:
 		op_start_flush(c, o);
+		break;
+	case RMA__V1__OP_KIND__ATOMIC:
+		op_start_atomic(c, o, unparked);
 		break;
 	default:
 		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,

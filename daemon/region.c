@@ -37,7 +37,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 {
 	struct world *w = d->world;
 	ucp_mem_map_params_t params;
-	struct descriptor desc;
+	struct descriptor desc = {0};
 	struct region *r;
 	wire_status_t status;
 	ucs_status_t st;
@@ -127,6 +127,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_rkey;
 	}
 	r->generation |= 1; /* never 0 */
+	/* The read-only secret: as unguessable, and never the other. */
+	if (getrandom(&r->ro_generation, sizeof(r->ro_generation), 0) !=
+	    sizeof(r->ro_generation)) {
+		status = region_status_from_errno(errno);
+		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
+		goto err_rkey;
+	}
+	r->ro_generation |= 1;
+	if (r->ro_generation == r->generation)
+		r->ro_generation ^= 2;
 	r->length = length;
 	r->owner = owner;
 	r->refs = 1;
@@ -155,6 +165,9 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	desc.generation = r->generation;
 	desc.length = length;
 	descriptor_format(&desc, r->descriptor);
+	desc.generation = r->ro_generation;
+	desc.read_only = 1;
+	descriptor_format(&desc, r->ro_descriptor);
 	owner->region_bytes += length;
 	d->counters.regions_created++;
 	log_debug("region_create: region %llu, %llu bytes, client %u",
@@ -276,7 +289,7 @@ region_free(struct region *r)
 
 int
 region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
-	     uint64_t length, struct region **region_p)
+	     uint64_t ro_generation, uint64_t length, struct region **region_p)
 {
 	struct world *w = d->world;
 	ucp_mem_map_params_t params;
@@ -287,7 +300,7 @@ region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 
 	/* What the old process said must be what the memfd is. */
 	if (fstat(memfd, &st) < 0 || (uint64_t)st.st_size != length ||
-	    length == 0 || generation == 0 || id == 0) {
+	    length == 0 || generation == 0 || ro_generation == 0 || id == 0) {
 		log_error("region_adopt: region %llu: memfd does not match "
 			  "its record",
 			  (unsigned long long)id);
@@ -321,6 +334,7 @@ region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 	r->d = d;
 	r->id = id;
 	r->generation = generation;
+	r->ro_generation = ro_generation;
 	r->length = length;
 	r->orphan = true;
 	r->memfd = memfd;
@@ -342,6 +356,9 @@ region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 	desc.generation = generation;
 	desc.length = length;
 	descriptor_format(&desc, r->descriptor);
+	desc.generation = ro_generation;
+	desc.read_only = 1;
+	descriptor_format(&desc, r->ro_descriptor);
 	*region_p = r;
 	return 0;
 

@@ -61,6 +61,7 @@ request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
 	body.generation = r->generation;
 	body.length = r->length;
 	body.descriptor = r->descriptor;
+	body.read_only_descriptor = r->ro_descriptor;
 	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
 	reply.region_alloc = &body;

@@ -36,6 +36,7 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	struct am_resolve_reply *out;
 	struct region *r = NULL;
 	size_t out_len = sizeof(*out);
+	bool read_only;
 
 	if (!resolve_read(m, &in, sizeof(in)))
 		return;
@@ -43,10 +44,14 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	p->served_resolves++;
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
 		r = region_lookup(d, in.region_id);
-	if (r != NULL && r->generation != in.generation)
+	read_only = r != NULL && r->generation != in.generation;
+	if (read_only && r->ro_generation != in.generation)
 		r = NULL;
-	/* Addresses and keys go out only when UCX-native RMA is on. */
-	if (r != NULL && d->cfg.ucx_rma && r->rkey_len <= AM_RKEY_MAX)
+	/* Addresses and keys go out only when UCX-native RMA is on, and
+	 * never for the read-only secret: its every access must reach
+	 * target.c's check (UCX RMA over an rkey writes as well as reads). */
+	if (r != NULL && !read_only && d->cfg.ucx_rma &&
+	    r->rkey_len <= AM_RKEY_MAX)
 		out_len += r->rkey_len;
 	out = calloc(1, out_len);
 	if (out == NULL)
@@ -60,6 +65,7 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	} else {
 		out->status = RMA__V1__STATUS__OK;
 		out->length = r->length;
+		out->flags = read_only ? AM_RESOLVE_READ_ONLY : 0;
 		if (out_len > sizeof(*out)) {
 			out->addr = (uint64_t)(uintptr_t)r->addr;
 			out->rkey_len = (uint32_t)r->rkey_len;
@@ -415,6 +421,7 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 		res->generation = w->descriptor.generation;
 		res->addr = in.addr;
 		res->length = in.length;
+		res->read_only = (in.flags & AM_RESOLVE_READ_ONLY) != 0;
 		res->valid = true;
 		res->refs = 1; /* the peer's cache */
 		TAILQ_INSERT_TAIL(&p->resolved, res, link);
@@ -429,15 +436,20 @@ void
 resolve_on_freed(struct peer *p, const struct am_msg *m)
 {
 	struct am_freed in;
-	struct resolved *res;
+	struct resolved *res, *next;
 
 	if (!resolve_read(m, &in, sizeof(in)))
 		return;
 	/* Only the owner, over its own connection, frees its regions. */
 	if (memcmp(p->remote_id, in.daemon_id, DAEMON_ID_SIZE) != 0)
 		return;
-	res = resolve_find(p, in.region_id, in.generation);
-	if (res != NULL) {
+	/* Every resolution of the region goes: through its full secret
+	 * and through its read-only one (region ids are never reused by
+	 * one run of the owner, whose id the descriptor names). */
+	for (res = TAILQ_FIRST(&p->resolved); res != NULL; res = next) {
+		next = TAILQ_NEXT(res, link);
+		if (res->region_id != in.region_id || res->stale)
+			continue;
 		log_debug("resolve_on_freed: region %llu of %s freed",
 			  (unsigned long long)in.region_id, p->remote_id_hex);
 		res->stale = true;
@@ -454,7 +466,8 @@ resolve_import_local(struct conn *c, uint64_t req_id,
 	struct region *r = region_lookup(c->d, desc->region_id);
 	struct resolved *res;
 
-	if (r == NULL || r->generation != desc->generation) {
+	if (r == NULL || (r->generation != desc->generation &&
+			  r->ro_generation != desc->generation)) {
 		conn_send_error(c, req_id,
 				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
 				"this daemon has no region %llu of this "
@@ -469,7 +482,8 @@ resolve_import_local(struct conn *c, uint64_t req_id,
 		return;
 	}
 	res->region_id = r->id;
-	res->generation = r->generation;
+	res->generation = desc->generation;
+	res->read_only = r->generation != desc->generation;
 	res->length = r->length;
 	res->valid = true;
 	res->refs = 1;

@@ -251,9 +251,8 @@ server_adopt(struct daemon *d, int fd)
 	if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&
 	    sa_len > offsetof(struct sockaddr_un, sun_path) &&
 	    sa.sun_path[0] != '\0')
-		snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
-			 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
-			 sa.sun_path);
+		snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%.*s",
+			 (int)sizeof(d->cfg.socket_path) - 1, sa.sun_path);
 	evutil_make_socket_nonblocking(fd);
 	return server_listen(d, fd);
 }

@@ -90,6 +90,8 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->peer_connect_attempts += c->connect_attempts;
 	sum->peer_connect_failures += c->connect_failures;
 	sum->target_refused += c->target_refused;
+	sum->ops_atomic += c->ops_atomic;
+	sum->target_atomics += c->target_atomics;
 }
 
 /* Called with the world stopped. */
@@ -108,7 +110,8 @@ status_reply(struct conn *c, uint64_t req_id)
 	Rma__V1__OpInfo *ops = NULL, **op_ptrs = NULL;
 	size_t n_peers = 0, n_clients = 0, n_ops = 0, n, pos;
 	struct metrics_latency latency = {0};
-	Rma__V1__LatencyHistogram hist[METRICS_KINDS], *hist_ptrs[METRICS_KINDS];
+	Rma__V1__LatencyHistogram hist[METRICS_KINDS],
+	    *hist_ptrs[METRICS_KINDS];
 	double bounds[METRICS_BUCKETS];
 	double now = daemon_now();
 	char listen[96];

@@ -1,12 +1,13 @@
-/* The target side of puts and gets between daemons. A peer names a region
- * by id and generation, never by address; every access is checked against
- * this daemon's own region table before a byte moves, and the answer goes
- * back through rmad's own messages. (UCX 1.13's emulated RMA over tcp
+/* The target side of puts, gets and atomics between daemons. A peer names a
+ * region by id and generation, never by address; every access is checked
+ * against this daemon's own region table before a byte moves, and the answer
+ * goes back through rmad's own messages. (UCX 1.13's emulated RMA over tcp
  * trusts raw addresses, and aborts the target when it cannot acknowledge
  * a put to a peer that went away.) */
 #include "daemon.h"
 #include "am.h"
 #include "bounds.h"
+#include "atomic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,37 @@ target_answer(struct peer *p, unsigned id, uint64_t token, wire_status_t status,
 	am_send(p, id, &a, sizeof(a), data, length, r);
 }
 
+/* The region a request names by id and secret, if that secret grants the
+ * access: the full one everything, the read-only one reads. */
+static wire_status_t
+target_region(struct daemon *d, uint64_t region_id, uint64_t generation,
+	      bool write, struct region **r_p)
+{
+	struct region *r = region_lookup(d, region_id);
+
+	if (r == NULL)
+		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+	if (r->generation != generation) {
+		if (r->ro_generation == 0 || r->ro_generation != generation)
+			return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+		if (write)
+			return RMA__V1__STATUS__ERR_PERMISSION;
+	}
+	*r_p = r;
+	return RMA__V1__STATUS__OK;
+}
+
 /* Which region, if the request is acceptable; a wire status otherwise. */
 static wire_status_t
-target_check(struct daemon *d, const struct am_rma *h, struct region **r_p)
+target_check(struct daemon *d, const struct am_rma *h, bool write,
+	     struct region **r_p)
 {
-	struct region *r = region_lookup(d, h->region_id);
+	struct region *r = NULL;
+	wire_status_t st;
 
-	if (r == NULL || r->generation != h->generation)
-		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+	st = target_region(d, h->region_id, h->generation, write, &r);
+	if (st != RMA__V1__STATUS__OK)
+		return st;
 	if (!bounds_within(h->offset, h->length, r->length))
 		return RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
 	*r_p = r;
@@ -74,7 +98,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 
 	if (!target_read_header(m, &h))
 		return;
-	st = target_check(d, &h, &r);
+	st = target_check(d, &h, true, &r);
 	if (st == RMA__V1__STATUS__OK && m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	if (st == RMA__V1__STATUS__OK)
@@ -93,7 +117,7 @@ target_on_get(struct peer *p, const struct am_msg *m)
 
 	if (!target_read_header(m, &h))
 		return;
-	st = target_check(d, &h, &r);
+	st = target_check(d, &h, false, &r);
 	target_count(p, false, st, h.length);
 	if (st != RMA__V1__STATUS__OK)
 		r = NULL;
@@ -132,6 +156,43 @@ target_reply_add(struct daemon *d, size_t *len, uint64_t token,
 	return true;
 }
 
+/* An atomic of a batch: checked like a put (it writes), applied by this
+ * CPU on the region's memory, answered with the old word. Nothing is
+ * touched unless every check passed. False when the answer could not be
+ * added (out of memory). */
+static bool
+target_batch_atomic(struct peer *p, const struct am_rma *h,
+		    const uint8_t *trailer, size_t *len)
+{
+	struct daemon *d = p->d;
+	struct region *r = NULL;
+	struct am_batch_atomic a;
+	wire_status_t st;
+	uint64_t old = 0;
+
+	memcpy(&a, trailer, sizeof(a));
+	st = target_region(d, h->region_id, h->generation, true, &r);
+	if (st == RMA__V1__STATUS__OK &&
+	    !atomic_valid((Rma__V1__AtomicOp)a.op, h->length))
+		st = RMA__V1__STATUS__ERR_INVALID;
+	if (st == RMA__V1__STATUS__OK &&
+	    !atomic_fits(h->offset, h->length, r->length))
+		st = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
+	if (st == RMA__V1__STATUS__OK)
+		old = atomic_apply((char *)r->addr + h->offset,
+				   (Rma__V1__AtomicOp)a.op, h->length,
+				   a.operand, a.compare);
+	d->counters.target_atomics++;
+	if (st == RMA__V1__STATUS__OK) {
+		p->served_bytes += h->length;
+	} else {
+		p->refused++;
+		d->counters.target_refused++;
+	}
+	return target_reply_add(d, len, h->token, st, &old,
+				st == RMA__V1__STATUS__OK ? sizeof(old) : 0);
+}
+
 void
 target_on_batch(struct peer *p, const struct am_msg *m)
 {
@@ -155,6 +216,13 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 
 		memcpy(&h, data + at, sizeof(h));
 		at += sizeof(h);
+		if (h.magic == AM_MAGIC && h.kind == AM_ATOMIC) {
+			if (sizeof(struct am_batch_atomic) > m->length - at ||
+			    !target_batch_atomic(p, &h, data + at, &len))
+				break;
+			at += sizeof(struct am_batch_atomic);
+			continue;
+		}
 		put = h.kind == AM_PUT;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > m->length - at))
@@ -172,7 +240,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			at += put ? h.length : 0;
 			continue;
 		}
-		st = target_check(d, &h, &r);
+		st = target_check(d, &h, put, &r);
 		if (put) {
 			if (st == RMA__V1__STATUS__OK)
 				region_copy((char *)r->addr + h.offset,

@@ -59,9 +59,25 @@ hex_value(char c)
 	return -1;
 }
 
+/* A full descriptor's checksum is over its body alone (as before there
+ * were read-only ones); a read-only one's over a mode byte and the body. */
+static uint32_t
+descriptor_checksum(const uint8_t *body, int read_only)
+{
+	uint8_t moded[1 + BODY_SIZE];
+
+	if (!read_only)
+		return descriptor_crc32(body, BODY_SIZE);
+	moded[0] = 1;
+	memcpy(moded + 1, body, BODY_SIZE);
+	return descriptor_crc32(moded, sizeof(moded));
+}
+
 void
 descriptor_format(const struct descriptor *d, char *out)
 {
+	const char *prefix =
+	    d->read_only ? DESCRIPTOR_PREFIX_READ_ONLY : DESCRIPTOR_PREFIX;
 	uint8_t raw[BODY_SIZE + 4];
 	uint32_t crc;
 
@@ -69,11 +85,11 @@ descriptor_format(const struct descriptor *d, char *out)
 	put_u64(raw + DAEMON_ID_SIZE, d->region_id);
 	put_u64(raw + DAEMON_ID_SIZE + 8, d->generation);
 	put_u64(raw + DAEMON_ID_SIZE + 16, d->length);
-	crc = descriptor_crc32(raw, BODY_SIZE);
+	crc = descriptor_checksum(raw, d->read_only);
 	for (int i = 0; i < 4; i++)
 		raw[BODY_SIZE + i] = (uint8_t)(crc >> (24 - 8 * i));
-	memcpy(out, DESCRIPTOR_PREFIX, strlen(DESCRIPTOR_PREFIX));
-	descriptor_hex(raw, sizeof(raw), out + strlen(DESCRIPTOR_PREFIX));
+	memcpy(out, prefix, strlen(prefix));
+	descriptor_hex(raw, sizeof(raw), out + strlen(prefix));
 }
 
 int
@@ -82,6 +98,7 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 	const size_t prefix = strlen(DESCRIPTOR_PREFIX);
 	uint8_t raw[BODY_SIZE + 4];
 	uint32_t crc;
+	int read_only;
 
 	while (len > 0 && isspace((unsigned char)text[0])) {
 		text++;
@@ -89,8 +106,13 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 	}
 	while (len > 0 && isspace((unsigned char)text[len - 1]))
 		len--;
-	if (len != prefix + 2 * sizeof(raw) ||
-	    memcmp(text, DESCRIPTOR_PREFIX, prefix) != 0)
+	if (len != prefix + 2 * sizeof(raw))
+		return -1;
+	if (memcmp(text, DESCRIPTOR_PREFIX, prefix) == 0)
+		read_only = 0;
+	else if (memcmp(text, DESCRIPTOR_PREFIX_READ_ONLY, prefix) == 0)
+		read_only = 1;
+	else
 		return -1;
 	text += prefix;
 	for (size_t i = 0; i < sizeof(raw); i++) {
@@ -103,8 +125,10 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 	crc = (uint32_t)raw[BODY_SIZE] << 24 |
 	      (uint32_t)raw[BODY_SIZE + 1] << 16 |
 	      (uint32_t)raw[BODY_SIZE + 2] << 8 | raw[BODY_SIZE + 3];
-	if (crc != descriptor_crc32(raw, BODY_SIZE))
+	if (crc != descriptor_checksum(raw, read_only))
 		return -1;
+	memset(d, 0, sizeof(*d)); /* padding too: callers compare whole */
+	d->read_only = read_only;
 	memcpy(d->daemon_id, raw, DAEMON_ID_SIZE);
 	d->region_id = get_u64(raw + DAEMON_ID_SIZE);
 	d->generation = get_u64(raw + DAEMON_ID_SIZE + 8);

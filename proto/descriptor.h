@@ -1,7 +1,13 @@
 /* Remote descriptor: the printable claim a client hands to other hosts,
  * "rma1:" followed by hex of {daemon id, region id, generation, length,
  * crc32}. It names a region; it grants nothing. The initiating daemon
- * resolves it with the owner before any byte moves. */
+ * resolves it with the owner before any byte moves.
+ *
+ * A read-only descriptor is "rmar:" and the same body, its crc32 taken
+ * over a mode byte (1) and the body, so the prefix cannot be changed
+ * alone. Its generation is the region's second secret, which its owner
+ * serves gets only through: the mode is what the owner knows the secret
+ * grants, not what the text says (anyone can recompute a crc32). */
 #ifndef RMA_DESCRIPTOR_H
 #define RMA_DESCRIPTOR_H
 
@@ -10,6 +16,7 @@
 
 #define DAEMON_ID_SIZE 16
 #define DESCRIPTOR_PREFIX "rma1:"
+#define DESCRIPTOR_PREFIX_READ_ONLY "rmar:" /* as long as the other */
 /* prefix + 2 hex digits per byte of the 44-byte body + NUL */
 #define DESCRIPTOR_TEXT_SIZE (5 + 2 * (DAEMON_ID_SIZE + 3 * 8 + 4) + 1)
 
@@ -18,6 +25,7 @@ struct descriptor {
 	uint64_t region_id;
 	uint64_t generation;
 	uint64_t length;
+	int read_only; /* "rmar:": made for gets only */
 };
 
 /* out must hold DESCRIPTOR_TEXT_SIZE bytes. */

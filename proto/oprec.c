@@ -2,6 +2,7 @@
 #include "oprec.h"
 
 #include <endian.h>
+#include <stdbool.h>
 #include <string.h>
 
 static void
@@ -39,15 +40,17 @@ get32(const uint8_t *p)
 void
 oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 {
+	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
+
 	put64(p, op->op_id);
-	put64(p + 8, op->region_id);
-	put64(p + 16, op->offset);
+	put64(p + 8, atomic ? op->operand : op->region_id);
+	put64(p + 16, atomic ? op->compare : op->offset);
 	put64(p + 24, op->remote_id);
 	put64(p + 32, op->remote_offset);
 	put64(p + 40, op->length);
 	put32(p + 48, (uint32_t)op->kind);
 	put32(p + 52, op->flags);
-	put32(p + 56, op->peer_id);
+	put32(p + 56, atomic ? (uint32_t)op->atomic_op : op->peer_id);
 	put32(p + 60, 0);
 }
 
@@ -64,6 +67,14 @@ oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 	op->kind = (Rma__V1__OpKind)get32(p + 48);
 	op->flags = get32(p + 52);
 	op->peer_id = get32(p + 56);
+	if (op->kind == RMA__V1__OP_KIND__ATOMIC) {
+		/* no local region: the old value comes back by value */
+		op->operand = op->region_id;
+		op->compare = op->offset;
+		op->atomic_op = (Rma__V1__AtomicOp)op->peer_id;
+		op->region_id = op->offset = 0;
+		op->peer_id = 0;
+	}
 	return get32(p + 60) == 0 ? 0 : -1;
 }
 

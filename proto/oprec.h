@@ -5,9 +5,13 @@
  *
  * Operation, 64 bytes: op_id, region_id, offset, remote_id,
  * remote_offset, length (8 each), kind, flags, peer_id, reserved (4 each;
- * reserved is 0). Completion, 24 bytes: op_id, bytes (8 each), status
+ * reserved is 0). An ATOMIC operation has no local region and no peer:
+ * its record carries operand at 8, compare at 16 and atomic_op at 56
+ * instead (the rest as above, length = the word's width).
+ * Completion, 24 bytes: op_id, bytes (8 each), status
  * (wire Status, 4), reserved (4, 0). A completion with a detail text goes
- * as a Completion message instead. */
+ * or a value (an atomic's old value other than 0) goes as a Completion
+ * message instead. */
 #ifndef RMA_OPREC_H
 #define RMA_OPREC_H
 

@@ -25,7 +25,7 @@ static const char rmactl_usage_text[] =
     "  status [--json]\n"
     "      daemon, peers, clients, regions and counters\n"
     "  expose --size BYTES [--fill FILE] [--descriptor-out FILE]\n"
-    "         [--dump-on-exit FILE]\n"
+    "         [--read-only-descriptor-out FILE] [--dump-on-exit FILE]\n"
     "      allocate a region, print its descriptor, serve it until\n"
     "      SIGINT or SIGTERM\n"
     "  put --peer HOST:PORT --descriptor FILE [--offset N]\n"
@@ -34,8 +34,14 @@ static const char rmactl_usage_text[] =
     "  get --peer HOST:PORT --descriptor FILE [--offset N] --length N\n"
     "      [--out FILE] [--timeout SECONDS]\n"
     "      read N bytes of the remote region into FILE or stdout\n"
-    "  bench --peer HOST:PORT --descriptor FILE --op put|get --size BYTES\n"
-    "        [--count N] [--window N] [--warmup N] [--remote-completion]\n"
+    "  atomic --peer HOST:PORT --descriptor FILE --offset N --op OP\n"
+    "         --value V [--compare C] [--width 64|32] [--timeout SECONDS]\n"
+    "      apply OP (add, fetch-add, swap, cswap, and, or, xor, fetch-and,\n"
+    "      fetch-or, fetch-xor) to the remote word at offset N; print its\n"
+    "      old value in decimal\n"
+    "  bench --peer HOST:PORT --descriptor FILE --op put|get|ATOMIC\n"
+    "        --size BYTES [--count N] [--window N] [--warmup N] "
+    "[--remote-completion]\n"
     "        [--timeout SECONDS] [--json]\n"
     "      operations on the remote region, window in flight: ops/s,\n"
     "      bytes/s, latency p50/p99\n"
@@ -83,14 +89,21 @@ static const char rmactl_usage_text[] =
 const char *const rmactl_cmd_usage[] = {
     "usage: rmactl [--socket PATH] status [--json]\n",
     "usage: rmactl [--socket PATH] expose --size BYTES [--fill FILE]\n"
-    "       [--descriptor-out FILE] [--dump-on-exit FILE]\n",
+    "       [--descriptor-out FILE] [--read-only-descriptor-out FILE]\n"
+    "       [--dump-on-exit FILE]\n"
+    "  --read-only-descriptor-out FILE  also write a descriptor that\n"
+    "                       allows gets only (puts and atomics through it\n"
+    "                       are refused with PERMISSION)\n",
     "usage: rmactl [--socket PATH] put --peer HOST:PORT --descriptor FILE\n"
     "       [--offset N] [--timeout SECONDS] DATAFILE\n",
     "usage: rmactl [--socket PATH] get --peer HOST:PORT --descriptor FILE\n"
     "       [--offset N] --length N [--out FILE] [--timeout SECONDS]\n",
     "usage: rmactl [--socket PATH] bench --peer HOST:PORT --descriptor FILE\n"
-    "       --op put|get --size BYTES [--count N] [--window N] [--warmup N]\n"
-    "       [--remote-completion] [--timeout SECONDS] [--json]\n"
+    "       --op put|get|ATOMIC --size BYTES [--count N] [--window N]\n"
+    "       [--warmup N] [--remote-completion] [--timeout SECONDS] [--json]\n"
+    "  --op ATOMIC          an atomic of rmactl atomic (fetch-add, add,\n"
+    "                       swap, and, ...; not cswap) adding or applying\n"
+    "                       1, on --size 8 (default) or 4 byte words\n"
     "  --count N            measured operations (default: 256 MiB worth,\n"
     "                       16 to 100000)\n"
     "  --window N           operations in flight (default 16)\n"
@@ -104,10 +117,19 @@ const char *const rmactl_cmd_usage[] = {
     "                       p50_us, p99_us, ...\n"
     "Latency is per operation, submit to completion; a put's bytes/s\n"
     "counts a final flush (the data is at the target).\n",
+    "usage: rmactl [--socket PATH] atomic --peer HOST:PORT --descriptor "
+    "FILE\n"
+    "       --offset N --op OP --value V [--compare C] [--width 64|32]\n"
+    "       [--timeout SECONDS]\n"
+    "  OP is add, fetch-add, swap, cswap, and, or, xor, fetch-and,\n"
+    "  fetch-or or fetch-xor; cswap needs --compare. The word (8 bytes,\n"
+    "  or 4 with --width 32) must be aligned: N a multiple of its size.\n"
+    "  V and C are decimal or 0x hex. Prints the word's old value in\n"
+    "  decimal, for every OP (cswap swapped when it equals C).\n",
 };
 
-static const char *const rmactl_cmd_names[] = {"status", "expose", "put", "get",
-					       "bench"};
+static const char *const rmactl_cmd_names[] = {"status", "expose", "put",
+					       "get",	 "bench",  "atomic"};
 
 /* ---- errors ---- */
 
@@ -279,7 +301,7 @@ static const struct {
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
     {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
-    {"top", rmactl_top_run},
+    {"top", rmactl_top_run},	     {"atomic", rmactl_atomic_run},
     {"wait", rmactl_wait_run},
 };
 

@@ -10,7 +10,14 @@
 #include "rma.h"
 #include "size.h"
 
-enum { RMACTL_STATUS, RMACTL_EXPOSE, RMACTL_PUT, RMACTL_GET, RMACTL_BENCH };
+enum {
+	RMACTL_STATUS,
+	RMACTL_EXPOSE,
+	RMACTL_PUT,
+	RMACTL_GET,
+	RMACTL_BENCH,
+	RMACTL_ATOMIC
+};
 
 /* --socket, or NULL for the default */
 extern const char *rmactl_socket;
@@ -53,6 +60,15 @@ int rmactl_status_run(int argc, char **argv);
 int rmactl_expose_run(int argc, char **argv);
 int rmactl_xfer_put(int argc, char **argv);
 int rmactl_xfer_get(int argc, char **argv);
+/* Connect, reach the peer and import the descriptor; prints the failure
+ * and returns an exit code. */
+int rmactl_xfer_connect(const char *cmd, const char *peer_address,
+			const char *desc, rma_client_t **client_p,
+			rma_remote_t **remote_p);
+/* rmactl_atomic.c */
+int rmactl_atomic_run(int argc, char **argv);
+/* An atomic operation's name as on the command line, or -1. */
+int rmactl_atomic_op_parse(const char *s);
 /* rmactl_ops.c: parts of status, and ping */
 int rmactl_ops_peers(int argc, char **argv);
 int rmactl_ops_clients(int argc, char **argv);

@@ -44,6 +44,8 @@ struct bench {
 	const char *peer;
 	const char *descriptor_file;
 	int get;
+	int atomic; /* an rma_atomic_op_t, or -1: put or get */
+	const char *op_name;
 	uint64_t size;
 	uint64_t count;
 	uint64_t window;
@@ -173,6 +175,9 @@ bench_args(int argc, char **argv, struct bench *b)
 		return rmactl_usage_error(RMACTL_BENCH,
 					  "bench: unexpected argument %s",
 					  argv[optind]);
+	b->atomic = op != NULL ? rmactl_atomic_op_parse(op) : -1;
+	if (b->atomic >= 0 && b->size == 0)
+		b->size = 8; /* one 64-bit word */
 	if (b->peer == NULL || b->descriptor_file == NULL || op == NULL ||
 	    b->size == 0)
 		return rmactl_usage_error(RMACTL_BENCH,
@@ -184,14 +189,26 @@ bench_args(int argc, char **argv, struct bench *b)
 		    "bench: bad peer address \"%s\" (want "
 		    "HOST:PORT)",
 		    b->peer);
-	if (strcmp(op, "put") == 0)
+	b->op_name = op;
+	if (b->atomic >= 0) {
+		if (b->size != 8 && b->size != 4)
+			return rmactl_usage_error(
+			    RMACTL_BENCH, "bench: an atomic's --size is "
+					  "8 or 4");
+		if (b->atomic == RMA_ATOMIC_CSWAP)
+			return rmactl_usage_error(RMACTL_BENCH,
+						  "bench: cswap is not "
+						  "benchmarked (use swap)");
+	} else if (strcmp(op, "put") == 0)
 		b->get = 0;
 	else if (strcmp(op, "get") == 0)
 		b->get = 1;
 	else
-		return rmactl_usage_error(
-		    RMACTL_BENCH, "bench: bad op \"%s\" (put or get)", op);
-	if (b->get && b->remote_completion)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: bad op \"%s\" (put, get, or "
+					  "an atomic: fetch-add ...)",
+					  op);
+	if ((b->get || b->atomic >= 0) && b->remote_completion)
 		return rmactl_usage_error(RMACTL_BENCH,
 					  "bench: --remote-completion is for "
 					  "puts (a get completes at the target "
@@ -317,7 +334,11 @@ bench_submit(struct bench *b, uint64_t op, uint64_t now)
 
 	b->slot_free = slot->next;
 	slot->op = op;
-	if (b->get)
+	if (b->atomic >= 0)
+		st = rma_atomic(b->client, b->remote, remote,
+				(rma_atomic_op_t)b->atomic, (unsigned)b->size,
+				1, 0, bench_on_done, slot, NULL);
+	else if (b->get)
 		st = rma_get(b->client, b->region, local, b->remote, remote,
 			     b->size, bench_on_done, slot, NULL);
 	else
@@ -400,6 +421,7 @@ bench_report(const struct bench *b, double seconds)
 	struct bench_result r = {
 	    .tool = "rmad",
 	    .get = b->get,
+	    .op = b->atomic >= 0 ? b->op_name : NULL,
 	    .size = b->size,
 	    .count = b->count,
 	    .window = b->window,
@@ -445,7 +467,7 @@ rmactl_bench_run(int argc, char **argv)
 	if (rc != 0)
 		goto out;
 	/* puts count once they are at the target, as raw_ucx's do */
-	if (!b.get) {
+	if (!b.get && b.atomic < 0) {
 		st = rma_flush_sync(b.client, b.peer_h, b.timeout_ms);
 		if (st != RMA_OK) {
 			rc = rmactl_fail("bench", st, b.client);

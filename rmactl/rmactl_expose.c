@@ -55,10 +55,12 @@ rmactl_expose_run(int argc, char **argv)
 	    {"fill", required_argument, NULL, 'f'},
 	    {"descriptor-out", required_argument, NULL, 'd'},
 	    {"dump-on-exit", required_argument, NULL, 'D'},
+	    {"read-only-descriptor-out", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *fill = NULL, *desc_out = NULL, *dump = NULL;
+	const char *ro_out = NULL;
 	uint8_t *fill_buf = NULL;
 	size_t fill_len = 0;
 	uint64_t size = 0;
@@ -85,6 +87,9 @@ rmactl_expose_run(int argc, char **argv)
 			break;
 		case 'D':
 			dump = optarg;
+			break;
+		case 'r':
+			ro_out = optarg;
 			break;
 		case 'h':
 			fputs(rmactl_cmd_usage[RMACTL_EXPOSE], stdout);
@@ -146,6 +151,23 @@ rmactl_expose_run(int argc, char **argv)
 		goto out_free_region;
 	}
 
+	/* Before the full one: a script that waits for --descriptor-out
+	 * finds this one there too. */
+	if (ro_out != NULL) {
+		if (asprintf(&line, "%s\n",
+			     rma_region_read_only_descriptor(region)) < 0) {
+			rc =
+			    rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
+			goto out_close_sfd;
+		}
+		if (rmactl_file_write_atomic(ro_out, line, strlen(line)) < 0)
+			rc = rmactl_errx(EX_CANTCREAT, "expose",
+					 "cannot write %s: %s", ro_out,
+					 strerror(errno));
+		free(line);
+		if (rc != 0)
+			goto out_close_sfd;
+	}
 	if (asprintf(&line, "%s\n", rma_region_descriptor(region)) < 0) {
 		rc = rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
 		goto out_close_sfd;

@@ -90,8 +90,10 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	if (k != NULL) {
 		printf("\ncounters\n");
 		printf("  ops            put %" PRIu64 ", get %" PRIu64
-		       ", flush %" PRIu64 ", failed %" PRIu64 "\n",
-		       k->ops_put, k->ops_get, k->ops_flush, k->ops_failed);
+		       ", atomic %" PRIu64 ", flush %" PRIu64
+		       ", failed %" PRIu64 "\n",
+		       k->ops_put, k->ops_get, k->ops_atomic, k->ops_flush,
+		       k->ops_failed);
 		printf("  bytes          put %" PRIu64 ", get %" PRIu64 "\n",
 		       k->bytes_put, k->bytes_get);
 		printf("  clients        %" PRIu64 " accepted, %" PRIu64
@@ -102,8 +104,10 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		printf("  resolves       %" PRIu64 " served\n",
 		       k->resolves_served);
 		printf("  served         put %" PRIu64 ", get %" PRIu64
-		       " for other daemons, %" PRIu64 " refused\n",
-		       k->target_puts, k->target_gets, k->target_refused);
+		       ", atomic %" PRIu64 " for other daemons, %" PRIu64
+		       " refused\n",
+		       k->target_puts, k->target_gets, k->target_atomics,
+		       k->target_refused);
 		printf("  connects       %" PRIu64 " started, %" PRIu64
 		       " never came up\n",
 		       k->peer_connect_attempts, k->peer_connect_failures);

@@ -117,10 +117,16 @@ bad_option:
 				  argv[optind - 1]);
 }
 
-/* Connect, reach the peer and import the descriptor. */
 static int
 rmactl_xfer_open(const struct rmactl_xfer *x, const char *desc,
 		 rma_client_t **client_p, rma_remote_t **remote_p)
+{
+	return rmactl_xfer_connect(x->cmd, x->peer, desc, client_p, remote_p);
+}
+
+int
+rmactl_xfer_connect(const char *cmd, const char *peer_address, const char *desc,
+		    rma_client_t **client_p, rma_remote_t **remote_p)
 {
 	rma_client_t *client;
 	rma_peer_t *peer;
@@ -129,12 +135,12 @@ rmactl_xfer_open(const struct rmactl_xfer *x, const char *desc,
 
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)
-		return rmactl_fail(x->cmd, st, NULL);
-	st = rma_peer_connect(client, x->peer, &peer);
+		return rmactl_fail(cmd, st, NULL);
+	st = rma_peer_connect(client, peer_address, &peer);
 	if (st == RMA_OK)
 		st = rma_remote_import(client, peer, desc, remote_p);
 	if (st != RMA_OK) {
-		rc = rmactl_fail(x->cmd, st, client);
+		rc = rmactl_fail(cmd, st, client);
 		rma_disconnect(client);
 		return rc;
 	}

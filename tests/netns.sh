@@ -189,6 +189,36 @@ for i in 1 2 3; do
 done
 echo "netns: all-to-all puts and gets between 3 namespaces: ok"
 
+# ---- atomics and a read-only descriptor between hosts --------------------
+
+# every host fetch-adds 1 to the last word of host 1's region (untouched
+# by the transfers above; host 1
+# through its own daemon), 5 times each: the old values are 0..14, each
+# once, and the word ends at 15
+: >"$T/olds"
+for n in 1 2 3 4 5; do
+	for i in 1 2 3; do
+		rmactl "$i" atomic --peer "$(addr 1)" --descriptor "$T/desc1" \
+			--offset 1048568 --op fetch-add --value 1 >>"$T/olds" ||
+			fail "atomic $i -> 1"
+	done
+done
+[ "$(sort -n "$T/olds" | tr '\n' ' ')" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 " ] ||
+	fail "fetch-add old values: $(tr '\n' ' ' <"$T/olds")"
+[ "$(rmactl 2 atomic --peer "$(addr 1)" --descriptor "$T/desc1" --offset 1048568 \
+	--op fetch-add --value 0)" = 15 ] || fail "counter is not 15"
+rm -f "$T/ro2" "$T/full2"
+"$RMACTL" --socket "$(sock 2)" expose --size 4K --descriptor-out "$T/full2" \
+	--read-only-descriptor-out "$T/ro2" 2>>"$T/h2.log" &
+EXPOSE_PIDS+=($!)
+wait_until 10 test -s "$T/full2" || fail "no descriptors from host 2"
+rmactl 1 get --peer "$(addr 2)" --descriptor "$T/ro2" --length 8 \
+	--out "$T/ro.back" || fail "get through a read-only descriptor"
+expect_fail 77 1 put --peer "$(addr 2)" --descriptor "$T/ro2" "$T/ro.back"
+expect_fail 77 3 atomic --peer "$(addr 2)" --descriptor "$T/ro2" --offset 0 \
+	--op swap --value 1
+echo "netns: atomics and a read-only descriptor between namespaces: ok"
+
 # ---- host 3 killed --------------------------------------------------------
 
 stop_daemon 3 KILL

@@ -375,7 +375,7 @@ START_TEST(test_sync_ops_and_errors)
 			 RMA_OK);
 	ck_assert_int_eq(fake.submits, 1);
 	fake.fail_status = RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
-	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 9000, 8, 1000),
+	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 16, 8, 1000),
 			 RMA_ERR_OUT_OF_BOUNDS);
 	ck_assert_str_eq(rma_last_error(c), "fake detail");
 	fake.fail_status = 0;

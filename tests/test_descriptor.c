@@ -16,6 +16,7 @@ sample(void)
 {
 	struct descriptor d;
 
+	memset(&d, 0, sizeof(d));
 	for (int i = 0; i < DAEMON_ID_SIZE; i++)
 		d.daemon_id[i] = (uint8_t)(i * 17 + 3);
 	d.region_id = 42;
@@ -109,6 +110,32 @@ START_TEST(test_size_parse)
 }
 END_TEST
 
+/* A read-only descriptor round-trips with its mode; its mode cannot be
+ * changed by editing the prefix alone, either way. */
+START_TEST(test_read_only_mode)
+{
+	struct descriptor in = sample(), out;
+	char text[DESCRIPTOR_TEXT_SIZE], full[DESCRIPTOR_TEXT_SIZE];
+
+	descriptor_format(&in, full);
+	in.read_only = 1;
+	descriptor_format(&in, text);
+	ck_assert_uint_eq(strlen(text), DESCRIPTOR_TEXT_SIZE - 1);
+	ck_assert_int_eq(strncmp(text, "rmar:", 5), 0);
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), 0);
+	ck_assert_int_eq(out.read_only, 1);
+	ck_assert_int_eq(memcmp(&in, &out, sizeof(in)), 0);
+	/* the same body, other checksum */
+	ck_assert_int_eq(strncmp(text + 5, full + 5, 2 * (DAEMON_ID_SIZE + 24)),
+			 0);
+	ck_assert_str_ne(text + 5, full + 5);
+	memcpy(text, "rma1:", 5);
+	ck_assert_int_eq(descriptor_parse(text, strlen(text), &out), -1);
+	memcpy(full, "rmar:", 5);
+	ck_assert_int_eq(descriptor_parse(full, strlen(full), &out), -1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -120,6 +147,7 @@ main(void)
 	tcase_add_test(tc, test_every_single_corruption_refused);
 	tcase_add_test(tc, test_malformed_refused);
 	tcase_add_test(tc, test_size_parse);
+	tcase_add_test(tc, test_read_only_mode);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -6,6 +6,7 @@
  * library: the tests look at rma_internal.h's state (PeerEvents recorded
  * on a peer, submissions still coalesced). */
 #include <check.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -588,6 +589,7 @@ END_TEST
 START_TEST(test_failed_connects_visible)
 {
 	enum { N = 50 };
+	uint16_t ports[N];
 	rma_client_t *c;
 	rma_peer_t *p;
 	Rma__V1__Reply *reply;
@@ -597,8 +599,18 @@ START_TEST(test_failed_connects_visible)
 	ck_assert_int_eq(rma_connect(db.socket, &c), RMA_OK);
 	for (int i = 0; i < N; i++) {
 		char addr[32];
-		snprintf(addr, sizeof(addr), "127.0.0.1:%u",
-			 harness_free_port());
+		uint16_t port;
+		bool again;
+
+		/* N distinct addresses: a free port may come back twice. */
+		do {
+			port = harness_free_port();
+			again = false;
+			for (int k = 0; k < i; k++)
+				again |= ports[k] == port;
+		} while (again);
+		ports[i] = port;
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
 		ck_assert_int_ne(rma_peer_connect(c, addr, &p), RMA_OK);
 	}
 	/* Each stays in the table (bounded by PEER_MAX, the oldest that

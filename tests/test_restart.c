@@ -160,6 +160,26 @@ START_TEST(test_take_over_twice)
 }
 END_TEST
 
+/* A read-only descriptor survives too, and still grants gets only. */
+START_TEST(test_take_over_keeps_read_only)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	char text[256];
+	rma_remote_t *ro;
+
+	snprintf(text, sizeof(text), "%s", rma_region_read_only_descriptor(ra));
+	take_over(flags);
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &ro), RMA_OK);
+	memcpy(rma_region_ptr(ra), "readonly", 8);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, ro, 0, 8, 10000), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), "readonly", 8), 0);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, ro, 0, 8,
+				      RMA_FLAG_REMOTE_COMPLETION, 10000),
+			 RMA_ERR_PERMISSION);
+	rma_remote_release(cb, ro);
+}
+END_TEST
+
 START_TEST(test_orphan_goes_stale)
 {
 	static const char *const flags[] = {"--take-over", "--reattach-timeout",
@@ -319,6 +339,7 @@ main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_take_over_keeps_descriptors);
 	tcase_add_test(tc, test_take_over_twice);
+	tcase_add_test(tc, test_take_over_keeps_read_only);
 	tcase_add_test(tc, test_orphan_goes_stale);
 	tcase_add_test(tc, test_blackout_under_load);
 	tcase_add_test(tc, test_take_over_needs_a_daemon);

@@ -44,7 +44,8 @@ metric "$T/m0" 'rmad_operations_in_flight 0'
 metric "$T/m0" 'rmad_clients 0'
 metric "$T/m0" 'rmad_operation_duration_seconds_count\{op="put"\} 0'
 
-"$RMACTL_BIN" --socket "$T/a.sock" expose --size 1M --descriptor-out "$T/desc" &
+"$RMACTL_BIN" --socket "$T/a.sock" expose --size 1M --descriptor-out "$T/desc" \
+	--read-only-descriptor-out "$T/desc.ro" &
 PIDS+=($!)
 wait_until 10 test -s "$T/desc" || fail "no descriptor"
 "$RMACTL_BIN" --socket "$T/b.sock" expose --size 1M --descriptor-out "$T/desc.b" &
@@ -59,11 +60,18 @@ for i in 1 2 3; do
 done
 "$RMACTL_BIN" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \
 	--descriptor "$T/desc" --length 4K --out "$T/back" || fail "get"
-# out of bounds: refused before UCX, counted as failed
+# out of bounds: decided by the library (immediate completion), never
+# reaches the daemon
 rc=0
 "$RMACTL_BIN" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
 	--descriptor "$T/desc" --offset 1000000 "$T/data" 2>/dev/null || rc=$?
 [ "$rc" -eq 65 ] || fail "out of bounds put exited $rc"
+# an atomic through the read-only descriptor: refused by the owner,
+# counted as failed
+rc=0
+"$RMACTL_BIN" --socket "$T/b.sock" atomic --peer "127.0.0.1:$a_PORT" \
+	--descriptor "$T/desc.ro" --offset 0 --op add --value 1 2>/dev/null || rc=$?
+[ "$rc" -eq 77 ] || fail "read-only atomic exited $rc"
 
 http GET /metrics "$T/m1" || fail "GET /metrics after puts"
 peer="127\\.0\\.0\\.1:$a_PORT"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* raw_ucx: the baseline for `rmactl bench`: the same put/get loop on raw
  * UCX between two processes, set up the way rmad sets up UCX between two
  * daemons: memfd memory mapped MAP_SHARED and registered with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Blackout of a hand-over (rmad --take-over) under load, as a remote
 # initiator sees it: the longest gap between two completed, flushed and
 # verified puts around each of ROUNDS take-overs (default 20). Runs the

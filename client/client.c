@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The connection to rmad: connect and hello, framing over the nonblocking
  * socket (our own recvmsg, so passed memfds are not lost), dispatch of
  * replies and events, synchronous calls, progress and failure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Peers (other hosts' daemons, as this daemon reaches them) and remotes
  * (regions of other processes, resolved with their owner). */
 #include "rma_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Regions: memory the daemon creates (a sealed memfd) and this process maps
  * too, so puts and gets move its bytes without a copy through the socket. */
 #include "rma_internal.h"

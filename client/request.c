@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Operations: puts, gets and flushes as requests, their coalescing into
  * Submit frames, and their completion. A request in flight sits in the
  * client's slot table, indexed by the low half of its op_id, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /**
  * @file rma.h
  * @brief librma: remote memory access through the local rmad daemon.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librma internals, shared by the library's files, rmactl and the tests
  * (which link the static library). Nothing here is exported from the shared
  * library: only functions marked RMA_API are. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "rma_internal.h"
 
 /* Indexed by the negated status; the phrases are what rmactl prints, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "bench_report.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One report for `rmactl bench` and bench/raw_ucx, so the two are read
  * and compared the same way (bench/compare parses the JSON). */
 #ifndef RMA_BENCH_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Sizes as operators write them, for the daemon's config, rmactl and the
  * benchmarks alike. */
 #ifndef RMA_SIZE_H

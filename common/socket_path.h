@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Where the daemon listens and clients connect, by default, and the
  * per-user directory that holds the socket when there is no
  * XDG_RUNTIME_DIR. In common/ (librmacommon), linked into the daemon,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The door between daemons: every active message a peer can send arrives
  * here first, and every answer to a peer leaves through here.
  *

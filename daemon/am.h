@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Daemon-to-daemon messages: UCX active messages with fixed structs,
  * always sent with a reply endpoint. Every struct starts with the magic,
  * so a stray or foreign message is dropped. */

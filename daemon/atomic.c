@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Atomics on region words: see atomic.h. Sequentially consistent, the
  * strongest order, so a lock built on CSWAP needs no further fence around
  * its critical section, on the target or in the owner. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Atomic operations on a word of region memory, with the CPU's atomic
  * instructions: atomic with respect to each other, whichever initiator
  * asked, and to the owning process's own __atomic operations on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Range checks used before any byte moves. */
 #ifndef RMAD_BOUNDS_H
 #define RMAD_BOUNDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Configuration: one table of options serves the command line
  * (--name VALUE), the INI file (name = VALUE, in [rmad]) and
  * --check-config. Defaults work with no file; flags override the file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What can only be judged once every option is set: rma_protocol = ucx
  * over transports whose NIC does not check remote keys is refused unless
  * the risk is accepted, socket_group must name a group of this host, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* SIGHUP: the configuration read again, and what changed told.
  *
  * A reload runs the start's parsing again on the same argv (defaults,

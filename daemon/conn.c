@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One local client on the Unix socket: frames read with our own recvmsg
  * (so passed fds are seen, then closed: clients may not send any) and
  * handed to request.c, replies, events and completions queued and written

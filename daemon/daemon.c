@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The daemon: a world of workers, set up and torn down in one place, so
  * main() and the protocol tests build it the same way. The caller's
  * struct daemon is worker 0; further workers run on threads of their own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmad's objects and the functions each subsystem offers the others.
  * One daemon context is passed down everywhere; there are no other globals
  * besides signal state. Sections follow the files: config.c, conn.c,

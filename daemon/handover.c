@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hand-over: a new rmad process (rmad --take-over) takes the regions,
  * identity and client socket from the running one, which then exits, so
  * an upgrade keeps every region and every descriptor handed out.

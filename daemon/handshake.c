@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The handshake between daemons. It proves the far side is an rmad,
  * learns its identity and gives the connection one: the initiator's
  * daemon id, its lane (worker index), its path (which of the target's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Open-addressing map from nonzero 64-bit ids to pointers: region, remote
  * and peer tables look ids up on every operation. */
 #ifndef RMAD_IDMAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The UCX listener: connections other daemons open to this one. Each is
  * checked against peer_allow and the inbound caps (total and per source
  * address: every endpoint costs file descriptors), accepted as an inbound

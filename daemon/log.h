@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Levelled logging to stderr; under systemd (stderr is the stream that
  * JOURNAL_STREAM names) each line carries a <N> priority prefix instead of
  * a timestamp. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmad: the per-host remote memory access daemon. */
 #include "daemon.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Prometheus text exposition (format 0.0.4) at GET /metrics, served by
  * evhttp from worker 0's loop: a scrape stops the world and reads every
  * worker's state directly, with no copy. Counters that status.c does not

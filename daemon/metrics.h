@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Prometheus metrics over HTTP (libevent's evhttp) on metrics_listen; off
  * when that option is empty, and then every call here costs a NULL test. */
 #ifndef RMAD_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* net_devices = auto: the UCX devices (UCX_NET_DEVICES) behind the listen
  * address, so that daemons talk over the interfaces that address is on and
  * not over every interface UCX finds: the interfaces holding the address

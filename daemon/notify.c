@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* systemd: socket activation, the notify protocol and the watchdog.
  * Type=notify with NotifyAccess=main: only this process (not UCX's
  * threads, which never call sd_notify anyway) may speak for the service. */

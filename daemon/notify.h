@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* systemd integration through libsystemd: the socket systemd activated us
  * with, READY=1 / STATUS= / STOPPING=1, and the watchdog. All of it is a
  * silent no-op when rmad is started by hand. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Operations: every put, get, atomic and flush a client submits is validated
  * against the client's own region and the owner-resolved remote region
  * before UCX sees it, then issued at once from the loop (we are the

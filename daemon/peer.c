@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Other daemons: one UCX endpoint per remote daemon and worker, shared by
  * every local client of that worker; a peer's state, its failure and the
  * closing of its endpoint (never inside a UCX callback: at the next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Regions: sealed memfds mapped here and in the owning client, registered
  * with UCX. A freed region leaves its address range in quarantine: a
  * private anonymous mapping absorbs any late remote write (over tcp UCX

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Client requests: a frame decoded into a Request (in one bump arena),
  * the gates every request passes (credentials, hello first), then the
  * handler from a {body, name, handler} table; an unknown request gets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Descriptor resolution. A descriptor is a claim; the owning daemon's
  * answer to a RESOLVE is the only bounds the initiator trusts, cached per
  * peer (struct resolved) and shared by every remote handle naming that

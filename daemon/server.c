@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The client socket: the Unix socket listener clients connect to, made
  * here (its directory and path checked to be ours, mode 0660, an optional
  * group) or inherited from systemd's socket activation. Accepted clients

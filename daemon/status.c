@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The status request: everything an operator asks "what is rmad doing".
  * It reads every worker's state, so the world is stopped while the reply
  * is built and queued. */

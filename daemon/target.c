@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The target side of puts, gets and atomics between daemons. A peer names a
  * region by id and generation, never by address; every access is checked
  * against this daemon's own region table before a byte moves, and the answer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A workaround for UCX 1.13, linked into rmad alone.
  *
  * UCX's async thread queues the events it cannot deliver while the worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The UCX context and worker, progressed from the libevent loop: the
  * worker's event fd sits in the loop, and every loop turn that did work
  * ends with a tick that progresses until idle, flushes client output and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Worker threads (--workers N) and what they share.
  *
  * Each worker is a struct daemon of its own: loop, UCX worker, clients,

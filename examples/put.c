@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Write a string into a region another process exposed, then read it back. */
 #include <rma.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Write a string into a region another process exposed, then read it back.
 
 usage: put.py HOST:PORT DESCRIPTOR   (the local rmad: $RMAD_SOCKET or default)

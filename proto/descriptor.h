@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Remote descriptor: the printable claim a client hands to other hosts,
  * "rma1:" followed by hex of {daemon id, region id, generation, length,
  * crc32}. It names a region; it grants nothing. The initiating daemon

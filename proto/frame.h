@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Framing shared by daemon and client: a 4-byte big-endian length, then one
  * protobuf message. The reader never trusts a declared length past its
  * maximum and never allocates more than one frame's worth. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fixed-layout operation and completion records: see oprec.h. */
 #include "oprec.h"
 

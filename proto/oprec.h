@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Operations and completions as fixed-layout records: Submit.packed and
  * Completions.packed carry arrays of them, so the common case costs no
  * protobuf decoding per operation (protobuf-c spent two thirds of the

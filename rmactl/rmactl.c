@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl: the operator's CLI for rmad. Every failure prints exactly one
  * line, "rmactl: CMD: WHAT[: DETAIL]", and exits with a sysexits code that
  * scripts can test (see rmactl_usage_text). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by rmactl's files: one per command, plus files and JSON. */
 #ifndef RMACTL_H
 #define RMACTL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl atomic: one atomic operation on a word of a remote region. */
 #include "rma.h"
 #include "rmactl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl bench: puts or gets to a remote region with up to --window in
  * flight, as fast as the daemon takes them; ops/s, bytes/s and latency
  * percentiles (submit to completion, CLOCK_MONOTONIC).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl expose: serve a region until told to stop. */
 #include "rma.h"
 #include "rmactl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl's file handling: whole reads, atomic writes, descriptor files. */
 #include "rmactl.h"
 #include "descriptor.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* JSON output of protobuf-c messages, driven by their descriptors, so that
  * `rmactl status --json` follows the .proto as it grows. The mapping is
  * proto3's JSON mapping where it matters to a reader: 64-bit integers are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl peers, clients, regions, ops and ping: one table each out of the
  * daemon's StatusReply (or JSON of that part of it), and the round trip to
  * the daemon. Exit codes are rmactl's (rmactl --help). */

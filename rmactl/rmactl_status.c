@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl status: the daemon's StatusReply, for people or as JSON. */
 #include "rma.h"
 #include "rma_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl top: the daemon's traffic as rates, refreshed every interval.
  * Each refresh is one status round trip; rates are the difference of two
  * StatusReplys' counters over the time between them, so a first snapshot

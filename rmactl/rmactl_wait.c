@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl wait: return once the daemon answers, a peer is reachable
  * through it, or a file (a descriptor) is there; fail after a deadline.
  * It is the readiness step of a script or of a block pasted into a shell:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl put and get: one transfer between a file and a remote region. */
 #include "rma.h"
 #include "rmactl.h"

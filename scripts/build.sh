@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs dependencies and builds into build/ (reconfiguring if needed).
 set -eu
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what rmad needs to build and test, from Debian 12 packages.
 # Idempotent: installs only what is missing; needs root (or sudo) for that.
 set -eu

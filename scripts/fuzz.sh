@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan in
 # build-fuzz/ and runs each for SECONDS (default 60) from a scratch copy
 # of its committed seed corpus. Fails on any crash, leak, UB report or

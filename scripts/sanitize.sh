@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds everything with AddressSanitizer, LeakSanitizer and UBSan in
 # build-asan/ and runs the whole test suite there (the fuzz corpora
 # included: tests fuzz-replay-*). Extra arguments go to meson test.

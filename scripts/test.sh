@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds everything and runs the whole test suite.
 set -eu
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds everything with ThreadSanitizer in build-tsan/ and runs the suites
 # that run rmad with worker threads (workers, e2e-workers, metrics) there.
 # Any report fails this script. Extra arguments go to meson test.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rmactl atomic and read-only descriptors between real daemons on
 # loopback (and within one daemon): values, errors, exit codes, and that
 # a refused operation touches nothing. RMAD_PROTOCOL=ucx runs the daemons

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The end of every Check suite's main(): run, report, exit status. */
 #ifndef RMA_TEST_CHECK_MAIN_H
 #define RMA_TEST_CHECK_MAIN_H

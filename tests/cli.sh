@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rmactl between two real daemons on loopback: expose, put, get, status,
 # and the errors an operator sees. Every wait has a deadline.
 set -euo pipefail

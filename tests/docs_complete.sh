@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The man pages name everything there is, so they cannot fall behind:
 # - rmad(8): every flag `rmad --help` lists (config_options[] and the
 #   actions), each in an entry of OPTIONS that gives its default;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Documentation that runs as written:
 #
 # 1. The README's tour: every ```sh block under "## A five-minute tour",

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The threat model is stated once, in the same words, in README.md
 # (## Security) and rmad(8) (.SH SECURITY): both are reduced to their
 # words (markup, case and punctuation dropped) and must be equal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the fault tests share: the daemons of the running test, their
  * teardown, and the helpers of faults_common.h. */
 #include "faults_common.h"

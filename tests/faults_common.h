@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the fault tests share (test_faults_peers.c, test_faults_clients.c,
  * test_faults_daemon.c): up to three real rmad processes on loopback, the
  * clients a test opened, completions counted by status, the status request

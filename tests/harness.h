@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* End-to-end helpers: real rmad processes, started and awaited with a
  * deadline (the daemon writes "ready" to a pipe), stopped by signals. */
 #ifndef RMA_TEST_HARNESS_H

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A hostile peer against real daemons, one attack class per victim daemon
 # (tests/adversary/hostile_peer.c; issue 10). For each class: daemon A
 # holds a victim region filled with a known pattern (rmactl expose),

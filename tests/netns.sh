@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Three hosts for real: one network namespace each, joined by a bridge that
 # lives in a fourth namespace (the host's own networking is never touched),
 # addresses 10.231.0.1-3/24, one rmad per host. rmactl (in the root

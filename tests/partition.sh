@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Issue 11: a put that failed must never land after a later put to the same
 # bytes completed. Two hosts (network namespaces behind a bridge in a third
 # one), rmad on each with --op-timeout 3, host 2 exposes a region, host 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Frames built and read by hand; see raw_frame.h. */
 #include "raw_frame.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Frames built and read by hand, for tests that speak the client protocol
  * on a raw socket instead of through librma (test_protocol,
  * test_faults_clients, fuzz_dispatch, make_corpus): a 4-byte big-endian

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The daemon's whole status, through librma's internal call: tests that
  * look at what a daemon holds (the fault tests, test_workers). */
 #ifndef RMA_TEST_STATUS_CALL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Remote atomics and read-only descriptors end to end: three real rmad
  * processes on loopback (UCX over tcp), clients through librma in threads
  * of their own (a client handle is not thread-safe; one per thread is

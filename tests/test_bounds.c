@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: the range check made before any byte moves (daemon/bounds.h). */
 #include <check.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* librma against a fake daemon on a socketpair (a thread of this test):
  * hello, memfd passing, batching and completion by op_id, callbacks,
  * timeouts, a daemon that goes away with operations in flight, and a

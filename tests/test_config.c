@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: daemon/config.c, config_check.c and netdev.c alone. The pieces
  * judged after parsing (the cluster key file, rma_protocol over transports
  * that check no keys, net_devices = auto) and the flags that drive them. */

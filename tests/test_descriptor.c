@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: descriptor encoding (proto/descriptor.c) and sizes
  * (proto/size.c). Bounds and the id map: test_bounds.c, test_idmap.c. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* End to end: two real rmad processes on loopback (UCX over tcp), clients
  * through librma. Bytes are verified in the owner's mapping. */
 #include <check.h>

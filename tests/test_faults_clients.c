@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Faults of a client: one killed mid-transfer, one killed with its
  * operations stuck on a frozen peer, the owner of the target region
  * killed mid-transfer, and a client that never reads. The daemon must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Faults of the daemon itself: SIGTERM with operations stuck on a frozen
  * peer (drain, then fail them), a second signal (exit at once), SIGKILL
  * under a client waiting in rma_request_wait. Real rmad processes on

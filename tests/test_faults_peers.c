@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Faults of the other daemon: a peer killed with thousands of operations
  * in flight, an initiator killed while its target is busy, a peer frozen
  * (SIGSTOP) then continued, a peer restarted on its port, connects to

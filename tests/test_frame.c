@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: the frame reader and writer (proto/frame.c). */
 #include <check.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: the id map (daemon/idmap.c), alone: the region, remote and peer
  * tables look ids up through it on every operation. */
 #include <check.h>

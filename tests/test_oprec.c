@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit: the fixed-layout operation and completion records
  * (proto/oprec.c), byte by byte: little-endian whatever the host, the
  * reserved words written as 0 and refused when they are not. What the

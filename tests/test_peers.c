@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Trust between daemons, end to end: the keyed handshake (same key, no
  * key on one side, another key), a daemon asked to connect to itself, and
  * what a client hears when its peer is killed. Real rmad processes on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Protocol: the daemon's handlers driven over a socketpair, in process,
  * with a real UCX worker but no peers: malformed, truncated, oversize and
  * unknown input gets an error reply (and a close where the stream cannot

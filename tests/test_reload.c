@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* SIGHUP, end to end: a real rmad started with --config FILE, the file
  * rewritten, SIGHUP, and the change seen from outside: a client's region
  * limit, the log lines, a listener that stays where it was, an invalid

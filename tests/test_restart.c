@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Hand-over (daemon/handover.c): a real rmad is taken over by a second
  * one started with --take-over on the same socket and port. A remote
  * initiator's descriptor stays valid, its writes land in the memory the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Trust: who may connect, per-client limits, peers from disallowed
  * networks. Real daemons; tests that change uid need root. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Worker threads (--workers N): clients spread across workers, transfers
  * between clients of different workers (a local copy), between daemons
  * whose clients sit on different workers, a region freed on one worker

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs a command as if the package were installed: the users and groups of
 # systemd/sysusers.conf exist (as systemd-sysusers makes them at install),
 # without touching this host. Where they are missing, the command runs in a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """rma: remote memory access through the host's rmad, from Python.
 
 A thin CPython binding of librma (rma.h)::

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Typing stubs of the rma package (the C extension rma._rma)."""
 
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Resolving a request's future from a thread other than its loop's."""
 
 

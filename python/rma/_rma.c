@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rma._rma: the CPython binding of librma (client/rma.h).
  *

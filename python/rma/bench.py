@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """python3 -m rma.bench: the binding's rate beside `rmactl bench`.
 
     python3 -m rma.bench [--smoke] [--json] [--rmad PATH] [--rmactl PATH]

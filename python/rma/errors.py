@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Exceptions of the rma package: one class per family of librma statuses.
 
 Every exception carries ``status`` (the negative rma_status_t), ``name``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Real rmad daemons for the tests, started as tests/harness.c does: a
 fresh socket path, a free loopback port, --ready-fd with a deadline;
 stopped with SIGTERM (SIGKILL after a deadline) and reaped."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Round trips, callbacks, requests and regions against real daemons."""
 
 import asyncio

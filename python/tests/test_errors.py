@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Each error class, raised by a real daemon (or librma) with its detail."""
 
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """examples/put.py, run as a user runs it, like tests/cli.sh runs put.c."""
 
 import os

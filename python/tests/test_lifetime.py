@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Failures under load, callbacks that raise, memory and references."""
 
 import asyncio

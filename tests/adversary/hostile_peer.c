@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A hostile peer: a program on libucp that talks to a real rmad's listener
  * the way a broken or malicious daemon could, one attack class per run,
  * bounded in count and time. It speaks the wire format of daemon/am.h

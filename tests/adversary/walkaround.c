@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The walkaround. Every UCX tcp interface listens on a port of its own,
  * next to rmad's listener, and UCX 1.13 creates an endpoint by itself when
  * another worker connects there with a worker address (wireup). We have

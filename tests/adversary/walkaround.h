@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The walkaround: an endpoint to a daemon's worker that does not go
  * through its listener, made from our own packed worker address with the
  * daemon's tcp interface ports patched in. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the fuzz targets: the libFuzzer entry point, and how a target
  * cuts its input into the chunks it feeds a reader, so that the fuzzer
  * also explores how a stream is split across reads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: descriptor_parse (proto/descriptor.c).
  *
  * The input is the text, not NUL-terminated. When it parses, formatting

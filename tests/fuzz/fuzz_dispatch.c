@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the daemon's whole client path in process, as
  * tests/test_protocol.c drives it: conn.c's reader, request.c's dispatch
  * table and every handler behind it, over a socketpair, with a real UCX

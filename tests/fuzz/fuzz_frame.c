@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the frame reader (proto/frame.c) as the daemon drives it.
  *
  * Input: [flags][chunk][stream...] (see fuzz.h). flags & 3 picks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fuzz target: the daemon's peer side. Messages from other daemons, as
  * UCX hands them to am.c's door (am_deliver): any 16-bit id, any header
  * and data, over the endpoint of an inbound peer before or after its

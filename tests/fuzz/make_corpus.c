@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Writes the fuzzers' seed corpora: make_corpus DIR writes DIR/frame,
  * DIR/descriptor, DIR/dispatch and DIR/peer (the directories must exist). The
  * committed tests/fuzz/corpus was made with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Replays inputs through a fuzz target without libFuzzer: every file of
  * the directories (or the files) named on the command line, in name
  * order, each in a buffer of exactly its size (so that the sanitizers see

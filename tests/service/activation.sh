@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rmad under systemd's protocols without systemd: systemd-socket-activate
 # passes the listening socket, a datagram socket of ours stands in for
 # NOTIFY_SOCKET. The inherited socket serves clients; READY=1, STATUS=,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # meson install into a scratch destdir: every file where it belongs, then
 # examples/put.c built against the installed library through pkg-config
 # only, and librma.so exporting nothing but rma_* symbols.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared by the service tests: a temp dir cleaned on exit, processes
 # killed on exit, waits with deadlines (never fixed sleeps).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Prometheus metrics over HTTP, read with a bash /dev/tcp client from a
 # real daemon after real puts: counters by operation and peer, bytes,
 # the latency histogram, peer state, clients and regions.

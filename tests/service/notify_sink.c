@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Stands in for systemd's notify socket: binds a Unix datagram socket at
  * PATH and writes every message it receives to stdout, one line per
  * assignment (READY=1, STATUS=..., WATCHDOG=1, STOPPING=1), flushed at

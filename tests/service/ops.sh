@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rmactl's operator commands against real daemons: peers, clients,
 # regions, ops (an operation held in flight by a frozen peer, with its
 # age), ping; --json for each; exit codes.

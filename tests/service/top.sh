@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # rmactl top against real daemons with traffic (rmactl bench in a loop):
 # on a terminal (a pty from script(1)) it clears and redraws, shows the
 # peer with nonzero ops/s, quits on q and on SIGINT; --json gives one

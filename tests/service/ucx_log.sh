@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # UCX's own log lines come out through rmad's logger (HH:MM:SS.mmm rmad
 # LEVEL: ucx: ...) on stderr, nothing in UCX's format on stdout; a listen
 # port in use is said plainly and rmad exits non-zero.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The systemd units and their companions, checked without a running
 # systemd: systemd-analyze verify and security (exposure at most 3.0),
 # sysusers.d and tmpfiles.d applied to a scratch root, the example config

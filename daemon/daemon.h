@@ -452,6 +452,18 @@ void peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
  * connecting, the end of the backoff while down. */
 void peer_timer_start(struct peer *p, double seconds);
 void peer_set_up(struct peer *p);
+void peer_reply_connect(struct peer *p, struct peer_waiter *w,
+			wire_status_t st);
+void peer_on_timer(evutil_socket_t fd, short what, void *arg);
+/* Other daemons one daemon connects to: a cluster's worth. At the
+ * bound, the peer that failed longest ago without ever connecting goes
+ * (peer_evict_one; false if none can). */
+#define PEER_MAX 4096
+bool peer_evict_one(struct daemon *d);
+/* peer_connect.c: the probe beside a connect attempt, and what a failure
+ * of the attempt means given it. */
+void peer_probe_stop(struct peer *p);
+wire_status_t peer_failure_status(const struct peer *p, ucs_status_t st);
 int peer_sockaddr(const char *host, uint16_t port, bool numeric,
 		  struct sockaddr_storage *sa, socklen_t *len_p);
 int peer_system_start(struct daemon *d);

@@ -2,9 +2,10 @@
 /* Other daemons: one UCX endpoint per remote daemon and worker, shared by
  * every local client of that worker; a peer's state, its failure and the
  * closing of its endpoint (never inside a UCX callback: at the next
- * tick); reconnects with backoff; deadlines. The messages pass the door
- * in am.c; who is at the other end is handshake.c, connections other
- * daemons open are listener.c, descriptor resolution is resolve.c. */
+ * tick); its one timer; deadlines. Connecting out and reconnecting is
+ * peer_connect.c. The messages pass the door in am.c; who is at the other
+ * end is handshake.c, connections other daemons open are listener.c,
+ * descriptor resolution is resolve.c. */
 #include "daemon.h"
 #include "am.h"
 
@@ -19,14 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Other daemons one daemon connects to: a cluster's worth. */
-#define PEER_MAX 4096
 /* A peer that keeps failing is warned about at most this often. */
 #define PEER_WARN_INTERVAL 30.0
 
-static void peer_probe_stop(struct peer *p);
-static wire_status_t peer_failure_status(const struct peer *p, ucs_status_t st);
-static void peer_reconnect(struct peer *p);
 static void peer_notify(struct peer *p);
 
 const char *
@@ -57,8 +53,6 @@ peer_lookup(struct daemon *d, uint32_t id)
 	return NULL;
 }
 
-static void peer_on_timer(evutil_socket_t fd, short what, void *arg);
-
 /* One timer per peer: the connect or handshake deadline while
  * connecting, the end of the backoff while down with operations parked. */
 void
@@ -76,7 +70,7 @@ peer_timer_start(struct peer *p, double seconds)
 
 /* ---- state ------------------------------------------------------------- */
 
-static void
+void
 peer_reply_connect(struct peer *p, struct peer_waiter *w, wire_status_t st)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
@@ -265,7 +259,7 @@ peer_close_failed(struct daemon *d)
 /* A client cannot grow the table with connects to nowhere: when it is
  * full, the peer that failed longest ago without ever completing a
  * handshake, and that nothing waits for, goes. */
-static bool
+bool
 peer_evict_one(struct daemon *d)
 {
 	struct peer *p, *oldest = NULL;
@@ -448,7 +442,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	worker_kick(p->d);
 }
 
-static void
+void
 peer_on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
@@ -473,310 +467,6 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 			 "not an rmad)",
 			 p->d->cfg.connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
-}
-
-/* Something listening at a peer's address that never answers as an rmad
- * (another program's UCX listener, an HTTP server, a socket that accepts
- * and says nothing) fails its connect as NOT_RMAD, not as a timeout: a
- * plain TCP connect beside UCX's tells whether anything listens there. */
-static void
-peer_probe_stop(struct peer *p)
-{
-	if (p->probe_ev != NULL) {
-		close(event_get_fd(p->probe_ev));
-		event_free(p->probe_ev);
-		p->probe_ev = NULL;
-	}
-}
-
-static void
-peer_on_probe(evutil_socket_t fd, short what, void *arg)
-{
-	struct peer *p = arg;
-	int err = -1;
-	socklen_t len = sizeof(err);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
-		p->probe_ok = true;
-	peer_probe_stop(p);
-}
-
-static void
-peer_probe_start(struct peer *p)
-{
-	int fd;
-
-	peer_probe_stop(p);
-	p->probe_ok = false;
-	fd = socket(p->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0)
-		return;
-	if (connect(fd, (struct sockaddr *)&p->sa, p->sa_len) < 0 &&
-	    errno != EINPROGRESS) {
-		close(fd);
-		return;
-	}
-	p->probe_ev = event_new(p->d->base, fd, EV_WRITE, peer_on_probe, p);
-	if (p->probe_ev == NULL) {
-		close(fd);
-		return;
-	}
-	if (event_add(p->probe_ev, NULL) < 0)
-		peer_probe_stop(p);
-}
-
-/* The wire status of a failure: a connect that reached a listener that
- * never answered as an rmad is NOT_RMAD. */
-static wire_status_t
-peer_failure_status(const struct peer *p, ucs_status_t st)
-{
-	if (!p->inbound && !p->answered && p->probe_ok &&
-	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING &&
-	    (st == UCS_ERR_TIMED_OUT || st == UCS_ERR_CONNECTION_RESET ||
-	     st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_NOT_CONNECTED ||
-	     st == UCS_ERR_UNREACHABLE || st == UCS_ERR_IO_ERROR))
-		return RMA__V1__STATUS__ERR_NOT_RMAD;
-	return op_status_from_ucs(st);
-}
-
-static int
-peer_connect_start(struct peer *p)
-{
-	struct daemon *d = p->d;
-	ucp_ep_params_t params = {
-	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |
-			  UCP_EP_PARAM_FIELD_SOCK_ADDR |
-			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
-			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-	    .flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
-	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-	    .err_handler.cb = peer_on_ep_error,
-	    .err_handler.arg = p,
-	};
-	ucs_status_t st;
-
-	params.sockaddr.addr = (struct sockaddr *)&p->sa;
-	params.sockaddr.addrlen = p->sa_len;
-	p->state = RMA__V1__PEER_STATE__PEER_CONNECTING;
-	p->state_since = daemon_now();
-	p->await_proof = false;
-	p->answered = false;
-	peer_probe_start(p);
-	peer_timer_start(p, d->cfg.connect_timeout);
-	st = ucp_ep_create(d->worker, &params, &p->ep);
-	if (st != UCS_OK) {
-		p->ep = NULL;
-		peer_fail(p, st, ucs_status_string(st));
-		return -1;
-	}
-	am_attach(p);
-	st = handshake_start(p);
-	if (st != UCS_OK) {
-		peer_fail(p, st, ucs_status_string(st));
-		return -1;
-	}
-	worker_kick(d);
-	return 0;
-}
-
-int
-peer_sockaddr(const char *host, uint16_t port, bool numeric,
-	      struct sockaddr_storage *sa, socklen_t *len_p)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-	char service[8];
-
-	snprintf(service, sizeof(service), "%u", port);
-	/* Numeric only: a DNS lookup would stall the loop. Clients resolve
-	 * names themselves; the listen address may be a name (at start). */
-	hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0);
-	if (getaddrinfo(host, service, &hints, &ai) != 0)
-		return -1;
-	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
-	*len_p = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return 0;
-}
-
-static int
-peer_resolve_address(const char *address, struct sockaddr_storage *sa,
-		     socklen_t *len_p)
-{
-	char host[64];
-	uint16_t port;
-
-	if (config_parse_hostport(address, host, sizeof(host), &port) < 0)
-		return -1;
-	return peer_sockaddr(host, port, true, sa, len_p);
-}
-
-static void
-peer_reconnect(struct peer *p)
-{
-	if (p->ep_failed || p->ep != NULL) {
-		/* The old endpoint goes first. */
-		p->ep_failed = true;
-		p->d->failed_eps++;
-		peer_close_failed(p->d);
-	}
-	log_debug("peer_reconnect: connecting to %s", p->address);
-	p->connect_attempts++;
-	p->attempt_pending = true;
-	p->d->counters.connect_attempts++;
-	peer_connect_start(p);
-}
-
-void
-peer_maybe_reconnect(struct peer *p)
-{
-	double now = daemon_now();
-
-	if (p->inbound || p->self || p->state != RMA__V1__PEER_STATE__PEER_DOWN)
-		return;
-	if (now >= p->next_attempt)
-		peer_reconnect(p);
-	else if (!TAILQ_EMPTY(&p->parked) || !TAILQ_EMPTY(&p->connect_waiters))
-		peer_timer_start(p, p->next_attempt - now);
-}
-
-/* Is sa this daemon's own listener? Then transfers are local copies and
- * no endpoint is needed. */
-static bool
-peer_is_self(const struct daemon *d, const struct sockaddr_storage *sa)
-{
-	const struct sockaddr_storage *ls = &d->listen_sa;
-	struct ifaddrs *ifs, *i;
-	bool found = false;
-
-	if (sa->ss_family != ls->ss_family)
-		return false;
-	if (sa->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const void *)sa,
-					 *l = (const void *)ls;
-		if (ntohs(a->sin_port) != d->cfg.listen_port)
-			return false;
-		if (l->sin_addr.s_addr != htonl(INADDR_ANY))
-			return a->sin_addr.s_addr == l->sin_addr.s_addr;
-	} else if (sa->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const void *)sa,
-					  *l = (const void *)ls;
-		if (ntohs(a->sin6_port) != d->cfg.listen_port)
-			return false;
-		if (!IN6_IS_ADDR_UNSPECIFIED(&l->sin6_addr))
-			return IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &l->sin6_addr);
-	} else {
-		return false;
-	}
-	/* A wildcard listener is reached through any local address. */
-	if (getifaddrs(&ifs) < 0)
-		return false;
-	for (i = ifs; i != NULL && !found; i = i->ifa_next) {
-		if (i->ifa_addr == NULL ||
-		    i->ifa_addr->sa_family != sa->ss_family)
-			continue;
-		if (sa->ss_family == AF_INET)
-			found =
-			    ((const struct sockaddr_in *)i->ifa_addr)
-				->sin_addr.s_addr ==
-			    ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
-		else
-			found = IN6_ARE_ADDR_EQUAL(
-			    &((const struct sockaddr_in6 *)i->ifa_addr)
-				 ->sin6_addr,
-			    &((const struct sockaddr_in6 *)sa)->sin6_addr);
-	}
-	freeifaddrs(ifs);
-	return found;
-}
-
-struct peer_waiter *
-peer_waiter_new(struct conn *c, uint64_t req_id)
-{
-	struct peer_waiter *w = calloc(1, sizeof(*w));
-
-	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
-		return NULL;
-	}
-	w->conn = c;
-	w->request_id = req_id;
-	return w;
-}
-
-void
-peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
-{
-	struct daemon *d = c->d;
-	struct sockaddr_storage sa;
-	struct peer_waiter *w;
-	socklen_t len;
-	struct peer *p;
-
-	if (peer_resolve_address(address, &sa, &len) < 0) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_INVALID,
-				"peer address '%s' is not a numeric HOST:PORT",
-				address);
-		return;
-	}
-	TAILQ_FOREACH(p, &d->peers, link)
-	{
-		if (!p->inbound && p->sa_len == len &&
-		    memcmp(&p->sa, &sa, len) == 0)
-			break;
-	}
-	if (p == NULL) {
-		size_t n = 0;
-		TAILQ_FOREACH(p, &d->peers, link)
-		n += !p->inbound;
-		if (n >= PEER_MAX && peer_evict_one(d))
-			n--;
-		if (n >= PEER_MAX) {
-			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
-					"this daemon already knows %zu peers",
-					n);
-			return;
-		}
-		p = peer_new(d, address);
-		if (p == NULL) {
-			conn_send_error(c, req_id,
-					RMA__V1__STATUS__ERR_NO_MEMORY,
-					"out of memory");
-			return;
-		}
-		p->sa = sa;
-		p->sa_len = len;
-		p->state = RMA__V1__PEER_STATE__PEER_DOWN;
-		p->state_since = daemon_now();
-		if (peer_is_self(d, &sa)) {
-			/* Our own address: copies are local, no endpoint. */
-			p->self = true;
-			memcpy(p->remote_id, d->id, DAEMON_ID_SIZE);
-			p->known = true;
-			descriptor_hex(p->remote_id, DAEMON_ID_SIZE,
-				       p->remote_id_hex);
-			peer_set_up(p);
-		}
-	}
-	if (p->state == RMA__V1__PEER_STATE__PEER_UP) {
-		struct peer_waiter now = {.conn = c, .request_id = req_id};
-		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
-		return;
-	}
-	w = peer_waiter_new(c, req_id);
-	if (w == NULL)
-		return;
-	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
-	/* An explicit connect does not wait for the backoff. */
-	peer_connect_now(p);
-}
-
-void
-peer_connect_now(struct peer *p)
-{
-	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN && !p->inbound)
-		peer_reconnect(p);
 }
 
 void

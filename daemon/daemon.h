@@ -123,6 +123,15 @@ bool config_cidr_match(const struct cidr *c, int family, const uint8_t *addr);
  * netdev.c. */
 int config_error(char *err, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* config_value.c: fn on each comma-separated item of list; the adders
+ * append to the struct config at arg. */
+int config_each(const char *list, int (*fn)(const char *item, void *arg),
+		void *arg);
+int config_add_cidr(const char *item, void *arg);
+int config_add_user(const char *item, void *arg);
+int config_add_group(const char *item, void *arg);
+int config_parse_id(const char *item, bool group, unsigned *id_p);
+int config_parse_bool(const char *value, bool *b_p);
 
 /* ---- config_reload.c: SIGHUP ------------------------------------------- */
 

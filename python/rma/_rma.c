@@ -86,14 +86,16 @@ typedef struct {
 struct pyrequest {
 	PyObject_HEAD ClientObject *client;
 	PyObject *callback, *user_data, *future;
-	PyObject *loop; /* the future's */
-	int finished;	/* request_finish ran */
-	int status;	/* RMA_INPROGRESS until finished */
-	unsigned long long bytes;
+	PyObject *loop;	    /* the future's */
+	rma_request_t *req; /* librma's, until its completion is handled */
+	int finished;	    /* request_finish ran */
+	int is_atomic;	    /* the result is the word's old value */
+	int status;	    /* RMA_INPROGRESS until finished */
+	unsigned long long bytes, value;
 	char *detail; /* malloc'd, NULL for "" */
 	/* written by request_on_complete, read by request_finish */
 	int n_status;
-	unsigned long long n_bytes;
+	unsigned long long n_bytes, n_value;
 	char *n_detail;
 	RequestObject *next_done;
 	RequestObject *prev_live, *next_live;
@@ -240,6 +242,13 @@ client_leave(ClientObject *c)
 
 	c->done = NULL;
 	c->done_tail = &c->done;
+	/* librma's handles go while the lock still serializes the client
+	 * (a handle outlives a disconnected client, so this is safe then
+	 * too) */
+	for (RequestObject *r = list; r != NULL; r = r->next_done) {
+		rma_request_release(r->req);
+		r->req = NULL;
+	}
 	PyThread_release_lock(c->lock);
 	if (list == NULL)
 		return;
@@ -254,6 +263,7 @@ client_leave(ClientObject *c)
 
 		list = r->next_done;
 		r->next_done = NULL;
+		r->value = r->n_value;
 		request_finish(r, r->n_status, r->n_bytes, r->n_detail);
 		r->n_detail = NULL;
 		/* the reference librma held, as user_data */
@@ -279,6 +289,7 @@ request_on_complete(rma_request_t *req, rma_status_t status, void *user_data)
 
 	r->n_status = status;
 	r->n_bytes = rma_request_bytes(req);
+	r->n_value = rma_request_value(req);
 	r->n_detail = detail && *detail ? strdup(detail) : NULL;
 	r->next_done = NULL;
 	*c->done_tail = r;
@@ -385,6 +396,16 @@ request_error_method(RequestObject *r, PyObject *unused)
 	return request_error(r);
 }
 
+/* What awaiting a successful request gives: an atomic's old value, else
+ * None. */
+static PyObject *
+request_result(RequestObject *r)
+{
+	if (r->is_atomic && r->finished && r->status == RMA_OK)
+		return PyLong_FromUnsignedLongLong(r->value);
+	Py_RETURN_NONE;
+}
+
 /* Resolves the future, from the loop's own thread or through
  * call_soon_threadsafe. */
 static void
@@ -399,18 +420,27 @@ request_resolve(RequestObject *r)
 	if ((running = running_loop()) == NULL)
 		goto report;
 	if (running == r->loop) {
+		PyObject *val = request_result(r);
+
 		res =
-		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
-			: PyObject_CallMethodOneArg(fut, str_set_result,
-						    Py_None);
+		    val == NULL ? NULL
+		    : exc
+			? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
+			: PyObject_CallMethodOneArg(fut, str_set_result, val);
+		Py_XDECREF(val);
 		/* a cancelled future keeps its cancellation */
 		if (res == NULL && PyErr_ExceptionMatches(invalid_state)) {
 			PyErr_Clear();
 			res = Py_NewRef(Py_None);
 		}
 	} else {
-		res = PyObject_CallFunctionObjArgs(resolve_threadsafe, fut,
-						   exc ? exc : Py_None, NULL);
+		PyObject *val = request_result(r);
+
+		res = val == NULL ? NULL
+				  : PyObject_CallFunctionObjArgs(
+					resolve_threadsafe, fut,
+					exc ? exc : Py_None, val, NULL);
+		Py_XDECREF(val);
 	}
 	Py_DECREF(running);
 report:
@@ -521,9 +551,11 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 	    user_data && user_data != Py_None ? Py_NewRef(user_data) : NULL;
 	r->future = NULL;
 	r->loop = NULL;
+	r->req = NULL;
 	r->finished = 0;
+	r->is_atomic = 0;
 	r->status = RMA_INPROGRESS;
-	r->bytes = r->n_bytes = 0;
+	r->bytes = r->n_bytes = r->value = r->n_value = 0;
 	r->detail = r->n_detail = NULL;
 	r->n_status = RMA_INPROGRESS;
 	r->next_done = r->prev_live = r->next_live = NULL;
@@ -713,6 +745,30 @@ request_get_bytes(RequestObject *r, void *unused)
 }
 
 static PyObject *
+request_get_value(RequestObject *r, void *unused)
+{
+	return request_result(r);
+}
+
+static PyObject *
+request_cancel(RequestObject *r, PyObject *unused)
+{
+	ClientObject *c = r->client;
+	rma_status_t st;
+
+	if (r->finished || r->req == NULL)
+		Py_RETURN_FALSE;
+	if (!client_enter(c))
+		return NULL;
+	st = r->req != NULL ? rma_request_cancel(c->rc, r->req)
+			    : RMA_ERR_INVALID;
+	client_leave(c); /* finishes it when canceled: callback, future */
+	if (PyErr_Occurred())
+		return NULL;
+	return PyBool_FromLong(st == RMA_OK);
+}
+
+static PyObject *
 request_repr(RequestObject *r)
 {
 	return PyUnicode_FromFormat("<rma.Request %s>",
@@ -735,6 +791,14 @@ static PyMethodDef request_methods[] = {
      "error. Registers the client's fd with the loop."},
     {"error", (PyCFunction)request_error_method, METH_NOARGS,
      "error() -> rma.Error | None\n\nThe exception for a failed request."},
+    {"cancel", (PyCFunction)request_cancel, METH_NOARGS,
+     "cancel() -> bool\n\nCancel the operation if it has not been handed "
+     "to the daemon yet (it is still in librma's batch): it then completes "
+     "at once with rma.Canceled (callback run, future failed, before this "
+     "returns) and True is returned. An operation already sent runs to its "
+     "own completion, and a completed one stays as it is: False. A "
+     "vectored request loses its unsent pieces and fails with rma.Canceled "
+     "once the others are done (True)."},
     {NULL}};
 
 static PyGetSetDef request_getset[] = {
@@ -744,6 +808,10 @@ static PyGetSetDef request_getset[] = {
      "The daemon's detail for a failed request ('' if none).", NULL},
     {"bytes", (getter)request_get_bytes, NULL,
      "Bytes moved by a completed request.", NULL},
+    {"value", (getter)request_get_value, NULL,
+     "An atomic's result: the word's old value once it completed with "
+     "rma.OK (also what awaiting it returns); None otherwise.",
+     NULL},
     {NULL}};
 
 static PyAsyncMethods request_async = {.am_await = (unaryfunc)request_await};
@@ -876,6 +944,14 @@ region_descriptor(RegionObject *r, PyObject *unused)
 	return PyUnicode_FromString(rma_region_descriptor(r->rr));
 }
 
+static PyObject *
+region_read_only_descriptor(RegionObject *r, PyObject *unused)
+{
+	if (!region_usable(r))
+		return NULL;
+	return PyUnicode_FromString(rma_region_read_only_descriptor(r->rr));
+}
+
 static Py_ssize_t
 region_len(RegionObject *r)
 {
@@ -900,6 +976,11 @@ static PyMethodDef region_methods[] = {
     {"descriptor", (PyCFunction)region_descriptor, METH_NOARGS,
      "descriptor() -> str\n\nThe printable descriptor to hand to other "
      "hosts."},
+    {"read_only_descriptor", (PyCFunction)region_read_only_descriptor,
+     METH_NOARGS,
+     "read_only_descriptor() -> str\n\nA descriptor of the same region "
+     "that allows gets only: a put or atomic through it fails with "
+     "rma.Permission, nothing written."},
     {"free", (PyCFunction)region_free, METH_NOARGS,
      "free() -> None\n\nFree the region. While buffer views on it exist "
      "the memory stays mapped and the daemon frees it when the last view "
@@ -1323,10 +1404,10 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	if (is_put)
 		st = rma_put(c->rc, reg->rr, off, rem->rr, roff, len,
 			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
-			     request_on_complete, r, NULL);
+			     request_on_complete, r, &r->req);
 	else
 		st = rma_get(c->rc, reg->rr, off, rem->rr, roff, len,
-			     request_on_complete, r, NULL);
+			     request_on_complete, r, &r->req);
 	if (st == RMA_OK)
 		request_submitted(r);
 	else
@@ -1355,6 +1436,206 @@ client_get(ClientObject *c, PyObject *args, PyObject *kw)
 	return client_transfer(c, args, kw, 0);
 }
 
+/* Atomic op names, as rma_atomic_op_t's (underscores work as dashes). */
+static const struct {
+	const char *name;
+	rma_atomic_op_t op;
+} atomic_ops[] = {
+    {"add", RMA_ATOMIC_ADD},	       {"fetch-add", RMA_ATOMIC_FETCH_ADD},
+    {"swap", RMA_ATOMIC_SWAP},	       {"cswap", RMA_ATOMIC_CSWAP},
+    {"and", RMA_ATOMIC_AND},	       {"or", RMA_ATOMIC_OR},
+    {"xor", RMA_ATOMIC_XOR},	       {"fetch-and", RMA_ATOMIC_FETCH_AND},
+    {"fetch-or", RMA_ATOMIC_FETCH_OR}, {"fetch-xor", RMA_ATOMIC_FETCH_XOR},
+};
+
+static int
+atomic_op_parse(const char *name, rma_atomic_op_t *op_p)
+{
+	char buf[16];
+	size_t i;
+
+	for (i = 0; name[i] != '\0' && i < sizeof(buf) - 1; i++)
+		buf[i] = name[i] == '_' ? '-' : name[i];
+	buf[i] = '\0';
+	if (name[i] != '\0')
+		return 0;
+	for (i = 0; i < sizeof(atomic_ops) / sizeof(atomic_ops[0]); i++)
+		if (strcmp(buf, atomic_ops[i].name) == 0) {
+			*op_p = atomic_ops[i].op;
+			return 1;
+		}
+	return 0;
+}
+
+/* A Python int as a 64-bit word: negative ones wrap (add -1 works). */
+static int
+word_from(PyObject *o, unsigned long long *w_p)
+{
+	if (!PyLong_Check(o)) {
+		PyErr_SetString(PyExc_TypeError, "atomic operands are ints");
+		return 0;
+	}
+	*w_p = PyLong_AsUnsignedLongLongMask(o);
+	return !(*w_p == (unsigned long long)-1 && PyErr_Occurred());
+}
+
+static PyObject *
+client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"remote",   "offset",	  "op",
+				 "value",    "compare",	  "width",
+				 "callback", "user_data", NULL};
+	RemoteObject *rem;
+	unsigned long long off, value, compare = 0;
+	const char *opname;
+	PyObject *vo, *co = Py_None, *cb = Py_None, *ud = Py_None;
+	int width = 64;
+	rma_atomic_op_t op;
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!KsO|OiOO:atomic", kwlist,
+					 &RemoteType, &rem, &off, &opname, &vo,
+					 &co, &width, &cb, &ud))
+		return NULL;
+	if (!atomic_op_parse(opname, &op))
+		return error_raise(RMA_ERR_INVALID,
+				   "unknown atomic op (add, fetch-add, swap, "
+				   "cswap, and, or, xor, fetch-and, fetch-or, "
+				   "fetch-xor)");
+	if (width != 32 && width != 64)
+		return error_raise(RMA_ERR_INVALID, "width must be 32 or 64");
+	if (op == RMA_ATOMIC_CSWAP && co == Py_None)
+		return error_raise(RMA_ERR_INVALID, "cswap needs compare");
+	if (!word_from(vo, &value) ||
+	    (co != Py_None && !word_from(co, &compare)))
+		return NULL;
+	if (rem->client != c)
+		return error_raise(RMA_ERR_INVALID, "remote of another client");
+	if (rem->rr == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		return NULL;
+	r->is_atomic = 1;
+	if (!client_enter(c))
+		goto err_request;
+	st = rma_atomic(c->rc, rem->rr, off, op, (unsigned)width / 8, value,
+			compare, request_on_complete, r, &r->req);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	return (PyObject *)r;
+
+err_request:
+	Py_DECREF(r);
+	return NULL;
+}
+
+/* putv and getv: a list of (offset, remote_offset, length). */
+static PyObject *
+client_vector(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
+{
+	static char *kwlist[] = {"region",   "remote",	  "pieces",
+				 "callback", "user_data", "remote_completion",
+				 NULL};
+	RegionObject *reg;
+	RemoteObject *rem;
+	PyObject *pieces, *seq = NULL, *cb = Py_None, *ud = Py_None;
+	int remote_completion = 0;
+	rma_iov_t *iov = NULL;
+	Py_ssize_t n;
+	RequestObject *r = NULL;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(
+		args, kw, is_put ? "O!O!O|OO$p:putv" : "O!O!O|OO:getv", kwlist,
+		&RegionType, &reg, &RemoteType, &rem, &pieces, &cb, &ud,
+		&remote_completion))
+		return NULL;
+	if (reg->client != c || rem->client != c)
+		return error_raise(RMA_ERR_INVALID,
+				   "region or remote of another client");
+	if (!region_usable(reg))
+		return NULL;
+	if (rem->rr == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	seq = PySequence_Fast(pieces, "pieces must be a sequence of "
+				      "(offset, remote_offset, length)");
+	if (seq == NULL)
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n == 0 || n > RMA_IOV_MAX) {
+		error_raise(RMA_ERR_INVALID, "1 to 1024 pieces");
+		goto out;
+	}
+	iov = PyMem_Malloc((size_t)n * sizeof(*iov));
+	if (iov == NULL) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		unsigned long long o, ro, l;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i),
+				      "KKK;a piece is (offset, remote_offset, "
+				      "length)",
+				      &o, &ro, &l))
+			goto out;
+		iov[i] = (rma_iov_t){o, ro, l};
+	}
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		goto out;
+	if (!client_enter(c))
+		goto err_request;
+	if (is_put)
+		st =
+		    rma_putv(c->rc, reg->rr, rem->rr, iov, (size_t)n,
+			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+			     request_on_complete, r, &r->req);
+	else
+		st = rma_getv(c->rc, reg->rr, rem->rr, iov, (size_t)n,
+			      request_on_complete, r, &r->req);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	goto out;
+
+err_request:
+	Py_CLEAR(r);
+out:
+	PyMem_Free(iov);
+	Py_XDECREF(seq);
+	return (PyObject *)r;
+}
+
+static PyObject *
+client_putv(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_vector(c, args, kw, 1);
+}
+
+static PyObject *
+client_getv(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_vector(c, args, kw, 0);
+}
+
 static PyObject *
 client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 {
@@ -1379,7 +1660,7 @@ client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 	if (!client_enter(c))
 		goto err_request;
 	st = rma_flush(c->rc, peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
-		       request_on_complete, r, NULL);
+		       request_on_complete, r, &r->req);
 	if (st == RMA_OK)
 		request_submitted(r);
 	else
@@ -1502,6 +1783,31 @@ static PyMethodDef client_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "get(region, offset, remote, remote_offset, length, callback=None, "
      "user_data=None) -> Request\n\nStart a get, as put()."},
+    {"atomic", (PyCFunction)(void (*)(void))client_atomic,
+     METH_VARARGS | METH_KEYWORDS,
+     "atomic(remote, offset, op, value, compare=None, width=64, "
+     "callback=None, user_data=None) -> Request\n\nStart an atomic "
+     "operation on the naturally aligned width-bit word (32 or 64) at "
+     "offset of remote, applied by its owner with the CPU's atomics. op: "
+     "'add', 'fetch-add', 'swap', 'cswap' (needs compare), 'and', 'or', "
+     "'xor', 'fetch-and', 'fetch-or', 'fetch-xor' (add and fetch-add do "
+     "the same; every op returns the old value). Awaiting the request (or "
+     "request.value once done) gives the word's old value; for cswap it "
+     "equals compare when the swap happened. Negative ints wrap to the "
+     "word. A misaligned offset fails with rma.InvalidArgument, a word "
+     "outside the region with rma.OutOfBounds, one reached through a "
+     "read-only descriptor with rma.Permission."},
+    {"putv", (PyCFunction)(void (*)(void))client_putv,
+     METH_VARARGS | METH_KEYWORDS,
+     "putv(region, remote, pieces, callback=None, user_data=None, *, "
+     "remote_completion=False) -> Request\n\nA vectored put: pieces is a "
+     "list of (offset, remote_offset, length) (1 to 1024), sent as one "
+     "request with one completion; it fails with the first piece's "
+     "failure, and request.bytes counts the pieces that worked."},
+    {"getv", (PyCFunction)(void (*)(void))client_getv,
+     METH_VARARGS | METH_KEYWORDS,
+     "getv(region, remote, pieces, callback=None, user_data=None) -> "
+     "Request\n\nA vectored get into region, as putv()."},
     {"flush", (PyCFunction)(void (*)(void))client_flush,
      METH_VARARGS | METH_KEYWORDS,
      "flush(peer=None, callback=None, user_data=None) -> Request\n\n"

@@ -110,6 +110,16 @@ static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
     *invalid_state;
 static PyObject *str_set_result, *str_set_exception, *str_create_future,
     *str_await;
+/* The await path, per operation, without Python-level calls where asyncio
+ * has C ones: asyncio.Future (the C _asyncio.Future), its set_result
+ * descriptor, BaseEventLoop.create_future (a loop whose type still has it
+ * gets Future(loop=loop) directly), ("loop",) as kwnames. */
+static PyObject *future_type, *future_set_result, *stock_create_future,
+    *kwnames_loop;
+/* The last loop type asked about, and whether its create_future is the
+ * stock one. */
+static PyObject *loop_type_seen;
+static int loop_type_stock;
 
 /* The running loop of this thread while client_leave finishes requests,
  * asked once per batch of completions rather than once per request. */
@@ -422,11 +432,18 @@ request_resolve(RequestObject *r)
 	if (running == r->loop) {
 		PyObject *val = request_result(r);
 
-		res =
-		    val == NULL ? NULL
-		    : exc
-			? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
-			: PyObject_CallMethodOneArg(fut, str_set_result, val);
+		if (val == NULL)
+			res = NULL;
+		else if (exc != NULL)
+			res = PyObject_CallMethodOneArg(fut, str_set_exception,
+							exc);
+		else if (Py_TYPE(fut) == (PyTypeObject *)future_type)
+			res = PyObject_Vectorcall(future_set_result,
+						  (PyObject *[]){fut, val}, 2,
+						  NULL);
+		else
+			res =
+			    PyObject_CallMethodOneArg(fut, str_set_result, val);
 		Py_XDECREF(val);
 		/* a cancelled future keeps its cancellation */
 		if (res == NULL && PyErr_ExceptionMatches(invalid_state)) {
@@ -677,6 +694,26 @@ err:
 	return NULL;
 }
 
+/* loop.create_future(), without the Python-level call when the loop's
+ * is asyncio's own (which returns Future(loop=self)). */
+static PyObject *
+loop_create_future(PyObject *loop)
+{
+	PyObject *type = (PyObject *)Py_TYPE(loop), *m;
+
+	if (type != loop_type_seen) {
+		m = PyObject_GetAttr(type, str_create_future);
+		if (m == NULL)
+			return NULL;
+		loop_type_stock = m == stock_create_future;
+		Py_DECREF(m);
+		Py_XSETREF(loop_type_seen, Py_NewRef(type));
+	}
+	if (loop_type_stock)
+		return PyObject_Vectorcall(future_type, &loop, 0, kwnames_loop);
+	return PyObject_CallMethodNoArgs(loop, str_create_future);
+}
+
 static PyObject *
 request_future(RequestObject *r, PyObject *unused)
 {
@@ -693,7 +730,7 @@ request_future(RequestObject *r, PyObject *unused)
 				"Request.future() needs a running event loop");
 		return NULL;
 	}
-	fut = PyObject_CallMethodNoArgs(loop, str_create_future);
+	fut = loop_create_future(loop);
 	if (fut == NULL)
 		goto err_loop;
 	r->future = fut;
@@ -721,7 +758,12 @@ request_await(RequestObject *r)
 
 	if (fut == NULL)
 		return NULL;
-	it = PyObject_CallMethodNoArgs(fut, str_await);
+	/* asyncio.Future's am_await slot, else its __await__ */
+	if (Py_TYPE(fut)->tp_as_async != NULL &&
+	    Py_TYPE(fut)->tp_as_async->am_await != NULL)
+		it = Py_TYPE(fut)->tp_as_async->am_await(fut);
+	else
+		it = PyObject_CallMethodNoArgs(fut, str_await);
 	Py_DECREF(fut);
 	return it;
 }
@@ -1368,6 +1410,13 @@ client_import_remote(ClientObject *c, PyObject *args)
 }
 
 /* put and get share their arguments and submission. */
+static PyObject *transfer_submit(ClientObject *c, RegionObject *reg,
+				 unsigned long long off, RemoteObject *rem,
+				 unsigned long long roff,
+				 unsigned long long len, PyObject *cb,
+				 PyObject *ud, int remote_completion,
+				 int is_put);
+
 static PyObject *
 client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 {
@@ -1380,15 +1429,27 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	unsigned long long off, roff, len;
 	PyObject *cb = Py_None, *ud = Py_None;
 	int remote_completion = 0;
-	RequestObject *r;
-	rma_status_t st;
-	char detail[512];
 
 	if (!PyArg_ParseTupleAndKeywords(
 		args, kw, is_put ? "O!KO!KK|OO$p:put" : "O!KO!KK|OO$p:get",
 		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
 		&cb, &ud, &remote_completion))
 		return NULL;
+	return transfer_submit(c, reg, off, rem, roff, len, cb, ud,
+			       remote_completion, is_put);
+}
+
+/* The submission of a parsed put or get. */
+static PyObject *
+transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
+		RemoteObject *rem, unsigned long long roff,
+		unsigned long long len, PyObject *cb, PyObject *ud,
+		int remote_completion, int is_put)
+{
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
 	if (reg->client != c || rem->client != c)
 		return error_raise(RMA_ERR_INVALID,
 				   "region or remote of another client");
@@ -1424,16 +1485,67 @@ err_request:
 	return NULL;
 }
 
+/* put and get are called once per operation: positional calls with
+ * exact types skip the general parser; the rest go through it (with its
+ * error messages). */
 static PyObject *
-client_put(ClientObject *c, PyObject *args, PyObject *kw)
+client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
+		     PyObject *kwnames, int is_put)
 {
-	return client_transfer(c, args, kw, 1);
+	PyObject *tuple, *kw = NULL, *res;
+
+	if (kwnames == NULL && nargs >= 5 && nargs <= 7 &&
+	    Py_IS_TYPE(args[0], &RegionType) && PyLong_CheckExact(args[1]) &&
+	    Py_IS_TYPE(args[2], &RemoteType) && PyLong_CheckExact(args[3]) &&
+	    PyLong_CheckExact(args[4])) {
+		/* "K" of the general parser: no overflow check */
+		return transfer_submit(c, (RegionObject *)args[0],
+				       PyLong_AsUnsignedLongLongMask(args[1]),
+				       (RemoteObject *)args[2],
+				       PyLong_AsUnsignedLongLongMask(args[3]),
+				       PyLong_AsUnsignedLongLongMask(args[4]),
+				       nargs > 5 ? args[5] : Py_None,
+				       nargs > 6 ? args[6] : Py_None, 0,
+				       is_put);
+	}
+	tuple = PyTuple_New(nargs);
+	if (tuple == NULL)
+		return NULL;
+	for (Py_ssize_t i = 0; i < nargs; i++)
+		PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+	if (kwnames != NULL) {
+		if ((kw = PyDict_New()) == NULL)
+			goto out;
+		for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+			if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i),
+					   args[nargs + i]) < 0)
+				goto out;
+	}
+	res = client_transfer(c, tuple, kw, is_put);
+	Py_DECREF(tuple);
+	Py_XDECREF(kw);
+	return res;
+
+out:
+	Py_DECREF(tuple);
+	Py_XDECREF(kw);
+	return NULL;
 }
 
 static PyObject *
-client_get(ClientObject *c, PyObject *args, PyObject *kw)
+client_put(ClientObject *c, PyObject *const *args, size_t nargsf,
+	   PyObject *kwnames)
 {
-	return client_transfer(c, args, kw, 0);
+	return client_transfer_fast(c, args, PyVectorcall_NARGS(nargsf),
+				    kwnames, 1);
+}
+
+static PyObject *
+client_get(ClientObject *c, PyObject *const *args, size_t nargsf,
+	   PyObject *kwnames)
+{
+	return client_transfer_fast(c, args, PyVectorcall_NARGS(nargsf),
+				    kwnames, 0);
 }
 
 /* Atomic op names, as rma_atomic_op_t's (underscores work as dashes). */
@@ -1773,14 +1885,14 @@ static PyMethodDef client_methods[] = {
      "import_remote(peer, descriptor) -> Remote\n\nResolve a descriptor "
      "with its owner through peer."},
     {"put", (PyCFunction)(void (*)(void))client_put,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "put(region, offset, remote, remote_offset, length, callback=None, "
      "user_data=None, *, remote_completion=False) -> Request\n\nStart a "
      "put; callback(request, status, user_data) runs exactly once, where "
      "progress runs. Errors found before submission raise; errors found "
      "by the daemon arrive as the request's status."},
     {"get", (PyCFunction)(void (*)(void))client_get,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "get(region, offset, remote, remote_offset, length, callback=None, "
      "user_data=None) -> Request\n\nStart a get, as put()."},
     {"atomic", (PyCFunction)(void (*)(void))client_atomic,
@@ -1913,6 +2025,18 @@ PyInit__rma(void)
 	if ((mod = PyImport_ImportModule("asyncio")) == NULL)
 		goto err;
 	get_running_loop = PyObject_GetAttrString(mod, "_get_running_loop");
+	future_type = PyObject_GetAttrString(mod, "Future");
+	future_set_result =
+	    future_type ? PyObject_GetAttrString(future_type, "set_result")
+			: NULL;
+	{
+		PyObject *bel = PyObject_GetAttrString(mod, "BaseEventLoop");
+
+		stock_create_future =
+		    bel ? PyObject_GetAttrString(bel, "create_future") : NULL;
+		Py_XDECREF(bel);
+	}
+	kwnames_loop = Py_BuildValue("(s)", "loop");
 	invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
 	Py_DECREF(mod);
 	str_set_result = PyUnicode_InternFromString("set_result");
@@ -1926,7 +2050,9 @@ PyInit__rma(void)
 	if (errors_make == NULL || get_running_loop == NULL ||
 	    resolve_threadsafe == NULL || invalid_state == NULL ||
 	    str_set_result == NULL || str_set_exception == NULL ||
-	    str_create_future == NULL || str_await == NULL)
+	    str_create_future == NULL || str_await == NULL ||
+	    future_type == NULL || future_set_result == NULL ||
+	    stock_create_future == NULL || kwnames_loop == NULL)
 		goto err;
 	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

@@ -39,6 +39,7 @@
 #include "rma.h"
 
 typedef struct pyrequest RequestObject;
+typedef struct waiter WaiterObject;
 
 typedef struct {
 	PyObject_HEAD rma_client_t *rc; /* NULL once disconnected */
@@ -86,11 +87,12 @@ typedef struct {
 struct pyrequest {
 	PyObject_HEAD ClientObject *client;
 	PyObject *callback, *user_data, *future;
-	PyObject *loop;	    /* the future's */
-	rma_request_t *req; /* librma's, until its completion is handled */
-	int finished;	    /* request_finish ran */
-	int is_atomic;	    /* the result is the word's old value */
-	int status;	    /* RMA_INPROGRESS until finished */
+	WaiterObject *waiter; /* of the await in progress, until resolved */
+	PyObject *loop;	      /* the future's */
+	rma_request_t *req;   /* librma's, until its completion is handled */
+	int finished;	      /* request_finish ran */
+	int is_atomic;	      /* the result is the word's old value */
+	int status;	      /* RMA_INPROGRESS until finished */
 	unsigned long long bytes, value;
 	char *detail; /* malloc'd, NULL for "" */
 	/* written by request_on_complete, read by request_finish */
@@ -356,6 +358,410 @@ client_disconnect(ClientObject *c)
 	client_leave(c);
 }
 
+/* ---- Waiter: what `await request` yields to its Task ----
+ *
+ * An asyncio.Future per operation costs a loop.call_soon() (a Handle, a
+ * turn of the loop) to wake the awaiting Task. A Waiter is as much of the
+ * Future protocol as asyncio's Task uses (_asyncio_future_blocking,
+ * get_loop, add_done_callback, cancel, result, done, cancelled,
+ * exception, remove_done_callback), so a Task can await it; when its
+ * request completes in the loop's reader (no Task running then), the
+ * Task's wakeup runs at once, in its context, in the same turn, instead of
+ * through call_soon. Anywhere else (a completion in request.wait(), in
+ * progress() inside a Task, in another thread, a cancel) the callbacks go
+ * through call_soon / call_soon_threadsafe as a Future's do.
+ * Request.future() still gives a real asyncio.Future. */
+
+enum { WAITER_PENDING, WAITER_DONE, WAITER_CANCELLED };
+
+struct waiter {
+	PyObject_HEAD PyObject *loop;
+	PyObject *result, *exception, *cancel_msg;
+	PyObject *cb0, *ctx0; /* the first callback inline: the usual one */
+	PyObject *more;	      /* list of (fn, ctx) for the others */
+	int state, blocking, yielded;
+};
+
+static PyTypeObject WaiterType;
+static PyObject *cancelled_error, *str_call_soon, *str_call_soon_threadsafe,
+    *kwnames_context;
+/* Set while this thread runs the loop's reader of a client: no Task is
+ * running, so Task wakeups may run directly. */
+static __thread int waiter_direct_ok;
+
+static WaiterObject *
+waiter_new(PyObject *loop)
+{
+	WaiterObject *w = PyObject_GC_New(WaiterObject, &WaiterType);
+
+	if (w == NULL)
+		return NULL;
+	w->loop = Py_NewRef(loop);
+	w->result = w->exception = w->cancel_msg = NULL;
+	w->cb0 = w->ctx0 = w->more = NULL;
+	w->state = WAITER_PENDING;
+	w->blocking = w->yielded = 0;
+	PyObject_GC_Track(w);
+	return w;
+}
+
+static int
+waiter_traverse(WaiterObject *w, visitproc visit, void *arg)
+{
+	Py_VISIT(w->loop);
+	Py_VISIT(w->result);
+	Py_VISIT(w->exception);
+	Py_VISIT(w->cancel_msg);
+	Py_VISIT(w->cb0);
+	Py_VISIT(w->ctx0);
+	Py_VISIT(w->more);
+	return 0;
+}
+
+static int
+waiter_clear(WaiterObject *w)
+{
+	Py_CLEAR(w->loop);
+	Py_CLEAR(w->result);
+	Py_CLEAR(w->exception);
+	Py_CLEAR(w->cancel_msg);
+	Py_CLEAR(w->cb0);
+	Py_CLEAR(w->ctx0);
+	Py_CLEAR(w->more);
+	return 0;
+}
+
+static void
+waiter_dealloc(WaiterObject *w)
+{
+	PyObject_GC_UnTrack(w);
+	waiter_clear(w);
+	Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+/* fn(w) in ctx through the loop: call_soon, or call_soon_threadsafe
+ * from another thread. */
+static int
+waiter_schedule(WaiterObject *w, PyObject *fn, PyObject *ctx, int threadsafe)
+{
+	PyObject *args[4] = {w->loop, fn, (PyObject *)w, ctx};
+	PyObject *res;
+
+	res = PyObject_VectorcallMethod(
+	    threadsafe ? str_call_soon_threadsafe : str_call_soon, args, 3,
+	    ctx != NULL && ctx != Py_None ? kwnames_context : NULL);
+	if (res == NULL)
+		return -1;
+	Py_DECREF(res);
+	return 0;
+}
+
+/* fn(w) in ctx, now: only while waiter_direct_ok. */
+static void
+waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx)
+{
+	PyObject *res;
+	int entered = ctx != NULL && ctx != Py_None;
+
+	if (entered && PyContext_Enter(ctx) < 0) {
+		/* that context is running already: take the loop's way */
+		PyErr_Clear();
+		if (waiter_schedule(w, fn, ctx, 0) < 0)
+			PyErr_WriteUnraisable(fn);
+		return;
+	}
+	waiter_direct_ok = 0; /* a Task runs now */
+	res = PyObject_CallOneArg(fn, (PyObject *)w);
+	waiter_direct_ok = 1;
+	if (res == NULL)
+		PyErr_WriteUnraisable(fn);
+	Py_XDECREF(res);
+	if (entered && PyContext_Exit(ctx) < 0)
+		PyErr_WriteUnraisable(fn);
+}
+
+/* Runs or schedules the callbacks once the state is final. */
+static void
+waiter_fire(WaiterObject *w, int direct, int threadsafe)
+{
+	PyObject *fn = w->cb0, *ctx = w->ctx0, *more = w->more;
+
+	w->cb0 = w->ctx0 = w->more = NULL;
+	/* keep w alive through the callbacks */
+	Py_INCREF(w);
+	if (fn != NULL) {
+		if (direct)
+			waiter_run(w, fn, ctx);
+		else if (waiter_schedule(w, fn, ctx, threadsafe) < 0)
+			PyErr_WriteUnraisable(fn);
+	}
+	Py_XDECREF(fn);
+	Py_XDECREF(ctx);
+	if (more != NULL) {
+		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(more); i++) {
+			PyObject *t = PyList_GET_ITEM(more, i);
+			PyObject *f = PyTuple_GET_ITEM(t, 0);
+			PyObject *cx = PyTuple_GET_ITEM(t, 1);
+
+			if (direct)
+				waiter_run(w, f, cx);
+			else if (waiter_schedule(w, f, cx, threadsafe) < 0)
+				PyErr_WriteUnraisable(f);
+		}
+		Py_DECREF(more);
+	}
+	Py_DECREF(w);
+}
+
+/* The request's outcome: steals neither reference. */
+static void
+waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
+		PyObject *running)
+{
+	int same = running == w->loop;
+
+	if (w->state != WAITER_PENDING)
+		return; /* cancelled meanwhile */
+	w->state = WAITER_DONE;
+	w->result = Py_NewRef(value);
+	w->exception = exc ? Py_NewRef(exc) : NULL;
+	waiter_fire(w, same && waiter_direct_ok, !same);
+}
+
+static PyObject *
+waiter_get_blocking(WaiterObject *w, void *unused)
+{
+	return PyBool_FromLong(w->blocking);
+}
+
+static int
+waiter_set_blocking(WaiterObject *w, PyObject *v, void *unused)
+{
+	int b = v ? PyObject_IsTrue(v) : 0;
+
+	if (b < 0)
+		return -1;
+	if (b)
+		return PyErr_SetString(PyExc_ValueError,
+				       "_asyncio_future_blocking can only be "
+				       "set to False"),
+		       -1;
+	w->blocking = 0;
+	return 0;
+}
+
+static PyObject *
+waiter_get_loop(WaiterObject *w, PyObject *unused)
+{
+	return Py_NewRef(w->loop);
+}
+
+static PyObject *
+waiter_add_done_callback(WaiterObject *w, PyObject *const *args, size_t nargsf,
+			 PyObject *kwnames)
+{
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+	PyObject *fn, *ctx = Py_None, *t;
+
+	if (nargs != 1 || (kwnames != NULL && (PyTuple_GET_SIZE(kwnames) != 1 ||
+					       PyUnicode_CompareWithASCIIString(
+						   PyTuple_GET_ITEM(kwnames, 0),
+						   "context") != 0))) {
+		PyErr_SetString(PyExc_TypeError,
+				"add_done_callback(fn, *, context=None)");
+		return NULL;
+	}
+	fn = args[0];
+	if (kwnames != NULL)
+		ctx = args[1];
+	if (w->state != WAITER_PENDING) {
+		if (waiter_schedule(w, fn, ctx, 0) < 0)
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	if (w->cb0 == NULL) {
+		w->cb0 = Py_NewRef(fn);
+		w->ctx0 = Py_NewRef(ctx);
+		Py_RETURN_NONE;
+	}
+	if (w->more == NULL && (w->more = PyList_New(0)) == NULL)
+		return NULL;
+	if ((t = PyTuple_Pack(2, fn, ctx)) == NULL)
+		return NULL;
+	if (PyList_Append(w->more, t) < 0) {
+		Py_DECREF(t);
+		return NULL;
+	}
+	Py_DECREF(t);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+waiter_remove_done_callback(WaiterObject *w, PyObject *fn)
+{
+	Py_ssize_t n = 0;
+
+	if (w->cb0 != NULL && w->cb0 == fn) {
+		Py_CLEAR(w->cb0);
+		Py_CLEAR(w->ctx0);
+		n++;
+	}
+	if (w->more != NULL) {
+		PyObject *keep = PyList_New(0);
+
+		if (keep == NULL)
+			return NULL;
+		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(w->more); i++) {
+			PyObject *t = PyList_GET_ITEM(w->more, i);
+
+			if (PyTuple_GET_ITEM(t, 0) == fn)
+				n++;
+			else if (PyList_Append(keep, t) < 0) {
+				Py_DECREF(keep);
+				return NULL;
+			}
+		}
+		Py_SETREF(w->more, keep);
+	}
+	return PyLong_FromSsize_t(n);
+}
+
+static PyObject *
+waiter_cancel(WaiterObject *w, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"msg", NULL};
+	PyObject *msg = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:cancel", kwlist, &msg))
+		return NULL;
+	if (w->state != WAITER_PENDING)
+		Py_RETURN_FALSE;
+	w->state = WAITER_CANCELLED;
+	w->cancel_msg = Py_NewRef(msg);
+	waiter_fire(w, 0, 0);
+	Py_RETURN_TRUE;
+}
+
+static PyObject *
+waiter_cancelled_exc(WaiterObject *w)
+{
+	return w->cancel_msg != NULL && w->cancel_msg != Py_None
+		   ? PyObject_CallOneArg(cancelled_error, w->cancel_msg)
+		   : PyObject_CallNoArgs(cancelled_error);
+}
+
+static PyObject *
+waiter_result(WaiterObject *w, PyObject *unused)
+{
+	PyObject *exc;
+
+	if (w->state == WAITER_PENDING) {
+		PyErr_SetString(invalid_state, "Result is not set.");
+		return NULL;
+	}
+	if (w->state == WAITER_CANCELLED) {
+		if ((exc = waiter_cancelled_exc(w)) != NULL) {
+			PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+			Py_DECREF(exc);
+		}
+		return NULL;
+	}
+	if (w->exception != NULL) {
+		PyErr_SetObject((PyObject *)Py_TYPE(w->exception),
+				w->exception);
+		return NULL;
+	}
+	return Py_NewRef(w->result);
+}
+
+static PyObject *
+waiter_exception(WaiterObject *w, PyObject *unused)
+{
+	if (w->state != WAITER_DONE)
+		return waiter_result(w, NULL); /* raises as a Future's */
+	return Py_NewRef(w->exception ? w->exception : Py_None);
+}
+
+static PyObject *
+waiter_done(WaiterObject *w, PyObject *unused)
+{
+	return PyBool_FromLong(w->state != WAITER_PENDING);
+}
+
+static PyObject *
+waiter_cancelled(WaiterObject *w, PyObject *unused)
+{
+	return PyBool_FromLong(w->state == WAITER_CANCELLED);
+}
+
+/* The await: yield the waiter once to the Task, then give the result. */
+static PyObject *
+waiter_iternext(WaiterObject *w)
+{
+	PyObject *res;
+
+	if (w->state == WAITER_PENDING) {
+		if (w->yielded) {
+			PyErr_SetString(PyExc_RuntimeError,
+					"await wasn't used with future");
+			return NULL;
+		}
+		w->yielded = 1;
+		w->blocking = 1;
+		return Py_NewRef(w);
+	}
+	res = waiter_result(w, NULL);
+	if (res == NULL)
+		return NULL;
+	if (res != Py_None)
+		PyErr_SetObject(PyExc_StopIteration, res);
+	Py_DECREF(res);
+	return NULL;
+}
+
+static PyObject *
+waiter_repr(WaiterObject *w)
+{
+	return PyUnicode_FromFormat(
+	    "<rma._Waiter %s>", w->state == WAITER_PENDING     ? "pending"
+				: w->state == WAITER_CANCELLED ? "cancelled"
+							       : "finished");
+}
+
+static PyMethodDef waiter_methods[] = {
+    {"get_loop", (PyCFunction)waiter_get_loop, METH_NOARGS, NULL},
+    {"add_done_callback", (PyCFunction)(void (*)(void))waiter_add_done_callback,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"remove_done_callback", (PyCFunction)waiter_remove_done_callback, METH_O,
+     NULL},
+    {"cancel", (PyCFunction)(void (*)(void))waiter_cancel,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"result", (PyCFunction)waiter_result, METH_NOARGS, NULL},
+    {"exception", (PyCFunction)waiter_exception, METH_NOARGS, NULL},
+    {"done", (PyCFunction)waiter_done, METH_NOARGS, NULL},
+    {"cancelled", (PyCFunction)waiter_cancelled, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyGetSetDef waiter_getset[] = {{"_asyncio_future_blocking",
+				       (getter)waiter_get_blocking,
+				       (setter)waiter_set_blocking, NULL, NULL},
+				      {NULL}};
+
+static PyTypeObject WaiterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma._Waiter",
+    .tp_basicsize = sizeof(WaiterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "What awaiting a Request yields to its asyncio Task.",
+    .tp_dealloc = (destructor)waiter_dealloc,
+    .tp_traverse = (traverseproc)waiter_traverse,
+    .tp_clear = (inquiry)waiter_clear,
+    .tp_repr = (reprfunc)waiter_repr,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)waiter_iternext,
+    .tp_methods = waiter_methods,
+    .tp_getset = waiter_getset,
+};
+
 /* ---- Request ---- */
 
 static int
@@ -364,6 +770,7 @@ request_traverse(RequestObject *r, visitproc visit, void *arg)
 	Py_VISIT(r->callback);
 	Py_VISIT(r->user_data);
 	Py_VISIT(r->future);
+	Py_VISIT(r->waiter);
 	Py_VISIT(r->loop);
 	Py_VISIT(r->client);
 	return 0;
@@ -375,6 +782,7 @@ request_clear(RequestObject *r)
 	Py_CLEAR(r->callback);
 	Py_CLEAR(r->user_data);
 	Py_CLEAR(r->future);
+	Py_CLEAR(r->waiter);
 	Py_CLEAR(r->loop);
 	return 0;
 }
@@ -467,6 +875,37 @@ report:
 	Py_XDECREF(exc);
 }
 
+/* Completes the waiter of an await in progress (see Waiter). */
+static void
+request_resolve_waiter(RequestObject *r)
+{
+	WaiterObject *w = r->waiter;
+	PyObject *exc = NULL, *val, *running;
+
+	if (w == NULL)
+		return;
+	r->waiter = NULL; /* ours, now the local w's */
+	if (r->status != RMA_OK && (exc = request_error(r)) == NULL)
+		goto report;
+	if ((val = request_result(r)) == NULL)
+		goto report;
+	if ((running = running_loop()) == NULL) {
+		Py_DECREF(val);
+		goto report;
+	}
+	waiter_complete(w, val, exc, running);
+	Py_DECREF(running);
+	Py_DECREF(val);
+	Py_XDECREF(exc);
+	Py_DECREF(w);
+	return;
+
+report:
+	PyErr_WriteUnraisable((PyObject *)w);
+	Py_XDECREF(exc);
+	Py_DECREF(w);
+}
+
 /* Reports an exception a callback raised: to the loop's exception
  * handler when the loop is running here, else sys.unraisablehook. */
 static void
@@ -546,6 +985,7 @@ request_finish(RequestObject *r, int status, unsigned long long bytes,
 	Py_XDECREF(cb);
 	Py_XDECREF(ud);
 	request_resolve(r);
+	request_resolve_waiter(r);
 }
 
 static RequestObject *
@@ -567,6 +1007,7 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 	r->user_data =
 	    user_data && user_data != Py_None ? Py_NewRef(user_data) : NULL;
 	r->future = NULL;
+	r->waiter = NULL;
 	r->loop = NULL;
 	r->req = NULL;
 	r->finished = 0;
@@ -754,7 +1195,36 @@ err_loop:
 static PyObject *
 request_await(RequestObject *r)
 {
-	PyObject *fut = request_future(r, NULL), *it;
+	PyObject *fut, *it, *loop;
+	WaiterObject *w;
+
+	/* The usual await: a pending request awaited once, no future asked
+	 * for. Others (a second await, a completed request, future() used)
+	 * go through the asyncio.Future. */
+	if (r->future == NULL && r->waiter == NULL && !r->finished &&
+	    r->client->rc != NULL && !r->client->closed) {
+		loop = PyObject_CallNoArgs(get_running_loop);
+		if (loop == NULL)
+			return NULL;
+		if (loop == Py_None) {
+			Py_DECREF(loop);
+			PyErr_SetString(PyExc_RuntimeError,
+					"awaiting a Request needs a running "
+					"event loop");
+			return NULL;
+		}
+		if (!client_watch(r->client, loop)) {
+			Py_DECREF(loop);
+			return NULL;
+		}
+		w = waiter_new(loop);
+		Py_DECREF(loop);
+		if (w == NULL)
+			return NULL;
+		r->waiter = (WaiterObject *)Py_NewRef(w);
+		return (PyObject *)w;
+	}
+	fut = request_future(r, NULL);
 
 	if (fut == NULL)
 		return NULL;
@@ -1807,13 +2277,17 @@ client_progress(ClientObject *c, PyObject *unused)
 static PyObject *
 client_on_readable(ClientObject *c, PyObject *unused)
 {
-	int gone;
+	int gone, ok, saved = waiter_direct_ok;
 
 	if (c->closed || c->rc == NULL) {
 		client_unwatch(c);
 		Py_RETURN_NONE;
 	}
-	if (!client_progress_once(c, &gone))
+	/* the loop runs this reader as a Handle: no Task is running */
+	waiter_direct_ok = 1;
+	ok = client_progress_once(c, &gone);
+	waiter_direct_ok = saved;
+	if (!ok)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -2016,7 +2490,8 @@ PyInit__rma(void)
 	    mod_add_type(m, &RegionType, "Region") < 0 ||
 	    mod_add_type(m, &PeerType, "Peer") < 0 ||
 	    mod_add_type(m, &RemoteType, "Remote") < 0 ||
-	    mod_add_type(m, &RequestType, "Request") < 0)
+	    mod_add_type(m, &RequestType, "Request") < 0 ||
+	    mod_add_type(m, &WaiterType, "_Waiter") < 0)
 		goto err;
 	if ((mod = PyImport_ImportModule("rma.errors")) == NULL)
 		goto err;
@@ -2037,6 +2512,11 @@ PyInit__rma(void)
 		Py_XDECREF(bel);
 	}
 	kwnames_loop = Py_BuildValue("(s)", "loop");
+	kwnames_context = Py_BuildValue("(s)", "context");
+	cancelled_error = PyObject_GetAttrString(mod, "CancelledError");
+	str_call_soon = PyUnicode_InternFromString("call_soon");
+	str_call_soon_threadsafe =
+	    PyUnicode_InternFromString("call_soon_threadsafe");
 	invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
 	Py_DECREF(mod);
 	str_set_result = PyUnicode_InternFromString("set_result");
@@ -2052,7 +2532,9 @@ PyInit__rma(void)
 	    str_set_result == NULL || str_set_exception == NULL ||
 	    str_create_future == NULL || str_await == NULL ||
 	    future_type == NULL || future_set_result == NULL ||
-	    stock_create_future == NULL || kwnames_loop == NULL)
+	    stock_create_future == NULL || kwnames_loop == NULL ||
+	    kwnames_context == NULL || cancelled_error == NULL ||
+	    str_call_soon == NULL || str_call_soon_threadsafe == NULL)
 		goto err;
 	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

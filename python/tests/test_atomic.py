@@ -197,3 +197,52 @@ def test_cancel_unsent(link):
             await fut
 
     asyncio.run(main())
+
+
+def test_await_waiter_paths(two):
+    """The awaits behind the fast path: a failure that arrives later, a
+    Task cancelled while it waits, two awaits of one request, gather and
+    wait_for on requests directly, an atomic's value through each."""
+    a, b = two
+    with rma.Client(b.socket) as cb, rma.Client(a.socket) as c:
+        rb = cb.alloc(4096)
+        peer = c.peer(b.listen)
+        remote = c.import_remote(peer, rb.descriptor())
+        ro = c.import_remote(peer, rb.read_only_descriptor())
+        r = c.alloc(4096)
+
+        async def main():
+            # sent, refused by the owner later: raised through the waiter
+            req = c.put(r, 0, ro, 0, 8)
+            assert not req.done()
+            with pytest.raises(rma.Permission):
+                await req
+            # a Task cancelled while it waits; the operation still
+            # completes, its result seen through wait() and future()
+            req = c.atomic(remote, 0, "fetch-add", 5)
+
+            async def waiter():
+                return await req
+
+            t = asyncio.ensure_future(waiter())
+            await asyncio.sleep(0)  # t now waits on the request
+            assert t.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await t
+            assert await req.future() == 0 and req.value == 0
+            # two Tasks awaiting one request
+            req = c.atomic(remote, 0, "fetch-add", 1)
+
+            async def aw():
+                return await req
+
+            assert await asyncio.gather(aw(), aw()) == [5, 5]
+            # gather / wait_for on requests themselves
+            olds = await asyncio.gather(
+                *[c.atomic(remote, 0, "add", 1) for _ in range(3)])
+            assert sorted(olds) == [6, 7, 8]
+            assert await asyncio.wait_for(
+                c.atomic(remote, 0, "add", 0), 10) == 9
+
+        asyncio.run(main())
+        assert word(rb, 0) == 9

@@ -1299,7 +1299,8 @@ static PyMethodDef request_methods[] = {
      "stays valid and may complete later)."},
     {"future", (PyCFunction)request_future, METH_NOARGS,
      "future() -> asyncio.Future\n\nThe future of this request on the "
-     "running loop (created once): its result is None, or the request's "
+     "running loop (created once): its result is None (an atomic's old "
+     "value), or the request's "
      "error. Registers the client's fd with the loop."},
     {"error", (PyCFunction)request_error_method, METH_NOARGS,
      "error() -> rma.Error | None\n\nThe exception for a failed request."},
@@ -1332,8 +1333,10 @@ static PyTypeObject RequestType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Request",
     .tp_basicsize = sizeof(RequestObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "One put, get or flush. Awaitable: `await request` returns "
-	      "when it completes and raises its error if it failed.",
+    .tp_doc = "One put, get, flush, atomic or vectored transfer. "
+	      "Awaitable: `await request` returns when it completes (an "
+	      "atomic's old value, else None) and raises its error if it "
+	      "failed.",
     .tp_dealloc = (destructor)request_dealloc,
     .tp_traverse = (traverseproc)request_traverse,
     .tp_clear = (inquiry)request_clear,

@@ -246,3 +246,22 @@ def test_await_waiter_paths(two):
 
         asyncio.run(main())
         assert word(rb, 0) == 9
+
+
+def test_awaits_completed_by_another_thread(link):
+    """Completions read by a thread's wait() reach the loop's waiting
+    Tasks through call_soon_threadsafe, with their values."""
+    c, _, remote, _, rb = link
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        reqs = [c.atomic(remote, 200, "fetch-add", 1) for _ in range(500)]
+        waits = [asyncio.ensure_future(_await(q)) for q in reqs]
+        await asyncio.sleep(0)  # every Task waits on its request now
+        # the executor's thread makes progress (and reads completions)
+        # while this loop is parked in the executor's future
+        await loop.run_in_executor(None, lambda: c.flush().wait(10))
+        return await asyncio.wait_for(asyncio.gather(*waits), 10)
+
+    assert sorted(asyncio.run(main())) == list(range(500))
+    assert word(rb, 200) == 500

@@ -2,7 +2,8 @@
 """Typing stubs of the rma package (the C extension rma._rma)."""
 
 import asyncio
-from typing import Any, Callable, Generator, Optional, TypeVar
+from typing import (Any, Callable, Generator, Literal, Optional, Sequence,
+                    Tuple, TypeVar)
 
 from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ProtocolError as ProtocolError, NoMemory as NoMemory,
@@ -61,6 +62,9 @@ class Region:
     def __len__(self) -> int: ...
     def __buffer__(self, flags: int) -> memoryview: ...
     def descriptor(self) -> str: ...
+    def read_only_descriptor(self) -> str:
+        """A descriptor allowing gets only: puts and atomics through it
+        fail with rma.Permission."""
     def free(self) -> None: ...
 
 
@@ -83,8 +87,14 @@ class Remote:
     def release(self) -> None: ...
 
 
+AtomicOp = Literal["add", "fetch-add", "swap", "cswap", "and", "or", "xor",
+                   "fetch-and", "fetch-or", "fetch-xor"]
+Piece = Tuple[int, int, int]  # (offset, remote_offset, length)
+
+
 class Request:
-    """One put, get or flush; awaitable."""
+    """One put, get, flush, atomic or vectored transfer; awaitable (an
+    atomic's await gives the word's old value, the others' None)."""
     @property
     def status(self) -> int: ...
     @property
@@ -93,9 +103,15 @@ class Request:
     def bytes(self) -> int: ...
     def done(self) -> bool: ...
     def wait(self, timeout: Optional[float] = None) -> None: ...
-    def future(self) -> "asyncio.Future[None]": ...
+    def future(self) -> "asyncio.Future[Optional[int]]": ...
+    @property
+    def value(self) -> Optional[int]:
+        """An atomic's old value once it completed with OK, else None."""
     def error(self) -> Optional[Error]: ...
-    def __await__(self) -> Generator[Any, None, None]: ...
+    def cancel(self) -> bool:
+        """Cancel if not yet sent to the daemon (then it fails with
+        rma.Canceled before this returns): True; else False."""
+    def __await__(self) -> Generator[Any, None, Optional[int]]: ...
 
 
 class Client:
@@ -125,5 +141,15 @@ class Client:
     def flush(self, peer: Optional[Peer] = None,
               callback: Optional[Callback] = None,
               user_data: Any = None) -> Request: ...
+    def atomic(self, remote: Remote, offset: int, op: AtomicOp, value: int,
+               compare: Optional[int] = None, width: int = 64,
+               callback: Optional[Callback] = None,
+               user_data: Any = None) -> Request: ...
+    def putv(self, region: Region, remote: Remote, pieces: Sequence[Piece],
+             callback: Optional[Callback] = None, user_data: Any = None, *,
+             remote_completion: bool = False) -> Request: ...
+    def getv(self, region: Region, remote: Remote, pieces: Sequence[Piece],
+             callback: Optional[Callback] = None,
+             user_data: Any = None) -> Request: ...
     def progress(self) -> None: ...
     def fileno(self) -> int: ...

@@ -2,15 +2,15 @@
 """Resolving a request's future from a thread other than its loop's."""
 
 
-def _set(fut, exc):
+def _set(fut, exc, value):
     if fut.cancelled():
         return
     if exc is None:
-        fut.set_result(None)
+        fut.set_result(value)
     else:
         fut.set_exception(exc)
 
 
-def resolve_threadsafe(fut, exc):
+def resolve_threadsafe(fut, exc, value=None):
     """Hand the outcome to the future's loop (called by the C extension)."""
-    fut.get_loop().call_soon_threadsafe(_set, fut, exc)
+    fut.get_loop().call_soon_threadsafe(_set, fut, exc, value)

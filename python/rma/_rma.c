@@ -40,6 +40,7 @@
 #include "rma.h"
 
 typedef struct pyrequest RequestObject;
+typedef struct waiter WaiterObject;
 
 typedef struct {
 	PyObject_HEAD rma_client_t *rc; /* NULL once disconnected */
@@ -87,14 +88,17 @@ typedef struct {
 struct pyrequest {
 	PyObject_HEAD ClientObject *client;
 	PyObject *callback, *user_data, *future;
-	PyObject *loop; /* the future's */
-	int finished;	/* request_finish ran */
-	int status;	/* RMA_INPROGRESS until finished */
-	unsigned long long bytes;
+	WaiterObject *waiter; /* of the await in progress, until resolved */
+	PyObject *loop;	      /* the future's */
+	rma_request_t *req;   /* librma's, until its completion is handled */
+	int finished;	      /* request_finish ran */
+	int is_atomic;	      /* the result is the word's old value */
+	int status;	      /* RMA_INPROGRESS until finished */
+	unsigned long long bytes, value;
 	char *detail; /* malloc'd, NULL for "" */
 	/* written by request_on_complete, read by request_finish */
 	int n_status;
-	unsigned long long n_bytes;
+	unsigned long long n_bytes, n_value;
 	char *n_detail;
 	RequestObject *next_done;
 	RequestObject *prev_live, *next_live;
@@ -109,6 +113,16 @@ static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
     *invalid_state;
 static PyObject *str_set_result, *str_set_exception, *str_create_future,
     *str_await;
+/* The await path, per operation, without Python-level calls where asyncio
+ * has C ones: asyncio.Future (the C _asyncio.Future), its set_result
+ * descriptor, BaseEventLoop.create_future (a loop whose type still has it
+ * gets Future(loop=loop) directly), ("loop",) as kwnames. */
+static PyObject *future_type, *future_set_result, *stock_create_future,
+    *kwnames_loop;
+/* The last loop type asked about, and whether its create_future is the
+ * stock one. */
+static PyObject *loop_type_seen;
+static int loop_type_stock;
 
 /* The running loop of this thread while client_leave finishes requests,
  * asked once per batch of completions rather than once per request. */
@@ -241,6 +255,13 @@ client_leave(ClientObject *c)
 
 	c->done = NULL;
 	c->done_tail = &c->done;
+	/* librma's handles go while the lock still serializes the client
+	 * (a handle outlives a disconnected client, so this is safe then
+	 * too) */
+	for (RequestObject *r = list; r != NULL; r = r->next_done) {
+		rma_request_release(r->req);
+		r->req = NULL;
+	}
 	PyThread_release_lock(c->lock);
 	if (list == NULL)
 		return;
@@ -255,6 +276,7 @@ client_leave(ClientObject *c)
 
 		list = r->next_done;
 		r->next_done = NULL;
+		r->value = r->n_value;
 		request_finish(r, r->n_status, r->n_bytes, r->n_detail);
 		r->n_detail = NULL;
 		/* the reference librma held, as user_data */
@@ -280,6 +302,7 @@ request_on_complete(rma_request_t *req, rma_status_t status, void *user_data)
 
 	r->n_status = status;
 	r->n_bytes = rma_request_bytes(req);
+	r->n_value = rma_request_value(req);
 	r->n_detail = detail && *detail ? strdup(detail) : NULL;
 	r->next_done = NULL;
 	*c->done_tail = r;
@@ -336,6 +359,410 @@ client_disconnect(ClientObject *c)
 	client_leave(c);
 }
 
+/* ---- Waiter: what `await request` yields to its Task ----
+ *
+ * An asyncio.Future per operation costs a loop.call_soon() (a Handle, a
+ * turn of the loop) to wake the awaiting Task. A Waiter is as much of the
+ * Future protocol as asyncio's Task uses (_asyncio_future_blocking,
+ * get_loop, add_done_callback, cancel, result, done, cancelled,
+ * exception, remove_done_callback), so a Task can await it; when its
+ * request completes in the loop's reader (no Task running then), the
+ * Task's wakeup runs at once, in its context, in the same turn, instead of
+ * through call_soon. Anywhere else (a completion in request.wait(), in
+ * progress() inside a Task, in another thread, a cancel) the callbacks go
+ * through call_soon / call_soon_threadsafe as a Future's do.
+ * Request.future() still gives a real asyncio.Future. */
+
+enum { WAITER_PENDING, WAITER_DONE, WAITER_CANCELLED };
+
+struct waiter {
+	PyObject_HEAD PyObject *loop;
+	PyObject *result, *exception, *cancel_msg;
+	PyObject *cb0, *ctx0; /* the first callback inline: the usual one */
+	PyObject *more;	      /* list of (fn, ctx) for the others */
+	int state, blocking, yielded;
+};
+
+static PyTypeObject WaiterType;
+static PyObject *cancelled_error, *str_call_soon, *str_call_soon_threadsafe,
+    *kwnames_context;
+/* Set while this thread runs the loop's reader of a client: no Task is
+ * running, so Task wakeups may run directly. */
+static __thread int waiter_direct_ok;
+
+static WaiterObject *
+waiter_new(PyObject *loop)
+{
+	WaiterObject *w = PyObject_GC_New(WaiterObject, &WaiterType);
+
+	if (w == NULL)
+		return NULL;
+	w->loop = Py_NewRef(loop);
+	w->result = w->exception = w->cancel_msg = NULL;
+	w->cb0 = w->ctx0 = w->more = NULL;
+	w->state = WAITER_PENDING;
+	w->blocking = w->yielded = 0;
+	PyObject_GC_Track(w);
+	return w;
+}
+
+static int
+waiter_traverse(WaiterObject *w, visitproc visit, void *arg)
+{
+	Py_VISIT(w->loop);
+	Py_VISIT(w->result);
+	Py_VISIT(w->exception);
+	Py_VISIT(w->cancel_msg);
+	Py_VISIT(w->cb0);
+	Py_VISIT(w->ctx0);
+	Py_VISIT(w->more);
+	return 0;
+}
+
+static int
+waiter_clear(WaiterObject *w)
+{
+	Py_CLEAR(w->loop);
+	Py_CLEAR(w->result);
+	Py_CLEAR(w->exception);
+	Py_CLEAR(w->cancel_msg);
+	Py_CLEAR(w->cb0);
+	Py_CLEAR(w->ctx0);
+	Py_CLEAR(w->more);
+	return 0;
+}
+
+static void
+waiter_dealloc(WaiterObject *w)
+{
+	PyObject_GC_UnTrack(w);
+	waiter_clear(w);
+	Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+/* fn(w) in ctx through the loop: call_soon, or call_soon_threadsafe
+ * from another thread. */
+static int
+waiter_schedule(WaiterObject *w, PyObject *fn, PyObject *ctx, int threadsafe)
+{
+	PyObject *args[4] = {w->loop, fn, (PyObject *)w, ctx};
+	PyObject *res;
+
+	res = PyObject_VectorcallMethod(
+	    threadsafe ? str_call_soon_threadsafe : str_call_soon, args, 3,
+	    ctx != NULL && ctx != Py_None ? kwnames_context : NULL);
+	if (res == NULL)
+		return -1;
+	Py_DECREF(res);
+	return 0;
+}
+
+/* fn(w) in ctx, now: only while waiter_direct_ok. */
+static void
+waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx)
+{
+	PyObject *res;
+	int entered = ctx != NULL && ctx != Py_None;
+
+	if (entered && PyContext_Enter(ctx) < 0) {
+		/* that context is running already: take the loop's way */
+		PyErr_Clear();
+		if (waiter_schedule(w, fn, ctx, 0) < 0)
+			PyErr_WriteUnraisable(fn);
+		return;
+	}
+	waiter_direct_ok = 0; /* a Task runs now */
+	res = PyObject_CallOneArg(fn, (PyObject *)w);
+	waiter_direct_ok = 1;
+	if (res == NULL)
+		PyErr_WriteUnraisable(fn);
+	Py_XDECREF(res);
+	if (entered && PyContext_Exit(ctx) < 0)
+		PyErr_WriteUnraisable(fn);
+}
+
+/* Runs or schedules the callbacks once the state is final. */
+static void
+waiter_fire(WaiterObject *w, int direct, int threadsafe)
+{
+	PyObject *fn = w->cb0, *ctx = w->ctx0, *more = w->more;
+
+	w->cb0 = w->ctx0 = w->more = NULL;
+	/* keep w alive through the callbacks */
+	Py_INCREF(w);
+	if (fn != NULL) {
+		if (direct)
+			waiter_run(w, fn, ctx);
+		else if (waiter_schedule(w, fn, ctx, threadsafe) < 0)
+			PyErr_WriteUnraisable(fn);
+	}
+	Py_XDECREF(fn);
+	Py_XDECREF(ctx);
+	if (more != NULL) {
+		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(more); i++) {
+			PyObject *t = PyList_GET_ITEM(more, i);
+			PyObject *f = PyTuple_GET_ITEM(t, 0);
+			PyObject *cx = PyTuple_GET_ITEM(t, 1);
+
+			if (direct)
+				waiter_run(w, f, cx);
+			else if (waiter_schedule(w, f, cx, threadsafe) < 0)
+				PyErr_WriteUnraisable(f);
+		}
+		Py_DECREF(more);
+	}
+	Py_DECREF(w);
+}
+
+/* The request's outcome: steals neither reference. */
+static void
+waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
+		PyObject *running)
+{
+	int same = running == w->loop;
+
+	if (w->state != WAITER_PENDING)
+		return; /* cancelled meanwhile */
+	w->state = WAITER_DONE;
+	w->result = Py_NewRef(value);
+	w->exception = exc ? Py_NewRef(exc) : NULL;
+	waiter_fire(w, same && waiter_direct_ok, !same);
+}
+
+static PyObject *
+waiter_get_blocking(WaiterObject *w, void *unused)
+{
+	return PyBool_FromLong(w->blocking);
+}
+
+static int
+waiter_set_blocking(WaiterObject *w, PyObject *v, void *unused)
+{
+	int b = v ? PyObject_IsTrue(v) : 0;
+
+	if (b < 0)
+		return -1;
+	if (b)
+		return PyErr_SetString(PyExc_ValueError,
+				       "_asyncio_future_blocking can only be "
+				       "set to False"),
+		       -1;
+	w->blocking = 0;
+	return 0;
+}
+
+static PyObject *
+waiter_get_loop(WaiterObject *w, PyObject *unused)
+{
+	return Py_NewRef(w->loop);
+}
+
+static PyObject *
+waiter_add_done_callback(WaiterObject *w, PyObject *const *args, size_t nargsf,
+			 PyObject *kwnames)
+{
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+	PyObject *fn, *ctx = Py_None, *t;
+
+	if (nargs != 1 || (kwnames != NULL && (PyTuple_GET_SIZE(kwnames) != 1 ||
+					       PyUnicode_CompareWithASCIIString(
+						   PyTuple_GET_ITEM(kwnames, 0),
+						   "context") != 0))) {
+		PyErr_SetString(PyExc_TypeError,
+				"add_done_callback(fn, *, context=None)");
+		return NULL;
+	}
+	fn = args[0];
+	if (kwnames != NULL)
+		ctx = args[1];
+	if (w->state != WAITER_PENDING) {
+		if (waiter_schedule(w, fn, ctx, 0) < 0)
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	if (w->cb0 == NULL) {
+		w->cb0 = Py_NewRef(fn);
+		w->ctx0 = Py_NewRef(ctx);
+		Py_RETURN_NONE;
+	}
+	if (w->more == NULL && (w->more = PyList_New(0)) == NULL)
+		return NULL;
+	if ((t = PyTuple_Pack(2, fn, ctx)) == NULL)
+		return NULL;
+	if (PyList_Append(w->more, t) < 0) {
+		Py_DECREF(t);
+		return NULL;
+	}
+	Py_DECREF(t);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+waiter_remove_done_callback(WaiterObject *w, PyObject *fn)
+{
+	Py_ssize_t n = 0;
+
+	if (w->cb0 != NULL && w->cb0 == fn) {
+		Py_CLEAR(w->cb0);
+		Py_CLEAR(w->ctx0);
+		n++;
+	}
+	if (w->more != NULL) {
+		PyObject *keep = PyList_New(0);
+
+		if (keep == NULL)
+			return NULL;
+		for (Py_ssize_t i = 0; i < PyList_GET_SIZE(w->more); i++) {
+			PyObject *t = PyList_GET_ITEM(w->more, i);
+
+			if (PyTuple_GET_ITEM(t, 0) == fn)
+				n++;
+			else if (PyList_Append(keep, t) < 0) {
+				Py_DECREF(keep);
+				return NULL;
+			}
+		}
+		Py_SETREF(w->more, keep);
+	}
+	return PyLong_FromSsize_t(n);
+}
+
+static PyObject *
+waiter_cancel(WaiterObject *w, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"msg", NULL};
+	PyObject *msg = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:cancel", kwlist, &msg))
+		return NULL;
+	if (w->state != WAITER_PENDING)
+		Py_RETURN_FALSE;
+	w->state = WAITER_CANCELLED;
+	w->cancel_msg = Py_NewRef(msg);
+	waiter_fire(w, 0, 0);
+	Py_RETURN_TRUE;
+}
+
+static PyObject *
+waiter_cancelled_exc(WaiterObject *w)
+{
+	return w->cancel_msg != NULL && w->cancel_msg != Py_None
+		   ? PyObject_CallOneArg(cancelled_error, w->cancel_msg)
+		   : PyObject_CallNoArgs(cancelled_error);
+}
+
+static PyObject *
+waiter_result(WaiterObject *w, PyObject *unused)
+{
+	PyObject *exc;
+
+	if (w->state == WAITER_PENDING) {
+		PyErr_SetString(invalid_state, "Result is not set.");
+		return NULL;
+	}
+	if (w->state == WAITER_CANCELLED) {
+		if ((exc = waiter_cancelled_exc(w)) != NULL) {
+			PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+			Py_DECREF(exc);
+		}
+		return NULL;
+	}
+	if (w->exception != NULL) {
+		PyErr_SetObject((PyObject *)Py_TYPE(w->exception),
+				w->exception);
+		return NULL;
+	}
+	return Py_NewRef(w->result);
+}
+
+static PyObject *
+waiter_exception(WaiterObject *w, PyObject *unused)
+{
+	if (w->state != WAITER_DONE)
+		return waiter_result(w, NULL); /* raises as a Future's */
+	return Py_NewRef(w->exception ? w->exception : Py_None);
+}
+
+static PyObject *
+waiter_done(WaiterObject *w, PyObject *unused)
+{
+	return PyBool_FromLong(w->state != WAITER_PENDING);
+}
+
+static PyObject *
+waiter_cancelled(WaiterObject *w, PyObject *unused)
+{
+	return PyBool_FromLong(w->state == WAITER_CANCELLED);
+}
+
+/* The await: yield the waiter once to the Task, then give the result. */
+static PyObject *
+waiter_iternext(WaiterObject *w)
+{
+	PyObject *res;
+
+	if (w->state == WAITER_PENDING) {
+		if (w->yielded) {
+			PyErr_SetString(PyExc_RuntimeError,
+					"await wasn't used with future");
+			return NULL;
+		}
+		w->yielded = 1;
+		w->blocking = 1;
+		return Py_NewRef(w);
+	}
+	res = waiter_result(w, NULL);
+	if (res == NULL)
+		return NULL;
+	if (res != Py_None)
+		PyErr_SetObject(PyExc_StopIteration, res);
+	Py_DECREF(res);
+	return NULL;
+}
+
+static PyObject *
+waiter_repr(WaiterObject *w)
+{
+	return PyUnicode_FromFormat(
+	    "<rma._Waiter %s>", w->state == WAITER_PENDING     ? "pending"
+				: w->state == WAITER_CANCELLED ? "cancelled"
+							       : "finished");
+}
+
+static PyMethodDef waiter_methods[] = {
+    {"get_loop", (PyCFunction)waiter_get_loop, METH_NOARGS, NULL},
+    {"add_done_callback", (PyCFunction)(void (*)(void))waiter_add_done_callback,
+     METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"remove_done_callback", (PyCFunction)waiter_remove_done_callback, METH_O,
+     NULL},
+    {"cancel", (PyCFunction)(void (*)(void))waiter_cancel,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"result", (PyCFunction)waiter_result, METH_NOARGS, NULL},
+    {"exception", (PyCFunction)waiter_exception, METH_NOARGS, NULL},
+    {"done", (PyCFunction)waiter_done, METH_NOARGS, NULL},
+    {"cancelled", (PyCFunction)waiter_cancelled, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyGetSetDef waiter_getset[] = {{"_asyncio_future_blocking",
+				       (getter)waiter_get_blocking,
+				       (setter)waiter_set_blocking, NULL, NULL},
+				      {NULL}};
+
+static PyTypeObject WaiterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma._Waiter",
+    .tp_basicsize = sizeof(WaiterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "What awaiting a Request yields to its asyncio Task.",
+    .tp_dealloc = (destructor)waiter_dealloc,
+    .tp_traverse = (traverseproc)waiter_traverse,
+    .tp_clear = (inquiry)waiter_clear,
+    .tp_repr = (reprfunc)waiter_repr,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)waiter_iternext,
+    .tp_methods = waiter_methods,
+    .tp_getset = waiter_getset,
+};
+
 /* ---- Request ---- */
 
 static int
@@ -344,6 +771,7 @@ request_traverse(RequestObject *r, visitproc visit, void *arg)
 	Py_VISIT(r->callback);
 	Py_VISIT(r->user_data);
 	Py_VISIT(r->future);
+	Py_VISIT(r->waiter);
 	Py_VISIT(r->loop);
 	Py_VISIT(r->client);
 	return 0;
@@ -355,6 +783,7 @@ request_clear(RequestObject *r)
 	Py_CLEAR(r->callback);
 	Py_CLEAR(r->user_data);
 	Py_CLEAR(r->future);
+	Py_CLEAR(r->waiter);
 	Py_CLEAR(r->loop);
 	return 0;
 }
@@ -386,6 +815,16 @@ request_error_method(RequestObject *r, PyObject *unused)
 	return request_error(r);
 }
 
+/* What awaiting a successful request gives: an atomic's old value, else
+ * None. */
+static PyObject *
+request_result(RequestObject *r)
+{
+	if (r->is_atomic && r->finished && r->status == RMA_OK)
+		return PyLong_FromUnsignedLongLong(r->value);
+	Py_RETURN_NONE;
+}
+
 /* Resolves the future, from the loop's own thread or through
  * call_soon_threadsafe. */
 static void
@@ -400,18 +839,34 @@ request_resolve(RequestObject *r)
 	if ((running = running_loop()) == NULL)
 		goto report;
 	if (running == r->loop) {
-		res =
-		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
-			: PyObject_CallMethodOneArg(fut, str_set_result,
-						    Py_None);
+		PyObject *val = request_result(r);
+
+		if (val == NULL)
+			res = NULL;
+		else if (exc != NULL)
+			res = PyObject_CallMethodOneArg(fut, str_set_exception,
+							exc);
+		else if (Py_TYPE(fut) == (PyTypeObject *)future_type)
+			res = PyObject_Vectorcall(future_set_result,
+						  (PyObject *[]){fut, val}, 2,
+						  NULL);
+		else
+			res =
+			    PyObject_CallMethodOneArg(fut, str_set_result, val);
+		Py_XDECREF(val);
 		/* a cancelled future keeps its cancellation */
 		if (res == NULL && PyErr_ExceptionMatches(invalid_state)) {
 			PyErr_Clear();
 			res = Py_NewRef(Py_None);
 		}
 	} else {
-		res = PyObject_CallFunctionObjArgs(resolve_threadsafe, fut,
-						   exc ? exc : Py_None, NULL);
+		PyObject *val = request_result(r);
+
+		res = val == NULL ? NULL
+				  : PyObject_CallFunctionObjArgs(
+					resolve_threadsafe, fut,
+					exc ? exc : Py_None, val, NULL);
+		Py_XDECREF(val);
 	}
 	Py_DECREF(running);
 report:
@@ -419,6 +874,37 @@ report:
 		PyErr_WriteUnraisable(fut);
 	Py_XDECREF(res);
 	Py_XDECREF(exc);
+}
+
+/* Completes the waiter of an await in progress (see Waiter). */
+static void
+request_resolve_waiter(RequestObject *r)
+{
+	WaiterObject *w = r->waiter;
+	PyObject *exc = NULL, *val, *running;
+
+	if (w == NULL)
+		return;
+	r->waiter = NULL; /* ours, now the local w's */
+	if (r->status != RMA_OK && (exc = request_error(r)) == NULL)
+		goto report;
+	if ((val = request_result(r)) == NULL)
+		goto report;
+	if ((running = running_loop()) == NULL) {
+		Py_DECREF(val);
+		goto report;
+	}
+	waiter_complete(w, val, exc, running);
+	Py_DECREF(running);
+	Py_DECREF(val);
+	Py_XDECREF(exc);
+	Py_DECREF(w);
+	return;
+
+report:
+	PyErr_WriteUnraisable((PyObject *)w);
+	Py_XDECREF(exc);
+	Py_DECREF(w);
 }
 
 /* Reports an exception a callback raised: to the loop's exception
@@ -500,6 +986,7 @@ request_finish(RequestObject *r, int status, unsigned long long bytes,
 	Py_XDECREF(cb);
 	Py_XDECREF(ud);
 	request_resolve(r);
+	request_resolve_waiter(r);
 }
 
 static RequestObject *
@@ -521,10 +1008,13 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 	r->user_data =
 	    user_data && user_data != Py_None ? Py_NewRef(user_data) : NULL;
 	r->future = NULL;
+	r->waiter = NULL;
 	r->loop = NULL;
+	r->req = NULL;
 	r->finished = 0;
+	r->is_atomic = 0;
 	r->status = RMA_INPROGRESS;
-	r->bytes = r->n_bytes = 0;
+	r->bytes = r->n_bytes = r->value = r->n_value = 0;
 	r->detail = r->n_detail = NULL;
 	r->n_status = RMA_INPROGRESS;
 	r->next_done = r->prev_live = r->next_live = NULL;
@@ -646,6 +1136,26 @@ err:
 	return NULL;
 }
 
+/* loop.create_future(), without the Python-level call when the loop's
+ * is asyncio's own (which returns Future(loop=self)). */
+static PyObject *
+loop_create_future(PyObject *loop)
+{
+	PyObject *type = (PyObject *)Py_TYPE(loop), *m;
+
+	if (type != loop_type_seen) {
+		m = PyObject_GetAttr(type, str_create_future);
+		if (m == NULL)
+			return NULL;
+		loop_type_stock = m == stock_create_future;
+		Py_DECREF(m);
+		Py_XSETREF(loop_type_seen, Py_NewRef(type));
+	}
+	if (loop_type_stock)
+		return PyObject_Vectorcall(future_type, &loop, 0, kwnames_loop);
+	return PyObject_CallMethodNoArgs(loop, str_create_future);
+}
+
 static PyObject *
 request_future(RequestObject *r, PyObject *unused)
 {
@@ -662,7 +1172,7 @@ request_future(RequestObject *r, PyObject *unused)
 				"Request.future() needs a running event loop");
 		return NULL;
 	}
-	fut = PyObject_CallMethodNoArgs(loop, str_create_future);
+	fut = loop_create_future(loop);
 	if (fut == NULL)
 		goto err_loop;
 	r->future = fut;
@@ -686,11 +1196,45 @@ err_loop:
 static PyObject *
 request_await(RequestObject *r)
 {
-	PyObject *fut = request_future(r, NULL), *it;
+	PyObject *fut, *it, *loop;
+	WaiterObject *w;
+
+	/* The usual await: a pending request awaited once, no future asked
+	 * for. Others (a second await, a completed request, future() used)
+	 * go through the asyncio.Future. */
+	if (r->future == NULL && r->waiter == NULL && !r->finished &&
+	    r->client->rc != NULL && !r->client->closed) {
+		loop = PyObject_CallNoArgs(get_running_loop);
+		if (loop == NULL)
+			return NULL;
+		if (loop == Py_None) {
+			Py_DECREF(loop);
+			PyErr_SetString(PyExc_RuntimeError,
+					"awaiting a Request needs a running "
+					"event loop");
+			return NULL;
+		}
+		if (!client_watch(r->client, loop)) {
+			Py_DECREF(loop);
+			return NULL;
+		}
+		w = waiter_new(loop);
+		Py_DECREF(loop);
+		if (w == NULL)
+			return NULL;
+		r->waiter = (WaiterObject *)Py_NewRef(w);
+		return (PyObject *)w;
+	}
+	fut = request_future(r, NULL);
 
 	if (fut == NULL)
 		return NULL;
-	it = PyObject_CallMethodNoArgs(fut, str_await);
+	/* asyncio.Future's am_await slot, else its __await__ */
+	if (Py_TYPE(fut)->tp_as_async != NULL &&
+	    Py_TYPE(fut)->tp_as_async->am_await != NULL)
+		it = Py_TYPE(fut)->tp_as_async->am_await(fut);
+	else
+		it = PyObject_CallMethodNoArgs(fut, str_await);
 	Py_DECREF(fut);
 	return it;
 }
@@ -714,6 +1258,30 @@ request_get_bytes(RequestObject *r, void *unused)
 }
 
 static PyObject *
+request_get_value(RequestObject *r, void *unused)
+{
+	return request_result(r);
+}
+
+static PyObject *
+request_cancel(RequestObject *r, PyObject *unused)
+{
+	ClientObject *c = r->client;
+	rma_status_t st;
+
+	if (r->finished || r->req == NULL)
+		Py_RETURN_FALSE;
+	if (!client_enter(c))
+		return NULL;
+	st = r->req != NULL ? rma_request_cancel(c->rc, r->req)
+			    : RMA_ERR_INVALID;
+	client_leave(c); /* finishes it when canceled: callback, future */
+	if (PyErr_Occurred())
+		return NULL;
+	return PyBool_FromLong(st == RMA_OK);
+}
+
+static PyObject *
 request_repr(RequestObject *r)
 {
 	return PyUnicode_FromFormat("<rma.Request %s>",
@@ -732,10 +1300,19 @@ static PyMethodDef request_methods[] = {
      "stays valid and may complete later)."},
     {"future", (PyCFunction)request_future, METH_NOARGS,
      "future() -> asyncio.Future\n\nThe future of this request on the "
-     "running loop (created once): its result is None, or the request's "
+     "running loop (created once): its result is None (an atomic's old "
+     "value), or the request's "
      "error. Registers the client's fd with the loop."},
     {"error", (PyCFunction)request_error_method, METH_NOARGS,
      "error() -> rma.Error | None\n\nThe exception for a failed request."},
+    {"cancel", (PyCFunction)request_cancel, METH_NOARGS,
+     "cancel() -> bool\n\nCancel the operation if it has not been handed "
+     "to the daemon yet (it is still in librma's batch): it then completes "
+     "at once with rma.Canceled (callback run, future failed, before this "
+     "returns) and True is returned. An operation already sent runs to its "
+     "own completion, and a completed one stays as it is: False. A "
+     "vectored request loses its unsent pieces and fails with rma.Canceled "
+     "once the others are done (True)."},
     {NULL}};
 
 static PyGetSetDef request_getset[] = {
@@ -745,6 +1322,10 @@ static PyGetSetDef request_getset[] = {
      "The daemon's detail for a failed request ('' if none).", NULL},
     {"bytes", (getter)request_get_bytes, NULL,
      "Bytes moved by a completed request.", NULL},
+    {"value", (getter)request_get_value, NULL,
+     "An atomic's result: the word's old value once it completed with "
+     "rma.OK (also what awaiting it returns); None otherwise.",
+     NULL},
     {NULL}};
 
 static PyAsyncMethods request_async = {.am_await = (unaryfunc)request_await};
@@ -753,8 +1334,10 @@ static PyTypeObject RequestType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Request",
     .tp_basicsize = sizeof(RequestObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "One put, get or flush. Awaitable: `await request` returns "
-	      "when it completes and raises its error if it failed.",
+    .tp_doc = "One put, get, flush, atomic or vectored transfer. "
+	      "Awaitable: `await request` returns when it completes (an "
+	      "atomic's old value, else None) and raises its error if it "
+	      "failed.",
     .tp_dealloc = (destructor)request_dealloc,
     .tp_traverse = (traverseproc)request_traverse,
     .tp_clear = (inquiry)request_clear,
@@ -877,6 +1460,14 @@ region_descriptor(RegionObject *r, PyObject *unused)
 	return PyUnicode_FromString(rma_region_descriptor(r->rr));
 }
 
+static PyObject *
+region_read_only_descriptor(RegionObject *r, PyObject *unused)
+{
+	if (!region_usable(r))
+		return NULL;
+	return PyUnicode_FromString(rma_region_read_only_descriptor(r->rr));
+}
+
 static Py_ssize_t
 region_len(RegionObject *r)
 {
@@ -901,6 +1492,11 @@ static PyMethodDef region_methods[] = {
     {"descriptor", (PyCFunction)region_descriptor, METH_NOARGS,
      "descriptor() -> str\n\nThe printable descriptor to hand to other "
      "hosts."},
+    {"read_only_descriptor", (PyCFunction)region_read_only_descriptor,
+     METH_NOARGS,
+     "read_only_descriptor() -> str\n\nA descriptor of the same region "
+     "that allows gets only: a put or atomic through it fails with "
+     "rma.Permission, nothing written."},
     {"free", (PyCFunction)region_free, METH_NOARGS,
      "free() -> None\n\nFree the region. While buffer views on it exist "
      "the memory stays mapped and the daemon frees it when the last view "
@@ -1288,6 +1884,13 @@ client_import_remote(ClientObject *c, PyObject *args)
 }
 
 /* put and get share their arguments and submission. */
+static PyObject *transfer_submit(ClientObject *c, RegionObject *reg,
+				 unsigned long long off, RemoteObject *rem,
+				 unsigned long long roff,
+				 unsigned long long len, PyObject *cb,
+				 PyObject *ud, int remote_completion,
+				 int is_put);
+
 static PyObject *
 client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 {
@@ -1300,15 +1903,27 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	unsigned long long off, roff, len;
 	PyObject *cb = Py_None, *ud = Py_None;
 	int remote_completion = 0;
-	RequestObject *r;
-	rma_status_t st;
-	char detail[512];
 
 	if (!PyArg_ParseTupleAndKeywords(
 		args, kw, is_put ? "O!KO!KK|OO$p:put" : "O!KO!KK|OO$p:get",
 		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
 		&cb, &ud, &remote_completion))
 		return NULL;
+	return transfer_submit(c, reg, off, rem, roff, len, cb, ud,
+			       remote_completion, is_put);
+}
+
+/* The submission of a parsed put or get. */
+static PyObject *
+transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
+		RemoteObject *rem, unsigned long long roff,
+		unsigned long long len, PyObject *cb, PyObject *ud,
+		int remote_completion, int is_put)
+{
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
 	if (reg->client != c || rem->client != c)
 		return error_raise(RMA_ERR_INVALID,
 				   "region or remote of another client");
@@ -1324,10 +1939,10 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	if (is_put)
 		st = rma_put(c->rc, reg->rr, off, rem->rr, roff, len,
 			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
-			     request_on_complete, r, NULL);
+			     request_on_complete, r, &r->req);
 	else
 		st = rma_get(c->rc, reg->rr, off, rem->rr, roff, len,
-			     request_on_complete, r, NULL);
+			     request_on_complete, r, &r->req);
 	if (st == RMA_OK)
 		request_submitted(r);
 	else
@@ -1344,16 +1959,267 @@ err_request:
 	return NULL;
 }
 
+/* put and get are called once per operation: positional calls with
+ * exact types skip the general parser; the rest go through it (with its
+ * error messages). */
 static PyObject *
-client_put(ClientObject *c, PyObject *args, PyObject *kw)
+client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
+		     PyObject *kwnames, int is_put)
 {
-	return client_transfer(c, args, kw, 1);
+	PyObject *tuple, *kw = NULL, *res;
+
+	if (kwnames == NULL && nargs >= 5 && nargs <= 7 &&
+	    Py_IS_TYPE(args[0], &RegionType) && PyLong_CheckExact(args[1]) &&
+	    Py_IS_TYPE(args[2], &RemoteType) && PyLong_CheckExact(args[3]) &&
+	    PyLong_CheckExact(args[4])) {
+		/* "K" of the general parser: no overflow check */
+		return transfer_submit(c, (RegionObject *)args[0],
+				       PyLong_AsUnsignedLongLongMask(args[1]),
+				       (RemoteObject *)args[2],
+				       PyLong_AsUnsignedLongLongMask(args[3]),
+				       PyLong_AsUnsignedLongLongMask(args[4]),
+				       nargs > 5 ? args[5] : Py_None,
+				       nargs > 6 ? args[6] : Py_None, 0,
+				       is_put);
+	}
+	tuple = PyTuple_New(nargs);
+	if (tuple == NULL)
+		return NULL;
+	for (Py_ssize_t i = 0; i < nargs; i++)
+		PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+	if (kwnames != NULL) {
+		if ((kw = PyDict_New()) == NULL)
+			goto out;
+		for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+			if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i),
+					   args[nargs + i]) < 0)
+				goto out;
+	}
+	res = client_transfer(c, tuple, kw, is_put);
+	Py_DECREF(tuple);
+	Py_XDECREF(kw);
+	return res;
+
+out:
+	Py_DECREF(tuple);
+	Py_XDECREF(kw);
+	return NULL;
 }
 
 static PyObject *
-client_get(ClientObject *c, PyObject *args, PyObject *kw)
+client_put(ClientObject *c, PyObject *const *args, size_t nargsf,
+	   PyObject *kwnames)
 {
-	return client_transfer(c, args, kw, 0);
+	return client_transfer_fast(c, args, PyVectorcall_NARGS(nargsf),
+				    kwnames, 1);
+}
+
+static PyObject *
+client_get(ClientObject *c, PyObject *const *args, size_t nargsf,
+	   PyObject *kwnames)
+{
+	return client_transfer_fast(c, args, PyVectorcall_NARGS(nargsf),
+				    kwnames, 0);
+}
+
+/* Atomic op names, as rma_atomic_op_t's (underscores work as dashes). */
+static const struct {
+	const char *name;
+	rma_atomic_op_t op;
+} atomic_ops[] = {
+    {"add", RMA_ATOMIC_ADD},	       {"fetch-add", RMA_ATOMIC_FETCH_ADD},
+    {"swap", RMA_ATOMIC_SWAP},	       {"cswap", RMA_ATOMIC_CSWAP},
+    {"and", RMA_ATOMIC_AND},	       {"or", RMA_ATOMIC_OR},
+    {"xor", RMA_ATOMIC_XOR},	       {"fetch-and", RMA_ATOMIC_FETCH_AND},
+    {"fetch-or", RMA_ATOMIC_FETCH_OR}, {"fetch-xor", RMA_ATOMIC_FETCH_XOR},
+};
+
+static int
+atomic_op_parse(const char *name, rma_atomic_op_t *op_p)
+{
+	char buf[16];
+	size_t i;
+
+	for (i = 0; name[i] != '\0' && i < sizeof(buf) - 1; i++)
+		buf[i] = name[i] == '_' ? '-' : name[i];
+	buf[i] = '\0';
+	if (name[i] != '\0')
+		return 0;
+	for (i = 0; i < sizeof(atomic_ops) / sizeof(atomic_ops[0]); i++)
+		if (strcmp(buf, atomic_ops[i].name) == 0) {
+			*op_p = atomic_ops[i].op;
+			return 1;
+		}
+	return 0;
+}
+
+/* A Python int as a 64-bit word: negative ones wrap (add -1 works). */
+static int
+word_from(PyObject *o, unsigned long long *w_p)
+{
+	if (!PyLong_Check(o)) {
+		PyErr_SetString(PyExc_TypeError, "atomic operands are ints");
+		return 0;
+	}
+	*w_p = PyLong_AsUnsignedLongLongMask(o);
+	return !(*w_p == (unsigned long long)-1 && PyErr_Occurred());
+}
+
+static PyObject *
+client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"remote",   "offset",	  "op",
+				 "value",    "compare",	  "width",
+				 "callback", "user_data", NULL};
+	RemoteObject *rem;
+	unsigned long long off, value, compare = 0;
+	const char *opname;
+	PyObject *vo, *co = Py_None, *cb = Py_None, *ud = Py_None;
+	int width = 64;
+	rma_atomic_op_t op;
+	RequestObject *r;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!KsO|OiOO:atomic", kwlist,
+					 &RemoteType, &rem, &off, &opname, &vo,
+					 &co, &width, &cb, &ud))
+		return NULL;
+	if (!atomic_op_parse(opname, &op))
+		return error_raise(RMA_ERR_INVALID,
+				   "unknown atomic op (add, fetch-add, swap, "
+				   "cswap, and, or, xor, fetch-and, fetch-or, "
+				   "fetch-xor)");
+	if (width != 32 && width != 64)
+		return error_raise(RMA_ERR_INVALID, "width must be 32 or 64");
+	if (op == RMA_ATOMIC_CSWAP && co == Py_None)
+		return error_raise(RMA_ERR_INVALID, "cswap needs compare");
+	if (!word_from(vo, &value) ||
+	    (co != Py_None && !word_from(co, &compare)))
+		return NULL;
+	if (rem->client != c)
+		return error_raise(RMA_ERR_INVALID, "remote of another client");
+	if (rem->rr == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		return NULL;
+	r->is_atomic = 1;
+	if (!client_enter(c))
+		goto err_request;
+	st = rma_atomic(c->rc, rem->rr, off, op, (unsigned)width / 8, value,
+			compare, request_on_complete, r, &r->req);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	return (PyObject *)r;
+
+err_request:
+	Py_DECREF(r);
+	return NULL;
+}
+
+/* putv and getv: a list of (offset, remote_offset, length). */
+static PyObject *
+client_vector(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
+{
+	static char *kwlist[] = {"region",   "remote",	  "pieces",
+				 "callback", "user_data", "remote_completion",
+				 NULL};
+	RegionObject *reg;
+	RemoteObject *rem;
+	PyObject *pieces, *seq = NULL, *cb = Py_None, *ud = Py_None;
+	int remote_completion = 0;
+	rma_iov_t *iov = NULL;
+	Py_ssize_t n;
+	RequestObject *r = NULL;
+	rma_status_t st;
+	char detail[512];
+
+	if (!PyArg_ParseTupleAndKeywords(
+		args, kw, is_put ? "O!O!O|OO$p:putv" : "O!O!O|OO:getv", kwlist,
+		&RegionType, &reg, &RemoteType, &rem, &pieces, &cb, &ud,
+		&remote_completion))
+		return NULL;
+	if (reg->client != c || rem->client != c)
+		return error_raise(RMA_ERR_INVALID,
+				   "region or remote of another client");
+	if (!region_usable(reg))
+		return NULL;
+	if (rem->rr == NULL)
+		return error_raise(RMA_ERR_NO_PEER, "remote released");
+	seq = PySequence_Fast(pieces, "pieces must be a sequence of "
+				      "(offset, remote_offset, length)");
+	if (seq == NULL)
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n == 0 || n > RMA_IOV_MAX) {
+		error_raise(RMA_ERR_INVALID, "1 to 1024 pieces");
+		goto out;
+	}
+	iov = PyMem_Malloc((size_t)n * sizeof(*iov));
+	if (iov == NULL) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		unsigned long long o, ro, l;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i),
+				      "KKK;a piece is (offset, remote_offset, "
+				      "length)",
+				      &o, &ro, &l))
+			goto out;
+		iov[i] = (rma_iov_t){o, ro, l};
+	}
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		goto out;
+	if (!client_enter(c))
+		goto err_request;
+	if (is_put)
+		st =
+		    rma_putv(c->rc, reg->rr, rem->rr, iov, (size_t)n,
+			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+			     request_on_complete, r, &r->req);
+	else
+		st = rma_getv(c->rc, reg->rr, rem->rr, iov, (size_t)n,
+			      request_on_complete, r, &r->req);
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(st, detail);
+		goto err_request;
+	}
+	goto out;
+
+err_request:
+	Py_CLEAR(r);
+out:
+	PyMem_Free(iov);
+	Py_XDECREF(seq);
+	return (PyObject *)r;
+}
+
+static PyObject *
+client_putv(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_vector(c, args, kw, 1);
+}
+
+static PyObject *
+client_getv(ClientObject *c, PyObject *args, PyObject *kw)
+{
+	return client_vector(c, args, kw, 0);
 }
 
 static PyObject *
@@ -1380,7 +2246,7 @@ client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 	if (!client_enter(c))
 		goto err_request;
 	st = rma_flush(c->rc, peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
-		       request_on_complete, r, NULL);
+		       request_on_complete, r, &r->req);
 	if (st == RMA_OK)
 		request_submitted(r);
 	else
@@ -1415,13 +2281,17 @@ client_progress(ClientObject *c, PyObject *unused)
 static PyObject *
 client_on_readable(ClientObject *c, PyObject *unused)
 {
-	int gone;
+	int gone, ok, saved = waiter_direct_ok;
 
 	if (c->closed || c->rc == NULL) {
 		client_unwatch(c);
 		Py_RETURN_NONE;
 	}
-	if (!client_progress_once(c, &gone))
+	/* the loop runs this reader as a Handle: no Task is running */
+	waiter_direct_ok = 1;
+	ok = client_progress_once(c, &gone);
+	waiter_direct_ok = saved;
+	if (!ok)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -1493,16 +2363,41 @@ static PyMethodDef client_methods[] = {
      "import_remote(peer, descriptor) -> Remote\n\nResolve a descriptor "
      "with its owner through peer."},
     {"put", (PyCFunction)(void (*)(void))client_put,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "put(region, offset, remote, remote_offset, length, callback=None, "
      "user_data=None, *, remote_completion=False) -> Request\n\nStart a "
      "put; callback(request, status, user_data) runs exactly once, where "
      "progress runs. Errors found before submission raise; errors found "
      "by the daemon arrive as the request's status."},
     {"get", (PyCFunction)(void (*)(void))client_get,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "get(region, offset, remote, remote_offset, length, callback=None, "
      "user_data=None) -> Request\n\nStart a get, as put()."},
+    {"atomic", (PyCFunction)(void (*)(void))client_atomic,
+     METH_VARARGS | METH_KEYWORDS,
+     "atomic(remote, offset, op, value, compare=None, width=64, "
+     "callback=None, user_data=None) -> Request\n\nStart an atomic "
+     "operation on the naturally aligned width-bit word (32 or 64) at "
+     "offset of remote, applied by its owner with the CPU's atomics. op: "
+     "'add', 'fetch-add', 'swap', 'cswap' (needs compare), 'and', 'or', "
+     "'xor', 'fetch-and', 'fetch-or', 'fetch-xor' (add and fetch-add do "
+     "the same; every op returns the old value). Awaiting the request (or "
+     "request.value once done) gives the word's old value; for cswap it "
+     "equals compare when the swap happened. Negative ints wrap to the "
+     "word. A misaligned offset fails with rma.InvalidArgument, a word "
+     "outside the region with rma.OutOfBounds, one reached through a "
+     "read-only descriptor with rma.Permission."},
+    {"putv", (PyCFunction)(void (*)(void))client_putv,
+     METH_VARARGS | METH_KEYWORDS,
+     "putv(region, remote, pieces, callback=None, user_data=None, *, "
+     "remote_completion=False) -> Request\n\nA vectored put: pieces is a "
+     "list of (offset, remote_offset, length) (1 to 1024), sent as one "
+     "request with one completion; it fails with the first piece's "
+     "failure, and request.bytes counts the pieces that worked."},
+    {"getv", (PyCFunction)(void (*)(void))client_getv,
+     METH_VARARGS | METH_KEYWORDS,
+     "getv(region, remote, pieces, callback=None, user_data=None) -> "
+     "Request\n\nA vectored get into region, as putv()."},
     {"flush", (PyCFunction)(void (*)(void))client_flush,
      METH_VARARGS | METH_KEYWORDS,
      "flush(peer=None, callback=None, user_data=None) -> Request\n\n"
@@ -1599,7 +2494,8 @@ PyInit__rma(void)
 	    mod_add_type(m, &RegionType, "Region") < 0 ||
 	    mod_add_type(m, &PeerType, "Peer") < 0 ||
 	    mod_add_type(m, &RemoteType, "Remote") < 0 ||
-	    mod_add_type(m, &RequestType, "Request") < 0)
+	    mod_add_type(m, &RequestType, "Request") < 0 ||
+	    mod_add_type(m, &WaiterType, "_Waiter") < 0)
 		goto err;
 	if ((mod = PyImport_ImportModule("rma.errors")) == NULL)
 		goto err;
@@ -1608,6 +2504,23 @@ PyInit__rma(void)
 	if ((mod = PyImport_ImportModule("asyncio")) == NULL)
 		goto err;
 	get_running_loop = PyObject_GetAttrString(mod, "_get_running_loop");
+	future_type = PyObject_GetAttrString(mod, "Future");
+	future_set_result =
+	    future_type ? PyObject_GetAttrString(future_type, "set_result")
+			: NULL;
+	{
+		PyObject *bel = PyObject_GetAttrString(mod, "BaseEventLoop");
+
+		stock_create_future =
+		    bel ? PyObject_GetAttrString(bel, "create_future") : NULL;
+		Py_XDECREF(bel);
+	}
+	kwnames_loop = Py_BuildValue("(s)", "loop");
+	kwnames_context = Py_BuildValue("(s)", "context");
+	cancelled_error = PyObject_GetAttrString(mod, "CancelledError");
+	str_call_soon = PyUnicode_InternFromString("call_soon");
+	str_call_soon_threadsafe =
+	    PyUnicode_InternFromString("call_soon_threadsafe");
 	invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
 	Py_DECREF(mod);
 	str_set_result = PyUnicode_InternFromString("set_result");
@@ -1621,7 +2534,11 @@ PyInit__rma(void)
 	if (errors_make == NULL || get_running_loop == NULL ||
 	    resolve_threadsafe == NULL || invalid_state == NULL ||
 	    str_set_result == NULL || str_set_exception == NULL ||
-	    str_create_future == NULL || str_await == NULL)
+	    str_create_future == NULL || str_await == NULL ||
+	    future_type == NULL || future_set_result == NULL ||
+	    stock_create_future == NULL || kwnames_loop == NULL ||
+	    kwnames_context == NULL || cancelled_error == NULL ||
+	    str_call_soon == NULL || str_call_soon_threadsafe == NULL)
 		goto err;
 	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Atomics, vectored transfers, cancel and read-only descriptors against
 real daemons."""
 

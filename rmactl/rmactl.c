@@ -26,11 +26,14 @@ static const char rmactl_usage_text[] =
     "      daemon, peers, clients, regions and counters\n"
     "  expose --size BYTES [--fill FILE] [--descriptor-out FILE]\n"
     "         [--read-only-descriptor-out FILE] [--dump-on-exit FILE]\n"
+    "         [--notifications]\n"
     "      allocate a region, print its descriptor, serve it until\n"
-    "      SIGINT or SIGTERM\n"
+    "      SIGINT or SIGTERM; --notifications prints OFFSET LENGTH VALUE\n"
+    "      DAEMON_ID for each notifying put as it arrives\n"
     "  put --peer HOST:PORT --descriptor FILE [--offset N]\n"
-    "      [--timeout SECONDS] DATAFILE\n"
-    "      write DATAFILE into the remote region at offset N\n"
+    "      [--notify VALUE] [--timeout SECONDS] DATAFILE\n"
+    "      write DATAFILE into the remote region at offset N (and notify\n"
+    "      its owner with VALUE)\n"
     "  get --peer HOST:PORT --descriptor FILE [--offset N] --length N\n"
     "      [--out FILE] [--timeout SECONDS]\n"
     "      read N bytes of the remote region into FILE or stdout\n"
@@ -90,12 +93,18 @@ const char *const rmactl_cmd_usage[] = {
     "usage: rmactl [--socket PATH] status [--json]\n",
     "usage: rmactl [--socket PATH] expose --size BYTES [--fill FILE]\n"
     "       [--descriptor-out FILE] [--read-only-descriptor-out FILE]\n"
-    "       [--dump-on-exit FILE]\n"
+    "       [--dump-on-exit FILE] [--notifications]\n"
     "  --read-only-descriptor-out FILE  also write a descriptor that\n"
     "                       allows gets only (puts and atomics through it\n"
-    "                       are refused with PERMISSION)\n",
+    "                       are refused with PERMISSION)\n"
+    "  --notifications      print a line per notifying put as it arrives:\n"
+    "                       OFFSET LENGTH VALUE DAEMON_ID (decimal, the\n"
+    "                       id in hex); needs --descriptor-out\n",
     "usage: rmactl [--socket PATH] put --peer HOST:PORT --descriptor FILE\n"
-    "       [--offset N] [--timeout SECONDS] DATAFILE\n",
+    "       [--offset N] [--notify VALUE] [--timeout SECONDS] DATAFILE\n"
+    "  --notify VALUE       tell the region's owner (a 64-bit VALUE) once\n"
+    "                       the bytes are in; a full notification queue\n"
+    "                       fails the put (exit 75), bytes not written\n",
     "usage: rmactl [--socket PATH] get --peer HOST:PORT --descriptor FILE\n"
     "       [--offset N] --length N [--out FILE] [--timeout SECONDS]\n",
     "usage: rmactl [--socket PATH] bench --peer HOST:PORT --descriptor FILE\n"

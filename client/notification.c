@@ -52,8 +52,8 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 		if (q == NULL)
 			return -1;
 		for (size_t i = 0; i < c->notify_count; i++)
-			q[i] = c->notify_q[(c->notify_head + i) %
-					   c->notify_cap];
+			q[i] =
+			    c->notify_q[(c->notify_head + i) % c->notify_cap];
 		free(c->notify_q);
 		c->notify_q = q;
 		c->notify_cap = cap;

@@ -599,11 +599,11 @@ struct op {
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	union {		      /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
-		struct am_rma_notify nhdr;	/* PUT with notify */
+		struct am_rma_notify nhdr;     /* PUT with notify */
 		struct am_batch_atomic atomic; /* ATOMIC, until batched */
 	};
 	uint64_t value; /* ATOMIC: the word's old value, for the client */
-	bool notify;	       /* PUT: tell the region's owner (OP_FLAG_NOTIFY) */
+	bool notify;	/* PUT: tell the region's owner (OP_FLAG_NOTIFY) */
 	uint64_t notify_value; /* what to tell it */
 	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;

@@ -52,10 +52,9 @@ notification_release(struct conn *owner, uint32_t n)
 	 * allowed to raise its own bound. */
 	while (held > 0) {
 		uint32_t take = n < held ? n : held;
-		if (__atomic_compare_exchange_n(&owner->notify_held, &held,
-						held - take, false,
-						__ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(
+			&owner->notify_held, &held, held - take, false,
+			__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return;
 	}
 }

@@ -576,7 +576,8 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 	if (target == NULL)
 		return;
 	/* The owner's bound first: a full queue refuses the put whole. */
-	if (notify && (st = notification_reserve(target)) != RMA__V1__STATUS__OK) {
+	if (notify &&
+	    (st = notification_reserve(target)) != RMA__V1__STATUS__OK) {
 		op_fail(c, o, st,
 			st == RMA__V1__STATUS__ERR_LIMIT
 			    ? "the owner of region %llu holds %d notifications "
@@ -913,10 +914,10 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 		op->nhdr.value = op->notify_value;
 	/* The header lives in the op until UCX is done with it. */
 	op_expect(op);
-	sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
-			     op->notify ? sizeof(op->nhdr) : sizeof(op->hdr),
-			     put ? op->buf : NULL,
-			     put ? op->length : 0, &param);
+	sp =
+	    ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
+			    op->notify ? sizeof(op->nhdr) : sizeof(op->hdr),
+			    put ? op->buf : NULL, put ? op->length : 0, &param);
 	op_track(op, sp);
 	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
 		op_stop_waiting(op);

@@ -22,8 +22,8 @@ rmactl_expose_on_notify(rma_client_t *client, const rma_notification_t *n,
 {
 	(void)client;
 	(void)user_data;
-	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", n->offset,
-	       n->length, n->value, n->daemon_id);
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", n->offset, n->length,
+	       n->value, n->daemon_id);
 	fflush(stdout);
 }
 

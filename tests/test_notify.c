@@ -39,9 +39,13 @@ setup(void)
 {
 	/* two workers: the owner's connection may be on the other one
 	 * than the inbound peers (worker 0) */
-	static const char *const flags[] = {"--connect-timeout", "2",
-					    "--max-in-flight", "100000",
-					    "--workers", "2", NULL};
+	static const char *const flags[] = {"--connect-timeout",
+					    "2",
+					    "--max-in-flight",
+					    "100000",
+					    "--workers",
+					    "2",
+					    NULL};
 
 	for (int i = 0; i < 2; i++)
 		harness_daemon_start(&dp[i], flags);
@@ -114,10 +118,10 @@ struct sender {
 	uint64_t base; /* its half */
 	uint64_t done, ok, limited, failures;
 	uint64_t issued;
-	int backoff; /* the owner is behind: let it catch up */
-	struct sent *sent;   /* [SEQ_MAX] */
-	uint8_t *refused;    /* [SEQ_MAX]: failed with LIMIT */
-	uint8_t *notified;   /* [SEQ_MAX]: the owner heard of it */
+	int backoff;	   /* the owner is behind: let it catch up */
+	struct sent *sent; /* [SEQ_MAX] */
+	uint8_t *refused;  /* [SEQ_MAX]: failed with LIMIT */
+	uint8_t *notified; /* [SEQ_MAX]: the owner heard of it */
 };
 
 static void
@@ -142,8 +146,7 @@ sender_run(void *arg)
 	struct sender *s = arg;
 	double deadline = harness_now() + 120;
 
-	while (s->ok < N_PER && s->failures == 0 &&
-	       harness_now() < deadline) {
+	while (s->ok < N_PER && s->failures == 0 && harness_now() < deadline) {
 		/* as a user of LIMIT would: drain, pause, go on */
 		if (s->backoff && s->done == s->issued) {
 			harness_pause(0.005, deadline);
@@ -159,9 +162,9 @@ sender_run(void *arg)
 			src[slot] = seq;
 			s->sent[seq].s = s;
 			s->sent[seq].seq = seq;
-			if (rma_put_notify(s->u.c, s->u.src, slot * 8,
-					   s->u.rem, s->base + slot * 8, 8,
-					   seq, 0, sender_done, &s->sent[seq],
+			if (rma_put_notify(s->u.c, s->u.src, slot * 8, s->u.rem,
+					   s->base + slot * 8, 8, seq, 0,
+					   sender_done, &s->sent[seq],
 					   NULL) != RMA_OK) {
 				s->failures++;
 				s->done++;
@@ -227,7 +230,8 @@ START_TEST(test_order_100k)
 		last[who] = n.value;
 		next[who]++;
 		s[who].notified[n.value] = 1;
-		ck_assert_uint_eq(n.offset, s[who].base + (n.value % SLOTS) * 8);
+		ck_assert_uint_eq(n.offset,
+				  s[who].base + (n.value % SLOTS) * 8);
 		/* the bytes are there already: this put's value, or a later
 		 * one's of the same slot */
 		{
@@ -250,8 +254,9 @@ START_TEST(test_order_100k)
 				      "initiator %d put %" PRIu64
 				      ": notified %d, refused %d",
 				      i, q, s[i].notified[q], s[i].refused[q]);
-		fprintf(stderr, "initiator %d: %" PRIu64 " refused with LIMIT\n",
-			i, s[i].limited);
+		fprintf(stderr,
+			"initiator %d: %" PRIu64 " refused with LIMIT\n", i,
+			s[i].limited);
 	}
 	ck_assert_uint_eq(got, 2 * N_PER);
 	ck_assert_uint_eq(bad_bytes, 0);
@@ -301,9 +306,8 @@ slow_owner(int via)
 	for (int i = 0; i < 64; i++)
 		ck_assert_uint_eq(mem[1024 + i], 0);
 	/* a plain put is not bound by notifications */
-	ck_assert_int_eq(rma_put_sync(u.c, u.src, 0, u.rem, 2048, 8, 0,
-				      WAIT_MS),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_put_sync(u.c, u.src, 0, u.rem, 2048, 8, 0, WAIT_MS), RMA_OK);
 	ck_assert_uint_eq(mem[2048], 0xab);
 
 	/* The owner catches up: every notification is there, in order,
@@ -412,10 +416,16 @@ expose_start(char *dir, char *desc_path, size_t n, int *out_fd)
 	snprintf(desc_path, n, "%s/desc", dir);
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	{
-		char *argv[] = {rmactl,		  "--socket", dp[0].socket,
-				"expose",	  "--size",   "4096",
-				"--descriptor-out", desc_path,
-				"--notifications", NULL};
+		char *argv[] = {rmactl,
+				"--socket",
+				dp[0].socket,
+				"expose",
+				"--size",
+				"4096",
+				"--descriptor-out",
+				desc_path,
+				"--notifications",
+				NULL};
 		pid = spawn(argv, p[1]);
 	}
 	close(p[1]);
@@ -469,10 +479,11 @@ START_TEST(test_cli_lines)
 		snprintf(off, sizeof(off), "%d", 100 + i);
 		snprintf(val, sizeof(val), "%s",
 			 i == 2 ? "18446744073709551615" : "42");
-		char *argv[] = {rmactl, "--socket", dp[via].socket, "put",
-				"--peer", dp[0].listen, "--descriptor",
-				desc_path, "--offset", off, "--notify", val,
-				data_path, NULL};
+		char *argv[] = {
+		    rmactl,	"--socket",   dp[via].socket, "put",
+		    "--peer",	dp[0].listen, "--descriptor", desc_path,
+		    "--offset", off,	      "--notify",     val,
+		    data_path,	NULL};
 		ck_assert_int_eq(run(argv), 0);
 		ck_assert_int_eq(read_line(out_fd, line, sizeof(line), 10), 0);
 		snprintf(want, sizeof(want), "%s 5 %s ", off, val);
@@ -481,9 +492,10 @@ START_TEST(test_cli_lines)
 	}
 	/* a plain put prints nothing */
 	{
-		char *argv[] = {rmactl, "--socket", dp[1].socket, "put",
-				"--peer", dp[0].listen, "--descriptor",
-				desc_path, data_path, NULL};
+		char *argv[] = {
+		    rmactl,    "--socket",   dp[1].socket,   "put",
+		    "--peer",  dp[0].listen, "--descriptor", desc_path,
+		    data_path, NULL};
 		ck_assert_int_eq(run(argv), 0);
 		ck_assert_int_eq(read_line(out_fd, line, sizeof(line), 0.3),
 				 -1);

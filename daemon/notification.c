@@ -18,6 +18,7 @@
 
 struct notification_job {
 	struct conn *owner; /* compared, never followed until checked */
+	uint32_t owner_id;
 	uint64_t region_id;
 	uint64_t generation;
 	uint64_t offset;
@@ -59,6 +60,21 @@ notification_release(struct conn *owner, uint32_t n)
 	}
 }
 
+/* The owner's connection if it still lives on this worker (its region
+ * was freed while the notification waited, the client may not be gone). */
+static struct conn *
+notification_find_owner(struct daemon *d, const struct notification_job *job)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &d->conns, link)
+	{
+		if (c == job->owner && c->id == job->owner_id)
+			return c;
+	}
+	return NULL;
+}
+
 /* On the owner's worker: the region is looked up again, since it may
  * have been freed (and its connection with it) while the job waited. */
 static void
@@ -69,9 +85,17 @@ notification_deliver(struct daemon *d, void *arg)
 	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
 	Rma__V1__Notification n = RMA__V1__NOTIFICATION__INIT;
 
+	struct conn *c;
+
 	if (r == NULL || r->generation != job->generation ||
-	    r->owner != job->owner)
-		goto cleanup; /* the owner went with the region: nobody waits */
+	    r->owner != job->owner) {
+		/* Nobody to tell; a client that is still here gets its
+		 * place in the bound back. */
+		c = notification_find_owner(d, job);
+		if (c != NULL)
+			notification_release(c, 1);
+		goto cleanup;
+	}
 	if (job->owner->dead) {
 		notification_release(job->owner, 1);
 		goto cleanup;
@@ -98,6 +122,7 @@ notification_post(struct region *r, uint64_t offset, uint64_t length,
 	if (job == NULL)
 		goto fail;
 	job->owner = owner;
+	job->owner_id = owner->id;
 	job->region_id = r->id;
 	job->generation = r->generation;
 	job->offset = offset;

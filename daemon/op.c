@@ -103,6 +103,11 @@ op_set_refused(struct op *op, wire_status_t st)
 	    : st == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS	? "outside the region"
 	    : st == RMA__V1__STATUS__ERR_PERMISSION
 		? "the descriptor is read-only"
+	    : st == RMA__V1__STATUS__ERR_LIMIT
+		? "the region's owner holds as many notifications as it may "
+		  "(it is not taking them); nothing written"
+	    : st == RMA__V1__STATUS__ERR_NO_REGION
+		? "the region's owner is away, nobody to notify"
 		: "bad request");
 }
 

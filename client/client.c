@@ -217,8 +217,10 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 	case RMA__V1__EVENT__BODY_PEER:
 		peer_event(c, ev->peer);
 		break;
-	case RMA__V1__EVENT__BODY_NOTIFICATION:
-		notification_receive(c, ev->notification);
+	case RMA__V1__EVENT__BODY_NOTIFICATIONS:
+		for (size_t i = 0; i < ev->notifications->n_notifications; i++)
+			notification_receive(
+			    c, ev->notifications->notifications[i]);
 		break;
 	case RMA__V1__EVENT__BODY_SHUTDOWN:
 		free(c->shutdown_detail);

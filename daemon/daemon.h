@@ -232,10 +232,13 @@ struct region;
 wire_status_t notification_reserve(struct region *r);
 /* After the bytes are in r: tells its owner, on the owner's worker. The
  * place taken by notification_reserve() goes with it. */
-void notification_post(struct region *r, uint64_t offset, uint64_t length,
-		       uint64_t value, const char *daemon_id);
+void notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		       uint64_t length, uint64_t value, const char *daemon_id);
 /* The client acknowledged n notifications (or a place is given back). */
 void notification_release(struct conn *owner, uint32_t n);
+/* Posts what notification_post() gathered on d: at the end of each batch
+ * of work (a peer's message, a client's Submit). */
+void notification_flush(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
 
@@ -686,6 +689,10 @@ void status_handle(struct conn *c, uint64_t req_id);
 /* Shared by every worker. The region table and next_region_id change
  * only while the world is stopped (world_stop); the id counters are
  * atomic. Everything else in a struct daemon is its own thread's. */
+/* Owners a worker gathers notifications for at once (notification.c). */
+#define NOTIFICATION_OPEN_MAX 8
+struct notification_job;
+
 struct world {
 	uint32_t n;		 /* workers, the main thread's included */
 	struct daemon **workers; /* [0] is the main thread's */
@@ -792,6 +799,10 @@ struct daemon {
 	uint32_t closing_eps; /* endpoint closes not yet completed */
 	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
 	uint32_t batches;     /* peers with a batch to send */
+	/* notifications applied here and not yet posted to their owners'
+	 * workers, one job per owner (notification.c) */
+	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
+	uint32_t notify_open_n;
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;
 

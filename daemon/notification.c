@@ -6,6 +6,9 @@
  * applied the put (inbound peers are all on worker 0), so the notification
  * travels through the owner worker's mailbox: one mailbox is one FIFO, so
  * the puts of one initiator reach the owner in the order they were applied.
+ * What one batch of work (a peer's message, a client's Submit) applied for
+ * one owner goes as one job and one Notifications event: a job and an
+ * event per put cost more than the put.
  *
  * The notifications a client holds (sent or waiting, not yet acknowledged
  * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX. The bound is
@@ -16,15 +19,22 @@
 
 #include <stdlib.h>
 
-struct notification_job {
-	struct conn *owner; /* compared, never followed until checked */
-	uint32_t owner_id;
+struct notification_entry {
 	uint64_t region_id;
 	uint64_t generation;
 	uint64_t offset;
 	uint64_t length;
 	uint64_t value;
 	char daemon_id[2 * DAEMON_ID_SIZE + 1];
+};
+
+/* The notifications for one owner gathered during one batch of work, sent
+ * to its worker as one job and to the client as one event. */
+struct notification_job {
+	struct conn *owner; /* compared, never followed until checked */
+	uint32_t owner_id;
+	size_t n, cap;
+	struct notification_entry *entries;
 };
 
 wire_status_t
@@ -75,67 +85,134 @@ notification_find_owner(struct daemon *d, const struct notification_job *job)
 	return NULL;
 }
 
-/* On the owner's worker: the region is looked up again, since it may
+static void
+notification_job_free(struct notification_job *job)
+{
+	free(job->entries);
+	free(job);
+}
+
+/* On the owner's worker: each region is looked up again, since it may
  * have been freed (and its connection with it) while the job waited. */
 static void
 notification_deliver(struct daemon *d, void *arg)
 {
 	struct notification_job *job = arg;
-	struct region *r = region_lookup(d, job->region_id);
 	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
-	Rma__V1__Notification n = RMA__V1__NOTIFICATION__INIT;
+	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
+	Rma__V1__Notification *n = NULL, **np = NULL;
+	struct conn *alive = NULL;
+	size_t k = 0, gone = 0;
 
-	struct conn *c;
+	n = calloc(job->n, sizeof(*n));
+	np = calloc(job->n, sizeof(*np));
+	for (size_t i = 0; i < job->n; i++) {
+		const struct notification_entry *e = &job->entries[i];
+		struct region *r = region_lookup(d, e->region_id);
 
-	if (r == NULL || r->generation != job->generation ||
-	    r->owner != job->owner) {
-		/* Nobody to tell; a client that is still here gets its
-		 * place in the bound back. */
-		c = notification_find_owner(d, job);
-		if (c != NULL)
-			notification_release(c, 1);
-		goto cleanup;
+		if (r == NULL || r->generation != e->generation ||
+		    r->owner != job->owner || job->owner->dead || n == NULL ||
+		    np == NULL) {
+			gone++;
+			continue;
+		}
+		alive = job->owner; /* owns a region: not freed */
+		rma__v1__notification__init(&n[k]);
+		n[k].region_id = e->region_id;
+		n[k].offset = e->offset;
+		n[k].length = e->length;
+		n[k].value = e->value;
+		n[k].daemon_id = (char *)e->daemon_id;
+		np[k] = &n[k];
+		k++;
 	}
-	if (job->owner->dead) {
-		notification_release(job->owner, 1);
-		goto cleanup;
+	if (k > 0 && !alive->dead) {
+		ns.n_notifications = k;
+		ns.notifications = np;
+		ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATIONS;
+		ev.notifications = &ns;
+		conn_send_event(alive, &ev);
 	}
-	n.region_id = job->region_id;
-	n.offset = job->offset;
-	n.length = job->length;
-	n.value = job->value;
-	n.daemon_id = job->daemon_id;
-	ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATION;
-	ev.notification = &n;
-	conn_send_event(job->owner, &ev);
-cleanup:
-	free(job);
+	/* Nobody to tell for these; a client that is still here gets
+	 * their places in the bound back. */
+	if (gone > 0) {
+		if (alive == NULL)
+			alive = notification_find_owner(d, job);
+		if (alive != NULL)
+			notification_release(alive, (uint32_t)gone);
+	}
+	free(n);
+	free(np);
+	notification_job_free(job);
+}
+
+static struct notification_job *
+notification_open_job(struct daemon *d, struct conn *owner)
+{
+	struct notification_job *job;
+
+	for (uint32_t i = 0; i < d->notify_open_n; i++) {
+		if (d->notify_open[i]->owner == owner)
+			return d->notify_open[i];
+	}
+	if (d->notify_open_n == NOTIFICATION_OPEN_MAX)
+		notification_flush(d);
+	job = calloc(1, sizeof(*job));
+	if (job == NULL)
+		return NULL;
+	job->owner = owner;
+	job->owner_id = owner->id;
+	d->notify_open[d->notify_open_n++] = job;
+	return job;
 }
 
 void
-notification_post(struct region *r, uint64_t offset, uint64_t length,
-		  uint64_t value, const char *daemon_id)
+notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		  uint64_t length, uint64_t value, const char *daemon_id)
 {
 	struct conn *owner = r->owner;
-	struct notification_job *job = malloc(sizeof(*job));
+	struct notification_job *job = notification_open_job(d, owner);
+	struct notification_entry *e;
 
 	if (job == NULL)
 		goto fail;
-	job->owner = owner;
-	job->owner_id = owner->id;
-	job->region_id = r->id;
-	job->generation = r->generation;
-	job->offset = offset;
-	job->length = length;
-	job->value = value;
-	snprintf(job->daemon_id, sizeof(job->daemon_id), "%s", daemon_id);
-	if (world_post(owner->d, notification_deliver, job) == 0)
-		return;
-	free(job);
+	if (job->n == job->cap) {
+		size_t cap = job->cap ? 2 * job->cap : 16;
+		struct notification_entry *es =
+		    realloc(job->entries, cap * sizeof(*es));
+		if (es == NULL)
+			goto fail;
+		job->entries = es;
+		job->cap = cap;
+	}
+	e = &job->entries[job->n++];
+	e->region_id = r->id;
+	e->generation = r->generation;
+	e->offset = offset;
+	e->length = length;
+	e->value = value;
+	snprintf(e->daemon_id, sizeof(e->daemon_id), "%s", daemon_id);
+	return;
 fail:
 	/* The bytes are in already: the notification is lost, and said so
 	 * in the log rather than held against the bound for ever. */
 	log_warn("notification for region %llu lost: out of memory",
 		 (unsigned long long)r->id);
 	notification_release(owner, 1);
+}
+
+void
+notification_flush(struct daemon *d)
+{
+	for (uint32_t i = 0; i < d->notify_open_n; i++) {
+		struct notification_job *job = d->notify_open[i];
+
+		if (world_post(job->owner->d, notification_deliver, job) < 0) {
+			log_warn("%zu notifications lost: out of memory",
+				 job->n);
+			notification_release(job->owner, (uint32_t)job->n);
+			notification_job_free(job);
+		}
+	}
+	d->notify_open_n = 0;
 }

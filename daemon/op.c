@@ -596,7 +596,7 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 		region_copy((char *)target->addr + o->remote_offset,
 			    (char *)local->addr + o->offset, o->length);
 	if (notify)
-		notification_post(target, o->remote_offset, o->length,
+		notification_post(c->d, target, o->remote_offset, o->length,
 				  o->notify_value, c->d->id_hex);
 	else
 		region_copy((char *)local->addr + o->offset,
@@ -1248,4 +1248,5 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 			op_submit_one(c, &o, false);
 	}
 	op_batch_send_all(c->d);
+	notification_flush(c->d);
 }

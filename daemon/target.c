@@ -105,7 +105,7 @@ target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
 		return st;
 	region_copy((char *)r->addr + h->offset, data, h->length);
 	if (notify)
-		notification_post(r, h->offset, h->length, value,
+		notification_post(p->d, r, h->offset, h->length, value,
 				  p->remote_id_hex);
 	return st;
 }
@@ -131,6 +131,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	else
 		st = target_apply_put(p, &h, m->data, notify, n.value);
 	target_count(p, true, st, h.length);
+	notification_flush(p->d);
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
 
@@ -293,6 +294,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			!put && st == RMA__V1__STATUS__OK ? h.length : 0))
 			break;
 	}
+	notification_flush(d);
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
 }

@@ -521,6 +521,9 @@ size_t rma_in_flight(const rma_client_t *client);
  * the puts were applied. With rma_protocol = ucx these puts still go
  * through rmad's own messages (only the target daemon can tell the
  * owner), so their completion always means the data is at the target.
+ * A notification vouches for its own put's bytes only: to publish data
+ * written by earlier plain puts, complete them first (rma_flush()), then
+ * put the notifying one.
  *
  * The target daemon holds at most 4096 notifications per owning client
  * that the client has not consumed (taken with rma_notify_next() or

@@ -218,6 +218,11 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 	case RMA__V1__EVENT__BODY_PEER:
 		peer_event(c, ev->peer);
 		break;
+	case RMA__V1__EVENT__BODY_NOTIFICATIONS:
+		for (size_t i = 0; i < ev->notifications->n_notifications; i++)
+			notification_receive(
+			    c, ev->notifications->notifications[i]);
+		break;
 	case RMA__V1__EVENT__BODY_SHUTDOWN:
 		free(c->shutdown_detail);
 		c->shutdown_detail = strdup(client_str(ev->shutdown->detail));
@@ -594,6 +599,7 @@ client_free(rma_client_t *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	frame_reader_cleanup(&c->reader);
+	notification_free(c);
 	free(c->fds);
 	free(c->out);
 	free(c->socket_path);
@@ -926,9 +932,12 @@ rma_progress(rma_client_t *client)
 		request_flush(client);
 		client_dispatch(client);
 		client_read(client);
-		/* what callbacks submitted goes out now, as coalesced */
+		/* what callbacks submitted goes out now, as coalesced, and
+		 * the notifications they took are acknowledged */
 		if (!client->gone)
 			request_flush(client);
+		if (!client->gone)
+			notification_ack(client, 1);
 	}
 	if (client->gone) {
 		client_reap(client);

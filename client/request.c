@@ -324,8 +324,8 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 static rma_status_t
 request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	    uint64_t offset, rma_remote_t *remote, uint64_t remote_offset,
-	    uint64_t length, unsigned flags, rma_callback_t cb, void *user_data,
-	    rma_request_t **req_p)
+	    uint64_t length, unsigned flags, const uint64_t *notify,
+	    rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
 	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
 	Rma__V1__Op op = RMA__V1__OP__INIT;
@@ -375,6 +375,10 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	op.remote_offset = remote_offset;
 	op.length = length;
 	op.flags = flags;
+	if (notify != NULL) {
+		op.flags |= RMA__V1__OP_FLAG__OP_FLAG_NOTIFY;
+		op.notify_value = *notify;
+	}
 	return request_submit(client, &op, cb, user_data, req_p);
 }
 
@@ -385,8 +389,19 @@ rma_put(rma_client_t *client, rma_region_t *region, uint64_t offset,
 	rma_request_t **req_p)
 {
 	return request_rma(client, RMA__V1__OP_KIND__PUT, region, offset,
-			   remote, remote_offset, length, flags, cb, user_data,
-			   req_p);
+			   remote, remote_offset, length, flags, NULL, cb,
+			   user_data, req_p);
+}
+
+RMA_API rma_status_t
+rma_put_notify(rma_client_t *client, rma_region_t *region, uint64_t offset,
+	       rma_remote_t *remote, uint64_t remote_offset, uint64_t length,
+	       uint64_t value, unsigned flags, rma_callback_t cb,
+	       void *user_data, rma_request_t **req_p)
+{
+	return request_rma(client, RMA__V1__OP_KIND__PUT, region, offset,
+			   remote, remote_offset, length, flags, &value, cb,
+			   user_data, req_p);
 }
 
 RMA_API rma_status_t
@@ -395,8 +410,8 @@ rma_get(rma_client_t *client, rma_region_t *region, uint64_t offset,
 	rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
 	return request_rma(client, RMA__V1__OP_KIND__GET, region, offset,
-			   remote, remote_offset, length, 0, cb, user_data,
-			   req_p);
+			   remote, remote_offset, length, 0, NULL, cb,
+			   user_data, req_p);
 }
 
 RMA_API rma_status_t

@@ -512,6 +512,67 @@ rma_status_t rma_progress(rma_client_t *client);
 /** Number of requests submitted and not yet completed. */
 size_t rma_in_flight(const rma_client_t *client);
 
+/**
+ * A put that notifies the owner of the remote region: as rma_put(), and
+ * once the bytes are in the region, the client that owns it receives an
+ * rma_notification_t (its callback, see rma_notify_callback(), or
+ * rma_notify_next()) with the region, @p remote_offset, @p length,
+ * @p value and this daemon's id. Never before the bytes are visible
+ * there; the notifications of the puts of one daemon arrive in the order
+ * the puts were applied. With rma_protocol = ucx these puts still go
+ * through rmad's own messages (only the target daemon can tell the
+ * owner), so their completion always means the data is at the target.
+ * A notification vouches for its own put's bytes only: to publish data
+ * written by earlier plain puts, complete them first (rma_flush()), then
+ * put the notifying one.
+ *
+ * The target daemon holds at most 4096 notifications per owning client
+ * that the client has not consumed (taken with rma_notify_next() or
+ * handed to its callback). A put beyond that fails with RMA_ERR_LIMIT
+ * and its bytes are NOT written: nothing is lost silently. A put to a
+ * region whose owner is away (after a daemon hand-over, before the
+ * owner reconnected) fails with RMA_ERR_NO_REGION, bytes not written.
+ */
+rma_status_t rma_put_notify(rma_client_t *client, rma_region_t *region,
+			    uint64_t offset, rma_remote_t *remote,
+			    uint64_t remote_offset, uint64_t length,
+			    uint64_t value, unsigned flags, rma_callback_t cb,
+			    void *user_data, rma_request_t **req_p);
+
+/** What a notifying put (rma_put_notify()) wrote into a region of ours. */
+typedef struct rma_notification {
+	rma_region_t *region; /**< ours; NULL if freed since */
+	uint64_t offset;      /**< where in it */
+	uint64_t length;      /**< bytes written */
+	uint64_t value;	      /**< the initiator's value */
+	char daemon_id[64];   /**< the initiating daemon's id (hex) */
+} rma_notification_t;
+
+/**
+ * Notification callback: runs in rma_progress() (and every call that
+ * makes progress), in arrival order; @p n is valid during the call only.
+ */
+typedef void (*rma_notify_callback_t)(rma_client_t *client,
+				      const rma_notification_t *n,
+				      void *user_data);
+
+/**
+ * Deliver notifications to @p cb as they arrive instead of queuing them
+ * for rma_notify_next(); NULL goes back to queuing. Those already queued
+ * stay for rma_notify_next().
+ */
+void rma_notify_callback(rma_client_t *client, rma_notify_callback_t cb,
+			 void *user_data);
+
+/**
+ * Take the oldest queued notification, making progress (without
+ * blocking) first if none is queued. Poll rma_fd() to wait for one.
+ * @return 1 with *@p n filled, 0 when none is there, or a negative
+ *         rma_status_t (RMA_ERR_DAEMON_GONE) once the daemon is gone and
+ *         the queue is empty.
+ */
+int rma_notify_next(rma_client_t *client, rma_notification_t *n);
+
 /** Blocking put: rma_put() + rma_request_wait(); returns the final status. */
 rma_status_t rma_put_sync(rma_client_t *client, rma_region_t *region,
 			  uint64_t offset, rma_remote_t *remote,

@@ -144,7 +144,25 @@ struct rma_client {
 	/* output buffer for frames */
 	uint8_t *out;
 	size_t out_cap;
+
+	/* notifications (notification.c): the callback, or else a queue
+	 * (ring) for rma_notify_next(); consumed ones not yet acknowledged
+	 * to the daemon, which bounds what it holds for us */
+	rma_notify_callback_t notify_cb;
+	void *notify_user_data;
+	rma_notification_t *notify_q;
+	size_t notify_head, notify_count, notify_cap;
+	uint32_t notify_unacked;
 };
+
+/* ---- notification.c ---- */
+
+/* A Notification event: to the callback, or queued. */
+void notification_receive(rma_client_t *c, const Rma__V1__Notification *n);
+/* Tell the daemon what was consumed: always when force, otherwise only
+ * once a batch of them is. */
+void notification_ack(rma_client_t *c, int force);
+void notification_free(rma_client_t *c);
 
 /* ---- client.c ---- */
 

@@ -162,4 +162,16 @@ struct am_batch_atomic {
 /* am_rma.kind of an atomic in a batch (not a message id of its own) */
 #define AM_ATOMIC 14
 
+/* A put that notifies the region's owner: as AM_PUT's header with the
+ * value after it (AM_PUT with this longer header), or in a batch a record
+ * of kind AM_PUT_NOTIFY followed by the value (8 bytes) and the bytes.
+ * A target of before notifications drops both (the initiator's deadline
+ * reports it); nothing else of AM_VERSION 2 changes. */
+struct am_rma_notify {
+	struct am_rma rma;
+	uint64_t value;
+};
+
+#define AM_PUT_NOTIFY 15
+
 #endif

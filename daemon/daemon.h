@@ -202,6 +202,9 @@ struct conn {
 	uint64_t in_flight;
 	uint64_t ops;
 	uint64_t region_bytes;
+	/* Notifications held for this client: posted to it and not yet
+	 * acknowledged (notification.c). Any worker adds to it, atomically. */
+	uint32_t notify_held;
 	TAILQ_ENTRY(conn) link;
 	TAILQ_ENTRY(conn) dirty_link;
 };
@@ -226,6 +229,26 @@ void conn_check_stuck(struct daemon *d);
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 void conn_close(struct conn *c, const char *why);
+
+/* ---- notification.c: puts that tell the region's owner ------------------ */
+
+/* Notifications one client may hold unacknowledged: a notifying put over
+ * it fails with ERR_LIMIT, its bytes not applied. */
+#define NOTIFICATION_QUEUE_MAX 4096
+
+struct region;
+/* Takes one place in the bound of r's owner, before the bytes are
+ * copied: OK, ERR_LIMIT when full, ERR_NO_REGION when r has no owner. */
+wire_status_t notification_reserve(struct region *r);
+/* After the bytes are in r: tells its owner, on the owner's worker. The
+ * place taken by notification_reserve() goes with it. */
+void notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		       uint64_t length, uint64_t value, const char *daemon_id);
+/* The client acknowledged n notifications (or a place is given back). */
+void notification_release(struct conn *owner, uint32_t n);
+/* Posts what notification_post() gathered on d: at the end of each batch
+ * of work (a peer's message, a client's Submit). */
+void notification_flush(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
 
@@ -601,9 +624,12 @@ struct op {
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	union {		      /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
+		struct am_rma_notify nhdr;     /* PUT with notify */
 		struct am_batch_atomic atomic; /* ATOMIC, until batched */
 	};
 	uint64_t value; /* ATOMIC: the word's old value, for the client */
+	bool notify;	/* PUT: tell the region's owner (OP_FLAG_NOTIFY) */
+	uint64_t notify_value; /* what to tell it */
 	double started; /* daemon_now() when the client's op was accepted */
 	double deadline;
 	union {
@@ -685,6 +711,10 @@ void status_handle(struct conn *c, uint64_t req_id);
 /* Shared by every worker. The region table and next_region_id change
  * only while the world is stopped (world_stop); the id counters are
  * atomic. Everything else in a struct daemon is its own thread's. */
+/* Owners a worker gathers notifications for at once (notification.c). */
+#define NOTIFICATION_OPEN_MAX 8
+struct notification_job;
+
 struct world {
 	uint32_t n;		 /* workers, the main thread's included */
 	struct daemon **workers; /* [0] is the main thread's */
@@ -791,6 +821,10 @@ struct daemon {
 	uint32_t closing_eps; /* endpoint closes not yet completed */
 	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
 	uint32_t batches;     /* peers with a batch to send */
+	/* notifications applied here and not yet posted to their owners'
+	 * workers, one job per owner (notification.c) */
+	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
+	uint32_t notify_open_n;
 	uint64_t next_token;
 	struct sockaddr_storage listen_sa;
 

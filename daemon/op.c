@@ -104,6 +104,11 @@ op_set_refused(struct op *op, wire_status_t st)
 	    : st == RMA__V1__STATUS__ERR_OUT_OF_BOUNDS	? "outside the region"
 	    : st == RMA__V1__STATUS__ERR_PERMISSION
 		? "the descriptor is read-only"
+	    : st == RMA__V1__STATUS__ERR_LIMIT
+		? "the region's owner holds as many notifications as it may "
+		  "(it is not taking them); nothing written"
+	    : st == RMA__V1__STATUS__ERR_NO_REGION
+		? "the region's owner is away, nobody to notify"
 		: "bad request");
 }
 
@@ -279,6 +284,9 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	op->kind = o->kind;
 	op->length = o->length;
 	op->peer = p;
+	op->notify = o->kind == RMA__V1__OP_KIND__PUT &&
+		     (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
+	op->notify_value = o->notify_value;
 	op->started = daemon_now();
 	op->deadline = op->started + d->cfg.op_timeout;
 	/* Held until UCX is done, so the pending request never dangles. */
@@ -567,11 +575,30 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 	struct region *target =
 	    op_local_target(c, o, res, o->kind == RMA__V1__OP_KIND__PUT);
 
+	bool notify = o->kind == RMA__V1__OP_KIND__PUT &&
+		      (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
+	wire_status_t st;
+
 	if (target == NULL)
 		return;
+	/* The owner's bound first: a full queue refuses the put whole. */
+	if (notify &&
+	    (st = notification_reserve(target)) != RMA__V1__STATUS__OK) {
+		op_fail(c, o, st,
+			st == RMA__V1__STATUS__ERR_LIMIT
+			    ? "the owner of region %llu holds %d notifications "
+			      "it has not taken: nothing written"
+			    : "region %llu has no owner to notify (%d)",
+			(unsigned long long)res->region_id,
+			NOTIFICATION_QUEUE_MAX);
+		return;
+	}
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		region_copy((char *)target->addr + o->remote_offset,
 			    (char *)local->addr + o->offset, o->length);
+	if (notify)
+		notification_post(c->d, target, o->remote_offset, o->length,
+				  o->notify_value, c->d->id_hex);
 	else
 		region_copy((char *)local->addr + o->offset,
 			    (char *)target->addr + o->remote_offset, o->length);
@@ -672,7 +699,10 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 	op->res = res;
 	res->refs++;
 	op->buf = (char *)local->addr + o->offset;
-	if (res->rkey == NULL) {
+	/* A notifying put goes through rmad's own messages in ucx mode too:
+	 * only the target daemon can tell the owner, and a UCX put leaves
+	 * it nothing to notice. */
+	if (res->rkey == NULL || op->notify) {
 		if (o->length <= AM_BATCH_SMALL)
 			op_batch_add(op, res, o->remote_offset);
 		else
@@ -886,11 +916,14 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->hdr.generation = res->generation;
 	op->hdr.offset = remote_offset;
 	op->hdr.length = op->length;
+	if (op->notify)
+		op->nhdr.value = op->notify_value;
 	/* The header lives in the op until UCX is done with it. */
 	op_expect(op);
-	sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
-			     sizeof(op->hdr), put ? op->buf : NULL,
-			     put ? op->length : 0, &param);
+	sp =
+	    ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
+			    op->notify ? sizeof(op->nhdr) : sizeof(op->hdr),
+			    put ? op->buf : NULL, put ? op->length : 0, &param);
 	op_track(op, sp);
 	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
 		op_stop_waiting(op);
@@ -958,6 +991,8 @@ op_batch_record_extra(const struct am_rma *h)
 {
 	if (h->kind == AM_PUT)
 		return h->length;
+	if (h->kind == AM_PUT_NOTIFY)
+		return sizeof(uint64_t) + h->length;
 	if (h->kind == AM_ATOMIC)
 		return sizeof(struct am_batch_atomic);
 	return 0;
@@ -1039,9 +1074,10 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
 	struct am_rma h = {
 	    .magic = AM_MAGIC,
-	    .kind = put	     ? AM_PUT
-		    : atomic ? AM_ATOMIC
-			     : AM_GET,
+	    .kind = op->notify ? AM_PUT_NOTIFY
+		    : put      ? AM_PUT
+		    : atomic   ? AM_ATOMIC
+			       : AM_GET,
 	    .region_id = res->region_id,
 	    .generation = res->generation,
 	    .offset = remote_offset,
@@ -1079,7 +1115,13 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->pending++;
 	h.token = op->token;
 	memcpy(p->batch->buf + p->batch->len, &h, sizeof(h));
-	if (put)
+	if (op->notify) {
+		memcpy(p->batch->buf + p->batch->len + sizeof(h),
+		       &op->notify_value, sizeof(op->notify_value));
+		memcpy(p->batch->buf + p->batch->len + sizeof(h) +
+			   sizeof(op->notify_value),
+		       op->buf, op->length);
+	} else if (put)
 		memcpy(p->batch->buf + p->batch->len + sizeof(h), op->buf,
 		       op->length);
 	else if (atomic)
@@ -1207,4 +1249,5 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 			op_submit_one(c, &o, false);
 	}
 	op_batch_send_all(c->d);
+	notification_flush(c->d);
 }

@@ -140,6 +140,12 @@ request_handle_status(struct conn *c, const Rma__V1__Request *req)
 	status_handle(c, req->id);
 }
 
+static void
+request_handle_notify_ack(struct conn *c, const Rma__V1__Request *req)
+{
+	notification_release(c, req->notify_ack->count);
+}
+
 static const struct {
 	Rma__V1__Request__BodyCase body;
 	const char *name;
@@ -158,6 +164,8 @@ static const struct {
      request_handle_remote_release},
     {RMA__V1__REQUEST__BODY_SUBMIT, "submit", request_handle_submit},
     {RMA__V1__REQUEST__BODY_STATUS, "status", request_handle_status},
+    {RMA__V1__REQUEST__BODY_NOTIFY_ACK, "notify_ack",
+     request_handle_notify_ack},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:

@@ -89,22 +89,50 @@ target_read_header(const struct am_msg *m, struct am_rma *h)
 	return h->magic == AM_MAGIC;
 }
 
+/* A put, notifying or not: the owner's bound is taken before a byte is
+ * copied (a full queue refuses the whole put), the notification posted
+ * only once the bytes are in. */
+static wire_status_t
+target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
+		 bool notify, uint64_t value)
+{
+	struct region *r = NULL;
+	wire_status_t st;
+
+	st = target_check(p->d, h, true, &r);
+	if (st == RMA__V1__STATUS__OK && notify)
+		st = notification_reserve(r);
+	if (st != RMA__V1__STATUS__OK)
+		return st;
+	region_copy((char *)r->addr + h->offset, data, h->length);
+	if (notify)
+		notification_post(p->d, r, h->offset, h->length, value,
+				  p->remote_id_hex);
+	return st;
+}
+
 void
 target_on_put(struct peer *p, const struct am_msg *m)
 {
-	struct daemon *d = p->d;
-	struct region *r = NULL;
+	struct am_rma_notify n = {.value = 0};
+	bool notify = m->header_length == sizeof(n);
 	wire_status_t st;
 	struct am_rma h;
 
-	if (!target_read_header(m, &h))
+	if (notify) {
+		memcpy(&n, m->header, sizeof(n));
+		h = n.rma;
+		if (h.magic != AM_MAGIC)
+			return;
+	} else if (!target_read_header(m, &h)) {
 		return;
-	st = target_check(d, &h, true, &r);
-	if (st == RMA__V1__STATUS__OK && m->length != h.length)
+	}
+	if (m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
-	if (st == RMA__V1__STATUS__OK)
-		region_copy((char *)r->addr + h.offset, m->data, m->length);
+	else
+		st = target_apply_put(p, &h, m->data, notify, n.value);
 	target_count(p, true, st, h.length);
+	notification_flush(p->d);
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
 
@@ -224,7 +252,16 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			at += sizeof(struct am_batch_atomic);
 			continue;
 		}
-		put = h.kind == AM_PUT;
+		uint64_t value = 0;
+		bool notify = h.kind == AM_PUT_NOTIFY;
+
+		if (notify) {
+			if (sizeof(value) > m->length - at)
+				break;
+			memcpy(&value, data + at, sizeof(value));
+			at += sizeof(value);
+		}
+		put = h.kind == AM_PUT || notify;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > m->length - at))
 			break; /* malformed: the initiator's deadline covers it
@@ -241,14 +278,13 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			at += put ? h.length : 0;
 			continue;
 		}
-		st = target_check(d, &h, put, &r);
 		if (put) {
-			if (st == RMA__V1__STATUS__OK)
-				region_copy((char *)r->addr + h.offset,
-					    data + at, h.length);
+			st = target_apply_put(p, &h, data + at, notify, value);
 			at += h.length;
-		} else if (st == RMA__V1__STATUS__OK) {
-			reply_bytes += h.length;
+		} else {
+			st = target_check(d, &h, false, &r);
+			if (st == RMA__V1__STATUS__OK)
+				reply_bytes += h.length;
 		}
 		target_count(p, put, st, h.length);
 		if (!target_reply_add(
@@ -259,6 +295,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			!put && st == RMA__V1__STATUS__OK ? h.length : 0))
 			break;
 	}
+	notification_flush(d);
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
 }

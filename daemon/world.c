@@ -87,6 +87,7 @@ int
 world_post(struct daemon *to, world_fn_t fn, void *arg)
 {
 	struct world_job *job = malloc(sizeof(*job));
+	bool was_empty;
 
 	if (job == NULL)
 		return -1;
@@ -94,10 +95,15 @@ world_post(struct daemon *to, world_fn_t fn, void *arg)
 	job->arg = arg;
 	job->next = NULL;
 	pthread_mutex_lock(&to->mail_lock);
+	was_empty = to->mail_head == NULL;
 	*to->mail_tail = job;
 	to->mail_tail = &job->next;
 	pthread_mutex_unlock(&to->mail_lock);
-	world_wake(to);
+	/* A non-empty mailbox has had its wake-up already and is taken
+	 * whole after it: one write per burst, not per job (notifications
+	 * post one job per put). */
+	if (was_empty)
+		world_wake(to);
 	return 0;
 }
 

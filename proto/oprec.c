@@ -51,6 +51,11 @@ oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 	put64(p + 40, op->length);
 	put32(p + 48, (uint32_t)op->kind);
 	put32(p + 52, op->flags);
+	if (op->kind == RMA__V1__OP_KIND__PUT &&
+	    (op->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY)) {
+		put64(p + 56, op->notify_value);
+		return;
+	}
 	put32(p + 56, atomic ? (uint32_t)op->atomic_op : op->peer_id);
 	put32(p + 60, 0);
 }
@@ -68,6 +73,13 @@ oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 	op->kind = (Rma__V1__OpKind)get32(p + 48);
 	op->flags = get32(p + 52);
 	op->peer_id = get32(p + 56);
+	if (op->kind == RMA__V1__OP_KIND__PUT &&
+	    (op->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY)) {
+		/* a put has no peer id: the value takes its place */
+		op->notify_value = get64(p + 56);
+		op->peer_id = 0;
+		return 0;
+	}
 	if (op->kind == RMA__V1__OP_KIND__ATOMIC) {
 		/* no local region: the old value comes back by value */
 		op->operand = op->region_id;

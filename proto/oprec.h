@@ -8,7 +8,8 @@
  * remote_offset, length (8 each), kind, flags, peer_id, reserved (4 each;
  * reserved is 0). An ATOMIC operation has no local region and no peer:
  * its record carries operand at 8, compare at 16 and atomic_op at 56
- * instead (the rest as above, length = the word's width).
+ * instead (the rest as above, length = the word's width). A PUT with
+ * OP_FLAG_NOTIFY carries notify_value at 56 (peer id and reserved).
  * Completion, 24 bytes: op_id, bytes (8 each), status
  * (wire Status, 4), reserved (4, 0). A completion with a detail text goes
  * or a value (an atomic's old value other than 0) goes as a Completion

@@ -45,6 +45,7 @@ struct bench {
 	const char *peer;
 	const char *descriptor_file;
 	int get;
+	int notify; /* put-notify: rma_put_notify(), the op number as value */
 	int atomic; /* an rma_atomic_op_t, or -1: put or get */
 	const char *op_name;
 	uint64_t size;
@@ -202,12 +203,15 @@ bench_args(int argc, char **argv, struct bench *b)
 						  "benchmarked (use swap)");
 	} else if (strcmp(op, "put") == 0)
 		b->get = 0;
+	else if (strcmp(op, "put-notify") == 0)
+		b->notify = 1;
 	else if (strcmp(op, "get") == 0)
 		b->get = 1;
 	else
 		return rmactl_usage_error(RMACTL_BENCH,
-					  "bench: bad op \"%s\" (put, get, or "
-					  "an atomic: fetch-add ...)",
+					  "bench: bad op \"%s\" (put, "
+					  "put-notify, get, or an atomic: "
+					  "fetch-add ...)",
 					  op);
 	if ((b->get || b->atomic >= 0) && b->remote_completion)
 		return rmactl_usage_error(RMACTL_BENCH,
@@ -342,6 +346,12 @@ bench_submit(struct bench *b, uint64_t op, uint64_t now)
 	else if (b->get)
 		st = rma_get(b->client, b->region, local, b->remote, remote,
 			     b->size, bench_on_done, slot, NULL);
+	else if (b->notify)
+		st = rma_put_notify(
+		    b->client, b->region, local, b->remote, remote, b->size,
+		    b->next_op,
+		    b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    bench_on_done, slot, NULL);
 	else
 		st = rma_put(
 		    b->client, b->region, local, b->remote, remote, b->size,

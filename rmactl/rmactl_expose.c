@@ -14,6 +14,23 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+/* --notifications: one line per notification, OFFSET LENGTH VALUE in
+ * decimal and the initiating daemon's id, flushed at once so a reader of
+ * a pipe sees each as it arrives. */
+static void
+rmactl_expose_on_notify(rma_client_t *client, const rma_notification_t *n,
+			void *user_data)
+{
+	const int *print = user_data;
+
+	(void)client;
+	if (!*print)
+		return;
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", n->offset, n->length,
+	       n->value, n->daemon_id);
+	fflush(stdout);
+}
+
 /* Wait for SIGINT/SIGTERM while the daemon serves the region; progress
  * the client meanwhile so a vanished daemon is noticed. */
 static int
@@ -57,6 +74,7 @@ rmactl_expose_run(int argc, char **argv)
 	    {"descriptor-out", required_argument, NULL, 'd'},
 	    {"dump-on-exit", required_argument, NULL, 'D'},
 	    {"read-only-descriptor-out", required_argument, NULL, 'r'},
+	    {"notifications", no_argument, NULL, 'n'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -70,7 +88,7 @@ rmactl_expose_run(int argc, char **argv)
 	rma_status_t st;
 	sigset_t mask;
 	char *line;
-	int c, sfd, rc = 0;
+	int c, sfd, rc = 0, notifications = 0;
 
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -92,6 +110,9 @@ rmactl_expose_run(int argc, char **argv)
 		case 'r':
 			ro_out = optarg;
 			break;
+		case 'n':
+			notifications = 1;
+			break;
 		case 'h':
 			fputs(rmactl_cmd_usage[RMACTL_EXPOSE], stdout);
 			return 0;
@@ -110,6 +131,11 @@ rmactl_expose_run(int argc, char **argv)
 					  "expose: --size is required");
 	if (size > SIZE_MAX)
 		return rmactl_errx(EX_DATAERR, "expose", "size too big");
+	/* the descriptor would share stdout with the notification lines */
+	if (notifications && desc_out == NULL)
+		return rmactl_usage_error(RMACTL_EXPOSE,
+					  "expose: --notifications needs "
+					  "--descriptor-out");
 
 	if (fill != NULL) {
 		rc = rmactl_file_read("expose", fill, &fill_buf, &fill_len);
@@ -136,6 +162,9 @@ rmactl_expose_run(int argc, char **argv)
 	}
 	if (fill_len > 0)
 		memcpy(rma_region_ptr(region), fill_buf, fill_len);
+	/* Taken either way: notifying puts to a region served here never
+	 * fail for want of a reader. */
+	rma_notify_callback(client, rmactl_expose_on_notify, &notifications);
 	free(fill_buf);
 	fill_buf = NULL;
 

@@ -24,6 +24,8 @@ struct rmactl_xfer {
 	const char *out;
 	int timeout_ms;
 	const char *datafile;
+	int notify; /* put: --notify VALUE given */
+	uint64_t notify_value;
 };
 
 static int
@@ -36,6 +38,7 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 	    {"length", required_argument, NULL, 'l'},
 	    {"out", required_argument, NULL, 'O'},
 	    {"timeout", required_argument, NULL, 't'},
+	    {"notify", required_argument, NULL, 'n'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -77,6 +80,20 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 				    which, "%s: bad timeout \"%s\"", x->cmd,
 				    optarg);
 			break;
+		case 'n': {
+			char *end;
+			if (is_get)
+				goto bad_option;
+			errno = 0;
+			x->notify_value = strtoull(optarg, &end, 0);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    optarg[0] == '-')
+				return rmactl_usage_error(
+				    which, "%s: bad notify value \"%s\"",
+				    x->cmd, optarg);
+			x->notify = 1;
+			break;
+		}
 		case 'h':
 			fputs(rmactl_cmd_usage[which], stdout);
 			return -1;
@@ -209,8 +226,20 @@ rmactl_xfer_put(int argc, char **argv)
 		goto out_free_region;
 	}
 	/* remote completion: exit 0 means the bytes are at the target */
-	st = rma_put_sync(client, region, 0, remote, x.offset, len,
-			  RMA_FLAG_REMOTE_COMPLETION, x.timeout_ms);
+	if (x.notify) {
+		rma_request_t *req = NULL;
+
+		st = rma_put_notify(client, region, 0, remote, x.offset, len,
+				    x.notify_value, RMA_FLAG_REMOTE_COMPLETION,
+				    NULL, NULL, &req);
+		if (st == RMA_OK) {
+			st = rma_request_wait(client, req, x.timeout_ms);
+			rma_request_release(req);
+		}
+	} else {
+		st = rma_put_sync(client, region, 0, remote, x.offset, len,
+				  RMA_FLAG_REMOTE_COMPLETION, x.timeout_ms);
+	}
 	if (st != RMA_OK)
 		rc = rmactl_fail(x.cmd, st, client);
 

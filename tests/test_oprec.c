@@ -110,6 +110,32 @@ START_TEST(test_op_reserved_refused)
 }
 END_TEST
 
+/* A notifying put carries its 64-bit value where a put has no peer id
+ * (56) and the reserved word (60); it decodes back whole. */
+START_TEST(test_op_notify_value)
+{
+	Rma__V1__Op op = sample_op(), back;
+	uint8_t p[OPREC_SIZE];
+
+	op.kind = RMA__V1__OP_KIND__PUT;
+	op.flags = RMA__V1__OP_FLAG__OP_FLAG_NOTIFY;
+	op.peer_id = 0;
+	op.notify_value = 0x8182838485868788ull;
+	oprec_encode(p, &op);
+	ck_assert_uint_eq(le64_at(p + 56), op.notify_value);
+	ck_assert_int_eq(oprec_decode(p, &back), 0);
+	ck_assert_uint_eq(back.notify_value, op.notify_value);
+	ck_assert_uint_eq(back.peer_id, 0);
+	ck_assert_uint_eq(back.region_id, op.region_id);
+	ck_assert_uint_eq(back.length, op.length);
+	/* without the flag those bytes are the peer id and reserved */
+	op.flags = 0;
+	oprec_encode(p, &op);
+	ck_assert_int_eq(oprec_decode(p, &back), 0);
+	ck_assert_uint_eq(back.notify_value, 0);
+}
+END_TEST
+
 START_TEST(test_comprec_layout_and_roundtrip)
 {
 	struct comprec in = {0x8182838485868788ull, 0x9192939495969798ull,
@@ -143,6 +169,7 @@ main(void)
 	tcase_add_test(tc, test_op_layout);
 	tcase_add_test(tc, test_op_roundtrip);
 	tcase_add_test(tc, test_op_reserved_refused);
+	tcase_add_test(tc, test_op_notify_value);
 	tcase_add_test(tc, test_comprec_layout_and_roundtrip);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);

@@ -1,0 +1,130 @@
+/* Notifications: what notifying puts (rma_put_notify()) of any daemon wrote
+ * into this client's regions. The daemon holds a bounded number for us
+ * until we acknowledge them (NotifyAck); we acknowledge what the callback
+ * or rma_notify_next() consumed, in batches, so that a client that stops
+ * consuming makes notifying puts to it fail at their initiators with
+ * RMA_ERR_LIMIT rather than grow without bound. */
+#include "rma_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Consumed notifications acknowledged in one NotifyAck; far below the
+ * daemon's bound, so an active consumer never meets it. */
+#define NOTIFICATION_ACK_BATCH 256
+
+static rma_region_t *
+notification_region(rma_client_t *c, uint64_t region_id)
+{
+	for (rma_region_t *r = c->regions; r != NULL; r = r->next) {
+		if (r->region_id == region_id && !r->freed)
+			return r;
+	}
+	return NULL;
+}
+
+void
+notification_ack(rma_client_t *c, int force)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__NotifyAck ack = RMA__V1__NOTIFY_ACK__INIT;
+
+	if (c->notify_unacked == 0 || c->gone ||
+	    (!force && c->notify_unacked < NOTIFICATION_ACK_BATCH))
+		return;
+	ack.count = c->notify_unacked;
+	req.id = 0;
+	req.body_case = RMA__V1__REQUEST__BODY_NOTIFY_ACK;
+	req.notify_ack = &ack;
+	/* A failed send fails the connection: nothing left to bound. */
+	if (client_send(c, &req) == RMA_OK)
+		c->notify_unacked = 0;
+}
+
+static int
+notification_push(rma_client_t *c, const rma_notification_t *n)
+{
+	if (c->notify_count == c->notify_cap) {
+		size_t cap = c->notify_cap ? 2 * c->notify_cap : 64;
+		rma_notification_t *q = malloc(cap * sizeof(*q));
+
+		if (q == NULL)
+			return -1;
+		for (size_t i = 0; i < c->notify_count; i++)
+			q[i] =
+			    c->notify_q[(c->notify_head + i) % c->notify_cap];
+		free(c->notify_q);
+		c->notify_q = q;
+		c->notify_cap = cap;
+		c->notify_head = 0;
+	}
+	c->notify_q[(c->notify_head + c->notify_count) % c->notify_cap] = *n;
+	c->notify_count++;
+	return 0;
+}
+
+void
+notification_receive(rma_client_t *c, const Rma__V1__Notification *w)
+{
+	rma_notification_t n;
+
+	memset(&n, 0, sizeof(n));
+	n.region = notification_region(c, w->region_id);
+	n.offset = w->offset;
+	n.length = w->length;
+	n.value = w->value;
+	snprintf(n.daemon_id, sizeof(n.daemon_id), "%s",
+		 w->daemon_id != NULL ? w->daemon_id : "");
+	if (c->notify_cb != NULL) {
+		c->notify_cb(c, &n, c->notify_user_data);
+		c->notify_unacked++;
+		notification_ack(c, 0);
+		return;
+	}
+	if (notification_push(c, &n) < 0) {
+		/* Dropped here: acknowledged, so the daemon's bound is not
+		 * held by what nobody will ever see. */
+		c->notify_unacked++;
+		notification_ack(c, 0);
+	}
+}
+
+void
+notification_free(rma_client_t *c)
+{
+	free(c->notify_q);
+	c->notify_q = NULL;
+	c->notify_count = c->notify_cap = c->notify_head = 0;
+}
+
+RMA_API void
+rma_notify_callback(rma_client_t *client, rma_notify_callback_t cb,
+		    void *user_data)
+{
+	if (client == NULL)
+		return;
+	client->notify_cb = cb;
+	client->notify_user_data = user_data;
+}
+
+RMA_API int
+rma_notify_next(rma_client_t *client, rma_notification_t *n)
+{
+	rma_status_t st = RMA_OK;
+
+	if (client == NULL || n == NULL)
+		return RMA_ERR_INVALID;
+	if (client->notify_count == 0)
+		st = rma_progress(client);
+	if (client->notify_count == 0) {
+		notification_ack(client, 1);
+		return st == RMA_OK ? 0 : st;
+	}
+	*n = client->notify_q[client->notify_head];
+	client->notify_head = (client->notify_head + 1) % client->notify_cap;
+	client->notify_count--;
+	client->notify_unacked++;
+	notification_ack(client, client->notify_count == 0);
+	return 1;
+}

@@ -1,0 +1,218 @@
+/* Notifications to a region's owner: a put with OP_FLAG_NOTIFY, from a
+ * peer (target.c) or a client of this daemon (op.c), tells the client that
+ * owns the region what was written, once the bytes are in it.
+ *
+ * The owner's connection may live on another worker than the one that
+ * applied the put (inbound peers are all on worker 0), so the notification
+ * travels through the owner worker's mailbox: one mailbox is one FIFO, so
+ * the puts of one initiator reach the owner in the order they were applied.
+ * What one batch of work (a peer's message, a client's Submit) applied for
+ * one owner goes as one job and one Notifications event: a job and an
+ * event per put cost more than the put.
+ *
+ * The notifications a client holds (sent or waiting, not yet acknowledged
+ * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX. The bound is
+ * taken before a byte is copied, with an atomic counter on the owner's
+ * connection (any worker may take it): a put over the bound fails with
+ * ERR_LIMIT and its bytes are not applied, so nothing is lost silently. */
+#include "daemon.h"
+
+#include <stdlib.h>
+
+struct notification_entry {
+	uint64_t region_id;
+	uint64_t generation;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t value;
+	char daemon_id[2 * DAEMON_ID_SIZE + 1];
+};
+
+/* The notifications for one owner gathered during one batch of work, sent
+ * to its worker as one job and to the client as one event. */
+struct notification_job {
+	struct conn *owner; /* compared, never followed until checked */
+	uint32_t owner_id;
+	size_t n, cap;
+	struct notification_entry *entries;
+};
+
+wire_status_t
+notification_reserve(struct region *r)
+{
+	struct conn *owner = r->owner;
+
+	/* An orphan (its owner has not taken it back after a hand-over)
+	 * has nobody to tell. */
+	if (owner == NULL)
+		return RMA__V1__STATUS__ERR_NO_REGION;
+	if (__atomic_add_fetch(&owner->notify_held, 1, __ATOMIC_RELAXED) >
+	    NOTIFICATION_QUEUE_MAX) {
+		__atomic_sub_fetch(&owner->notify_held, 1, __ATOMIC_RELAXED);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	}
+	return RMA__V1__STATUS__OK;
+}
+
+void
+notification_release(struct conn *owner, uint32_t n)
+{
+	uint32_t held = __atomic_load_n(&owner->notify_held, __ATOMIC_RELAXED);
+
+	/* A client acknowledging more than it got is clamped, not
+	 * allowed to raise its own bound. */
+	while (held > 0) {
+		uint32_t take = n < held ? n : held;
+		if (__atomic_compare_exchange_n(
+			&owner->notify_held, &held, held - take, false,
+			__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+/* The owner's connection if it still lives on this worker (its region
+ * was freed while the notification waited, the client may not be gone). */
+static struct conn *
+notification_find_owner(struct daemon *d, const struct notification_job *job)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &d->conns, link)
+	{
+		if (c == job->owner && c->id == job->owner_id)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+notification_job_free(struct notification_job *job)
+{
+	free(job->entries);
+	free(job);
+}
+
+/* On the owner's worker: each region is looked up again, since it may
+ * have been freed (and its connection with it) while the job waited. */
+static void
+notification_deliver(struct daemon *d, void *arg)
+{
+	struct notification_job *job = arg;
+	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
+	Rma__V1__Notification *n = NULL, **np = NULL;
+	struct conn *alive = NULL;
+	size_t k = 0, gone = 0;
+
+	n = calloc(job->n, sizeof(*n));
+	np = calloc(job->n, sizeof(*np));
+	for (size_t i = 0; i < job->n; i++) {
+		const struct notification_entry *e = &job->entries[i];
+		struct region *r = region_lookup(d, e->region_id);
+
+		if (r == NULL || r->generation != e->generation ||
+		    r->owner != job->owner || job->owner->dead || n == NULL ||
+		    np == NULL) {
+			gone++;
+			continue;
+		}
+		alive = job->owner; /* owns a region: not freed */
+		rma__v1__notification__init(&n[k]);
+		n[k].region_id = e->region_id;
+		n[k].offset = e->offset;
+		n[k].length = e->length;
+		n[k].value = e->value;
+		n[k].daemon_id = (char *)e->daemon_id;
+		np[k] = &n[k];
+		k++;
+	}
+	if (k > 0 && !alive->dead) {
+		ns.n_notifications = k;
+		ns.notifications = np;
+		ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATIONS;
+		ev.notifications = &ns;
+		conn_send_event(alive, &ev);
+	}
+	/* Nobody to tell for these; a client that is still here gets
+	 * their places in the bound back. */
+	if (gone > 0) {
+		if (alive == NULL)
+			alive = notification_find_owner(d, job);
+		if (alive != NULL)
+			notification_release(alive, (uint32_t)gone);
+	}
+	free(n);
+	free(np);
+	notification_job_free(job);
+}
+
+static struct notification_job *
+notification_open_job(struct daemon *d, struct conn *owner)
+{
+	struct notification_job *job;
+
+	for (uint32_t i = 0; i < d->notify_open_n; i++) {
+		if (d->notify_open[i]->owner == owner)
+			return d->notify_open[i];
+	}
+	if (d->notify_open_n == NOTIFICATION_OPEN_MAX)
+		notification_flush(d);
+	job = calloc(1, sizeof(*job));
+	if (job == NULL)
+		return NULL;
+	job->owner = owner;
+	job->owner_id = owner->id;
+	d->notify_open[d->notify_open_n++] = job;
+	return job;
+}
+
+void
+notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		  uint64_t length, uint64_t value, const char *daemon_id)
+{
+	struct conn *owner = r->owner;
+	struct notification_job *job = notification_open_job(d, owner);
+	struct notification_entry *e;
+
+	if (job == NULL)
+		goto fail;
+	if (job->n == job->cap) {
+		size_t cap = job->cap ? 2 * job->cap : 16;
+		struct notification_entry *es =
+		    realloc(job->entries, cap * sizeof(*es));
+		if (es == NULL)
+			goto fail;
+		job->entries = es;
+		job->cap = cap;
+	}
+	e = &job->entries[job->n++];
+	e->region_id = r->id;
+	e->generation = r->generation;
+	e->offset = offset;
+	e->length = length;
+	e->value = value;
+	snprintf(e->daemon_id, sizeof(e->daemon_id), "%s", daemon_id);
+	return;
+fail:
+	/* The bytes are in already: the notification is lost, and said so
+	 * in the log rather than held against the bound for ever. */
+	log_warn("notification for region %llu lost: out of memory",
+		 (unsigned long long)r->id);
+	notification_release(owner, 1);
+}
+
+void
+notification_flush(struct daemon *d)
+{
+	for (uint32_t i = 0; i < d->notify_open_n; i++) {
+		struct notification_job *job = d->notify_open[i];
+
+		if (world_post(job->owner->d, notification_deliver, job) < 0) {
+			log_warn("%zu notifications lost: out of memory",
+				 job->n);
+			notification_release(job->owner, (uint32_t)job->n);
+			notification_job_free(job);
+		}
+	}
+	d->notify_open_n = 0;
+}

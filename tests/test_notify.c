@@ -1,0 +1,638 @@
+/* Notifying puts end to end: real rmad processes on loopback (UCX over
+ * tcp), the owner and the initiators through librma, each client in a
+ * thread of its own (a handle is not thread-safe), and rmactl for the CLI.
+ * Ordering per initiator over 100k notifications from a peer daemon and
+ * from the owner's own daemon; a slow owner whose full queue makes puts
+ * fail with LIMIT, their bytes not applied; an owner that dies under a
+ * stream of puts; the lines of `rmactl expose --notifications`.
+ * RMAD_PROTOCOL=ucx runs it all with rma_protocol = ucx. */
+#include <check.h>
+
+#include "check_main.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rma.h"
+
+extern char **environ;
+
+#define REGION_SIZE 65536
+#define WAIT_MS 20000
+/* The daemon's bound on the notifications one client holds. */
+#define QUEUE_MAX 4096
+
+static struct daemon_proc dp[2];
+
+static void
+setup(void)
+{
+	/* two workers: the owner's connection may be on the other one
+	 * than the inbound peers (worker 0) */
+	static const char *const flags[] = {"--connect-timeout",
+					    "2",
+					    "--max-in-flight",
+					    "100000",
+					    "--workers",
+					    "2",
+					    NULL};
+
+	for (int i = 0; i < 2; i++)
+		harness_daemon_start(&dp[i], flags);
+}
+
+static void
+teardown(void)
+{
+	for (int i = 2; i-- > 0;)
+		if (dp[i].pid > 0)
+			harness_daemon_stop(&dp[i], SIGTERM);
+}
+
+struct user {
+	rma_client_t *c;
+	rma_remote_t *rem;
+	rma_region_t *src;
+};
+
+/* A client of daemon `via` with desc imported through daemon 0. */
+static void
+user_open(struct user *u, int via, const char *desc)
+{
+	rma_peer_t *peer;
+
+	ck_assert_int_eq(rma_connect(dp[via].socket, &u->c), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(u->c, dp[0].listen, &peer), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(u->c, peer, desc, &u->rem), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(u->c, 4096, &u->src), RMA_OK);
+}
+
+static rma_status_t
+put_notify_sync(struct user *u, uint64_t src_off, uint64_t off, uint64_t len,
+		uint64_t value)
+{
+	rma_request_t *req = NULL;
+	rma_status_t st;
+
+	st = rma_put_notify(u->c, u->src, src_off, u->rem, off, len, value, 0,
+			    NULL, NULL, &req);
+	if (st != RMA_OK)
+		return st;
+	st = rma_request_wait(u->c, req, WAIT_MS);
+	rma_request_release(req);
+	return st;
+}
+
+/* ---- ordering over 100k notifications ---- */
+
+#define N_PER 50000
+#define WINDOW 128
+#define SLOTS 256
+
+/* One initiator: puts of 8 bytes until N_PER of them succeeded, the
+ * value = the sequence number, the bytes = the same number, into its own
+ * half of the region. A put may fail with LIMIT when the owner falls
+ * behind (the bound, by design); such a one must never be notified, and
+ * every one that succeeded must be. */
+#define SEQ_MAX (8 * N_PER)
+
+struct sender;
+struct sent {
+	struct sender *s;
+	uint64_t seq;
+};
+
+struct sender {
+	struct user u;
+	int via;
+	uint64_t base; /* its half */
+	uint64_t done, ok, limited, failures;
+	uint64_t issued;
+	int backoff;	   /* the owner is behind: let it catch up */
+	struct sent *sent; /* [SEQ_MAX] */
+	uint8_t *refused;  /* [SEQ_MAX]: failed with LIMIT */
+	uint8_t *notified; /* [SEQ_MAX]: the owner heard of it */
+};
+
+static void
+sender_done(rma_request_t *req, rma_status_t st, void *arg)
+{
+	struct sent *x = arg;
+	struct sender *s = x->s;
+
+	(void)req;
+	s->done++;
+	if (st == RMA_OK)
+		s->ok++;
+	else if (st == RMA_ERR_LIMIT)
+		s->refused[x->seq] = 1, s->limited++, s->backoff = 1;
+	else
+		s->failures++;
+}
+
+static void *
+sender_run(void *arg)
+{
+	struct sender *s = arg;
+	double deadline = harness_now() + 120;
+
+	while (s->ok < N_PER && s->failures == 0 && harness_now() < deadline) {
+		/* as a user of LIMIT would: drain, pause, go on */
+		if (s->backoff && s->done == s->issued) {
+			harness_pause(0.005, deadline);
+			s->backoff = 0;
+		}
+		while (!s->backoff && s->issued < SEQ_MAX &&
+		       s->issued - s->done < WINDOW &&
+		       s->ok + (s->issued - s->done) < N_PER) {
+			uint64_t seq = s->issued, slot = seq % SLOTS;
+			uint64_t *src = (uint64_t *)rma_region_ptr(s->u.src);
+			/* the source word of a slot is rewritten only once
+			 * the put that used it last has completed */
+			src[slot] = seq;
+			s->sent[seq].s = s;
+			s->sent[seq].seq = seq;
+			if (rma_put_notify(s->u.c, s->u.src, slot * 8, s->u.rem,
+					   s->base + slot * 8, 8, seq, 0,
+					   sender_done, &s->sent[seq],
+					   NULL) != RMA_OK) {
+				s->failures++;
+				s->done++;
+			}
+			s->issued++;
+		}
+		if (rma_progress(s->u.c) != RMA_OK)
+			break;
+		if (s->done < s->issued)
+			harness_wait_fd(rma_fd(s->u.c), 1.0);
+	}
+	return NULL;
+}
+
+START_TEST(test_order_100k)
+{
+	struct sender s[2] = {{.via = 1, .base = 0},
+			      {.via = 0, .base = SLOTS * 8}};
+	uint64_t last[2] = {0, 0};
+	rma_client_t *owner;
+	rma_region_t *region;
+	pthread_t th[2];
+	char ids[2][64] = {"", ""};
+	uint64_t next[2] = {0, 0}, got = 0, bad_bytes = 0;
+	double deadline;
+	const char *desc;
+
+	rma_client_t *spare;
+
+	/* Clients go to the workers in turn: the owner on worker 1, away
+	 * from the inbound peers (worker 0), the local initiator on 0. */
+	ck_assert_int_eq(rma_connect(dp[0].socket, &spare), RMA_OK);
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	memset(rma_region_ptr(region), 0xff, REGION_SIZE);
+	desc = rma_region_descriptor(region);
+	for (int i = 0; i < 2; i++) {
+		s[i].sent = calloc(SEQ_MAX, sizeof(*s[i].sent));
+		s[i].refused = calloc(SEQ_MAX, 1);
+		s[i].notified = calloc(SEQ_MAX, 1);
+		ck_assert(s[i].sent && s[i].refused && s[i].notified);
+		user_open(&s[i].u, s[i].via, desc);
+		ck_assert_int_eq(
+		    pthread_create(&th[i], NULL, sender_run, &s[i]), 0);
+	}
+	deadline = harness_now() + 150;
+	while (got < 2 * N_PER && harness_now() < deadline) {
+		rma_notification_t n;
+		int r = rma_notify_next(owner, &n);
+		int who;
+
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			harness_wait_fd(rma_fd(owner), 0.5);
+			continue;
+		}
+		got++;
+		ck_assert_ptr_eq(n.region, region);
+		ck_assert_uint_eq(n.length, 8);
+		who = n.offset >= SLOTS * 8;
+		if (ids[who][0] == '\0')
+			snprintf(ids[who], sizeof(ids[who]), "%s", n.daemon_id);
+		ck_assert_str_eq(n.daemon_id, ids[who]);
+		/* in the order the initiator's puts were applied */
+		ck_assert_uint_lt(n.value, SEQ_MAX);
+		if (next[who] > 0)
+			ck_assert_uint_gt(n.value, last[who]);
+		last[who] = n.value;
+		next[who]++;
+		s[who].notified[n.value] = 1;
+		ck_assert_uint_eq(n.offset,
+				  s[who].base + (n.value % SLOTS) * 8);
+		/* the bytes are there already: this put's value, or a later
+		 * one's of the same slot */
+		{
+			uint64_t w;
+			memcpy(&w, (char *)rma_region_ptr(region) + n.offset,
+			       8);
+			if (w < n.value || (w - n.value) % SLOTS != 0)
+				bad_bytes++;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(s[i].failures, 0);
+		ck_assert_uint_eq(s[i].ok, N_PER);
+		ck_assert_uint_eq(next[i], N_PER);
+		/* each put notified exactly when it succeeded */
+		for (uint64_t q = 0; q < s[i].issued; q++)
+			ck_assert_msg(s[i].notified[q] != s[i].refused[q],
+				      "initiator %d put %" PRIu64
+				      ": notified %d, refused %d",
+				      i, q, s[i].notified[q], s[i].refused[q]);
+		fprintf(stderr,
+			"initiator %d: %" PRIu64 " refused with LIMIT\n", i,
+			s[i].limited);
+	}
+	ck_assert_uint_eq(got, 2 * N_PER);
+	ck_assert_uint_eq(bad_bytes, 0);
+	/* the peer's id and our own daemon's */
+	ck_assert_str_ne(ids[0], ids[1]);
+	ck_assert_str_eq(ids[1], rma_daemon_id(owner));
+	for (int i = 0; i < 2; i++) {
+		rma_disconnect(s[i].u.c);
+		free(s[i].sent);
+		free(s[i].refused);
+		free(s[i].notified);
+	}
+	rma_disconnect(owner);
+	rma_disconnect(spare);
+}
+END_TEST
+
+/* ---- a slow owner: its full queue refuses puts, bytes not applied ---- */
+
+static void
+slow_owner(int via)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct user u;
+	rma_notification_t n;
+	uint8_t *mem;
+	uint64_t ok = 0, taken = 0;
+	rma_status_t st;
+	double deadline;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	mem = rma_region_ptr(region);
+	user_open(&u, via, rma_region_descriptor(region));
+	memset(rma_region_ptr(u.src), 0xab, 4096);
+
+	/* The owner takes nothing: QUEUE_MAX puts are notified... */
+	for (uint64_t i = 0; i < QUEUE_MAX; i++) {
+		st = put_notify_sync(&u, 0, 8, 8, i);
+		ck_assert_msg(st == RMA_OK, "put %" PRIu64 ": %s (%s)", i,
+			      rma_strerror(st), rma_last_error(u.c));
+		ok++;
+	}
+	/* ...and the next is refused whole, its bytes not written */
+	st = put_notify_sync(&u, 0, 1024, 64, 77);
+	ck_assert_int_eq(st, RMA_ERR_LIMIT);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(mem[1024 + i], 0);
+	/* a plain put is not bound by notifications */
+	ck_assert_int_eq(
+	    rma_put_sync(u.c, u.src, 0, u.rem, 2048, 8, 0, WAIT_MS), RMA_OK);
+	ck_assert_uint_eq(mem[2048], 0xab);
+
+	/* The owner catches up: every notification is there, in order,
+	 * and once taken (acknowledged) notifying puts go through again. */
+	deadline = harness_now() + 30;
+	while (taken < ok && harness_now() < deadline) {
+		int r = rma_notify_next(owner, &n);
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			harness_wait_fd(rma_fd(owner), 0.5);
+			continue;
+		}
+		ck_assert_uint_eq(n.value, taken);
+		taken++;
+	}
+	ck_assert_uint_eq(taken, ok);
+	ck_assert_int_eq(put_notify_sync(&u, 0, 1024, 64, 78), RMA_OK);
+	ck_assert_uint_eq(mem[1024], 0xab);
+	deadline = harness_now() + 10;
+	for (;;) {
+		int r = rma_notify_next(owner, &n);
+		ck_assert_int_ge(r, 0);
+		if (r == 1)
+			break;
+		ck_assert(harness_now() < deadline);
+		harness_wait_fd(rma_fd(owner), 0.5);
+	}
+	ck_assert_uint_eq(n.value, 78);
+	ck_assert_uint_eq(n.offset, 1024);
+	ck_assert_uint_eq(n.length, 64);
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
+}
+
+START_TEST(test_slow_owner_peer)
+{
+	slow_owner(1);
+}
+END_TEST
+
+START_TEST(test_slow_owner_local)
+{
+	slow_owner(0);
+}
+END_TEST
+
+/* ---- rmactl: expose --notifications, put --notify ---- */
+
+static pid_t
+spawn(char *const argv[], int out_fd)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ),
+			 0);
+	posix_spawn_file_actions_destroy(&fa);
+	return pid;
+}
+
+static int
+run(char *const argv[])
+{
+	int status;
+	pid_t pid = spawn(argv, -1);
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int
+file_exists(void *arg)
+{
+	struct stat sb;
+
+	return stat(arg, &sb) == 0 && sb.st_size > 0;
+}
+
+static int
+read_desc(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fgets(buf, (int)n, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok ? 0 : -1;
+}
+
+/* rmactl expose --notifications on daemon 0, its stdout a pipe. */
+static pid_t
+expose_start(char *dir, char *desc_path, size_t n, int *out_fd)
+{
+	char *rmactl = getenv("RMACTL_BIN");
+	int p[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(rmactl);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(desc_path, n, "%s/desc", dir);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	{
+		char *argv[] = {rmactl,
+				"--socket",
+				dp[0].socket,
+				"expose",
+				"--size",
+				"4096",
+				"--descriptor-out",
+				desc_path,
+				"--notifications",
+				NULL};
+		pid = spawn(argv, p[1]);
+	}
+	close(p[1]);
+	*out_fd = p[0];
+	ck_assert_msg(harness_until(10, file_exists, desc_path),
+		      "expose wrote no descriptor");
+	return pid;
+}
+
+/* One line from fd within seconds, without its newline. */
+static int
+read_line(int fd, char *buf, size_t n, double seconds)
+{
+	size_t len = 0;
+	double deadline = harness_now() + seconds;
+
+	while (len + 1 < n) {
+		double left = deadline - harness_now();
+		if (!harness_wait_fd(fd, left > 0 ? left : 0))
+			return -1;
+		if (read(fd, buf + len, 1) != 1)
+			return -1;
+		if (buf[len] == '\n') {
+			buf[len] = '\0';
+			return 0;
+		}
+		len++;
+	}
+	return -1;
+}
+
+START_TEST(test_cli_lines)
+{
+	char dir[] = "/tmp/rma-notify-cli-XXXXXX";
+	char desc_path[128], data_path[160], line[256], want[64];
+	char *rmactl = getenv("RMACTL_BIN");
+	int out_fd, status;
+	pid_t expose;
+	FILE *f;
+
+	expose = expose_start(dir, desc_path, sizeof(desc_path), &out_fd);
+	snprintf(data_path, sizeof(data_path), "%s/data", dir);
+	f = fopen(data_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("hello", f);
+	fclose(f);
+	for (int i = 0; i < 3; i++) {
+		/* from the peer daemon, then from the owner's own */
+		int via = i == 1 ? 0 : 1;
+		char off[16], val[32];
+		snprintf(off, sizeof(off), "%d", 100 + i);
+		snprintf(val, sizeof(val), "%s",
+			 i == 2 ? "18446744073709551615" : "42");
+		char *argv[] = {
+		    rmactl,	"--socket",   dp[via].socket, "put",
+		    "--peer",	dp[0].listen, "--descriptor", desc_path,
+		    "--offset", off,	      "--notify",     val,
+		    data_path,	NULL};
+		ck_assert_int_eq(run(argv), 0);
+		ck_assert_int_eq(read_line(out_fd, line, sizeof(line), 10), 0);
+		snprintf(want, sizeof(want), "%s 5 %s ", off, val);
+		ck_assert_msg(strncmp(line, want, strlen(want)) == 0,
+			      "line \"%s\", want \"%s...\"", line, want);
+	}
+	/* a plain put prints nothing */
+	{
+		char *argv[] = {
+		    rmactl,    "--socket",   dp[1].socket,   "put",
+		    "--peer",  dp[0].listen, "--descriptor", desc_path,
+		    data_path, NULL};
+		ck_assert_int_eq(run(argv), 0);
+		ck_assert_int_eq(read_line(out_fd, line, sizeof(line), 0.3),
+				 -1);
+	}
+	kill(expose, SIGTERM);
+	ck_assert_int_eq(waitpid(expose, &status, 0), expose);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(out_fd);
+	unlink(desc_path);
+	unlink(data_path);
+	rmdir(dir);
+}
+END_TEST
+
+/* ---- an owner that dies under a stream of notifying puts ---- */
+
+struct streamer {
+	struct user u;
+	volatile int stop;
+	uint64_t ok, failed, other;
+	rma_status_t last;
+};
+
+static void
+streamer_done(rma_request_t *req, rma_status_t st, void *arg)
+{
+	struct streamer *s = arg;
+
+	(void)req;
+	if (st == RMA_OK) {
+		s->ok++;
+	} else {
+		s->failed++;
+		s->last = st;
+		/* what a gone owner may give: its region is gone */
+		if (st != RMA_ERR_STALE_DESCRIPTOR && st != RMA_ERR_NO_REGION &&
+		    st != RMA_ERR_LIMIT)
+			s->other++;
+	}
+}
+
+START_TEST(test_owner_dies)
+{
+	char dir[] = "/tmp/rma-notify-die-XXXXXX";
+	char desc_path[128], desc[256], line[256];
+	struct streamer s = {.stop = 0};
+	uint64_t issued = 0;
+	int out_fd, status, lines = 0;
+	pid_t expose;
+	double deadline;
+
+	expose = expose_start(dir, desc_path, sizeof(desc_path), &out_fd);
+	ck_assert_int_eq(read_desc(desc_path, desc, sizeof(desc)), 0);
+	user_open(&s.u, 1, desc);
+	/* puts flow and are notified... */
+	deadline = harness_now() + 60;
+	while (s.failed == 0 && harness_now() < deadline) {
+		while (issued - s.ok - s.failed < 32) {
+			if (rma_put_notify(s.u.c, s.u.src, 0, s.u.rem, 0, 8,
+					   issued, 0, streamer_done, &s,
+					   NULL) != RMA_OK)
+				s.other++;
+			issued++;
+		}
+		ck_assert_int_eq(rma_progress(s.u.c), RMA_OK);
+		harness_wait_fd(rma_fd(s.u.c), 0.05);
+		/* ...until the owner is killed in the middle of them */
+		if (lines < 10 && read_line(out_fd, line, sizeof(line), 0) == 0)
+			lines++;
+		if (lines == 10 && expose > 0) {
+			kill(expose, SIGKILL);
+			ck_assert_int_eq(waitpid(expose, &status, 0), expose);
+			expose = 0;
+		}
+	}
+	ck_assert_int_eq(expose, 0);
+	/* everything issued completes, none hangs, no odd status */
+	deadline = harness_now() + 30;
+	while (s.ok + s.failed + s.other < issued && harness_now() < deadline) {
+		ck_assert_int_eq(rma_progress(s.u.c), RMA_OK);
+		harness_wait_fd(rma_fd(s.u.c), 0.5);
+	}
+	ck_assert_uint_eq(s.ok + s.failed, issued);
+	ck_assert_msg(s.other == 0, "a put ended with %s",
+		      rma_strerror(s.last));
+	ck_assert_uint_gt(s.ok, 0);
+	/* the region went with its owner: a clean error at the initiator */
+	ck_assert_int_eq(put_notify_sync(&s.u, 0, 0, 8, 1),
+			 RMA_ERR_STALE_DESCRIPTOR);
+	rma_disconnect(s.u.c);
+	/* both daemons are alive and serve a new owner */
+	{
+		rma_client_t *owner;
+		rma_region_t *region;
+		rma_notification_t n;
+		struct user u;
+		int r;
+
+		ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+		ck_assert_int_eq(rma_region_alloc(owner, 4096, &region),
+				 RMA_OK);
+		user_open(&u, 1, rma_region_descriptor(region));
+		ck_assert_int_eq(put_notify_sync(&u, 0, 0, 8, 5), RMA_OK);
+		deadline = harness_now() + 10;
+		while ((r = rma_notify_next(owner, &n)) == 0 &&
+		       harness_now() < deadline)
+			harness_wait_fd(rma_fd(owner), 0.5);
+		ck_assert_int_eq(r, 1);
+		ck_assert_uint_eq(n.value, 5);
+		rma_disconnect(u.c);
+		rma_disconnect(owner);
+	}
+	close(out_fd);
+	unlink(desc_path);
+	rmdir(dir);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("notify");
+	TCase *tc = tcase_create("notify");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_order_100k);
+	tcase_add_test(tc, test_slow_owner_peer);
+	tcase_add_test(tc, test_slow_owner_local);
+	tcase_add_test(tc, test_cli_lines);
+	tcase_add_test(tc, test_owner_dies);
+	suite_add_tcase(s, tc);
+	return check_main_run(s);
+}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Notifications: what notifying puts (rma_put_notify()) of any daemon wrote
  * into this client's regions. The daemon holds a bounded number for us
  * until we acknowledge them (NotifyAck); we acknowledge what the callback

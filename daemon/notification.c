@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Notifications to a region's owner: a put with OP_FLAG_NOTIFY, from a
  * peer (target.c) or a client of this daemon (op.c), tells the client that
  * owns the region what was written, once the bytes are in it.

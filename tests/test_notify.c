@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Notifying puts end to end: real rmad processes on loopback (UCX over
  * tcp), the owner and the initiators through librma, each client in a
  * thread of its own (a handle is not thread-safe), and rmactl for the CLI.

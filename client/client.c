@@ -787,7 +787,8 @@ client_check_daemon(int fd, const char *path)
  * (a daemon that stopped accepting); SO_SNDTIMEO bounds that wait, after
  * which it fails with EAGAIN. */
 static rma_status_t
-client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
+client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline,
+		      int *err_p)
 {
 	const char *path = sa->sun_path;
 	struct timeval tv;
@@ -814,6 +815,7 @@ client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
 			continue;
 		break;
 	}
+	*err_p = err;
 	switch (err) {
 	case EACCES:
 	case EPERM:
@@ -865,11 +867,11 @@ client_reattach_ms(void)
  * poller of rma_fd() keeps its number; an epoll user must add it again,
  * as epoll forgets a closed file), then hello. */
 static rma_status_t
-client_reconnect_once(rma_client_t *c, int64_t deadline)
+client_reconnect_once(rma_client_t *c, int64_t deadline, bool *nobody_p)
 {
 	struct sockaddr_un sa;
 	rma_status_t st;
-	int fd, flags;
+	int fd, flags, err = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
@@ -878,10 +880,14 @@ client_reconnect_once(rma_client_t *c, int64_t deadline)
 	if (fd < 0)
 		return client_error(c, RMA_ERR_NO_MEMORY, "socket: %s",
 				    strerror(errno));
-	st = client_connect_socket(fd, &sa, deadline);
+	st = client_connect_socket(fd, &sa, deadline, &err);
 	if (st == RMA_OK)
 		st = client_check_daemon(fd, c->socket_path);
 	if (st != RMA_OK) {
+		/* A take-over hands the listening socket itself to the new
+		 * process (as systemd would keep it): it never stops
+		 * accepting. Refused means a daemon that died alone. */
+		*nobody_p = err == ECONNREFUSED || err == ENOENT;
 		close(fd);
 		/* the detail went to the thread's connect error */
 		return client_error(c, st, "%s", client_connect_error);
@@ -941,8 +947,10 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 	old_id = c->daemon_id;
 	c->daemon_id = NULL;
 	for (;;) {
-		st = client_reconnect_once(c, deadline);
-		if (st == RMA_OK || client_remaining(deadline) == 0)
+		bool nobody = false;
+
+		st = client_reconnect_once(c, deadline, &nobody);
+		if (st == RMA_OK || nobody || client_remaining(deadline) == 0)
 			break;
 		/* between the old process's exit and the new one's
 		 * accept: try again soon, within the deadline */
@@ -989,7 +997,7 @@ rma_connect_timeout(const char *socket_path, int timeout_ms,
 	struct sockaddr_un sa;
 	char name[128], why[256];
 	rma_status_t st;
-	int fd;
+	int fd, err;
 
 	if (client_p == NULL)
 		return client_error(NULL, RMA_ERR_INVALID,
@@ -1018,7 +1026,7 @@ rma_connect_timeout(const char *socket_path, int timeout_ms,
 	if (fd < 0)
 		return client_error(NULL, RMA_ERR_NO_MEMORY, "socket: %s",
 				    strerror(errno));
-	st = client_connect_socket(fd, &sa, deadline);
+	st = client_connect_socket(fd, &sa, deadline, &err);
 	if (st == RMA_OK)
 		st = client_check_daemon(fd, socket_path);
 	if (st != RMA_OK) {

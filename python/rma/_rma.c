@@ -148,6 +148,7 @@ static const char *const status_names[] = {
     "ERR_TRANSPORT",
     "ERR_DAEMON_GONE",
     "ERR_INTERNAL",
+    "ERR_RESTARTED",
 };
 
 static const char *
@@ -1622,7 +1623,7 @@ PyInit__rma(void)
 	    str_set_result == NULL || str_set_exception == NULL ||
 	    str_create_future == NULL || str_await == NULL)
 		goto err;
-	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
+	for (int st = RMA_ERR_RESTARTED; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)
 			goto err;
 	return m;

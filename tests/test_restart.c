@@ -282,10 +282,20 @@ START_TEST(test_local_client_reattaches)
 	ck_assert_int_eq(memcmp(mine, src, SZ), 0);
 	ck_assert_str_eq(rma_region_descriptor(ra), desc);
 
-	/* Owned by ca again, not an orphan. */
+	/* Owned by ca again, not an orphan; status counts it. */
 	region_owner(ca, ((struct rma_region *)ra)->region_id, &owner, &pid);
 	ck_assert_uint_ne(owner, 0);
 	ck_assert_int_eq(pid, getpid());
+	{
+		Rma__V1__Reply *reply = status_call(ca);
+		Rma__V1__StatusReply *sr = reply->status_reply;
+
+		ck_assert_uint_eq(sr->restarts, 1);
+		ck_assert_uint_eq(sr->regions_recovered, 1);
+		ck_assert_uint_eq(sr->regions_reattached, 1);
+		ck_assert_uint_eq(sr->regions_orphaned, 0);
+		rma__v1__reply__free_unpacked(reply, NULL);
+	}
 
 	/* A remote initiator's put lands where ca sees it. */
 	harness_fill(src, SZ, 7);

@@ -264,6 +264,22 @@ START_TEST(test_local_client_reattaches)
 
 	t0 = harness_now();
 	take_over(flags);
+	/* Another client cannot claim ca's region without its secret. */
+	{
+		Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+		Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
+		Rma__V1__Reply *reply = NULL;
+		rma_client_t *thief;
+
+		ck_assert_int_eq(rma_connect(da.socket, &thief), RMA_OK);
+		body.region_id = ((struct rma_region *)ra)->region_id;
+		body.generation = ((struct rma_region *)ra)->generation ^ 2;
+		q.body_case = RMA__V1__REQUEST__BODY_REGION_REATTACH;
+		q.region_reattach = &body;
+		ck_assert_int_eq(rma_client_call(thief, &q, &reply),
+				 RMA_ERR_NO_REGION);
+		rma_disconnect(thief);
+	}
 	st = progress_after_close(ca);
 	ck_assert_msg(st == RMA_OK, "progress after the take-over: %s (%s)",
 		      rma_strerror(st), rma_last_error(ca));
@@ -326,6 +342,23 @@ START_TEST(test_local_client_reattaches)
 		ck_assert_int_eq(rma_region_alloc(ca, 4096, &fresh), RMA_OK);
 		rma_region_free(ca, fresh);
 	}
+}
+END_TEST
+
+/* A daemon restarted (new identity), not taken over: the client must not
+ * re-attach to it, and says so with DAEMON_GONE. */
+START_TEST(test_restart_is_not_take_over)
+{
+	rma_status_t st;
+
+	harness_daemon_stop(&da, SIGTERM);
+	harness_daemon_restart(&da, NULL);
+	st = progress_after_close(ca);
+	ck_assert_int_eq(st, RMA_ERR_DAEMON_GONE);
+	/* the new process was up before ca looked: it answered, as
+	 * another daemon */
+	ck_assert_msg(strstr(rma_last_error(ca), "not taken over") != NULL,
+		      "detail: %s", rma_last_error(ca));
 }
 END_TEST
 
@@ -505,6 +538,7 @@ main(void)
 	tcase_add_test(tc, test_take_over_needs_a_daemon);
 	tcase_add_test(tc, test_local_client_reattaches);
 	tcase_add_test(tc, test_no_reattach_opt_out);
+	tcase_add_test(tc, test_restart_is_not_take_over);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

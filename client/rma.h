@@ -194,8 +194,10 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * descriptors, remote writes into it keep landing. Its peers are
  * connected and its remotes imported again; one that cannot be fails its
  * operations with the status it got (rma_peer_status() says why).
- * Operations in flight or queued at that moment complete with
- * RMA_ERR_RESTARTED, as does a call waiting for its answer: retry them.
+ * Operations the old process could not finish complete with
+ * RMA_ERR_SHUTDOWN (it gives up on them as it exits), those it never
+ * answered, or still queued here, with RMA_ERR_RESTARTED, as does a call
+ * waiting for its answer: retry them; none is reissued by the library.
  * rma_fd() keeps its number (an epoll user must add it again: epoll
  * forgets the closed connection). The client notices only when it calls
  * the library (rma_progress() when rma_fd() polls readable, or any call),

@@ -257,8 +257,9 @@ START_TEST(test_local_client_reattaches)
 	ck_assert_int_eq(
 	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
 	    RMA_OK);
-	/* An operation queued (not even sent) when the daemon goes: it
-	 * completes, OK if it went out in time, else RESTARTED. */
+	/* An operation issued just before the take-over: it completes,
+	 * OK if the old process finished it, else with a retriable status
+	 * (test_in_flight_at_take_over makes sure it cannot finish). */
 	ck_assert_int_eq(
 	    rma_put(ca, ra, 0, remote_b, 0, 4096, 0, NULL, NULL, &req), RMA_OK);
 
@@ -288,8 +289,9 @@ START_TEST(test_local_client_reattaches)
 		"successor started\n",
 		(harness_now() - t0) * 1e3);
 	st = rma_request_wait(ca, req, WAIT_MS);
-	ck_assert_msg(st == RMA_OK || st == RMA_ERR_RESTARTED,
-		      "the queued put completed %s", rma_strerror(st));
+	ck_assert_msg(st == RMA_OK || st == RMA_ERR_RESTARTED ||
+			  st == RMA_ERR_SHUTDOWN,
+		      "the put issued before completed %s", rma_strerror(st));
 	rma_request_release(req);
 
 	/* Same mapping, same bytes, same descriptor. */
@@ -342,6 +344,39 @@ START_TEST(test_local_client_reattaches)
 		ck_assert_int_eq(rma_region_alloc(ca, 4096, &fresh), RMA_OK);
 		rma_region_free(ca, fresh);
 	}
+}
+END_TEST
+
+/* An operation that cannot finish before the take-over (its target, db,
+ * is stopped): the old process gives up on it at the hand-over
+ * (SHUTDOWN), or, had it not answered, the library completes it RESTARTED
+ * once back; either way a retry after the take-over works. */
+START_TEST(test_in_flight_at_take_over)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	rma_peer_t *peer_b;
+	rma_remote_t *remote_b;
+	rma_request_t *req;
+	rma_status_t st;
+
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &peer_b), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
+	    RMA_OK);
+	ck_assert_int_eq(kill(db.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(ca, ra, 0, remote_b, 0, 4096,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+	take_over(flags);
+	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
+	st = rma_request_wait(ca, req, WAIT_MS);
+	ck_assert_msg(st == RMA_ERR_SHUTDOWN || st == RMA_ERR_RESTARTED,
+		      "the put in flight completed %s", rma_strerror(st));
+	rma_request_release(req);
+	ck_assert_int_eq(rma_put_sync(ca, ra, 0, remote_b, 0, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
 }
 END_TEST
 
@@ -539,6 +574,7 @@ main(void)
 	tcase_add_test(tc, test_local_client_reattaches);
 	tcase_add_test(tc, test_no_reattach_opt_out);
 	tcase_add_test(tc, test_restart_is_not_take_over);
+	tcase_add_test(tc, test_in_flight_at_take_over);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -282,10 +282,22 @@ client_dispatch(rma_client_t *c)
 	}
 }
 
+static bool client_reconnect(rma_client_t *c, char *why, size_t why_len);
+
 static void
 client_closed(rma_client_t *c)
 {
-	if (c->shutdown_detail != NULL && c->shutdown_detail[0] != '\0')
+	char why[sizeof(c->last_error)];
+
+	why[0] = '\0';
+	if (client_reconnect(c, why, sizeof(why)))
+		return;
+	if (why[0] != '\0')
+		client_fail(c, RMA_ERR_DAEMON_GONE,
+			    "daemon closed the connection; re-attaching "
+			    "failed: %s",
+			    why);
+	else if (c->shutdown_detail != NULL && c->shutdown_detail[0] != '\0')
 		client_fail(c, RMA_ERR_DAEMON_GONE,
 			    "daemon closed the connection: %s",
 			    c->shutdown_detail);
@@ -403,7 +415,12 @@ client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
 			continue;
 		if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
 			client_closed(c);
-			return client_gone_error(c);
+			if (c->gone)
+				return client_gone_error(c);
+			/* nothing of this frame reached the new process */
+			return client_error(c, RMA_ERR_RESTARTED,
+					    "the daemon was taken over while "
+					    "this was sent: retry");
 		}
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
 			client_fail(c, RMA_ERR_DAEMON_GONE,
@@ -503,7 +520,7 @@ client_call_done(const void *arg)
 {
 	const struct client_call *call = arg;
 
-	return call->reply != NULL;
+	return call->reply != NULL || call->lost;
 }
 
 static void
@@ -545,6 +562,14 @@ client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 	st = client_wait(c, client_deadline(timeout_ms), client_call_done,
 			 &call);
 	client_call_unlink(c, &call);
+	if (st == RMA_OK && call.lost && call.reply == NULL) {
+		/* its daemon was taken over (client_reconnect) */
+		st = c->gone ? client_gone_error(c)
+			     : client_error(c, RMA_ERR_RESTARTED,
+					    "the daemon was taken over before "
+					    "it answered: retry");
+		goto err_reap;
+	}
 	if (st == RMA_ERR_TIMEOUT) {
 		client_error(c, st, "no reply from the daemon within %.1f s",
 			     timeout_ms / 1000.0);
@@ -686,6 +711,7 @@ client_attach(int fd, const char *name, const char *path, int timeout_ms,
 				  strerror(errno));
 		goto err_free_client;
 	}
+	snprintf(c->hello_name, sizeof(c->hello_name), "%s", name);
 	st = client_hello(c, name, timeout_ms);
 	if (st != RMA_OK) {
 		client_error(NULL, st, "%s", c->last_error);
@@ -768,7 +794,8 @@ client_check_daemon(int fd, const char *path)
  * (a daemon that stopped accepting); SO_SNDTIMEO bounds that wait, after
  * which it fails with EAGAIN. */
 static rma_status_t
-client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
+client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline,
+		      int *err_p)
 {
 	const char *path = sa->sun_path;
 	struct timeval tv;
@@ -795,6 +822,7 @@ client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
 			continue;
 		break;
 	}
+	*err_p = err;
 	switch (err) {
 	case EACCES:
 	case EPERM:
@@ -820,6 +848,154 @@ client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline)
 	}
 }
 
+/* ---- re-attach after a take-over ---- */
+
+/* RMA_NO_REATTACH=1: today's RMA_ERR_DAEMON_GONE at a take-over.
+ * RMA_REATTACH_TIMEOUT_MS: how long to try to get back (default 5 s). */
+static int
+client_reattach_ms(void)
+{
+	const char *off = getenv("RMA_NO_REATTACH");
+	const char *ms = getenv("RMA_REATTACH_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0)
+		return 0;
+	if (ms == NULL || ms[0] == '\0')
+		return RMA_REATTACH_TIMEOUT_DEFAULT_MS;
+	v = strtol(ms, &end, 10);
+	if (*end != '\0' || v < 0 || v > INT_MAX)
+		return RMA_REATTACH_TIMEOUT_DEFAULT_MS;
+	return (int)v;
+}
+
+/* One try: a new socket to the same path, put at the old fd's number (a
+ * poller of rma_fd() keeps its number; an epoll user must add it again,
+ * as epoll forgets a closed file), then hello. */
+static rma_status_t
+client_reconnect_once(rma_client_t *c, int64_t deadline, bool *nobody_p)
+{
+	struct sockaddr_un sa;
+	rma_status_t st;
+	int fd, flags, err = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return client_error(c, RMA_ERR_NO_MEMORY, "socket: %s",
+				    strerror(errno));
+	st = client_connect_socket(fd, &sa, deadline, &err);
+	if (st == RMA_OK)
+		st = client_check_daemon(fd, c->socket_path);
+	if (st != RMA_OK) {
+		/* A take-over hands the listening socket itself to the new
+		 * process (as systemd would keep it): it never stops
+		 * accepting. Refused means a daemon that died alone. */
+		*nobody_p = err == ECONNREFUSED || err == ENOENT;
+		close(fd);
+		/* the detail went to the thread's connect error */
+		return client_error(c, st, "%s", client_connect_error);
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    dup3(fd, c->fd, O_CLOEXEC) < 0) {
+		close(fd);
+		return client_error(c, RMA_ERR_INTERNAL,
+				    "cannot take the new connection: %s",
+				    strerror(errno));
+	}
+	close(fd);
+	frame_reader_cleanup(&c->reader);
+	frame_reader_init(&c->reader, FRAME_MAX_DEFAULT);
+	c->max_frame = FRAME_MAX_DEFAULT;
+	free(c->daemon_id);
+	free(c->daemon_version);
+	c->daemon_id = c->daemon_version = NULL;
+	c->gone = 0;
+	return client_hello(c, c->hello_name, client_remaining(deadline));
+}
+
+/* The daemon closed the connection. If it was taken over (rmad
+ * --take-over: same identity, same socket, every region kept), connect
+ * again within reattach_ms, claim the regions back, connect the peers and
+ * import the remotes again. What was in flight completes RESTARTED (none
+ * is sent again: a put may have landed, a get may have written part of
+ * its bytes), calls waiting for an answer return RESTARTED. False leaves
+ * the client for client_fail, with why set if a re-attach was tried. */
+static bool
+client_reconnect(rma_client_t *c, char *why, size_t why_len)
+{
+	int64_t deadline;
+	struct client_call *call;
+	uint64_t *ids;
+	size_t n_ids;
+	char *old_id;
+	rma_status_t st;
+	int fd;
+
+	if (c->reattach_ms <= 0 || c->socket_path == NULL || c->reconnecting ||
+	    c->gone)
+		return false;
+	if (request_in_flight_ids(c, &ids, &n_ids) < 0) {
+		snprintf(why, why_len, "no memory");
+		return false;
+	}
+	c->reconnecting = 1;
+	deadline = client_deadline(c->reattach_ms);
+	/* the old process will answer none of these */
+	for (call = c->calls; call != NULL; call = call->next)
+		if (call->reply == NULL)
+			call->lost = 1;
+	while ((fd = client_fd_pop(c)) >= 0)
+		close(fd);
+	old_id = c->daemon_id;
+	c->daemon_id = NULL;
+	for (;;) {
+		bool nobody = false;
+
+		st = client_reconnect_once(c, deadline, &nobody);
+		if (st == RMA_OK || nobody || client_remaining(deadline) == 0)
+			break;
+		/* between the old process's exit and the new one's
+		 * accept: try again soon, within the deadline */
+		c->gone = 0;
+		poll(NULL, 0, 10);
+	}
+	if (st == RMA_OK && strcmp(old_id, c->daemon_id) != 0) {
+		st = client_error(c, RMA_ERR_DAEMON_GONE,
+				  "daemon %s is not %s: restarted, not taken "
+				  "over",
+				  c->daemon_id, old_id);
+	}
+	if (st == RMA_OK)
+		st = region_reattach_all(c, deadline);
+	if (st != RMA_OK) {
+		snprintf(why, why_len, "%s", c->last_error);
+		/* the new connection (if any) goes: the daemon frees what
+		 * was re-attached on it */
+		c->gone = 0;
+		client_fail(c, RMA_ERR_DAEMON_GONE, "%s", why);
+		c->gone = 0;
+		free(old_id);
+		free(ids);
+		c->reconnecting = 0;
+		return false;
+	}
+	peer_reattach_all(c, deadline);
+	free(old_id);
+	free(c->shutdown_detail); /* the old process's goodbye */
+	c->shutdown_detail = NULL;
+	c->reattaches++;
+	c->reconnecting = 0;
+	request_complete_ids(c, ids, n_ids, RMA_ERR_RESTARTED,
+			     "the daemon was taken over: retry");
+	free(ids);
+	return true;
+}
+
 RMA_API rma_status_t
 rma_connect_timeout(const char *socket_path, int timeout_ms,
 		    rma_client_t **client_p)
@@ -828,7 +1004,7 @@ rma_connect_timeout(const char *socket_path, int timeout_ms,
 	struct sockaddr_un sa;
 	char name[128], why[256];
 	rma_status_t st;
-	int fd;
+	int fd, err;
 
 	if (client_p == NULL)
 		return client_error(NULL, RMA_ERR_INVALID,
@@ -857,7 +1033,7 @@ rma_connect_timeout(const char *socket_path, int timeout_ms,
 	if (fd < 0)
 		return client_error(NULL, RMA_ERR_NO_MEMORY, "socket: %s",
 				    strerror(errno));
-	st = client_connect_socket(fd, &sa, deadline);
+	st = client_connect_socket(fd, &sa, deadline, &err);
 	if (st == RMA_OK)
 		st = client_check_daemon(fd, socket_path);
 	if (st != RMA_OK) {
@@ -869,6 +1045,8 @@ rma_connect_timeout(const char *socket_path, int timeout_ms,
 	/* the fd is nonblocking from here on: SO_SNDTIMEO no longer counts */
 	st = client_attach(fd, name, socket_path, client_remaining(deadline),
 			   client_p);
+	if (st == RMA_OK)
+		(*client_p)->reattach_ms = client_reattach_ms();
 	if (st == RMA_ERR_TIMEOUT)
 		client_error(NULL, st,
 			     "%s did not answer hello within %d ms: its daemon "

@@ -212,6 +212,12 @@ rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 	if (remote == NULL)
 		return client_error(client, RMA_ERR_NO_MEMORY,
 				    "no memory for a remote");
+	remote->descriptor = strdup(descriptor);
+	if (remote->descriptor == NULL) {
+		free(remote);
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a remote");
+	}
 	body.peer_id = peer->peer_id;
 	body.descriptor = (char *)descriptor;
 	req.body_case = RMA__V1__REQUEST__BODY_REMOTE_IMPORT;
@@ -242,6 +248,7 @@ rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 err_free_reply:
 	rma__v1__reply__free_unpacked(reply, NULL);
 err_free_remote:
+	free(remote->descriptor);
 	free(remote);
 	return st;
 }
@@ -261,6 +268,7 @@ peer_remote_destroy(rma_client_t *c, struct rma_remote *remote)
 		c->remotes = remote->next;
 	if (remote->next != NULL)
 		remote->next->prev = remote->prev;
+	free(remote->descriptor);
 	free(remote);
 }
 
@@ -275,7 +283,8 @@ rma_remote_release(rma_client_t *client, rma_remote_t *remote)
 		return;
 	/* a failure leaves nothing to undo here: the daemon drops a
 	 * connection's remotes with it; rma_last_error() tells */
-	if (!client->gone) {
+	/* a lost remote's id means nothing, or another remote, now */
+	if (!client->gone && remote->lost == RMA_OK) {
 		body.remote_id = remote->remote_id;
 		req.body_case = RMA__V1__REQUEST__BODY_REMOTE_RELEASE;
 		req.remote_release = &body;
@@ -299,5 +308,96 @@ peer_cleanup(rma_client_t *c)
 		free(peer->daemon_id);
 		free(peer->detail);
 		free(peer);
+	}
+}
+
+/* ---- after a take-over (client.c: client_reconnect) ---- */
+
+static rma_status_t
+peer_reconnect(rma_client_t *c, struct rma_peer *peer, int64_t deadline)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__PeerConnect body = RMA__V1__PEER_CONNECT__INIT;
+	Rma__V1__Reply *reply;
+	char numeric[300];
+	rma_status_t st;
+
+	if (peer_numeric_address(peer->address, numeric, sizeof(numeric)) < 0)
+		return client_error(c, RMA_ERR_UNREACHABLE,
+				    "cannot resolve peer address '%s' again",
+				    peer->address);
+	body.address = numeric;
+	req.body_case = RMA__V1__REQUEST__BODY_PEER_CONNECT;
+	req.peer_connect = &body;
+	st = client_call(c, &req, client_remaining(deadline), &reply, NULL);
+	if (st != RMA_OK)
+		return st;
+	if (reply->body_case != RMA__V1__REPLY__BODY_PEER_CONNECT) {
+		rma__v1__reply__free_unpacked(reply, NULL);
+		return client_error(c, RMA_ERR_PROTOCOL,
+				    "peer connect answered without a peer");
+	}
+	/* The new process numbers its peers afresh. */
+	peer->peer_id = reply->peer_connect->peer_id;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return RMA_OK;
+}
+
+static rma_status_t
+peer_reimport(rma_client_t *c, struct rma_remote *remote, int64_t deadline)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RemoteImport body = RMA__V1__REMOTE_IMPORT__INIT;
+	Rma__V1__Reply *reply;
+	rma_status_t st;
+
+	body.peer_id = remote->peer->peer_id;
+	body.descriptor = remote->descriptor;
+	req.body_case = RMA__V1__REQUEST__BODY_REMOTE_IMPORT;
+	req.remote_import = &body;
+	st = client_call(c, &req, client_remaining(deadline), &reply, NULL);
+	if (st != RMA_OK)
+		return st;
+	if (reply->body_case != RMA__V1__REPLY__BODY_REMOTE_IMPORT) {
+		rma__v1__reply__free_unpacked(reply, NULL);
+		return client_error(c, RMA_ERR_PROTOCOL,
+				    "remote import answered without a remote");
+	}
+	remote->remote_id = reply->remote_import->remote_id;
+	remote->length = reply->remote_import->length;
+	remote->local = reply->remote_import->local;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return RMA_OK;
+}
+
+void
+peer_reattach_all(rma_client_t *c, int64_t deadline)
+{
+	struct rma_peer *peer;
+	struct rma_remote *remote;
+	rma_status_t st;
+
+	for (peer = c->peers; peer != NULL; peer = peer->next) {
+		st = c->gone ? RMA_ERR_DAEMON_GONE
+			     : peer_reconnect(c, peer, deadline);
+		peer->status = st;
+		if (st == RMA_OK) {
+			peer->state = RMA__V1__PEER_STATE__PEER_UP;
+			continue;
+		}
+		/* no id of the new process: events for it must not match */
+		peer->peer_id = 0;
+		peer->state = RMA__V1__PEER_STATE__PEER_DOWN;
+		peer_set_string(&peer->detail, c->last_error);
+	}
+	for (remote = c->remotes; remote != NULL; remote = remote->next) {
+		if (remote->lost != RMA_OK)
+			continue;
+		if (remote->peer->state != RMA__V1__PEER_STATE__PEER_UP)
+			st = remote->peer->status;
+		else
+			st = c->gone ? RMA_ERR_DAEMON_GONE
+				     : peer_reimport(c, remote, deadline);
+		remote->lost = st;
 	}
 }

@@ -3,6 +3,8 @@
  * too, so puts and gets move its bytes without a copy through the socket. */
 #include "rma_internal.h"
 
+#include <stdio.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,4 +210,40 @@ rma_region_read_only_descriptor(const rma_region_t *region)
 	return region != NULL && region->ro_descriptor != NULL
 		   ? region->ro_descriptor
 		   : "";
+}
+
+/* ---- after a take-over (client.c: client_reconnect) ---- */
+
+rma_status_t
+region_reattach_all(rma_client_t *c, int64_t deadline)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
+	struct rma_region *region;
+	Rma__V1__Reply *reply;
+	rma_status_t st;
+
+	/* The mapping stays: it is the region's memfd, which the new process
+	 * holds too. Only the daemon's table has to learn the owner again,
+	 * and the generation, which only this client was told, proves it. */
+	for (region = c->regions; region != NULL; region = region->next) {
+		if (region->freed)
+			continue;
+		body.region_id = region->region_id;
+		body.generation = region->generation;
+		req.body_case = RMA__V1__REQUEST__BODY_REGION_REATTACH;
+		req.region_reattach = &body;
+		st = client_call(c, &req, client_remaining(deadline), &reply,
+				 NULL);
+		if (st != RMA_OK) {
+			char why[sizeof(c->last_error)];
+
+			snprintf(why, sizeof(why), "%s", c->last_error);
+			return client_error(
+			    c, st, "region %llu: %s",
+			    (unsigned long long)region->region_id, why);
+		}
+		rma__v1__reply__free_unpacked(reply, NULL);
+	}
+	return RMA_OK;
 }

@@ -127,6 +127,11 @@ request_flush(rma_client_t *c)
 	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
 	req.submit = &submit;
 	st = client_send(c, &req);
+	/* The daemon was taken over as we wrote: these ops already completed
+	 * RESTARTED, and what their callbacks queued since is pending for
+	 * the new connection. */
+	if (st == RMA_ERR_RESTARTED)
+		return st;
 	c->pending_n = 0;
 	c->pending_bytes = 0;
 	if (st != RMA_OK) {
@@ -253,6 +258,44 @@ request_complete_all(rma_client_t *c, rma_status_t status, const char *detail)
 	}
 }
 
+int
+request_in_flight_ids(rma_client_t *c, uint64_t **ids_p, size_t *n_p)
+{
+	uint64_t *ids = NULL;
+	size_t n = 0;
+
+	if (c->in_flight > 0) {
+		ids = malloc(c->slots_used * sizeof(*ids));
+		if (ids == NULL)
+			return -1;
+	}
+	for (uint32_t i = 0; i < c->slots_used && ids != NULL; i++) {
+		if (c->slots[i] != NULL)
+			ids[n++] = c->slots[i]->op_id;
+	}
+	c->pending_n = 0;
+	c->pending_bytes = 0;
+	*ids_p = ids;
+	*n_p = n;
+	return 0;
+}
+
+void
+request_complete_ids(rma_client_t *c, const uint64_t *ids, size_t n,
+		     rma_status_t status, const char *detail)
+{
+	/* By id, not by slot: a callback may start an operation that takes
+	 * a slot freed here; its op_id is a new one. */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t slot = (uint32_t)ids[i];
+
+		if (slot < c->slots_used && c->slots[slot] != NULL &&
+		    c->slots[slot]->op_id == ids[i])
+			request_complete(c, c->slots[slot], status, 0, 0,
+					 detail);
+	}
+}
+
 void
 request_cleanup(rma_client_t *c)
 {
@@ -338,6 +381,10 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
+	if (remote->lost != RMA_OK)
+		return client_error(client, remote->lost,
+				    "remote not imported again after the "
+				    "daemon was taken over: import it again");
 	if (region->freed)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "%s names region %llu, which was freed",
@@ -443,6 +490,10 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	if (remote == NULL || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "atomic needs a remote of this client");
+	if (remote->lost != RMA_OK)
+		return client_error(client, remote->lost,
+				    "remote not imported again after the "
+				    "daemon was taken over: import it again");
 	if (width != 4 && width != 8)
 		return client_error(client, RMA_ERR_INVALID,
 				    "atomic on a word of %u bytes: the width "
@@ -590,6 +641,10 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
+	if (remote->lost != RMA_OK)
+		return client_error(client, remote->lost,
+				    "remote not imported again after the "
+				    "daemon was taken over: import it again");
 	if (region->freed)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "%s names region %llu, which was freed",

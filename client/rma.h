@@ -107,7 +107,14 @@ typedef enum rma_status {
 	RMA_ERR_DAEMON_GONE =
 	    -21,		/**< the connection to the daemon is closed */
 	RMA_ERR_INTERNAL = -22, /**< a bug: please report */
-	RMA_INPROGRESS = 1	/**< request not completed yet (not an error) */
+	/** The daemon was taken over (rmad --take-over) while this was in
+	 * flight and the client re-attached (see rma_connect()): the
+	 * operation or call may or may not have taken effect (a put may
+	 * have landed, a get may have written part of its bytes) and is
+	 * never reissued by the library. Retry it: the client, its regions,
+	 * peers and remotes work again. */
+	RMA_ERR_RESTARTED = -23,
+	RMA_INPROGRESS = 1 /**< request not completed yet (not an error) */
 } rma_status_t;
 
 typedef struct rma_client rma_client_t;	  /**< a connection to rmad */
@@ -156,6 +163,10 @@ typedef enum rma_atomic_op {
  */
 const char *rma_default_socket(void);
 
+/** How long a client tries to get back to a daemon that was taken over
+ * (see rma_connect()); RMA_REATTACH_TIMEOUT_MS overrides it. */
+#define RMA_REATTACH_TIMEOUT_DEFAULT_MS 5000
+
 /** rma_connect()'s deadline for reaching the daemon and its answer. */
 #define RMA_CONNECT_TIMEOUT_DEFAULT_MS 5000
 
@@ -175,6 +186,27 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * or as $RMAD_DAEMON_USER (a name or a uid), whatever the path: its
  * SO_PEERCRED is checked before anything is sent, since whoever serves
  * the socket hands out the memory regions are made of.
+ *
+ * Take-over: when the daemon closes the connection, the client connects
+ * again to the same path within RMA_REATTACH_TIMEOUT_MS (default
+ * RMA_REATTACH_TIMEOUT_DEFAULT_MS, 5 s) and, if the daemon there has the
+ * same identity (rmad --take-over), claims its regions back with their
+ * secret generation: every rma_region_t keeps its mapping, pointer and
+ * descriptors, remote writes into it keep landing. Its peers are
+ * connected and its remotes imported again; one that cannot be fails its
+ * operations with the status it got (rma_peer_status() says why).
+ * Operations the old process could not finish complete with
+ * RMA_ERR_SHUTDOWN (it gives up on them as it exits), those it never
+ * answered, or still queued here, with RMA_ERR_RESTARTED, as does a call
+ * waiting for its answer: retry them; none is reissued by the library.
+ * rma_fd() keeps its number (an epoll user must add it again: epoll
+ * forgets the closed connection). The client notices only when it calls
+ * the library (rma_progress() when rma_fd() polls readable, or any call),
+ * so it must do so within the daemon's --reattach-timeout, after which the
+ * regions nobody claimed are freed. A daemon with another identity, a
+ * region refused, or no daemon within the deadline: RMA_ERR_DAEMON_GONE,
+ * as always. RMA_NO_REATTACH=1 in the environment at rma_connect() keeps
+ * that behaviour at every close (no re-attach is tried).
  * On failure rma_last_error(NULL) gives the detail.
  * @return RMA_OK,
  *         RMA_ERR_INVALID (@p client_p NULL, or the path is empty or too

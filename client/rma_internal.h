@@ -80,6 +80,11 @@ struct rma_remote {
 	uint64_t remote_id;
 	uint64_t length;
 	int local;
+	char *descriptor; /* as imported: imported again after a take-over */
+	/* RMA_OK, or why it could not be imported again after a take-over:
+	 * what operations on it then fail with, here, never reaching the
+	 * daemon (its remote id may be another's now) */
+	rma_status_t lost;
 };
 
 /* One synchronous call waiting for its Reply; on the waiter's stack.
@@ -88,6 +93,7 @@ struct client_call {
 	uint64_t id;
 	Rma__V1__Reply *reply; /* set by dispatch; owned by the waiter */
 	int fd;		       /* memfd that came with the reply, or -1 */
+	int lost; /* sent to a daemon taken over since: no reply will come */
 	struct client_call *next;
 };
 
@@ -108,6 +114,13 @@ struct rma_client {
 
 	char *daemon_id;
 	char *daemon_version;
+	/* Re-attach after a take-over (client_reconnect): the deadline in
+	 * ms, 0 for today's RMA_ERR_DAEMON_GONE (RMA_NO_REATTACH, or no
+	 * socket path to go back to). */
+	int reattach_ms;
+	int reconnecting;
+	char hello_name[128];  /* said again to the new process */
+	uint32_t reattaches;   /* take-overs this connection survived */
 	char *shutdown_detail; /* from Event.shutdown or an id-0 error Reply */
 	char last_error[512];
 
@@ -232,7 +245,23 @@ void request_complete_all(rma_client_t *c, rma_status_t status,
 /* Free the free list and detach requests the caller still holds. */
 void request_cleanup(rma_client_t *c);
 
+/* Ids of every request in flight (pending or sent), malloc'd (NULL
+ * when none); the pending ones will not be sent. 0, or -1 out of
+ * memory. */
+int request_in_flight_ids(rma_client_t *c, uint64_t **ids_p, size_t *n_p);
+
+/* Complete those of ids still in flight with status (callbacks run). */
+void request_complete_ids(rma_client_t *c, const uint64_t *ids, size_t n,
+			  rma_status_t status, const char *detail);
+
 /* ---- region.c, peer.c ---- */
+
+/* After a take-over: claim every live region back (RegionReattach) on the
+ * new connection. RMA_OK, or the first failure (detail set). */
+rma_status_t region_reattach_all(rma_client_t *c, int64_t deadline);
+/* After a take-over: connect every peer and import every remote again;
+ * one that fails is reported on its handle, not here. */
+void peer_reattach_all(rma_client_t *c, int64_t deadline);
 
 /* Unmap and free every region / peer / remote left at disconnect. */
 void region_cleanup(rma_client_t *c);

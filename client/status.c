@@ -27,6 +27,7 @@ static const char *const status_names[] = {
     [20] = "transport error",
     [21] = "daemon gone",
     [22] = "internal error",
+    [23] = "daemon taken over, retry",
 };
 
 #define STATUS_COUNT (sizeof(status_names) / sizeof(status_names[0]))

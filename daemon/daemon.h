@@ -284,8 +284,11 @@ struct region {
 	size_t rkey_len;
 	struct conn *owner; /* NULL once freed, or while an orphan */
 	bool orphan; /* handed over from an earlier process, owner away */
-	int memfd;   /* kept for a hand-over to the next process */
-	int refs;    /* the owner's table entry, plus one per operation */
+	/* while an orphan: who owned it, the only user allowed it back */
+	uid_t orphan_uid;
+	pid_t orphan_pid;
+	int memfd; /* kept for a hand-over to the next process */
+	int refs;  /* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
 	char descriptor[DESCRIPTOR_TEXT_SIZE];
 	char ro_descriptor[DESCRIPTOR_TEXT_SIZE];
@@ -323,6 +326,10 @@ int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 struct region **region_p);
 /* An orphan nobody came back for: freed like any region. */
 void region_free_orphan(struct region *r);
+/* Its owner came back on a new connection (RegionReattach): the orphan
+ * joins c's table if generation proves it and c's limits allow. */
+wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
+			      char *detail, size_t detail_len);
 
 /* ---- handover.c: an old and a new process of the same daemon ------------ */
 
@@ -727,6 +734,7 @@ struct world {
 	bool handed_over;     /* a successor has the regions: make none */
 	uint32_t restarts;    /* hand-overs this identity went through */
 	uint64_t regions_recovered;
+	uint64_t regions_reattached; /* orphans their owners came back for */
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */

@@ -192,6 +192,10 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 			rec->owner_uid = r->owner->uid;
 			snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
 				 r->owner->name);
+		} else if (r->orphan) {
+			/* still away: its owner may come back to the next */
+			rec->owner_pid = r->orphan_pid;
+			rec->owner_uid = r->orphan_uid;
 		}
 		s->fds[s->n++] = fd;
 	}
@@ -607,6 +611,8 @@ handover_restore(struct daemon *d, struct handover_state *st)
 			continue;
 		}
 		hr->memfd = -1; /* the region's now */
+		r->orphan_uid = hr->owner_uid;
+		r->orphan_pid = hr->owner_pid;
 		h->orphans[h->n_orphans++] = r->id;
 	}
 	d->world->regions_recovered += h->n_orphans;

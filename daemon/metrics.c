@@ -251,6 +251,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	struct daemon *d = m->d;
 	struct world *w = d->world;
 	unsigned long long clients = 0, regions = 0, region_bytes = 0;
+	unsigned long long orphans = 0;
 	unsigned long long in_flight = 0;
 	struct counters sum = {0};
 	struct metrics merged = {0}; /* every worker's series and buckets */
@@ -289,6 +290,8 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	while (idmap_next(&w->regions, &pos, (void **)&r)) {
 		regions++;
 		region_bytes += r->length;
+		if (r->orphan)
+			orphans++;
 	}
 
 	metrics_head(out, "rmad_info", "gauge",
@@ -471,6 +474,18 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       "Bytes of memory registered in regions.", region_bytes);
 	metrics_scalar(out, "rmad_regions_created_total", "counter",
 		       "Regions created.", sum.regions_created);
+	metrics_scalar(out, "rmad_restarts", "gauge",
+		       "Take-overs this daemon identity went through.",
+		       w->restarts);
+	metrics_scalar(out, "rmad_regions_recovered_total", "counter",
+		       "Regions this process took over from its predecessor.",
+		       w->regions_recovered);
+	metrics_scalar(out, "rmad_regions_reattached_total", "counter",
+		       "Regions taken over that their owners claimed back.",
+		       w->regions_reattached);
+	metrics_scalar(out, "rmad_regions_orphaned", "gauge",
+		       "Regions taken over whose owners have not come back.",
+		       orphans);
 	metrics_scalar(out, "rmad_resolves_served_total", "counter",
 		       "Descriptor resolutions answered for other daemons.",
 		       sum.resolves_served);

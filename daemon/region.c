@@ -389,6 +389,55 @@ region_free_orphan(struct region *r)
 	region_unref(d, r);
 }
 
+wire_status_t
+region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
+		size_t detail_len)
+{
+	struct daemon *d = c->d;
+	struct region *r;
+
+	/* Under the stop: the orphan deadline (worker 0) and another
+	 * connection claiming the same region must see it change whole. */
+	world_stop(d);
+	r = region_lookup(d, id);
+	/* One answer for "no such region", "not an orphan" and "wrong
+	 * secret": which of them it is would tell a guesser too much. */
+	if (r == NULL || !r->orphan || r->generation != generation ||
+	    r->orphan_uid != c->uid) {
+		world_resume(d);
+		snprintf(detail, detail_len,
+			 "region %llu is no region this client left behind",
+			 (unsigned long long)id);
+		return RMA__V1__STATUS__ERR_NO_REGION;
+	}
+	if (c->regions.count >= d->cfg.max_regions ||
+	    r->length > d->cfg.max_region_bytes - c->region_bytes) {
+		world_resume(d);
+		snprintf(detail, detail_len,
+			 "region %llu (%zu bytes) would exceed this client's "
+			 "max_regions %u or max_region_bytes %llu",
+			 (unsigned long long)id, r->length, d->cfg.max_regions,
+			 (unsigned long long)d->cfg.max_region_bytes);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	}
+	if (idmap_put(&c->regions, id, r) < 0) {
+		world_resume(d);
+		snprintf(detail, detail_len, "out of memory");
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	}
+	/* The orphan's claim becomes the owner's table entry; the region is
+	 * this worker's from now on, as if c had created it. */
+	r->orphan = false;
+	r->owner = c;
+	r->d = d;
+	d->world->regions_reattached++;
+	world_resume(d);
+	c->region_bytes += r->length;
+	log_info("region_reattach: region %llu back with client %u (%s)",
+		 (unsigned long long)id, c->id, c->name);
+	return RMA__V1__STATUS__OK;
+}
+
 void
 region_quarantine_drain_all(struct daemon *d)
 {

@@ -89,6 +89,24 @@ request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
 }
 
 static void
+request_handle_region_reattach(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	char detail[160];
+	wire_status_t st;
+
+	st = region_reattach(c, req->region_reattach->region_id,
+			     req->region_reattach->generation, detail,
+			     sizeof(detail));
+	if (st != RMA__V1__STATUS__OK) {
+		conn_send_error(c, req->id, st, "%s", detail);
+		return;
+	}
+	reply.id = req->id;
+	conn_send_reply(c, &reply, -1);
+}
+
+static void
 request_handle_peer_connect(struct conn *c, const Rma__V1__Request *req)
 {
 	peer_handle_connect(c, req->id, req->peer_connect->address);
@@ -166,6 +184,8 @@ static const struct {
     {RMA__V1__REQUEST__BODY_STATUS, "status", request_handle_status},
     {RMA__V1__REQUEST__BODY_NOTIFY_ACK, "notify_ack",
      request_handle_notify_ack},
+    {RMA__V1__REQUEST__BODY_REGION_REATTACH, "region_reattach",
+     request_handle_region_reattach},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:

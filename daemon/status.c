@@ -129,6 +129,9 @@ status_reply(struct conn *c, uint64_t req_id)
 	st.pid = (int32_t)getpid();
 	st.progress_mode = d->cfg.polling ? "polling" : "blocking";
 	st.workers = w->n;
+	st.restarts = w->restarts;
+	st.regions_recovered = w->regions_recovered;
+	st.regions_reattached = w->regions_reattached;
 
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct daemon *wd = w->workers[i];
@@ -239,6 +242,8 @@ status_reply(struct conn *c, uint64_t req_id)
 			ri->length = r->length;
 			ri->client_id = r->owner ? r->owner->id : 0;
 			ri->in_flight = r->in_flight;
+			if (r->orphan)
+				st.regions_orphaned++;
 			region_ptrs[n++] = ri;
 		}
 	}

@@ -28,6 +28,10 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	       up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
 	printf("progress    %s\n", rmactl_or_dash(s->progress_mode));
 	printf("workers     %u\n", s->workers);
+	printf("restarts    %u kept (regions recovered %" PRIu64
+	       ", re-attached %" PRIu64 ", orphans now %" PRIu64 ")\n",
+	       s->restarts, s->regions_recovered, s->regions_reattached,
+	       s->regions_orphaned);
 
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)
@@ -84,8 +88,15 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
-		printf("  %8" PRIu64 " %12" PRIu64 " %6u %8" PRIu64 "\n",
-		       r->region_id, r->length, r->client_id, r->in_flight);
+		char owner[16];
+
+		/* client 0: taken over, its owner not back yet */
+		if (r->client_id == 0)
+			snprintf(owner, sizeof(owner), "orphan");
+		else
+			snprintf(owner, sizeof(owner), "%u", r->client_id);
+		printf("  %8" PRIu64 " %12" PRIu64 " %6s %8" PRIu64 "\n",
+		       r->region_id, r->length, owner, r->in_flight);
 	}
 
 	if (k != NULL) {

@@ -5,6 +5,7 @@
  * first owner mapped (the same memfd), and an orphan region nobody comes
  * back for goes stale after reattach_timeout. */
 #include <check.h>
+#include <poll.h>
 #include <pthread.h>
 
 #include "check_main.h"
@@ -18,6 +19,7 @@
 
 #include "harness.h"
 #include "rma.h"
+#include "status_call.h"
 
 extern char **environ;
 
@@ -201,6 +203,232 @@ START_TEST(test_orphan_goes_stale)
 }
 END_TEST
 
+/* Waits until ca's connection has news (the old process closed it), then
+ * lets the library run: it re-attaches within its deadline. */
+static rma_status_t
+progress_after_close(rma_client_t *c)
+{
+	struct pollfd pfd = {.fd = rma_fd(c), .events = POLLIN};
+
+	ck_assert_int_eq(poll(&pfd, 1, WAIT_MS), 1);
+	return rma_progress(c);
+}
+
+/* The owner of region id on the daemon c talks to, as status shows it:
+ * the client id, and that client's pid (0 and 0 for an orphan). */
+static void
+region_owner(rma_client_t *c, uint64_t id, uint32_t *client_p, int *pid_p)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	Rma__V1__StatusReply *st = reply->status_reply;
+
+	*client_p = 0;
+	*pid_p = 0;
+	for (size_t i = 0; i < st->n_regions; i++)
+		if (st->regions[i]->region_id == id)
+			*client_p = st->regions[i]->client_id;
+	for (size_t i = 0; i < st->n_clients; i++)
+		if (*client_p != 0 && st->clients[i]->client_id == *client_p)
+			*pid_p = st->clients[i]->pid;
+	rma__v1__reply__free_unpacked(reply, NULL);
+}
+
+/* A local client with a region survives a take-over: same mapping, same
+ * bytes, remote puts still land in it, it owns the region again (not an
+ * orphan, so the orphan deadline does not free it), its peer and remote
+ * were connected and imported again, and its own operations work. */
+START_TEST(test_local_client_reattaches)
+{
+	static const char *const flags[] = {"--take-over", "--reattach-timeout",
+					    "2", NULL};
+	uint8_t *mine = rma_region_ptr(ra);
+	uint8_t *src = rma_region_ptr(rb);
+	const char *desc_before = rma_region_descriptor(ra);
+	char desc[256];
+	rma_peer_t *peer_b;
+	rma_remote_t *remote_b;
+	rma_request_t *req;
+	rma_status_t first, st;
+	uint32_t owner;
+	int pid;
+	double t0, deadline;
+
+	snprintf(desc, sizeof(desc), "%s", desc_before);
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &peer_b), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
+	    RMA_OK);
+	/* An operation issued just before the take-over: it completes,
+	 * OK if the old process finished it, else with a retriable status
+	 * (test_in_flight_at_take_over makes sure it cannot finish). */
+	ck_assert_int_eq(
+	    rma_put(ca, ra, 0, remote_b, 0, 4096, 0, NULL, NULL, &req), RMA_OK);
+
+	t0 = harness_now();
+	take_over(flags);
+	/* Another client cannot claim ca's region without its secret. */
+	{
+		Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+		Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
+		Rma__V1__Reply *reply = NULL;
+		rma_client_t *thief;
+
+		ck_assert_int_eq(rma_connect(da.socket, &thief), RMA_OK);
+		body.region_id = ((struct rma_region *)ra)->region_id;
+		body.generation = ((struct rma_region *)ra)->generation ^ 2;
+		q.body_case = RMA__V1__REQUEST__BODY_REGION_REATTACH;
+		q.region_reattach = &body;
+		ck_assert_int_eq(rma_client_call(thief, &q, &reply),
+				 RMA_ERR_NO_REGION);
+		rma_disconnect(thief);
+	}
+	st = progress_after_close(ca);
+	ck_assert_msg(st == RMA_OK, "progress after the take-over: %s (%s)",
+		      rma_strerror(st), rma_last_error(ca));
+	fprintf(stderr,
+		"take-over: local client back %.1f ms after the "
+		"successor started\n",
+		(harness_now() - t0) * 1e3);
+	st = rma_request_wait(ca, req, WAIT_MS);
+	ck_assert_msg(st == RMA_OK || st == RMA_ERR_RESTARTED ||
+			  st == RMA_ERR_SHUTDOWN,
+		      "the put issued before completed %s", rma_strerror(st));
+	rma_request_release(req);
+
+	/* Same mapping, same bytes, same descriptor. */
+	ck_assert_ptr_eq(rma_region_ptr(ra), mine);
+	harness_fill(src, SZ, 1);
+	ck_assert_int_eq(memcmp(mine, src, SZ), 0);
+	ck_assert_str_eq(rma_region_descriptor(ra), desc);
+
+	/* Owned by ca again, not an orphan; status counts it. */
+	region_owner(ca, ((struct rma_region *)ra)->region_id, &owner, &pid);
+	ck_assert_uint_ne(owner, 0);
+	ck_assert_int_eq(pid, getpid());
+	{
+		Rma__V1__Reply *reply = status_call(ca);
+		Rma__V1__StatusReply *sr = reply->status_reply;
+
+		ck_assert_uint_eq(sr->restarts, 1);
+		ck_assert_uint_eq(sr->regions_recovered, 1);
+		ck_assert_uint_eq(sr->regions_reattached, 1);
+		ck_assert_uint_eq(sr->regions_orphaned, 0);
+		rma__v1__reply__free_unpacked(reply, NULL);
+	}
+
+	/* A remote initiator's put lands where ca sees it. */
+	harness_fill(src, SZ, 7);
+	ck_assert_int_eq(put_until_ok(4096, 10.0, &first), RMA_OK);
+	ck_assert_int_eq(memcmp(mine + 4096, src + 4096, 4096), 0);
+
+	/* ca's own operations, through the remote imported again. */
+	harness_fill(mine, 8192, 9);
+	ck_assert_int_eq(rma_put_sync(ca, ra, 0, remote_b, 65536, 8192,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(src + 65536, mine, 8192), 0);
+	memset(mine, 0, 8192);
+	ck_assert_int_eq(
+	    rma_get_sync(ca, ra, 0, remote_b, 65536, 8192, WAIT_MS), RMA_OK);
+	ck_assert_int_eq(memcmp(src + 65536, mine, 8192), 0);
+
+	/* Past the orphan deadline (2 s) the region still serves. */
+	deadline = harness_now() + 3.0;
+	harness_pause(3.0, deadline);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(mine, src, 4096), 0);
+	/* And a new region on the same connection. */
+	{
+		rma_region_t *fresh;
+		ck_assert_int_eq(rma_region_alloc(ca, 4096, &fresh), RMA_OK);
+		rma_region_free(ca, fresh);
+	}
+}
+END_TEST
+
+/* An operation that cannot finish before the take-over (its target, db,
+ * is stopped): the old process gives up on it at the hand-over
+ * (SHUTDOWN), or, had it not answered, the library completes it RESTARTED
+ * once back; either way a retry after the take-over works. */
+START_TEST(test_in_flight_at_take_over)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	rma_peer_t *peer_b;
+	rma_remote_t *remote_b;
+	rma_request_t *req;
+	rma_status_t st;
+
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &peer_b), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
+	    RMA_OK);
+	ck_assert_int_eq(kill(db.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(ca, ra, 0, remote_b, 0, 4096,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+	take_over(flags);
+	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
+	st = rma_request_wait(ca, req, WAIT_MS);
+	ck_assert_msg(st == RMA_ERR_SHUTDOWN || st == RMA_ERR_RESTARTED,
+		      "the put in flight completed %s", rma_strerror(st));
+	rma_request_release(req);
+	ck_assert_int_eq(rma_put_sync(ca, ra, 0, remote_b, 0, 4096,
+				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
+			 RMA_OK);
+}
+END_TEST
+
+/* A daemon restarted (new identity), not taken over: the client must not
+ * re-attach to it, and says so with DAEMON_GONE. */
+START_TEST(test_restart_is_not_take_over)
+{
+	rma_status_t st;
+
+	harness_daemon_stop(&da, SIGTERM);
+	harness_daemon_restart(&da, NULL);
+	st = progress_after_close(ca);
+	ck_assert_int_eq(st, RMA_ERR_DAEMON_GONE);
+	/* the new process was up before ca looked: it answered, as
+	 * another daemon */
+	ck_assert_msg(strstr(rma_last_error(ca), "not taken over") != NULL,
+		      "detail: %s", rma_last_error(ca));
+}
+END_TEST
+
+/* RMA_NO_REATTACH=1: today's behaviour, the client is gone and its
+ * region goes stale at the orphan deadline. */
+START_TEST(test_no_reattach_opt_out)
+{
+	static const char *const flags[] = {"--take-over", "--reattach-timeout",
+					    "0.5", NULL};
+	rma_client_t *c;
+	rma_region_t *r;
+	rma_remote_t *rem;
+	rma_status_t st;
+	double deadline;
+
+	setenv("RMA_NO_REATTACH", "1", 1);
+	ck_assert_int_eq(rma_connect(da.socket, &c), RMA_OK);
+	unsetenv("RMA_NO_REATTACH");
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(r), &rem),
+	    RMA_OK);
+	take_over(flags);
+	ck_assert_int_eq(progress_after_close(c), RMA_ERR_DAEMON_GONE);
+	deadline = harness_now() + 10.0;
+	do {
+		st = rma_put_sync(cb, rb, 0, rem, 0, 64, 0, WAIT_MS);
+		harness_pause(0.05, deadline);
+	} while (st != RMA_ERR_STALE_DESCRIPTOR && harness_now() < deadline);
+	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
+	rma_disconnect(c);
+}
+END_TEST
+
 /* Nothing to take over: the new process exits 1 and serves nothing; a
  * take-over refused before it began leaves the old process serving. */
 START_TEST(test_take_over_needs_a_daemon)
@@ -344,6 +572,10 @@ main(void)
 	tcase_add_test(tc, test_orphan_goes_stale);
 	tcase_add_test(tc, test_blackout_under_load);
 	tcase_add_test(tc, test_take_over_needs_a_daemon);
+	tcase_add_test(tc, test_local_client_reattaches);
+	tcase_add_test(tc, test_no_reattach_opt_out);
+	tcase_add_test(tc, test_restart_is_not_take_over);
+	tcase_add_test(tc, test_in_flight_at_take_over);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

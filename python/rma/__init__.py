@@ -25,7 +25,7 @@ from . import errors
 from .errors import (Error, InvalidArgument, ProtocolError, NoMemory,
                      NoRegion, OutOfBounds, BadDescriptor, StaleDescriptor,
                      NoPeer, Unreachable, ConnectionReset, Timeout, Canceled,
-                     DaemonGone, Limit, Permission, Internal)
+                     DaemonGone, Limit, Permission, Internal, Restarted)
 from ._rma import (Client, Region, Peer, Remote, Request, default_socket,
                    strerror)
 from ._rma import *  # noqa: F401,F403 (status constants: OK, ERR_*, ...)
@@ -35,5 +35,5 @@ __all__ = [
     "strerror", "Error", "InvalidArgument", "ProtocolError", "NoMemory",
     "NoRegion", "OutOfBounds", "BadDescriptor", "StaleDescriptor", "NoPeer",
     "Unreachable", "ConnectionReset", "Timeout", "Canceled", "DaemonGone",
-    "Limit", "Permission", "Internal",
+    "Limit", "Permission", "Internal", "Restarted",
 ]

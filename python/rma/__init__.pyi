@@ -14,7 +14,7 @@ from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ConnectionReset as ConnectionReset, Timeout as Timeout,
                      Canceled as Canceled, DaemonGone as DaemonGone,
                      Limit as Limit, Permission as Permission,
-                     Internal as Internal)
+                     Internal as Internal, Restarted as Restarted)
 
 _U = TypeVar("_U")
 Callback = Callable[["Request", int, Any], object]
@@ -43,6 +43,7 @@ ERR_PERMISSION: int
 ERR_TRANSPORT: int
 ERR_DAEMON_GONE: int
 ERR_INTERNAL: int
+ERR_RESTARTED: int
 
 
 def default_socket() -> str:

@@ -163,6 +163,7 @@ static const char *const status_names[] = {
     "ERR_TRANSPORT",
     "ERR_DAEMON_GONE",
     "ERR_INTERNAL",
+    "ERR_RESTARTED",
 };
 
 static const char *
@@ -2540,7 +2541,7 @@ PyInit__rma(void)
 	    kwnames_context == NULL || cancelled_error == NULL ||
 	    str_call_soon == NULL || str_call_soon_threadsafe == NULL)
 		goto err;
-	for (int st = RMA_ERR_INTERNAL; st <= RMA_INPROGRESS; st++)
+	for (int st = RMA_ERR_RESTARTED; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)
 			goto err;
 	return m;

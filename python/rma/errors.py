@@ -77,6 +77,11 @@ class DaemonGone(Error, ConnectionError):
     shutting down (DAEMON_GONE, SHUTDOWN)."""
 
 
+class Restarted(Error):
+    """The daemon was taken over while this was in flight; the client
+    re-attached: retry it (RMA_ERR_RESTARTED)."""
+
+
 class Limit(Error):
     """A per-client limit was reached (RMA_ERR_LIMIT)."""
 
@@ -96,7 +101,7 @@ BY_STATUS = {
     -8: BadDescriptor, -9: StaleDescriptor, -10: NoPeer, -11: Unreachable,
     -12: Unreachable, -13: ConnectionReset, -14: Timeout, -15: Canceled,
     -16: Unreachable, -17: DaemonGone, -18: Limit, -19: Permission,
-    -20: ConnectionReset, -21: DaemonGone, -22: Internal,
+    -20: ConnectionReset, -21: DaemonGone, -22: Internal, -23: Restarted,
 }
 
 

@@ -648,6 +648,17 @@ struct op {
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
+/* Shared by op.c and op_batch.c: an op's failure, set where it is found
+ * (the first one decides); the answer came or will not. */
+void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void op_set_ucs_failed(struct op *op, ucs_status_t st);
+void op_set_refused(struct op *op, wire_status_t st);
+void op_done_waiting(struct op *op);
+/* op_batch.c: add a small op to its peer's batch; send every batch. */
+void op_batch_add(struct op *op, const struct resolved *res,
+		  uint64_t remote_offset);
+void op_batch_send_all(struct daemon *d);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
 void op_report_overdue(struct op *op);

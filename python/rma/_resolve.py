@@ -14,3 +14,13 @@ def _set(fut, exc, value):
 def resolve_threadsafe(fut, exc, value=None):
     """Hand the outcome to the future's loop (called by the C extension)."""
     fut.get_loop().call_soon_threadsafe(_set, fut, exc, value)
+
+
+async def notifications(client):
+    """Client.notifications(): queued ones first, then each as the loop's
+    reader of the client (or any progress) takes it; ends once closed."""
+    while not client.closed:
+        n = client._notify_next()
+        if n is None:
+            n = await client._notify_wait()
+        yield n

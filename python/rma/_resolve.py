@@ -23,4 +23,22 @@ async def notifications(client):
         n = client._notify_next()
         if n is None:
             n = await client._notify_wait()
+            if n is None:  # closed meanwhile
+                return
         yield n
+
+
+def _deliver(client, fut, exc, n):
+    if fut.cancelled():
+        if n is not None:
+            client._notify_unget(n)
+    elif exc is None:
+        fut.set_result(n)
+    else:
+        fut.set_exception(exc)
+
+
+def notify_deliver(client, fut, exc, n):
+    """Hand a notification (or failure) to an iterator's future from a
+    thread other than its loop's; one cancelled meanwhile gives it back."""
+    fut.get_loop().call_soon_threadsafe(_deliver, client, fut, exc, n)

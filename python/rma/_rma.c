@@ -76,6 +76,7 @@ typedef struct {
 	rma_notification_t stash;
 	int stashed;
 	PyObject *regions; /* address of rma_region_t -> weakref to Region */
+	PyObject *unget;   /* list of Notifications handed back, or NULL */
 } ClientObject;
 
 typedef struct {
@@ -1709,6 +1710,8 @@ static PyTypeObject RemoteType = {
 /* ---- Notifications ---- */
 
 static PyTypeObject *NotificationType;
+/* rma._resolve.notifications and .notify_deliver */
+static PyObject *notify_iterate, *notify_deliver;
 
 static PyStructSequence_Field notification_fields[] = {
     {"region", "the Region written (None if freed or not known here)"},
@@ -1822,6 +1825,33 @@ notify_report(ClientObject *c, PyObject *cb, PyObject *n)
 	Py_XDECREF(tb);
 }
 
+/* Gives the awaiting iterator its notification (@p val) or failure
+ * (@p exc): directly in the future's loop, which checked that the future
+ * is pending; from another thread through the loop, where a future
+ * cancelled meanwhile hands the notification back (_notify_unget) so
+ * that none is lost. */
+static void
+notify_hand(ClientObject *c, PyObject *fut, PyObject *exc, PyObject *val)
+{
+	PyObject *running = running_loop(), *res;
+
+	if (running != NULL && running == c->loop)
+		res =
+		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
+			: PyObject_CallMethodOneArg(fut, str_set_result, val);
+	else
+		res = PyObject_CallFunctionObjArgs(notify_deliver, c, fut,
+						   exc ? exc : Py_None,
+						   val ? val : Py_None, NULL);
+	PyErr_Clear();
+	Py_XDECREF(running);
+	if (res == NULL)
+		PyErr_WriteUnraisable(fut);
+	else if (val != NULL)
+		c->stashed = 0;
+	Py_XDECREF(res);
+}
+
 /* Runs the callback on the queued notifications (takes @p nq), then
  * hands the stashed one to the awaiting iterator. Keeps a pending
  * exception. */
@@ -1856,27 +1886,17 @@ notify_dispatch(ClientObject *c, rma_notification_t *nq, size_t nnq,
 		PyErr_Clear();
 		c->notify_future = NULL;
 		if (!done) {
-			/* the stash is given away only if the future takes it
-			 */
+			/* the stash stays unless the future takes it */
 			if (c->stashed > 0)
 				val = notify_make(c, &c->stash);
 			else
 				exc = error_new(
 				    c->stashed,
 				    "the daemon closed the connection");
-			if (val != NULL || exc != NULL) {
-				res = PyObject_CallFunctionObjArgs(
-				    resolve_threadsafe, fut,
-				    exc ? exc : Py_None, val ? val : Py_None,
-				    NULL);
-				if (res == NULL)
-					PyErr_WriteUnraisable(fut);
-				else if (c->stashed > 0)
-					c->stashed = 0;
-				Py_XDECREF(res);
-			} else {
+			if (val != NULL || exc != NULL)
+				notify_hand(c, fut, exc, val);
+			else
 				PyErr_WriteUnraisable(fut);
-			}
 			Py_XDECREF(val);
 			Py_XDECREF(exc);
 		}
@@ -1908,6 +1928,16 @@ client_notify_next(ClientObject *c, PyObject *unused)
 	rma_notification_t n;
 	int got;
 
+	if (c->unget != NULL && PyList_GET_SIZE(c->unget) > 0) {
+		PyObject *n = PyList_GetItem(c->unget, 0);
+
+		Py_INCREF(n);
+		if (PyList_SetSlice(c->unget, 0, 1, NULL) < 0) {
+			Py_DECREF(n);
+			return NULL;
+		}
+		return n;
+	}
 	if (!client_enter(c))
 		return NULL;
 	if (c->stashed) {
@@ -1954,7 +1984,16 @@ client_notify_wait(ClientObject *c, PyObject *unused)
 	return fut;
 }
 
-static PyObject *notify_iterate;
+/* A notification the iterator's cancelled await did not take. */
+static PyObject *
+client_notify_unget(ClientObject *c, PyObject *n)
+{
+	if (c->unget == NULL && (c->unget = PyList_New(0)) == NULL)
+		return NULL;
+	if (PyList_Append(c->unget, n) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
 
 static PyObject *
 client_notifications(ClientObject *c, PyObject *unused)
@@ -2026,6 +2065,7 @@ client_traverse(ClientObject *c, visitproc visit, void *arg)
 	Py_VISIT(c->loop);
 	Py_VISIT(c->notify_cb);
 	Py_VISIT(c->notify_future);
+	Py_VISIT(c->unget);
 	return 0;
 }
 
@@ -2038,6 +2078,23 @@ client_close(ClientObject *c, PyObject *unused)
 		Py_RETURN_NONE;
 	client_unwatch(c);
 	c->closed = 1;
+	if (c->notify_future != NULL) {
+		/* an iteration awaiting the next notification ends (None) */
+		PyObject *fut = c->notify_future, *res;
+
+		c->notify_future = NULL;
+		res = PyObject_CallMethod(fut, "done", NULL);
+		if (res != NULL && res == Py_False) {
+			Py_DECREF(res);
+			res = PyObject_CallFunctionObjArgs(
+			    resolve_threadsafe, fut, Py_None, Py_None, NULL);
+		}
+		/* a closed loop: nothing awaits there any more */
+		if (res == NULL)
+			PyErr_Clear();
+		Py_XDECREF(res);
+		Py_DECREF(fut);
+	}
 	if (c->pinned == 0) {
 		client_disconnect(c);
 		Py_RETURN_NONE;
@@ -2081,6 +2138,7 @@ client_dealloc(ClientObject *c)
 	Py_CLEAR(c->notify_cb);
 	Py_CLEAR(c->notify_future);
 	Py_CLEAR(c->regions);
+	Py_CLEAR(c->unget);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -2760,6 +2818,7 @@ static PyMethodDef client_methods[] = {
      "the loop's reader of this client)."},
     {"_notify_next", (PyCFunction)client_notify_next, METH_NOARGS, NULL},
     {"_notify_wait", (PyCFunction)client_notify_wait, METH_NOARGS, NULL},
+    {"_notify_unget", (PyCFunction)client_notify_unget, METH_O, NULL},
     {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL},
     {NULL}};
@@ -2885,16 +2944,17 @@ PyInit__rma(void)
 		goto err;
 	resolve_threadsafe = PyObject_GetAttrString(mod, "resolve_threadsafe");
 	notify_iterate = PyObject_GetAttrString(mod, "notifications");
+	notify_deliver = PyObject_GetAttrString(mod, "notify_deliver");
 	Py_DECREF(mod);
 	if (errors_make == NULL || get_running_loop == NULL ||
 	    resolve_threadsafe == NULL || notify_iterate == NULL ||
-	    invalid_state == NULL || str_set_result == NULL ||
-	    str_set_exception == NULL || str_create_future == NULL ||
-	    str_await == NULL || future_type == NULL ||
-	    future_set_result == NULL || stock_create_future == NULL ||
-	    kwnames_loop == NULL || kwnames_context == NULL ||
-	    cancelled_error == NULL || str_call_soon == NULL ||
-	    str_call_soon_threadsafe == NULL)
+	    notify_deliver == NULL || invalid_state == NULL ||
+	    str_set_result == NULL || str_set_exception == NULL ||
+	    str_create_future == NULL || str_await == NULL ||
+	    future_type == NULL || future_set_result == NULL ||
+	    stock_create_future == NULL || kwnames_loop == NULL ||
+	    kwnames_context == NULL || cancelled_error == NULL ||
+	    str_call_soon == NULL || str_call_soon_threadsafe == NULL)
 		goto err;
 	for (int st = RMA_ERR_RESTARTED; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

@@ -136,3 +136,57 @@ def test_raising_callback_goes_to_loop_handler(link):
     assert seen == [9]
     assert isinstance(ctx["exception"], ValueError)
     assert ctx["notification"].value == 9
+
+
+def test_cancelled_await_loses_nothing(link):
+    c, r, remote, owner, rb = link
+
+    async def main():
+        first = asyncio.ensure_future(owner.notifications().__anext__())
+        await asyncio.sleep(0)
+        first.cancel()
+        await c.put(r, 0, remote, 0, 8, notify=5)
+        return await asyncio.wait_for(owner.notifications().__anext__(), 10)
+
+    assert asyncio.run(main()).value == 5
+
+
+def test_close_ends_iteration(link):
+    c, r, remote, owner, rb = link
+
+    async def main():
+        got = []
+
+        async def consume():
+            async for n in owner.notifications():
+                got.append(n)
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.wait_for(c.put(r, 0, remote, 0, 8, notify=1), 10)
+        await asyncio.wait_for(c.put(r, 0, remote, 0, 8, notify=2), 10)
+        for _ in range(100):
+            if len(got) == 2:
+                break
+            await asyncio.sleep(0.01)
+        owner.close()
+        await asyncio.wait_for(task, 10)
+        return [n.value for n in got]
+
+    assert asyncio.run(main()) == [1, 2]
+
+
+def test_daemon_gone_fails_iteration(two):
+    a, b = two
+    owner = rma.Client(b.socket)
+    owner.alloc(4096)
+
+    async def main():
+        it = owner.notifications()
+        step = asyncio.ensure_future(it.__anext__())
+        await asyncio.sleep(0)
+        b.kill()
+        with pytest.raises(rma.DaemonGone):
+            await asyncio.wait_for(step, 10)
+
+    asyncio.run(main())
+    owner.close()

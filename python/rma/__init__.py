@@ -26,12 +26,14 @@ from .errors import (Error, InvalidArgument, ProtocolError, NoMemory,
                      NoRegion, OutOfBounds, BadDescriptor, StaleDescriptor,
                      NoPeer, Unreachable, ConnectionReset, Timeout, Canceled,
                      DaemonGone, Limit, Permission, Internal, Restarted)
-from ._rma import (Client, Region, Peer, Remote, Request, default_socket,
+from ._rma import (Client, Region, Peer, Remote, Request, Notification,
+                   default_socket,
                    strerror)
 from ._rma import *  # noqa: F401,F403 (status constants: OK, ERR_*, ...)
 
 __all__ = [
-    "Client", "Region", "Peer", "Remote", "Request", "default_socket",
+    "Client", "Region", "Peer", "Remote", "Request", "Notification",
+    "default_socket",
     "strerror", "Error", "InvalidArgument", "ProtocolError", "NoMemory",
     "NoRegion", "OutOfBounds", "BadDescriptor", "StaleDescriptor", "NoPeer",
     "Unreachable", "ConnectionReset", "Timeout", "Canceled", "DaemonGone",

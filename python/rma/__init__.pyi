@@ -2,8 +2,8 @@
 """Typing stubs of the rma package (the C extension rma._rma)."""
 
 import asyncio
-from typing import (Any, Callable, Generator, Literal, Optional, Sequence,
-                    Tuple, TypeVar)
+from typing import (Any, AsyncIterator, Callable, Generator, Literal,
+                    Optional, Sequence, Tuple, TypeVar)
 
 from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ProtocolError as ProtocolError, NoMemory as NoMemory,
@@ -115,6 +115,19 @@ class Request:
     def __await__(self) -> Generator[Any, None, Optional[int]]: ...
 
 
+class Notification(Tuple[Optional[Region], int, int, int, str]):
+    """What a notifying put wrote into a region of this client."""
+    @property
+    def region(self) -> Optional[Region]: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def value(self) -> int: ...
+    @property
+    def sender(self) -> str: ...
+
 class Client:
     """A connection to the host's rmad; a context manager."""
     def __init__(self, socket: Optional[str] = None,
@@ -134,7 +147,12 @@ class Client:
     def put(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
             callback: Optional[Callback] = None, user_data: Any = None, *,
-            remote_completion: bool = False) -> Request: ...
+            remote_completion: bool = False,
+            notify: Optional[int] = None) -> Request: ...
+    def on_notification(
+            self,
+            callback: Optional[Callable[[Notification], object]]) -> None: ...
+    def notifications(self) -> AsyncIterator[Notification]: ...
     def get(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
             callback: Optional[Callback] = None,

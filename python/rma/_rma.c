@@ -62,6 +62,21 @@ typedef struct {
 	size_t ndead, capdead;
 	rma_remote_t **dead_remotes; /* releases deferred likewise */
 	size_t ndead_remotes, capdead_remotes;
+	/* Notifications. With on_notification(cb) librma hands them to
+	 * notify_on_native, which (no Python there) queues them in nq;
+	 * client_leave runs cb on each once the lock is let go. Without a
+	 * callback they stay queued in librma (so its bound on unconsumed
+	 * ones holds) until notifications() takes them: while its iterator
+	 * awaits notify_future, client_leave takes the next one into
+	 * stash (stashed: 1, or a negative status) and resolves it. */
+	PyObject *notify_cb;
+	rma_notification_t *nq;
+	size_t nnq, capnq;
+	PyObject *notify_future;
+	rma_notification_t stash;
+	int stashed;
+	PyObject *regions; /* address of rma_region_t -> weakref to Region */
+	PyObject *unget;   /* list of Notifications handed back, or NULL */
 } ClientObject;
 
 typedef struct {
@@ -71,6 +86,7 @@ typedef struct {
 	Py_ssize_t length;
 	Py_ssize_t exports;
 	int free_pending; /* free() ran while views existed */
+	PyObject *weakrefs;
 } RegionObject;
 
 typedef struct {
@@ -245,6 +261,8 @@ client_enter(ClientObject *c)
 
 static void request_finish(RequestObject *r, int status,
 			   unsigned long long bytes, char *detail);
+static void notify_dispatch(ClientObject *c, rma_notification_t *nq, size_t nnq,
+			    int resolve);
 
 /* Lets the lock go, then finishes what completed meanwhile. Keeps a
  * pending exception across the Python callbacks. */
@@ -253,7 +271,20 @@ client_leave(ClientObject *c)
 {
 	RequestObject *list = c->done;
 	PyObject *et, *ev, *tb, *saved;
+	rma_notification_t *nq = NULL;
+	size_t nnq = 0;
+	int resolve_notify = 0;
 
+	if (c->notify_future != NULL && !c->stashed && c->rc != NULL) {
+		c->stashed = rma_notify_next(c->rc, &c->stash);
+		resolve_notify = c->stashed != 0;
+	}
+	if (c->nnq > 0) {
+		nq = c->nq;
+		nnq = c->nnq;
+		c->nq = NULL;
+		c->nnq = c->capnq = 0;
+	}
 	c->done = NULL;
 	c->done_tail = &c->done;
 	/* librma's handles go while the lock still serializes the client
@@ -264,6 +295,8 @@ client_leave(ClientObject *c)
 		r->req = NULL;
 	}
 	PyThread_release_lock(c->lock);
+	if (nq != NULL || resolve_notify)
+		notify_dispatch(c, nq, nnq, resolve_notify);
 	if (list == NULL)
 		return;
 	PyErr_Fetch(&et, &ev, &tb);
@@ -1376,6 +1409,15 @@ region_queue_free(RegionObject *r)
 static void
 region_dealloc(RegionObject *r)
 {
+	if (r->weakrefs != NULL)
+		PyObject_ClearWeakRefs((PyObject *)r);
+	if (r->rr != NULL && r->client->regions != NULL) {
+		PyObject *key = PyLong_FromVoidPtr(r->rr);
+
+		if (key == NULL || PyDict_DelItem(r->client->regions, key) < 0)
+			PyErr_Clear();
+		Py_XDECREF(key);
+	}
 	/* no views exist: each holds a reference */
 	region_queue_free(r);
 	Py_CLEAR(r->client);
@@ -1527,6 +1569,7 @@ static PyTypeObject RegionType = {
 	      "memory stays valid while any view exists. len(region) is its "
 	      "length.",
     .tp_dealloc = (destructor)region_dealloc,
+    .tp_weaklistoffset = offsetof(RegionObject, weakrefs),
     .tp_as_sequence = &region_seq,
     .tp_as_buffer = &region_buffer,
     .tp_methods = region_methods,
@@ -1664,6 +1707,300 @@ static PyTypeObject RemoteType = {
     .tp_members = remote_members,
 };
 
+/* ---- Notifications ---- */
+
+static PyTypeObject *NotificationType;
+/* rma._resolve.notifications and .notify_deliver */
+static PyObject *notify_iterate, *notify_deliver;
+
+static PyStructSequence_Field notification_fields[] = {
+    {"region", "the Region written (None if freed or not known here)"},
+    {"offset", "where in it"},
+    {"length", "bytes written"},
+    {"value", "the initiator's notify value"},
+    {"sender", "the initiating daemon's id (hex)"},
+    {NULL, NULL}};
+
+static PyStructSequence_Desc notification_desc = {
+    "rma.Notification",
+    "What a notifying put (put(..., notify=value)) wrote into a region "
+    "of this client.",
+    notification_fields, 5};
+
+/* Native notification callback; no Python here (see the file comment):
+ * queued for client_leave. */
+static void
+notify_on_native(rma_client_t *rc, const rma_notification_t *n, void *ud)
+{
+	ClientObject *c = ud;
+
+	(void)rc;
+	if (c->nnq == c->capnq) {
+		size_t cap = c->capnq ? 2 * c->capnq : 16;
+		rma_notification_t *q = realloc(c->nq, cap * sizeof(*q));
+
+		if (q == NULL)
+			return; /* dropped: nothing better to do without memory
+				 */
+		c->nq = q;
+		c->capnq = cap;
+	}
+	c->nq[c->nnq++] = *n;
+}
+
+static PyObject *
+notify_make(ClientObject *c, const rma_notification_t *n)
+{
+	PyObject *o = PyStructSequence_New(NotificationType), *region = NULL;
+
+	if (o == NULL)
+		return NULL;
+	if (n->region != NULL && c->regions != NULL) {
+		PyObject *key = PyLong_FromVoidPtr(n->region), *ref;
+
+		if (key == NULL)
+			goto err;
+		ref = PyDict_GetItemWithError(c->regions, key);
+		Py_DECREF(key);
+		if (ref == NULL && PyErr_Occurred())
+			goto err;
+		if (ref != NULL)
+			region = PyWeakref_GetObject(ref);
+	}
+	if (region == NULL)
+		region = Py_None;
+	PyStructSequence_SET_ITEM(o, 0, Py_NewRef(region));
+	PyStructSequence_SET_ITEM(o, 1, PyLong_FromUnsignedLongLong(n->offset));
+	PyStructSequence_SET_ITEM(o, 2, PyLong_FromUnsignedLongLong(n->length));
+	PyStructSequence_SET_ITEM(o, 3, PyLong_FromUnsignedLongLong(n->value));
+	PyStructSequence_SET_ITEM(
+	    o, 4,
+	    PyUnicode_FromStringAndSize(
+		n->daemon_id, strnlen(n->daemon_id, sizeof(n->daemon_id))));
+	for (int i = 1; i < 5; i++)
+		if (PyStructSequence_GET_ITEM(o, i) == NULL)
+			goto err;
+	return o;
+
+err:
+	Py_DECREF(o);
+	return NULL;
+}
+
+/* Reports an exception of a notification callback as request_report
+ * does: the loop's exception handler when its loop runs here, else
+ * sys.unraisablehook. */
+static void
+notify_report(ClientObject *c, PyObject *cb, PyObject *n)
+{
+	PyObject *et, *ev, *tb, *running = NULL, *ctx, *res;
+
+	PyErr_Fetch(&et, &ev, &tb);
+	PyErr_NormalizeException(&et, &ev, &tb);
+	if (tb != NULL && ev != NULL)
+		PyException_SetTraceback(ev, tb);
+	if (c->loop != NULL)
+		running = running_loop();
+	if (running == NULL || running != c->loop) {
+		Py_XDECREF(running);
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		PyErr_WriteUnraisable(cb);
+		return;
+	}
+	ctx = Py_BuildValue("{s:s,s:O,s:O,s:O}", "message",
+			    "exception in an rma notification callback",
+			    "exception", ev ? ev : Py_None, "notification",
+			    n ? n : Py_None, "callback", cb);
+	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
+					ctx)
+		  : NULL;
+	if (res == NULL)
+		PyErr_WriteUnraisable(cb);
+	Py_XDECREF(res);
+	Py_XDECREF(ctx);
+	Py_DECREF(running);
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(tb);
+}
+
+/* Gives the awaiting iterator its notification (@p val) or failure
+ * (@p exc): directly in the future's loop, which checked that the future
+ * is pending; from another thread through the loop, where a future
+ * cancelled meanwhile hands the notification back (_notify_unget) so
+ * that none is lost. */
+static void
+notify_hand(ClientObject *c, PyObject *fut, PyObject *exc, PyObject *val)
+{
+	PyObject *running = running_loop(), *res;
+
+	if (running != NULL && running == c->loop)
+		res =
+		    exc ? PyObject_CallMethodOneArg(fut, str_set_exception, exc)
+			: PyObject_CallMethodOneArg(fut, str_set_result, val);
+	else
+		res = PyObject_CallFunctionObjArgs(notify_deliver, c, fut,
+						   exc ? exc : Py_None,
+						   val ? val : Py_None, NULL);
+	PyErr_Clear();
+	Py_XDECREF(running);
+	if (res == NULL)
+		PyErr_WriteUnraisable(fut);
+	else if (val != NULL)
+		c->stashed = 0;
+	Py_XDECREF(res);
+}
+
+/* Runs the callback on the queued notifications (takes @p nq), then
+ * hands the stashed one to the awaiting iterator. Keeps a pending
+ * exception. */
+static void
+notify_dispatch(ClientObject *c, rma_notification_t *nq, size_t nnq,
+		int resolve)
+{
+	PyObject *et, *ev, *tb, *cb, *n, *res, *fut, *exc = NULL, *val = NULL;
+
+	PyErr_Fetch(&et, &ev, &tb);
+	Py_INCREF(c);
+	for (size_t i = 0; i < nnq; i++) {
+		cb = c->notify_cb;
+		if (cb == NULL)
+			break; /* unset meanwhile: these are lost to Python */
+		Py_INCREF(cb);
+		n = notify_make(c, &nq[i]);
+		res = n ? PyObject_CallOneArg(cb, n) : NULL;
+		if (res == NULL)
+			notify_report(c, cb, n);
+		Py_XDECREF(res);
+		Py_XDECREF(n);
+		Py_DECREF(cb);
+	}
+	free(nq);
+	fut = c->notify_future;
+	if (resolve && fut != NULL && c->stashed != 0) {
+		PyObject *cancelled = PyObject_CallMethod(fut, "done", NULL);
+		int done = cancelled ? PyObject_IsTrue(cancelled) : 1;
+
+		Py_XDECREF(cancelled);
+		PyErr_Clear();
+		c->notify_future = NULL;
+		if (!done) {
+			/* the stash stays unless the future takes it */
+			if (c->stashed > 0)
+				val = notify_make(c, &c->stash);
+			else
+				exc = error_new(
+				    c->stashed,
+				    "the daemon closed the connection");
+			if (val != NULL || exc != NULL)
+				notify_hand(c, fut, exc, val);
+			else
+				PyErr_WriteUnraisable(fut);
+			Py_XDECREF(val);
+			Py_XDECREF(exc);
+		}
+		Py_DECREF(fut);
+	}
+	Py_DECREF(c);
+	PyErr_Restore(et, ev, tb);
+}
+
+static PyObject *
+client_on_notification(ClientObject *c, PyObject *cb)
+{
+	if (cb != Py_None && !PyCallable_Check(cb)) {
+		PyErr_SetString(PyExc_TypeError, "callback must be callable");
+		return NULL;
+	}
+	if (!client_enter(c))
+		return NULL;
+	Py_XSETREF(c->notify_cb, cb == Py_None ? NULL : Py_NewRef(cb));
+	rma_notify_callback(c->rc, cb == Py_None ? NULL : notify_on_native, c);
+	client_leave(c);
+	Py_RETURN_NONE;
+}
+
+/* The next notification queued, None if none is, for notifications(). */
+static PyObject *
+client_notify_next(ClientObject *c, PyObject *unused)
+{
+	rma_notification_t n;
+	int got;
+
+	if (c->unget != NULL && PyList_GET_SIZE(c->unget) > 0) {
+		PyObject *n = PyList_GetItem(c->unget, 0);
+
+		Py_INCREF(n);
+		if (PyList_SetSlice(c->unget, 0, 1, NULL) < 0) {
+			Py_DECREF(n);
+			return NULL;
+		}
+		return n;
+	}
+	if (!client_enter(c))
+		return NULL;
+	if (c->stashed) {
+		got = c->stashed;
+		n = c->stash;
+		c->stashed = got < 0 ? got : 0;
+	} else {
+		got = rma_notify_next(c->rc, &n);
+	}
+	client_leave(c);
+	if (got < 0)
+		return error_raise(got, "the daemon closed the connection");
+	if (got == 0)
+		Py_RETURN_NONE;
+	return notify_make(c, &n);
+}
+
+/* A future of the running loop that the next notification resolves, in
+ * the loop's reader (or wherever progress runs next). */
+static PyObject *
+client_notify_wait(ClientObject *c, PyObject *unused)
+{
+	PyObject *loop, *fut;
+
+	if (c->closed || c->rc == NULL) {
+		PyErr_SetString(PyExc_ValueError, "rma client is closed");
+		return NULL;
+	}
+	if ((loop = running_loop()) == NULL)
+		return NULL;
+	if (loop == Py_None) {
+		Py_DECREF(loop);
+		PyErr_SetString(PyExc_RuntimeError, "no running event loop");
+		return NULL;
+	}
+	fut = PyObject_CallMethod(loop, "create_future", NULL);
+	if (fut == NULL || !client_watch(c, loop)) {
+		Py_DECREF(loop);
+		Py_XDECREF(fut);
+		return NULL;
+	}
+	Py_DECREF(loop);
+	Py_XSETREF(c->notify_future, Py_NewRef(fut));
+	return fut;
+}
+
+/* A notification the iterator's cancelled await did not take. */
+static PyObject *
+client_notify_unget(ClientObject *c, PyObject *n)
+{
+	if (c->unget == NULL && (c->unget = PyList_New(0)) == NULL)
+		return NULL;
+	if (PyList_Append(c->unget, n) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+client_notifications(ClientObject *c, PyObject *unused)
+{
+	return PyObject_CallOneArg(notify_iterate, (PyObject *)c);
+}
+
 /* ---- Client ---- */
 
 static int
@@ -1726,6 +2063,9 @@ static int
 client_traverse(ClientObject *c, visitproc visit, void *arg)
 {
 	Py_VISIT(c->loop);
+	Py_VISIT(c->notify_cb);
+	Py_VISIT(c->notify_future);
+	Py_VISIT(c->unget);
 	return 0;
 }
 
@@ -1738,6 +2078,23 @@ client_close(ClientObject *c, PyObject *unused)
 		Py_RETURN_NONE;
 	client_unwatch(c);
 	c->closed = 1;
+	if (c->notify_future != NULL) {
+		/* an iteration awaiting the next notification ends (None) */
+		PyObject *fut = c->notify_future, *res;
+
+		c->notify_future = NULL;
+		res = PyObject_CallMethod(fut, "done", NULL);
+		if (res != NULL && res == Py_False) {
+			Py_DECREF(res);
+			res = PyObject_CallFunctionObjArgs(
+			    resolve_threadsafe, fut, Py_None, Py_None, NULL);
+		}
+		/* a closed loop: nothing awaits there any more */
+		if (res == NULL)
+			PyErr_Clear();
+		Py_XDECREF(res);
+		Py_DECREF(fut);
+	}
 	if (c->pinned == 0) {
 		client_disconnect(c);
 		Py_RETURN_NONE;
@@ -1777,6 +2134,11 @@ client_dealloc(ClientObject *c)
 		close(c->wake_fd);
 	PyMem_Free(c->dead);
 	PyMem_Free(c->dead_remotes);
+	free(c->nq);
+	Py_CLEAR(c->notify_cb);
+	Py_CLEAR(c->notify_future);
+	Py_CLEAR(c->regions);
+	Py_CLEAR(c->unget);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -1814,6 +2176,20 @@ client_alloc(ClientObject *c, PyObject *args)
 	r->length = size;
 	r->exports = 0;
 	r->free_pending = 0;
+	r->weakrefs = NULL;
+	/* notifications name the region by its handle */
+	if (c->regions == NULL && (c->regions = PyDict_New()) == NULL)
+		PyErr_Clear();
+	if (c->regions != NULL) {
+		PyObject *key = PyLong_FromVoidPtr(rr),
+			 *ref = PyWeakref_NewRef((PyObject *)r, NULL);
+
+		if (key == NULL || ref == NULL ||
+		    PyDict_SetItem(c->regions, key, ref) < 0)
+			PyErr_Clear();
+		Py_XDECREF(key);
+		Py_XDECREF(ref);
+	}
 	return (PyObject *)r;
 }
 
@@ -1890,7 +2266,7 @@ static PyObject *transfer_submit(ClientObject *c, RegionObject *reg,
 				 unsigned long long roff,
 				 unsigned long long len, PyObject *cb,
 				 PyObject *ud, int remote_completion,
-				 int is_put);
+				 int is_put, PyObject *notify);
 
 static PyObject *
 client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
@@ -1898,20 +2274,27 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	static char *kwlist[] = {
 	    "region", "offset",	  "remote",    "remote_offset",
 	    "length", "callback", "user_data", "remote_completion",
-	    NULL};
+	    "notify", NULL};
 	RegionObject *reg;
 	RemoteObject *rem;
 	unsigned long long off, roff, len;
 	PyObject *cb = Py_None, *ud = Py_None;
 	int remote_completion = 0;
+	PyObject *notify = Py_None;
 
 	if (!PyArg_ParseTupleAndKeywords(
-		args, kw, is_put ? "O!KO!KK|OO$p:put" : "O!KO!KK|OO$p:get",
+		args, kw, is_put ? "O!KO!KK|OO$pO:put" : "O!KO!KK|OO$pO:get",
 		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
-		&cb, &ud, &remote_completion))
+		&cb, &ud, &remote_completion, &notify))
 		return NULL;
+	if (!is_put && notify != Py_None) {
+		PyErr_SetString(PyExc_TypeError,
+				"get() got an unexpected keyword 'notify'");
+		return NULL;
+	}
 	return transfer_submit(c, reg, off, rem, roff, len, cb, ud,
-			       remote_completion, is_put);
+			       remote_completion, is_put,
+			       notify == Py_None ? NULL : notify);
 }
 
 /* The submission of a parsed put or get. */
@@ -1919,11 +2302,18 @@ static PyObject *
 transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
 		RemoteObject *rem, unsigned long long roff,
 		unsigned long long len, PyObject *cb, PyObject *ud,
-		int remote_completion, int is_put)
+		int remote_completion, int is_put, PyObject *notify)
 {
 	RequestObject *r;
 	rma_status_t st;
 	char detail[512];
+	unsigned long long value = 0;
+
+	if (notify != NULL) {
+		value = PyLong_AsUnsignedLongLong(notify);
+		if (value == (unsigned long long)-1 && PyErr_Occurred())
+			return NULL;
+	}
 
 	if (reg->client != c || rem->client != c)
 		return error_raise(RMA_ERR_INVALID,
@@ -1937,7 +2327,12 @@ transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
 		return NULL;
 	if (!client_enter(c))
 		goto err_request;
-	if (is_put)
+	if (notify != NULL)
+		st = rma_put_notify(
+		    c->rc, reg->rr, off, rem->rr, roff, len, value,
+		    remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    request_on_complete, r, &r->req);
+	else if (is_put)
 		st = rma_put(c->rc, reg->rr, off, rem->rr, roff, len,
 			     remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
 			     request_on_complete, r, &r->req);
@@ -1980,8 +2375,8 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 				       PyLong_AsUnsignedLongLongMask(args[3]),
 				       PyLong_AsUnsignedLongLongMask(args[4]),
 				       nargs > 5 ? args[5] : Py_None,
-				       nargs > 6 ? args[6] : Py_None, 0,
-				       is_put);
+				       nargs > 6 ? args[6] : Py_None, 0, is_put,
+				       NULL);
 	}
 	tuple = PyTuple_New(nargs);
 	if (tuple == NULL)
@@ -2412,6 +2807,18 @@ static PyMethodDef client_methods[] = {
      "fileno() -> int\n\nThe fd to poll for readability (then call "
      "progress())."},
     {"_on_readable", (PyCFunction)client_on_readable, METH_NOARGS, NULL},
+    {"on_notification", (PyCFunction)client_on_notification, METH_O,
+     "on_notification(callback)\n\nRun callback(notification) for each "
+     "notification as it arrives, where progress runs (exceptions are "
+     "reported as request callbacks' are); None goes back to queuing them "
+     "for notifications()."},
+    {"notifications", (PyCFunction)client_notifications, METH_NOARGS,
+     "notifications() -> async iterator of Notification\n\nThe queued "
+     "notifications, in arrival order, then each as it arrives (driven by "
+     "the loop's reader of this client)."},
+    {"_notify_next", (PyCFunction)client_notify_next, METH_NOARGS, NULL},
+    {"_notify_wait", (PyCFunction)client_notify_wait, METH_NOARGS, NULL},
+    {"_notify_unget", (PyCFunction)client_notify_unget, METH_O, NULL},
     {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL},
     {NULL}};
@@ -2528,12 +2935,20 @@ PyInit__rma(void)
 	str_set_exception = PyUnicode_InternFromString("set_exception");
 	str_create_future = PyUnicode_InternFromString("create_future");
 	str_await = PyUnicode_InternFromString("__await__");
+	NotificationType = PyStructSequence_NewType(&notification_desc);
+	if (NotificationType == NULL ||
+	    PyModule_AddObjectRef(m, "Notification",
+				  (PyObject *)NotificationType) < 0)
+		goto err;
 	if ((mod = PyImport_ImportModule("rma._resolve")) == NULL)
 		goto err;
 	resolve_threadsafe = PyObject_GetAttrString(mod, "resolve_threadsafe");
+	notify_iterate = PyObject_GetAttrString(mod, "notifications");
+	notify_deliver = PyObject_GetAttrString(mod, "notify_deliver");
 	Py_DECREF(mod);
 	if (errors_make == NULL || get_running_loop == NULL ||
-	    resolve_threadsafe == NULL || invalid_state == NULL ||
+	    resolve_threadsafe == NULL || notify_iterate == NULL ||
+	    notify_deliver == NULL || invalid_state == NULL ||
 	    str_set_result == NULL || str_set_exception == NULL ||
 	    str_create_future == NULL || str_await == NULL ||
 	    future_type == NULL || future_set_result == NULL ||

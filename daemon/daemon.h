@@ -655,6 +655,12 @@ void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
 void op_set_ucs_failed(struct op *op, ucs_status_t st);
 void op_set_refused(struct op *op, wire_status_t st);
 void op_done_waiting(struct op *op);
+/* Fails o before it became an op (counted, completed at once). */
+void op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked);
+/* op_park.c: o waits for p to come back (see op_unpark). */
+void op_park(struct conn *c, const Rma__V1__Op *o, struct peer *p);
 /* op_batch.c: add a small op to its peer's batch; send every batch. */
 void op_batch_add(struct op *op, const struct resolved *res,
 		  uint64_t remote_offset);

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rma.h"
@@ -190,6 +191,17 @@ void notification_free(rma_client_t *c);
  */
 rma_status_t rma_client_call(rma_client_t *c, Rma__V1__Request *req,
 			     Rma__V1__Reply **reply_p);
+
+/* The detail of a failed rma_connect (no client to hold it yet). */
+extern __thread char client_connect_error[512];
+/* client.c and connect.c: the next received fd (-1: none); the hello;
+ * a client on a connected fd (closed on failure); the reconnect after a
+ * take-over (false: the daemon is gone for good, why says so). */
+int client_fd_pop(rma_client_t *c);
+rma_status_t client_hello(rma_client_t *c, const char *name, int timeout_ms);
+rma_status_t client_attach(int fd, const char *name, const char *path,
+			   int timeout_ms, rma_client_t **client_p);
+bool client_reconnect(rma_client_t *c, char *why, size_t why_len);
 
 /**
  * Take over a connected SOCK_STREAM fd (say one end of a socketpair, in

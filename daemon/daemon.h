@@ -659,6 +659,14 @@ void op_done_waiting(struct op *op);
 void op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked);
+/* op.c's steps that op_atomic.c shares: an op record begun (counted,
+ * listed on p), its submission ended; the local region an op names. */
+struct op *op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p);
+void op_end_submit(struct op *op);
+struct region *op_local_target(struct conn *c, const Rma__V1__Op *o,
+			       const struct resolved *res, bool write);
+/* op_atomic.c: an atomic submitted by a client. */
+void op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked);
 /* op_park.c: o waits for p to come back (see op_unpark). */
 void op_park(struct conn *c, const Rma__V1__Op *o, struct peer *p);
 /* op_batch.c: add a small op to its peer's batch; send every batch. */

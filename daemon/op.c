@@ -16,7 +16,6 @@
 #include "oprec.h"
 #include "am.h"
 #include "bounds.h"
-#include "atomic.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,7 +266,7 @@ op_track(struct op *op, ucs_status_ptr_t sp)
 static void op_send_am(struct op *op, const struct resolved *res,
 		       uint64_t remote_offset);
 
-static struct op *
+struct op *
 op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 {
 	struct daemon *d = c->d;
@@ -300,13 +299,12 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	return op;
 }
 
-static void
+void
 op_end_submit(struct op *op)
 {
 	if (--op->pending == 0)
 		op_finish(op);
 }
-
 
 void
 op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st, const char *fmt,
@@ -413,7 +411,7 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 
 /* The region of this daemon a remote names, if its secret grants the
  * access (the same rule as target.c's for peers); fails o otherwise. */
-static struct region *
+struct region *
 op_local_target(struct conn *c, const Rma__V1__Op *o,
 		const struct resolved *res, bool write)
 {
@@ -596,100 +594,6 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_expect(op);
 		op_track(op, ucp_ep_flush_nbx(rem->peer->ep, &param));
 	}
-	op_end_submit(op);
-}
-
-/* An atomic on the same daemon: applied here, at once. */
-static void
-op_atomic_local(struct conn *c, const Rma__V1__Op *o,
-		const struct resolved *res)
-{
-	struct region *target = op_local_target(c, o, res, true);
-	uint64_t old;
-
-	if (target == NULL)
-		return;
-	old = atomic_apply((char *)target->addr + o->remote_offset,
-			   o->atomic_op, o->length, o->operand, o->compare);
-	c->ops++;
-	conn_complete_value(c, o->op_id, RMA__V1__STATUS__OK, o->length, old,
-			    NULL);
-}
-
-/* Atomics travel in rmad's batches in both rma_protocol modes: the
- * target's CPU applies them to the region after its checks
- * (ucp_atomic_op_nbx over tcp is emulated by UCX on raw addresses, which
- * the target could not check; and batched, they are faster here than
- * UCX's own, see bench/compare). */
-static void
-op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
-{
-	struct remote *rem;
-	struct resolved *res;
-	struct op *op;
-
-	c->d->counters.ops_atomic++;
-	if (!atomic_valid(o->atomic_op, o->length)) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
-			"atomic operation %d on a word of %llu bytes: the "
-			"width must be 4 or 8 and the operation known",
-			(int)o->atomic_op, (unsigned long long)o->length);
-		return;
-	}
-	rem = idmap_get(&c->remotes, o->remote_id);
-	if (rem == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
-			"remote %llu is not a remote of this client",
-			(unsigned long long)o->remote_id);
-		return;
-	}
-	res = rem->res;
-	if (o->remote_offset % o->length != 0) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
-			"remote offset %llu is not aligned to the word's %llu "
-			"bytes",
-			(unsigned long long)o->remote_offset,
-			(unsigned long long)o->length);
-		return;
-	}
-	if (!atomic_fits(o->remote_offset, o->length, res->length)) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
-			"remote word [%llu, +%llu) is outside remote region "
-			"%llu of %llu bytes",
-			(unsigned long long)o->remote_offset,
-			(unsigned long long)o->length,
-			(unsigned long long)res->region_id,
-			(unsigned long long)res->length);
-		return;
-	}
-	if (rem->peer == NULL) {
-		op_atomic_local(c, o, res);
-		return;
-	}
-	if (res->stale) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			"remote region %llu is gone (freed by its owner, "
-			"or %s restarted)",
-			(unsigned long long)res->region_id, rem->peer->address);
-		return;
-	}
-	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
-		op_park(c, o, rem->peer);
-		return;
-	}
-	op = op_begin(c, o, rem->peer);
-	if (op == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
-		return;
-	}
-	op->res = res;
-	res->refs++;
-	op->atomic = (struct am_batch_atomic){
-	    .op = (uint32_t)o->atomic_op,
-	    .operand = o->operand,
-	    .compare = o->compare,
-	};
-	op_batch_add(op, res, o->remote_offset);
 	op_end_submit(op);
 }
 

@@ -663,6 +663,8 @@ void op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked);
  * listed on p), its submission ended; the local region an op names. */
 struct op *op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p);
 void op_end_submit(struct op *op);
+struct op *op_begin_remote(struct conn *c, const Rma__V1__Op *o,
+			   struct remote *rem, bool unparked);
 struct region *op_local_target(struct conn *c, const Rma__V1__Op *o,
 			       const struct resolved *res, bool write);
 /* op_atomic.c: an atomic submitted by a client. */

@@ -433,6 +433,39 @@ op_local_target(struct conn *c, const Rma__V1__Op *o,
 	return target;
 }
 
+/* An op on a remote region, begun: NULL when it is answered already
+ * (stale, out of memory) or parked until its peer is back. */
+struct op *
+op_begin_remote(struct conn *c, const Rma__V1__Op *o, struct remote *rem,
+		bool unparked)
+{
+	struct resolved *res = rem->res;
+	struct op *op;
+
+	if (res->stale) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			"remote region %llu is gone (freed by its owner, "
+			"or %s restarted)",
+			(unsigned long long)res->region_id, rem->peer->address);
+		return NULL;
+	}
+	/* The peer is reconnecting, or confirming the region again after
+	 * a reconnect: wait for it within the op's own deadline, behind
+	 * whatever waits already (the client's order is kept). */
+	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
+		op_park(c, o, rem->peer);
+		return NULL;
+	}
+	op = op_begin(c, o, rem->peer);
+	if (op == NULL) {
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
+		return NULL;
+	}
+	op->res = res;
+	res->refs++;
+	return op;
+}
+
 /* Both regions live here: the daemon copies, no UCX involved. */
 static void
 op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
@@ -540,30 +573,12 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_copy_local(c, o, local, res);
 		return;
 	}
-	if (res->stale) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			"remote region %llu is gone (freed by its owner, "
-			"or %s restarted)",
-			(unsigned long long)res->region_id, rem->peer->address);
+	op = op_begin_remote(c, o, rem, unparked);
+	if (op == NULL)
 		return;
-	}
-	/* The peer is reconnecting, or confirming the region again after
-	 * a reconnect: wait for it within the op's own deadline, behind
-	 * whatever waits already (the client's order is kept). */
-	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
-		op_park(c, o, rem->peer);
-		return;
-	}
-	op = op_begin(c, o, rem->peer);
-	if (op == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
-		return;
-	}
 	op->region = local;
 	region_ref(local);
 	local->in_flight++;
-	op->res = res;
-	res->refs++;
 	op->buf = (char *)local->addr + o->offset;
 	/* A notifying put goes through rmad's own messages in ucx mode too:
 	 * only the target daemon can tell the owner, and a UCX put leaves

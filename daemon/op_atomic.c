@@ -78,24 +78,9 @@ op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_atomic_local(c, o, res);
 		return;
 	}
-	if (res->stale) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			"remote region %llu is gone (freed by its owner, "
-			"or %s restarted)",
-			(unsigned long long)res->region_id, rem->peer->address);
+	op = op_begin_remote(c, o, rem, unparked);
+	if (op == NULL)
 		return;
-	}
-	if (!res->valid || (!unparked && !TAILQ_EMPTY(&rem->peer->parked))) {
-		op_park(c, o, rem->peer);
-		return;
-	}
-	op = op_begin(c, o, rem->peer);
-	if (op == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_MEMORY, "out of memory");
-		return;
-	}
-	op->res = res;
-	res->refs++;
 	op->atomic = (struct am_batch_atomic){
 	    .op = (uint32_t)o->atomic_op,
 	    .operand = o->operand,

@@ -160,8 +160,9 @@ rmactl_file_write_atomic(const char *path, const void *p, size_t n)
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		goto err_free;
-	/* mkostemp makes it 0600; a descriptor or a dump is no secret */
-	fchmod(fd, 0644);
+	/* mkostemp makes it 0600 and it stays so: a descriptor is a
+	 * capability (whoever reads it may write the region) and a dump is
+	 * the region's bytes; share either with chmod or a copy on purpose. */
 	if (rmactl_file_write_all(fd, p, n) < 0)
 		goto err_unlink;
 	if (close(fd) < 0) {

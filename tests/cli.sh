@@ -57,6 +57,8 @@ EXPOSE=$!
 PIDS+=($EXPOSE)
 wait_until 10 test -s "$T/desc" || fail "no descriptor"
 grep -q '^rma1:' "$T/desc" || fail "descriptor format"
+# a descriptor is a capability: only its owner may read the file
+[ "$(stat -c %a "$T/desc")" = 600 ] || fail "descriptor file mode $(stat -c %a "$T/desc")"
 
 # the fill is visible remotely
 "$RMACTL" --socket "$T/b.sock" get --peer "127.0.0.1:$a_PORT" \

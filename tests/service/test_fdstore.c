@@ -89,6 +89,30 @@ sup_count(const struct sup *s, const char *prefix, char *last, size_t len)
 	return n;
 }
 
+struct count_arg {
+	const struct sup *s;
+	const char *prefix;
+	int n;
+};
+
+static int
+sup_count_cond(void *arg)
+{
+	struct count_arg *a = arg;
+
+	return sup_count(a->s, a->prefix, NULL, 0) >= a->n;
+}
+
+/* The sink logs what it got on its own time: at least n such lines
+ * within 10 s. */
+static int
+sup_wait_count(const struct sup *s, const char *prefix, int n)
+{
+	struct count_arg a = {s, prefix, n};
+
+	return harness_until(10.0, sup_count_cond, &a);
+}
+
 static pid_t
 sup_main_pid(const struct sup *s)
 {
@@ -253,7 +277,8 @@ START_TEST(test_crash_keeps_regions)
 						   &rem[i]),
 				 RMA_OK);
 	}
-	ck_assert_int_eq(sup_count(&sa, "stored store-region-", NULL, 0), NA);
+	ck_assert_msg(sup_wait_count(&sa, "stored store-region-", NA),
+		      "the regions are not in the store");
 
 	sup_crash(&sa);
 	reattach(ca);
@@ -286,10 +311,65 @@ START_TEST(test_crash_keeps_regions)
 				  st == RMA_ERR_NO_REGION,
 			      "a freed region: %s", rma_strerror(st));
 	}
-	ck_assert_int_eq(sup_count(&sa, "removed store-region-", NULL, 0), 1);
+	ck_assert_msg(sup_wait_count(&sa, "removed store-region-", 1),
+		      "the freed region is still in the store");
 	rma_disconnect(cb);
 	rma_disconnect(ca);
 	free(want);
+}
+END_TEST
+
+/* systemctl restart (SIGTERM, a job queued: the store is kept) comes
+ * back with the regions; systemctl stop (SIGTERM, no job) empties the
+ * store. */
+START_TEST(test_restart_keeps_stop_releases)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_remote_t *rem;
+	rma_peer_t *peer;
+	uint32_t restarts;
+	uint64_t recovered;
+	size_t orphans;
+	char line[64];
+
+	sup_start(&sa, 64);
+	sup_wait_ready(&sa, 1);
+	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
+	harness_fill(rma_region_ptr(ra), SZ, 50);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(cb, sa.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+
+	ck_assert_int_eq(kill(sa.pid, SIGUSR1), 0);
+	sup_wait_ready(&sa, 2);
+	ck_assert_int_eq(sup_count(&sa, "exited ", line, sizeof(line)), 1);
+	ck_assert_msg(strstr(line, " 0\n") != NULL,
+		      "rmad exited %s after SIGTERM", line);
+	ck_assert_int_eq(sup_count(&sa, "released", NULL, 0), 0);
+	reattach(ca);
+	status_counts(ca, &restarts, &recovered, &orphans);
+	ck_assert_uint_eq(restarts, 1);
+	ck_assert_uint_eq(recovered, 1);
+	ck_assert_uint_eq(orphans, 0);
+	ck_assert_int_eq(remote_io(cb, rb, rem, SZ, 0), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ), 0);
+
+	/* stop: everything stored goes (the state, the socket, the region) */
+	ck_assert_int_eq(kill(sa.pid, SIGTERM), 0);
+	{
+		double deadline = harness_now() + 15.0;
+		while (sup_count(&sa, "released ", line, sizeof(line)) == 0 &&
+		       harness_now() < deadline)
+			harness_pause(0.01, deadline);
+	}
+	ck_assert_str_eq(line, "3\n");
+	rma_disconnect(cb);
+	rma_disconnect(ca);
 }
 END_TEST
 
@@ -504,6 +584,7 @@ fdstore_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_crash_keeps_regions);
 	tcase_add_test(tc, test_store_limit);
+	tcase_add_test(tc, test_restart_keeps_stop_releases);
 	tcase_add_test(tc, test_kills_during_burst);
 	suite_add_tcase(s, tc);
 	return s;

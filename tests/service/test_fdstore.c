@@ -388,6 +388,17 @@ struct burst_region {
 
 static struct burst_region br[BURST_MAX];
 static size_t n_br;
+/* how calls cut by a kill ended: RESTARTED, anything else */
+static int n_restarted, n_other;
+
+static void
+burst_count(rma_status_t st)
+{
+	if (st == RMA_ERR_RESTARTED)
+		n_restarted++;
+	else if (st != RMA_OK && n_other++ == 0)
+		fprintf(stderr, "a call cut by a kill: %s\n", rma_strerror(st));
+}
 
 static void *
 killer(void *arg)
@@ -420,6 +431,7 @@ burst_step(rma_client_t *c, uint32_t *seed)
 		st = rma_region_alloc(c, BURST_SZ, &r);
 		ck_assert_msg(st != RMA_ERR_DAEMON_GONE, "alloc: %s",
 			      rma_last_error(c));
+		burst_count(st);
 		if (st != RMA_OK)
 			return; /* not made, or an orphan nobody claims */
 		br[n_br].r = r;
@@ -439,6 +451,7 @@ burst_step(rma_client_t *c, uint32_t *seed)
 		st = rma_region_free(c, b->r);
 		ck_assert_msg(st != RMA_ERR_DAEMON_GONE, "free: %s",
 			      rma_last_error(c));
+		burst_count(st);
 		b->state = st == RMA_OK ? 2 : 3;
 		b->r = NULL;
 	}
@@ -509,8 +522,8 @@ START_TEST(test_kills_during_burst)
 	}
 	fprintf(stderr,
 		"%d kills: %zu regions made, %zu live and checked, %zu "
-		"freed and gone\n",
-		ROUNDS, n_br, n_live, n_freed);
+		"freed and gone; calls cut: %d RESTARTED, %d other\n",
+		ROUNDS, n_br, n_live, n_freed, n_restarted, n_other);
 	ck_assert_uint_gt(n_live, 0);
 	ck_assert_uint_gt(n_freed, 0);
 	ck_assert_int_eq(sup_count(&sa, "full ", NULL, 0), 0);

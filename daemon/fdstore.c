@@ -24,26 +24,32 @@
  * as after a stop. Region ids and epochs are written to the header
  * before a region is live, so none is reused.
  *
- * What systemd v252 (Debian 12) does, read in src/core/service.c,
- * src/core/unit.c and src/core/manager.c:
- * - service_enter_dead() holds the store (n_keep_fd_store) while the
+ * What systemd v252 (Debian 12) does, read in systemd-stable v252.31,
+ * src/core/{service,unit,job,manager}.c:
+ * - service_enter_dead() holds the store (n_keep_fd_store++) while the
  *   service passes through failed/dead into auto-restart: Restart=
  *   restarting it after a crash, SIGKILL or watchdog keeps the store.
  * - The store is released (service_release_resources) only from
  *   unit_may_gc(): the unit inactive or failed *and no job queued*.
- *   systemctl restart queues a restart job across the stop, so the
- *   store is kept; systemctl stop ends with no job: released.
- *   (FileDescriptorStorePreserve= only exists from v254.)
+ *   systemctl restart is one job across the stop (job.c turns the
+ *   finished JOB_RESTART into JOB_START in place), so the store is kept;
+ *   systemctl stop, a failure not restarted, or the start limit end with
+ *   no job: released. FileDescriptorStorePreserve= only exists from v254.
  * - service_add_fd_store(): past FileDescriptorStoreMax the fd is
- *   dropped (EXFULL, in systemd's log only; the sender is not told), an
- *   fd already stored (same_fd) is not stored twice. Hence the count
- *   kept here, and fd_store_max that must not exceed the unit's.
- * - The notify socket is dispatched at a higher priority than SIGCHLD
- *   ("so that we can still identify to which service an exit message
- *   belongs"): a message sent just before the process dies is read
- *   before the death is handled, and still counts as the main PID's
- *   (NotifyAccess=main). sd_pid_notify_with_fds() returns once the
- *   datagram is queued on systemd's socket, so "sent" means "stored".
+ *   closed (-EXFULL, a warning in systemd's log; the sender is not
+ *   told); an fd already stored (same_fd) is not stored twice;
+ *   FDSTOREREMOVE=1 needs FDNAME= and drops every fd of that name.
+ *   Hence the count kept here, and fd_store_max that must not exceed
+ *   the unit's. On start, service_collect_fds() passes the sockets
+ *   first, then the store, with their names.
+ * - manager.c reads the notify socket at priority NORMAL-8, before the
+ *   SIGCHLD source (NORMAL-7), "so that we can still identify to which
+ *   service an exit message belongs": a message queued before the
+ *   process died is read before its death is handled, while it still
+ *   is the main PID (NotifyAccess=main,
+ *   service_notify_message_authorized). sd_pid_notify_with_fds()
+ *   returns once the datagram is queued on systemd's socket, so "sent"
+ *   is "stored" for a crash right after it.
  *
  * Threads: slots are reserved under the lock; each slot is then written
  * by the worker of the region's owner only. */

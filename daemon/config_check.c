@@ -207,10 +207,10 @@ config_check(struct config *cfg, char *err, size_t err_len)
 				    "'%s'",
 				    cfg->fd_store);
 	/* the state record, the client socket and at least one region */
-	if (cfg->fd_store_max < 3)
+	if (cfg->fd_store_max < 3 || cfg->fd_store_max > CONFIG_FD_STORE_MAX)
 		return config_error(err, err_len,
-				    "fd_store_max %u: at least 3 (rmad keeps 2 "
-				    "fds of its own in the store)",
-				    cfg->fd_store_max);
+				    "fd_store_max %u: from 3 (rmad keeps 2 fds "
+				    "of its own in the store) to %u",
+				    cfg->fd_store_max, CONFIG_FD_STORE_MAX);
 	return config_check_peer_key(cfg, err, err_len);
 }

@@ -34,6 +34,8 @@ typedef Rma__V1__Status wire_status_t;
 
 #define CONFIG_LIST_MAX 32
 #define CONFIG_WORKERS_MAX 64
+/* fd_store_max: a region per fd; more would only grow the state record */
+#define CONFIG_FD_STORE_MAX 1048576
 #define CONFIG_PEER_KEY_SIZE 32 /* BLAKE2b output, bytes */
 /* config_parse_args: a flag that does not exist, or a stray argument. */
 #define CONFIG_USAGE (-2)

@@ -2,8 +2,10 @@
 /* Stands in for systemd running one Type=notify service with
  * NotifyAccess=main, Restart=on-failure and FileDescriptorStoreMax=MAX:
  *
- *   fdstore_sink [-m MAX] [-t LIFETIME] NOTIFY_PATH -- COMMAND [ARG...]
+ *   fdstore_sink [-m MAX] [-t LIFETIME] [-l SOCKET] NOTIFY_PATH -- COMMAND...
  *
+ * With -l, it also listens on the Unix stream socket SOCKET and passes it
+ * first (fd 3, named rmad.socket), as rmad.socket does.
  * It binds a datagram socket at NOTIFY_PATH, starts COMMAND with
  * NOTIFY_SOCKET set, and writes to stdout (flushed at once) what systemd
  * would log or do, one line each:
@@ -53,6 +55,7 @@ struct stored {
 static struct stored *store;
 static size_t n_store, max_store = 4096;
 static pid_t main_pid;
+static int activation_fd = -1;
 
 static void
 sink_release(void)
@@ -187,14 +190,23 @@ sink_start(char **argv, const char *notify_path, const sigset_t *old_mask)
 		return -1;
 	if (pid == 0) {
 		char names[65536] = "", num[32];
-		int top = 3 + (int)n_store + 16;
+		int sock = activation_fd >= 0 ? 1 : 0;
+		int top = 3 + sock + (int)n_store + 16;
 
-		/* out of the way first, then down to 3, 4, ... */
+		/* out of the way first, then down to 3, 4, ...: the socket
+		 * first, then the store (service_collect_fds) */
+		if (sock)
+			activation_fd =
+			    fcntl(activation_fd, F_DUPFD_CLOEXEC, top);
 		for (size_t i = 0; i < n_store; i++)
-			store[i].fd = fcntl(store[i].fd, F_DUPFD, top);
+			store[i].fd = fcntl(store[i].fd, F_DUPFD_CLOEXEC, top);
+		if (sock) {
+			dup2(activation_fd, 3);
+			strcpy(names, "rmad.socket");
+		}
 		for (size_t i = 0; i < n_store; i++) {
-			dup2(store[i].fd, 3 + (int)i);
-			if (i > 0)
+			dup2(store[i].fd, 3 + sock + (int)i);
+			if (sock || i > 0)
 				strncat(names, ":",
 					sizeof(names) - strlen(names) - 1);
 			strncat(names, store[i].name,
@@ -203,8 +215,8 @@ sink_start(char **argv, const char *notify_path, const sigset_t *old_mask)
 		unsetenv("LISTEN_FDS");
 		unsetenv("LISTEN_FDNAMES");
 		unsetenv("LISTEN_PID");
-		if (n_store > 0) {
-			snprintf(num, sizeof(num), "%zu", n_store);
+		if (sock + n_store > 0) {
+			snprintf(num, sizeof(num), "%zu", sock + n_store);
 			setenv("LISTEN_FDS", num, 1);
 			setenv("LISTEN_FDNAMES", names, 1);
 			snprintf(num, sizeof(num), "%d", (int)getpid());
@@ -238,11 +250,14 @@ main(int argc, char **argv)
 	sigset_t mask, old_mask;
 	int lifetime = 120, one = 1, opt, sock, sfd;
 	bool restart_job = false, stop_job = false;
+	const char *activation_path = NULL;
 	time_t end;
 
-	while ((opt = getopt(argc, argv, "+m:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "+m:t:l:")) != -1) {
 		if (opt == 'm')
 			max_store = strtoul(optarg, NULL, 10);
+		else if (opt == 'l')
+			activation_path = optarg[0] ? optarg : NULL;
 		else if (opt == 't')
 			lifetime = atoi(optarg);
 		else
@@ -250,8 +265,9 @@ main(int argc, char **argv)
 	}
 	if (argc - optind < 3 || strcmp(argv[optind + 1], "--") != 0 ||
 	    strlen(argv[optind]) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "usage: fdstore_sink [-m MAX] [-t LIFETIME] "
-				"NOTIFY_PATH -- COMMAND [ARG...]\n");
+		fprintf(stderr,
+			"usage: fdstore_sink [-m MAX] [-t LIFETIME] "
+			"[-l SOCKET] NOTIFY_PATH -- COMMAND [ARG...]\n");
 		return 64;
 	}
 	end = time(NULL) + lifetime;
@@ -263,6 +279,21 @@ main(int argc, char **argv)
 		fprintf(stderr, "fdstore_sink: %s: %s\n", argv[optind],
 			strerror(errno));
 		return 1;
+	}
+	if (activation_path != NULL) {
+		struct sockaddr_un la = {.sun_family = AF_UNIX};
+
+		snprintf(la.sun_path, sizeof(la.sun_path), "%s",
+			 activation_path);
+		activation_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (activation_fd < 0 ||
+		    bind(activation_fd, (struct sockaddr *)&la, sizeof(la)) <
+			0 ||
+		    listen(activation_fd, 128) < 0) {
+			fprintf(stderr, "fdstore_sink: %s: %s\n",
+				activation_path, strerror(errno));
+			return 1;
+		}
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,16 +31,19 @@
 struct sup {
 	pid_t pid; /* fdstore_sink's */
 	char dir[64], log[96], notify[96], socket[108], listen[32];
+	uint16_t metrics_port;
 };
 
 static struct sup sa;
 static struct daemon_proc db;
 
-/* fdstore_sink -m max around rmad with fd_store_max max. */
+/* fdstore_sink -m max around rmad with fd_store_max max; with
+ * activation, the sink holds the client socket as rmad.socket would
+ * (else rmad keeps its own in the store); metrics on a port of its own. */
 static void
-sup_start(struct sup *s, unsigned max)
+sup_start(struct sup *s, unsigned max, int activation)
 {
-	char m[16], port[16], rmad_log[128];
+	char m[16], port[16], rmad_log[128], own[128], metrics[32];
 	const char *rmad = getenv("RMAD_BIN"), *sink = getenv("FDSTORE_SINK");
 	uint16_t p = harness_free_port();
 
@@ -51,6 +57,11 @@ sup_start(struct sup *s, unsigned max)
 	snprintf(rmad_log, sizeof(rmad_log), "%s/rmad.log", s->dir);
 	snprintf(m, sizeof(m), "%u", max);
 	snprintf(port, sizeof(port), "%u", p);
+	s->metrics_port = harness_free_port();
+	snprintf(metrics, sizeof(metrics), "127.0.0.1:%u", s->metrics_port);
+	/* with activation, rmad must not make a socket of its own */
+	snprintf(own, sizeof(own), "%s/%s", s->dir,
+		 activation ? "not-this.sock" : "rmad.sock");
 	s->pid = fork();
 	ck_assert_int_ge(s->pid, 0);
 	if (s->pid == 0) {
@@ -58,10 +69,11 @@ sup_start(struct sup *s, unsigned max)
 		if (!freopen(s->log, "w", stdout) ||
 		    !freopen(rmad_log, "w", stderr))
 			_exit(126);
-		execl(sink, sink, "-m", m, "-t", "100", s->notify, "--", rmad,
-		      "--socket", s->socket, "--listen", s->listen,
-		      "--log-level", "info", "--connect-timeout", "2",
-		      "--reattach-timeout", "3", "--fd-store-max", m,
+		execl(sink, sink, "-m", m, "-t", "100", "-l",
+		      activation ? s->socket : "", s->notify, "--", rmad,
+		      "--socket", own, "--listen", s->listen, "--log-level",
+		      "info", "--connect-timeout", "2", "--reattach-timeout",
+		      "3", "--fd-store-max", m, "--metrics-listen", metrics,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -252,6 +264,33 @@ status_counts(rma_client_t *c, uint32_t *restarts, uint64_t *recovered,
 #define SZ (256u << 10)
 #define NA 3
 
+/* GET /metrics; the value of the sample name (no labels), -1 if absent. */
+static long long
+metric(const struct sup *s, const char *name)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(s->metrics_port)};
+	static char page[1 << 20];
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	size_t n = 0;
+	ssize_t k;
+	char *p, key[128];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(write(fd, req, sizeof(req) - 1), sizeof(req) - 1);
+	while (n < sizeof(page) - 1 &&
+	       (k = read(fd, page + n, sizeof(page) - 1 - n)) > 0)
+		n += (size_t)k;
+	close(fd);
+	page[n] = '\0';
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(page, key);
+	return p != NULL ? atoll(p + strlen(key)) : -1;
+}
+
 START_TEST(test_crash_keeps_regions)
 {
 	rma_client_t *ca, *cb;
@@ -263,7 +302,7 @@ START_TEST(test_crash_keeps_regions)
 	uint64_t recovered;
 	size_t orphans;
 
-	sup_start(&sa, 64);
+	sup_start(&sa, 64, 0);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
@@ -319,6 +358,56 @@ START_TEST(test_crash_keeps_regions)
 }
 END_TEST
 
+/* rmad.socket passes the client socket first, the store after it: both
+ * are told apart by name, the socket is not stored, and the metrics count
+ * the recovery. */
+START_TEST(test_crash_with_socket_activation)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra[2], *rb;
+	rma_remote_t *rem;
+	rma_peer_t *peer;
+
+	sup_start(&sa, 64, 1);
+	sup_wait_ready(&sa, 1);
+	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra[i]), RMA_OK);
+		harness_fill(rma_region_ptr(ra[i]), SZ, 60 + i);
+	}
+	ck_assert_int_eq(metric(&sa, "rmad_store_recoveries_total"), 0);
+	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 2);
+	ck_assert_int_eq(metric(&sa, "rmad_fd_store_capacity"), 62);
+
+	sup_crash(&sa);
+	reattach(ca);
+	ck_assert_int_eq(sup_count(&sa, "stored store-listen", NULL, 0), 0);
+	ck_assert_int_eq(access(sa.socket, F_OK), 0);
+	{
+		char own[128];
+		snprintf(own, sizeof(own), "%s/not-this.sock", sa.dir);
+		ck_assert_msg(access(own, F_OK) != 0,
+			      "rmad made a socket besides the activated one");
+	}
+	ck_assert_int_eq(metric(&sa, "rmad_store_recoveries_total"), 1);
+	ck_assert_int_eq(metric(&sa, "rmad_restarts"), 1);
+	ck_assert_int_eq(metric(&sa, "rmad_regions_recovered_total"), 2);
+	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 2);
+
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(cb, sa.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra[1]), &rem),
+	    RMA_OK);
+	ck_assert_int_eq(remote_io(cb, rb, rem, SZ, 0), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra[1]), SZ),
+			 0);
+	rma_disconnect(cb);
+	rma_disconnect(ca);
+}
+END_TEST
+
 /* systemctl restart (SIGTERM, a job queued: the store is kept) comes
  * back with the regions; systemctl stop (SIGTERM, no job) empties the
  * store. */
@@ -333,7 +422,7 @@ START_TEST(test_restart_keeps_stop_releases)
 	size_t orphans;
 	char line[64];
 
-	sup_start(&sa, 64);
+	sup_start(&sa, 64, 0);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
@@ -467,7 +556,7 @@ START_TEST(test_kills_during_burst)
 	size_t n_live = 0, n_freed = 0;
 
 	srand((unsigned)time(NULL));
-	sup_start(&sa, 4096);
+	sup_start(&sa, 4096, 0);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	for (int round = 0; round < ROUNDS; round++) {
@@ -548,7 +637,7 @@ START_TEST(test_store_limit)
 	uint64_t recovered;
 	size_t orphans;
 
-	sup_start(&sa, MAX);
+	sup_start(&sa, MAX, 0);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	for (int i = 0; i < FIT; i++) {
@@ -597,6 +686,7 @@ fdstore_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_crash_keeps_regions);
 	tcase_add_test(tc, test_store_limit);
+	tcase_add_test(tc, test_crash_with_socket_activation);
 	tcase_add_test(tc, test_restart_keeps_stop_releases);
 	tcase_add_test(tc, test_kills_during_burst);
 	suite_add_tcase(s, tc);

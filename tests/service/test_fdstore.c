@@ -368,6 +368,9 @@ START_TEST(test_crash_with_socket_activation)
 	rma_remote_t *rem;
 	rma_peer_t *peer;
 
+	rma_client_t *gone;
+	rma_region_t *left;
+
 	sup_start(&sa, 64, 1);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
@@ -375,8 +378,14 @@ START_TEST(test_crash_with_socket_activation)
 		ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra[i]), RMA_OK);
 		harness_fill(rma_region_ptr(ra[i]), SZ, 60 + i);
 	}
+	/* a client that will not come back: its region is an orphan after
+	 * the crash, freed (and out of the store) after reattach_timeout */
+	setenv("RMA_NO_REATTACH", "1", 1);
+	ck_assert_int_eq(rma_connect(sa.socket, &gone), RMA_OK);
+	unsetenv("RMA_NO_REATTACH");
+	ck_assert_int_eq(rma_region_alloc(gone, SZ, &left), RMA_OK);
 	ck_assert_int_eq(metric(&sa, "rmad_store_recoveries_total"), 0);
-	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 2);
+	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 3);
 	ck_assert_int_eq(metric(&sa, "rmad_fd_store_capacity"), 62);
 
 	sup_crash(&sa);
@@ -391,8 +400,12 @@ START_TEST(test_crash_with_socket_activation)
 	}
 	ck_assert_int_eq(metric(&sa, "rmad_store_recoveries_total"), 1);
 	ck_assert_int_eq(metric(&sa, "rmad_restarts"), 1);
-	ck_assert_int_eq(metric(&sa, "rmad_regions_recovered_total"), 2);
+	ck_assert_int_eq(metric(&sa, "rmad_regions_recovered_total"), 3);
+	ck_assert_msg(sup_wait_count(&sa, "removed store-region-", 1),
+		      "the orphan was not freed after reattach_timeout");
 	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 2);
+	ck_assert_int_eq(metric(&sa, "rmad_regions_orphaned"), 0);
+	rma_disconnect(gone);
 
 	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);

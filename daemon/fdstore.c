@@ -333,6 +333,9 @@ fdstore_open(const struct config *cfg, struct notify_fds *passed,
 		from->listen_fd = -1;
 		if (fdstore_rebuild(s, passed, from) < 0)
 			goto err;
+		log_info("fdstore_open: %zu regions of the previous process "
+			 "back from systemd's fd store",
+			 from->n);
 		k = fdstore_find(passed, FDSTORE_LISTEN);
 		if (k >= 0 && cfg->activation_fd < 0) {
 			from->listen_fd = passed->fds[k];
@@ -341,10 +344,14 @@ fdstore_open(const struct config *cfg, struct notify_fds *passed,
 		}
 		rc = 1;
 	}
-	/* What is left is no region of ours any more: out of the store. */
+	/* What is left is no region of ours any more (a crash between
+	 * storing an fd and its record going live, or between its record
+	 * going dead and its removal): out of the store. */
 	for (size_t i = 0; i < passed->n; i++) {
 		if (passed->fds[i] < 0)
 			continue;
+		log_info("fdstore_open: %s has no live record: closed",
+			 passed->names[i]);
 		if (have)
 			fdstore_send("FDSTOREREMOVE=1", passed->names[i], -1);
 		close(passed->fds[i]);

@@ -18,7 +18,7 @@
 #define NOTIFY_STATUS_PERIOD 1.0
 
 static void
-strv_free_names(char **names)
+notify_names_free(char **names)
 {
 	for (char **p = names; p != NULL && *p != NULL; p++)
 		free(*p);
@@ -26,7 +26,7 @@ strv_free_names(char **names)
 }
 
 /* The activation socket: one listening AF_UNIX stream socket, made
- * nonblocking and CLOEXEC (systemd hands it over blocking, inheritable). */
+ * nonblocking (systemd hands it over blocking). */
 static int
 notify_check_socket(int fd)
 {
@@ -111,11 +111,11 @@ notify_listen_fds(struct notify_fds *out)
 		if (notify_check_socket(fd) < 0)
 			goto err;
 	}
-	strv_free_names(names);
+	notify_names_free(names);
 	return 0;
 
 err:
-	strv_free_names(names);
+	notify_names_free(names);
 	notify_fds_free(out);
 	return -1;
 }

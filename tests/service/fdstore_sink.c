@@ -26,7 +26,8 @@
  * LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID. Otherwise the store is
  * released. SIGUSR1 is "systemctl restart" (SIGTERM, then start again,
  * the store kept: a job is queued); SIGTERM is "systemctl stop" (SIGTERM,
- * the store released, then exit). Exits after LIFETIME seconds (default
+ * the store released, then exit). FDSTORE=MAX is set, as systemd 254
+ * does. Exits after LIFETIME seconds (default
  * 120) so that a broken test never leaves it behind. */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,6 +224,9 @@ sink_start(char **argv, const char *notify_path, const sigset_t *old_mask)
 			setenv("LISTEN_PID", num, 1);
 		}
 		setenv("NOTIFY_SOCKET", notify_path, 1);
+		/* as systemd 254 and later tell FileDescriptorStoreMax= */
+		snprintf(num, sizeof(num), "%zu", max_store);
+		setenv("FDSTORE", num, 1);
 		sigprocmask(SIG_SETMASK, old_mask, NULL);
 		execvp(argv[0], argv);
 		_exit(127);

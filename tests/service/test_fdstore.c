@@ -41,9 +41,9 @@ static struct daemon_proc db;
  * activation, the sink holds the client socket as rmad.socket would
  * (else rmad keeps its own in the store); metrics on a port of its own. */
 static void
-sup_start(struct sup *s, unsigned max, int activation)
+sup_start_as(struct sup *s, unsigned max, unsigned rmad_max, int activation)
 {
-	char m[16], port[16], rmad_log[128], own[128], metrics[32];
+	char m[16], rm[16], port[16], rmad_log[128], own[128], metrics[32];
 	const char *rmad = getenv("RMAD_BIN"), *sink = getenv("FDSTORE_SINK");
 	uint16_t p = harness_free_port();
 
@@ -56,6 +56,7 @@ sup_start(struct sup *s, unsigned max, int activation)
 	snprintf(s->listen, sizeof(s->listen), "127.0.0.1:%u", p);
 	snprintf(rmad_log, sizeof(rmad_log), "%s/rmad.log", s->dir);
 	snprintf(m, sizeof(m), "%u", max);
+	snprintf(rm, sizeof(rm), "%u", rmad_max);
 	snprintf(port, sizeof(port), "%u", p);
 	s->metrics_port = harness_free_port();
 	snprintf(metrics, sizeof(metrics), "127.0.0.1:%u", s->metrics_port);
@@ -73,10 +74,16 @@ sup_start(struct sup *s, unsigned max, int activation)
 		      activation ? s->socket : "", s->notify, "--", rmad,
 		      "--socket", own, "--listen", s->listen, "--log-level",
 		      "info", "--connect-timeout", "2", "--reattach-timeout",
-		      "3", "--fd-store-max", m, "--metrics-listen", metrics,
+		      "3", "--fd-store-max", rm, "--metrics-listen", metrics,
 		      (char *)NULL);
 		_exit(127);
 	}
+}
+
+static void
+sup_start(struct sup *s, unsigned max, int activation)
+{
+	sup_start_as(s, max, max, activation);
 }
 
 /* Lines of the sink's log that start with prefix; the last one's rest
@@ -355,6 +362,52 @@ START_TEST(test_crash_keeps_regions)
 	rma_disconnect(cb);
 	rma_disconnect(ca);
 	free(want);
+}
+END_TEST
+
+/* fd_store_max above the unit's store: rmad warns at start; the region
+ * systemd dropped comes back without its fd, and is dropped with an error
+ * (its owner cannot re-attach: librma's re-attach is all or nothing),
+ * the others are served. */
+START_TEST(test_store_smaller_than_config)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra[3], *rb;
+	rma_remote_t *rem;
+	rma_peer_t *peer;
+	char grep[256];
+
+	sup_start_as(&sa, 4, 6, 0);
+	sup_wait_ready(&sa, 1);
+	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra[i]), RMA_OK);
+		harness_fill(rma_region_ptr(ra[i]), SZ, 70 + i);
+	}
+	ck_assert_msg(sup_wait_count(&sa, "full store-region-", 1),
+		      "the stand-in did not drop the third region");
+	sup_crash(&sa);
+	snprintf(grep, sizeof(grep),
+		 "grep -q 'above the unit.s FileDescriptorStoreMax=4' "
+		 "%s/rmad.log && grep -q 'has a record but systemd passed "
+		 "no fd' %s/rmad.log",
+		 sa.dir, sa.dir);
+	ck_assert_msg(system(grep) == 0, "no warning, or no error, logged");
+
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(cb, sa.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra[0]), &rem),
+	    RMA_OK);
+	ck_assert_int_eq(remote_io(cb, rb, rem, SZ, 0), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra[0]), SZ),
+			 0);
+	ck_assert_int_ne(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra[2]), &rem),
+	    RMA_OK);
+	rma_disconnect(cb);
+	rma_disconnect(ca);
 }
 END_TEST
 
@@ -700,6 +753,7 @@ fdstore_suite(void)
 	tcase_add_test(tc, test_crash_keeps_regions);
 	tcase_add_test(tc, test_store_limit);
 	tcase_add_test(tc, test_crash_with_socket_activation);
+	tcase_add_test(tc, test_store_smaller_than_config);
 	tcase_add_test(tc, test_restart_keeps_stop_releases);
 	tcase_add_test(tc, test_kills_during_burst);
 	suite_add_tcase(s, tc);

@@ -347,6 +347,13 @@ client_read(rma_client_t *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
+			/* A daemon killed with our bytes unread resets the
+			 * connection: closed as well (systemd restarts it
+			 * with its regions, daemon/fdstore.c). */
+			if (errno == ECONNRESET) {
+				client_closed(c);
+				return;
+			}
 			client_fail(c, RMA_ERR_DAEMON_GONE,
 				    "read from the daemon: %s",
 				    strerror(errno));

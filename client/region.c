@@ -171,7 +171,11 @@ rma_region_free(rma_client_t *client, rma_region_t *region)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "region %llu was already freed",
 				    (unsigned long long)region->region_id);
-	/* The mapping goes whatever the daemon says: the handle is done. */
+	/* The mapping goes whatever the daemon says: the handle is done.
+	 * A daemon that dies meanwhile may have freed it or not: a
+	 * re-attach leaves it out (an orphan, freed after the daemon's
+	 * reattach_timeout, if the daemon had not freed it yet). */
+	region->freeing = 1;
 	st = region_free_daemon(client, region->region_id, 0);
 	region_retire(region);
 	return st;
@@ -227,7 +231,7 @@ region_reattach_all(rma_client_t *c, int64_t deadline)
 	 * holds too. Only the daemon's table has to learn the owner again,
 	 * and the generation, which only this client was told, proves it. */
 	for (region = c->regions; region != NULL; region = region->next) {
-		if (region->freed)
+		if (region->freed || region->freeing)
 			continue;
 		body.region_id = region->region_id;
 		body.generation = region->generation;

@@ -107,7 +107,8 @@ typedef enum rma_status {
 	RMA_ERR_DAEMON_GONE =
 	    -21,		/**< the connection to the daemon is closed */
 	RMA_ERR_INTERNAL = -22, /**< a bug: please report */
-	/** The daemon was taken over (rmad --take-over) while this was in
+	/** The daemon was taken over (rmad --take-over), or restarted by
+	 * systemd with its regions (its fd store), while this was in
 	 * flight and the client re-attached (see rma_connect()): the
 	 * operation or call may or may not have taken effect (a put may
 	 * have landed, a get may have written part of its bytes) and is
@@ -190,7 +191,9 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * Take-over: when the daemon closes the connection, the client connects
  * again to the same path within RMA_REATTACH_TIMEOUT_MS (default
  * RMA_REATTACH_TIMEOUT_DEFAULT_MS, 5 s) and, if the daemon there has the
- * same identity (rmad --take-over), claims its regions back with their
+ * same identity (rmad --take-over, or a restart after a crash through
+ * systemd's fd store: a reset connection counts as closed), claims its
+ * regions back with their
  * secret generation: every rma_region_t keeps its mapping, pointer and
  * descriptors, remote writes into it keep landing. Its peers are
  * connected and its remotes imported again; one that cannot be fails its
@@ -231,7 +234,9 @@ rma_status_t rma_connect_timeout(const char *socket_path, int timeout_ms,
  * Close the connection. Also the way back after the daemon went away
  * (RMA_ERR_DAEMON_GONE, e.g. it was restarted): rma_disconnect() the old
  * handle and rma_connect() again. Nothing carries over: regions, peers and
- * remotes belong to one connection, a restarted daemon has a new identity,
+ * remotes belong to one connection, a daemon restarted without its
+ * regions (a stop and a start, or a crash outside systemd) has a new
+ * identity,
  * and descriptors of the old regions are refused everywhere as stale.
  * Allocate and export new regions.
  *

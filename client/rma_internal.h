@@ -61,6 +61,7 @@ struct rma_region {
 	char *descriptor;    /* NULL once freed */
 	char *ro_descriptor; /* gets only; NULL once freed */
 	int freed;	     /* rma_region_free ran: a tombstone (region.c) */
+	int freeing; /* rma_region_free is asking the daemon: not re-attached */
 };
 
 struct rma_peer {

@@ -127,6 +127,14 @@ static const struct config_option config_options[] = {
     ROPT("reattach_timeout", CT_SECONDS, reattach_timeout,
 	 "seconds a taken-over region waits for its owner before it is "
 	 "freed"),
+    OPT("fd_store", CT_STRING, fd_store,
+	"keep every region's memory in systemd's file descriptor store so "
+	"that a crash or watchdog restart keeps it: auto (when NOTIFY_SOCKET "
+	"is set), yes (required) or no"),
+    OPT("fd_store_max", CT_COUNT, fd_store_max,
+	"FileDescriptorStoreMax= of the unit: the store holds this many fds, "
+	"2 of them rmad's own, the rest one per region (regions past it are "
+	"refused)"),
     {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
      false, "write \"ready\\n\" to this fd once serving"},
 };
@@ -158,6 +166,9 @@ config_defaults(struct config *cfg)
 	cfg->workers = 1;
 	cfg->progress_spin_us = 30;
 	cfg->reattach_timeout = 60.0;
+	snprintf(cfg->fd_store, sizeof(cfg->fd_store), "auto");
+	cfg->fd_store_max = 4096;
+	cfg->activation_fd = -1;
 }
 
 static const struct config_option *

@@ -199,5 +199,18 @@ config_check(struct config *cfg, char *err, size_t err_len)
 				    msg);
 	if (config_check_socket_group(cfg, err, err_len) < 0)
 		return -1;
+	if (strcmp(cfg->fd_store, "auto") != 0 &&
+	    strcmp(cfg->fd_store, "yes") != 0 &&
+	    strcmp(cfg->fd_store, "no") != 0)
+		return config_error(err, err_len,
+				    "fd_store: expected auto, yes or no, got "
+				    "'%s'",
+				    cfg->fd_store);
+	/* the state record, the client socket and at least one region */
+	if (cfg->fd_store_max < 3 || cfg->fd_store_max > CONFIG_FD_STORE_MAX)
+		return config_error(err, err_len,
+				    "fd_store_max %u: from 3 (rmad keeps 2 fds "
+				    "of its own in the store) to %u",
+				    cfg->fd_store_max, CONFIG_FD_STORE_MAX);
 	return config_check_peer_key(cfg, err, err_len);
 }

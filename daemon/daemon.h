@@ -34,6 +34,8 @@ typedef Rma__V1__Status wire_status_t;
 
 #define CONFIG_LIST_MAX 32
 #define CONFIG_WORKERS_MAX 64
+/* fd_store_max: a region per fd; more would only grow the state record */
+#define CONFIG_FD_STORE_MAX 1048576
 #define CONFIG_PEER_KEY_SIZE 32 /* BLAKE2b output, bytes */
 /* config_parse_args: a flag that does not exist, or a stray argument. */
 #define CONFIG_USAGE (-2)
@@ -86,6 +88,9 @@ struct config {
 	bool take_over;		 /* handover.c: take over a running rmad */
 	double reattach_timeout; /* handover.c: seconds a handed-over region
 				    waits for its owner */
+	char fd_store[8];	 /* fdstore.c: "auto", "yes" or "no" */
+	uint32_t fd_store_max;	 /* fdstore.c: FileDescriptorStoreMax= */
+	int activation_fd;	 /* notify.c: the socket systemd passed, -1 */
 };
 
 void config_defaults(struct config *cfg);
@@ -287,8 +292,9 @@ struct region {
 	/* while an orphan: who owned it, the only user allowed it back */
 	uid_t orphan_uid;
 	pid_t orphan_pid;
-	int memfd; /* kept for a hand-over to the next process */
-	int refs;  /* the owner's table entry, plus one per operation */
+	int memfd;	/* kept for a hand-over to the next process */
+	int store_slot; /* fdstore.c: its record in the state, or -1 */
+	int refs;	/* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
 	char descriptor[DESCRIPTOR_TEXT_SIZE];
 	char ro_descriptor[DESCRIPTOR_TEXT_SIZE];
@@ -333,6 +339,15 @@ wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
 
 /* ---- handover.c: an old and a new process of the same daemon ------------ */
 
+/* One region on the wire of a hand-over and in fdstore.c's state
+ * record: fixed size, no pointers. */
+struct handover_record {
+	uint64_t id, generation, ro_generation, length;
+	int32_t owner_pid;
+	uint32_t owner_uid;
+	char owner_name[64];
+};
+
 /* One region as the old process hands it over. */
 struct handover_region {
 	uint64_t id, generation, ro_generation, length;
@@ -361,9 +376,51 @@ int handover_receive(const struct config *cfg, struct handover_state *st);
  * socket served. Consumes st. 0, or -1 logged. */
 int handover_restore(struct daemon *d, struct handover_state *st);
 void handover_state_free(struct handover_state *st);
+/* The record of r; a region from rec and its memfd (taken). */
+void handover_record_make(const struct region *r, struct handover_record *rec);
+void handover_record_take(const struct handover_record *rec, int memfd,
+			  struct handover_region *hr);
+/* A region_freed hook that tells no peer: the region lives on in the next
+ * process. */
+void handover_no_broadcast(struct daemon *d, const struct region *r);
 /* Old side: listen for a successor beside the client socket. */
 int handover_start(struct daemon *d);
 void handover_stop(struct daemon *d);
+
+/* ---- fdstore.c: regions kept in systemd's file descriptor store ---------- */
+
+struct fdstore;
+
+/* At start, before daemon_start_as: with the store on (fd_store, and
+ * NOTIFY_SOCKET), takes the store's fds out of passed and rebuilds what
+ * the previous process left into *from (1: recovered), or prepares an
+ * empty state (0). *store_p = NULL when the store is off. -1 logged:
+ * fd_store = yes without NOTIFY_SOCKET, or no memory. */
+int fdstore_open(const struct config *cfg, struct notify_fds *passed,
+		 struct fdstore **store_p, struct handover_state *from);
+/* After the regions are restored and the client socket served: identity
+ * and counters into the state record, the state (and the client socket
+ * when systemd does not hold it) into the store. The caller keeps s
+ * (fdstore_destroy after daemon_stop). */
+int fdstore_attach(struct daemon *d, struct fdstore *s);
+/* region_create: a slot for a region, before anything is made
+ * (ERR_LIMIT when the store is full, ERR_SHUTDOWN when frozen); then,
+ * before the client hears of it, its memfd stored and its record live. */
+wire_status_t fdstore_reserve(struct daemon *d, int *slot_p, char *detail,
+			      size_t detail_len);
+wire_status_t fdstore_commit(struct daemon *d, struct region *r, char *detail,
+			     size_t detail_len);
+/* A slot reserved and never committed, or a region freed: record dead
+ * first, then the fd out of the store. */
+void fdstore_release(struct daemon *d, struct region *r);
+/* SIGTERM: what is stored stays for the next start (systemctl restart
+ * keeps the store, systemctl stop empties it): no region is removed or
+ * made from here on. */
+void fdstore_freeze(struct daemon *d);
+/* For metrics: regions stored and room for them (0 and 0 when off). */
+void fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p);
+/* After daemon_stop. */
+void fdstore_destroy(struct fdstore *s);
 
 /* ---- peer.c: other daemons ------------------------------------------------
  */
@@ -762,6 +819,8 @@ struct world {
 	uint32_t restarts;    /* hand-overs this identity went through */
 	uint64_t regions_recovered;
 	uint64_t regions_reattached; /* orphans their owners came back for */
+	struct fdstore *fdstore;     /* fdstore.c: NULL when off */
+	uint32_t store_recoveries;   /* starts from systemd's fd store */
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */

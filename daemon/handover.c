@@ -61,13 +61,6 @@ struct handover_head {
 	uint32_t has_listen_fd;
 };
 
-struct handover_record {
-	uint64_t id, generation, ro_generation, length;
-	int32_t owner_pid;
-	uint32_t owner_uid;
-	char owner_name[64];
-};
-
 struct handover {
 	struct daemon *d;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -130,10 +123,48 @@ handover_send(int fd, const struct handover_msg *m, const void *body,
 	return 0;
 }
 
-static void
+/* One record per region: what the hand-over sends and what fdstore.c
+ * keeps in its state record, so both rebuild a region the same way. */
+void
+handover_record_make(const struct region *r, struct handover_record *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->id = r->id;
+	rec->generation = r->generation;
+	rec->ro_generation = r->ro_generation;
+	rec->length = r->length;
+	if (r->owner != NULL) {
+		rec->owner_pid = r->owner->pid;
+		rec->owner_uid = r->owner->uid;
+		snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
+			 r->owner->name);
+	} else if (r->orphan) {
+		/* still away: its owner may come back to the next */
+		rec->owner_pid = r->orphan_pid;
+		rec->owner_uid = r->orphan_uid;
+	}
+}
+
+void
+handover_record_take(const struct handover_record *rec, int memfd,
+		     struct handover_region *hr)
+{
+	hr->id = rec->id;
+	hr->generation = rec->generation;
+	hr->ro_generation = rec->ro_generation;
+	hr->length = rec->length;
+	hr->owner_pid = rec->owner_pid;
+	hr->owner_uid = rec->owner_uid;
+	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
+	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
+	hr->memfd = memfd; /* ownership moves to hr */
+}
+
+void
 handover_no_broadcast(struct daemon *d, const struct region *r)
 {
-	/* The successor serves the region: peers must not drop it. */
+	/* The successor serves the region: peers must not drop it (the
+	 * same when fdstore.c keeps it for our next start). */
 }
 
 /* ---- old side -------------------------------------------------------- */
@@ -183,20 +214,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 			rc = -1;
 			break;
 		}
-		rec->id = r->id;
-		rec->generation = r->generation;
-		rec->ro_generation = r->ro_generation;
-		rec->length = r->length;
-		if (r->owner != NULL) {
-			rec->owner_pid = r->owner->pid;
-			rec->owner_uid = r->owner->uid;
-			snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
-				 r->owner->name);
-		} else if (r->orphan) {
-			/* still away: its owner may come back to the next */
-			rec->owner_pid = r->orphan_pid;
-			rec->owner_uid = r->orphan_uid;
-		}
+		handover_record_make(r, rec);
 		s->fds[s->n++] = fd;
 	}
 out:
@@ -468,19 +486,9 @@ handover_take_regions(int fd, struct handover_state *st)
 				goto bad_fds;
 			st->regions = grown;
 		}
-		for (size_t i = 0; i < m.count; i++) {
-			struct handover_region *hr = &st->regions[st->n++];
-			hr->id = recs[i].id;
-			hr->generation = recs[i].generation;
-			hr->ro_generation = recs[i].ro_generation;
-			hr->length = recs[i].length;
-			hr->owner_pid = recs[i].owner_pid;
-			hr->owner_uid = recs[i].owner_uid;
-			memcpy(hr->owner_name, recs[i].owner_name,
-			       sizeof(hr->owner_name));
-			hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
-			hr->memfd = fds[i];
-		}
+		for (size_t i = 0; i < m.count; i++)
+			handover_record_take(&recs[i], fds[i],
+					     &st->regions[st->n++]);
 	}
 bad_fds:
 	for (size_t i = 0; i < n_fds; i++)

@@ -34,6 +34,9 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	log_info("main_on_signal: %s, shutting down",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
 	notify_stopping(d);
+	/* systemctl restart keeps the store, stop empties it: either way
+	 * the regions are systemd's to keep or drop now. */
+	fdstore_freeze(d);
 	world_shutdown(d);
 }
 
@@ -124,7 +127,9 @@ main(int argc, char **argv)
 	struct main_reload reload = {&d, argc, argv};
 	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
 	struct handover_state from = {.listen_fd = -1};
-	int rc;
+	struct notify_fds passed;
+	struct fdstore *store = NULL;
+	int rc, recovered;
 
 	config_defaults(&cfg);
 	rc = config_parse_args(&cfg, argc, argv);
@@ -134,17 +139,31 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	main_fd_budget(&cfg);
 
+	/* systemd's: the activation socket, and what the fd store kept of
+	 * a previous process (fdstore.c) */
+	if (notify_listen_fds(&passed) < 0)
+		return 1;
+	cfg.activation_fd = passed.activation_fd;
+	passed.activation_fd = -1; /* cfg's, then server_start's */
+	recovered = fdstore_open(&cfg, &passed, &store, &from);
+	notify_fds_free(&passed);
+	if (recovered < 0)
+		return 1;
 	/* A take-over waits here until the old process is gone. */
 	if (cfg.take_over && handover_receive(&cfg, &from) < 0)
 		return 1;
-	if (daemon_start_as(&d, &cfg, cfg.take_over ? &from : NULL) < 0) {
+	if (daemon_start_as(&d, &cfg,
+			    cfg.take_over || recovered ? &from : NULL) < 0) {
 		handover_state_free(&from);
+		fdstore_destroy(store);
 		return 1;
 	}
-	if (cfg.take_over)
+	if (cfg.take_over || recovered)
 		rc = handover_restore(&d, &from) < 0 ? 1 : 0;
 	else
 		rc = server_start(&d);
+	if (rc == 0 && store != NULL && fdstore_attach(&d, store) < 0)
+		rc = 1;
 	if (rc != 0)
 		goto err_daemon;
 	/* Without it the daemon serves, but cannot be taken over. */
@@ -176,6 +195,7 @@ main(int argc, char **argv)
 	metrics_stop(&d);
 	handover_stop(&d);
 	daemon_stop(&d);
+	fdstore_destroy(store);
 	log_info("main: rmad stopped");
 	return 0;
 
@@ -184,5 +204,6 @@ err_metrics:
 err_daemon:
 	handover_stop(&d);
 	daemon_stop(&d);
+	fdstore_destroy(store);
 	return rc;
 }

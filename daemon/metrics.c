@@ -253,6 +253,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	unsigned long long clients = 0, regions = 0, region_bytes = 0;
 	unsigned long long orphans = 0;
 	unsigned long long in_flight = 0;
+	uint32_t stored, store_capacity;
 	struct counters sum = {0};
 	struct metrics merged = {0}; /* every worker's series and buckets */
 	struct conn *c;
@@ -287,6 +288,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 			metrics_merge_series(&merged, wd->metrics);
 		metrics_latency_add(&merged.latency, &wd->latency);
 	}
+	fdstore_count(d, &stored, &store_capacity);
 	while (idmap_next(&w->regions, &pos, (void **)&r)) {
 		regions++;
 		region_bytes += r->length;
@@ -475,8 +477,19 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	metrics_scalar(out, "rmad_regions_created_total", "counter",
 		       "Regions created.", sum.regions_created);
 	metrics_scalar(out, "rmad_restarts", "gauge",
-		       "Take-overs this daemon identity went through.",
+		       "Take-overs and restarts from systemd's fd store this "
+		       "daemon identity went through.",
 		       w->restarts);
+	metrics_scalar(out, "rmad_store_recoveries_total", "counter",
+		       "Starts that rebuilt the regions from systemd's fd "
+		       "store after the previous process died.",
+		       w->store_recoveries);
+	metrics_scalar(out, "rmad_fd_store_regions", "gauge",
+		       "Regions kept in systemd's fd store.", stored);
+	metrics_scalar(out, "rmad_fd_store_capacity", "gauge",
+		       "Regions systemd's fd store has room for (0: not "
+		       "under systemd, or fd_store = no).",
+		       store_capacity);
 	metrics_scalar(out, "rmad_regions_recovered_total", "counter",
 		       "Regions this process took over from its predecessor.",
 		       w->regions_recovered);

@@ -17,47 +17,107 @@
 /* How often STATUS= is refreshed (only sent when its text changed). */
 #define NOTIFY_STATUS_PERIOD 1.0
 
-int
-notify_listen_fd(int *fd_p)
+static void
+notify_names_free(char **names)
 {
-	int n, fd, r;
+	for (char **p = names; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(names);
+}
 
-	/* 1: unset LISTEN_FDS and friends, so nothing we start inherits them */
-	n = sd_listen_fds(1);
-	if (n < 0) {
-		log_error("notify_listen_fd: sd_listen_fds: %s", strerror(-n));
-		return -1;
-	}
-	if (n == 0) {
-		*fd_p = -1;
-		return 0;
-	}
-	if (n > 1) {
-		log_error("notify_listen_fd: systemd passed %d sockets; rmad "
-			  "takes exactly one (ListenStream= in rmad.socket)",
-			  n);
-		return -1;
-	}
-	fd = SD_LISTEN_FDS_START;
-	r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+/* The activation socket: one listening AF_UNIX stream socket, made
+ * nonblocking (systemd hands it over blocking). */
+static int
+notify_check_socket(int fd)
+{
+	int r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
+
 	if (r < 0) {
-		log_error("notify_listen_fd: fd %d: %s", fd, strerror(-r));
+		log_error("notify_listen_fds: fd %d: %s", fd, strerror(-r));
 		return -1;
 	}
 	if (r == 0) {
-		log_error("notify_listen_fd: fd %d from systemd is not a "
+		log_error("notify_listen_fds: fd %d from systemd is not a "
 			  "listening AF_UNIX stream socket",
 			  fd);
 		return -1;
 	}
-	/* systemd hands it over blocking and inheritable */
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-		log_error("notify_listen_fd: fcntl: %s", strerror(errno));
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		log_error("notify_listen_fds: fcntl: %s", strerror(errno));
 		return -1;
 	}
-	*fd_p = fd;
 	return 0;
+}
+
+void
+notify_fds_free(struct notify_fds *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->fds[i] >= 0)
+			close(p->fds[i]);
+		free(p->names[i]);
+	}
+	free(p->fds);
+	free(p->names);
+	if (p->activation_fd >= 0)
+		close(p->activation_fd);
+	memset(p, 0, sizeof(*p));
+	p->activation_fd = -1;
+}
+
+int
+notify_listen_fds(struct notify_fds *out)
+{
+	char **names = NULL;
+	int n, sockets = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->activation_fd = -1;
+	/* 1: unset LISTEN_FDS and friends, so nothing we start inherits
+	 * them. Sockets come first, the store's fds after them; without
+	 * LISTEN_FDNAMES every name is "unknown" (a socket). */
+	n = sd_listen_fds_with_names(1, &names);
+	if (n < 0) {
+		log_error("notify_listen_fds: sd_listen_fds: %s", strerror(-n));
+		return -1;
+	}
+	out->fds = calloc(n > 0 ? n : 1, sizeof(*out->fds));
+	out->names = calloc(n > 0 ? n : 1, sizeof(*out->names));
+	if (out->fds == NULL || out->names == NULL)
+		goto err;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		const char *name = names != NULL && names[i] ? names[i] : "";
+
+		/* none of them may leak into what we start */
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (strncmp(name, NOTIFY_STORE_PREFIX,
+			    strlen(NOTIFY_STORE_PREFIX)) == 0) {
+			out->fds[out->n] = fd;
+			out->names[out->n] = strdup(name);
+			if (out->names[out->n++] == NULL)
+				goto err;
+			continue;
+		}
+		if (++sockets > 1) {
+			log_error("notify_listen_fds: systemd passed %d "
+				  "sockets; rmad takes exactly one "
+				  "(ListenStream= in rmad.socket)",
+				  sockets);
+			close(fd);
+			goto err;
+		}
+		out->activation_fd = fd;
+		if (notify_check_socket(fd) < 0)
+			goto err;
+	}
+	notify_names_free(names);
+	return 0;
+
+err:
+	notify_names_free(names);
+	notify_fds_free(out);
+	return -1;
 }
 
 static void

@@ -21,10 +21,24 @@ struct notify {
 	char status[160];	   /* the STATUS= last sent */
 };
 
-/* The listening socket passed by systemd: *fd_p = it, or -1 when there is
- * none (started by hand). Fails (-1, logged) when systemd passed more than
- * one socket or one that is not a listening AF_UNIX stream socket. */
-int notify_listen_fd(int *fd_p);
+/* FDNAME= of the fds rmad keeps in systemd's fd store (fdstore.c). */
+#define NOTIFY_STORE_PREFIX "store-"
+
+/* What systemd passed at start (LISTEN_FDS, LISTEN_FDNAMES). */
+struct notify_fds {
+	int activation_fd; /* the client socket (rmad.socket), or -1 */
+	size_t n; /* fds from the store, named NOTIFY_STORE_PREFIX... */
+	int *fds; /* -1 once taken */
+	char **names;
+};
+
+/* Sorts the fds systemd passed: the one listening socket (-1 when
+ * started by hand) and the fd store's. Fails (-1, logged) when systemd
+ * passed more than one socket or one that is not a listening AF_UNIX
+ * stream socket. */
+int notify_listen_fds(struct notify_fds *out);
+/* Closes what nobody took. */
+void notify_fds_free(struct notify_fds *p);
 /* Timers for STATUS= and the watchdog; after the loop exists. */
 int notify_start(struct daemon *d);
 void notify_stop(struct daemon *d);

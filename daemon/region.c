@@ -73,12 +73,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto err_nomem;
+	/* A region that would not survive a restart is refused up front. */
+	status = fdstore_reserve(d, &r->store_slot, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_free;
 	fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "memfd_create: %s",
 			 strerror(errno));
-		goto err_free;
+		goto err_slot;
 	}
 	if (ftruncate(fd, (off_t)length) < 0) {
 		status = region_status_from_errno(errno);
@@ -161,6 +165,10 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		world_resume(d);
 		goto err_nomem_rkey;
 	}
+	/* Stored before the client hears of it (fdstore.c says why). */
+	status = fdstore_commit(d, r, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_tables;
 	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
 	desc.region_id = r->id;
 	desc.generation = r->generation;
@@ -178,9 +186,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	*memfd_p = fd;
 	return RMA__V1__STATUS__OK;
 
+err_tables:
+	idmap_remove(&owner->regions, r->id);
+	world_stop(d);
+	idmap_remove(&w->regions, r->id);
+	world_resume(d);
+	goto err_memfd;
 err_nomem_rkey:
 	status = RMA__V1__STATUS__ERR_NO_MEMORY;
 	snprintf(detail, detail_len, "out of memory");
+err_memfd:
 	close(r->memfd);
 err_rkey:
 	ucp_rkey_buffer_release(r->rkey);
@@ -190,6 +205,8 @@ err_unmap:
 	munmap(r->addr, length);
 err_close:
 	close(fd);
+err_slot:
+	fdstore_release(d, r);
 err_free:
 	free(r);
 	return status;
@@ -284,6 +301,7 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
+	fdstore_release(d, r);
 	d->region_freed(d, r);
 	region_unref(d, r);
 }
@@ -339,6 +357,7 @@ region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 	r->length = length;
 	r->orphan = true;
 	r->memfd = memfd;
+	r->store_slot = -1; /* fdstore_attach() finds its record */
 	r->refs = 1; /* the orphan's claim, dropped by its owner's free */
 	world_stop(d);
 	if (idmap_get(&w->regions, id) != NULL ||
@@ -385,6 +404,7 @@ region_free_orphan(struct region *r)
 	idmap_remove(&d->world->regions, r->id);
 	r->orphan = false;
 	world_resume(d);
+	fdstore_release(d, r);
 	d->region_freed(d, r);
 	region_unref(d, r);
 }

@@ -162,9 +162,9 @@ server_start(struct daemon *d)
 	mode_t old_umask;
 	int fd;
 
-	if (notify_listen_fd(&fd) < 0)
-		return 1;
+	fd = d->cfg.activation_fd; /* notify_listen_fds() found it */
 	if (fd >= 0) {
+		d->cfg.activation_fd = -1; /* ours now */
 		/* Socket activation: systemd made the socket (path, mode,
 		 * group) and keeps it across our restarts; say where it is. */
 		if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&

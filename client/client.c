@@ -347,6 +347,13 @@ client_read(rma_client_t *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
+			/* A close with our requests still unread in the
+			 * daemon's socket (a take-over, an exit) reads as
+			 * a reset, after everything it sent: a close. */
+			if (errno == ECONNRESET) {
+				client_closed(c);
+				return;
+			}
 			client_fail(c, RMA_ERR_DAEMON_GONE,
 				    "read from the daemon: %s",
 				    strerror(errno));

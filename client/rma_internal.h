@@ -120,6 +120,9 @@ struct rma_client {
 	 * socket path to go back to). */
 	int reattach_ms;
 	int reconnecting;
+	/* the new connection closed too while we re-attached (another
+	 * take-over): client_reconnect starts over */
+	int reclosed;
 	char hello_name[128];  /* said again to the new process */
 	uint32_t reattaches;   /* take-overs this connection survived */
 	char *shutdown_detail; /* from Event.shutdown or an id-0 error Reply */

@@ -6,8 +6,8 @@
 # (3) clients on each host, each putting and getting back, without pause,
 # its own slots of the other host's regions. While they run, B is taken
 # over (rmad --take-over, a new process) RESTART_LOAD_ROUNDS times (3),
-# then A as often; after each, every client must complete operations
-# again. Then: every slot of every region holds its writer's last
+# then A as often, then B twice back to back; after each, every client
+# must complete operations again. Then: every slot of every region holds its writer's last
 # completed put (in the owner's mapping, through fresh imports of the
 # same descriptor files, and through rmactl with those files), every
 # operation either completed or failed with a retriable status and then
@@ -190,6 +190,13 @@ wait_until 20 progress_since "$MARK" 100 || fail "the load did not start"
 for h in 2 1; do # B (the target of A's clients) first, then A
 	for r in $(seq "$ROUNDS"); do take_over "$h"; done
 done
+# Then B twice back to back: the second comes while B's clients may
+# still be re-attaching to the first successor.
+old=${DPID[2]}
+spawn_daemon 2 --take-over || fail "rmad --take-over on host B not ready within 15 s"
+DPID[2]=$NEW_PID
+reap "$old" || fail "old rmad on host B did not exit"
+take_over 2
 
 kill -USR1 "$LOAD_PID"
 wait_until 30 test -e "$T/verified" ||
@@ -216,10 +223,10 @@ for h in 1 2; do
 	timeout 20 "$RMACTL" --socket "$(sock "$h")" status >"$T/status$h" ||
 		fail "rmactl status on ${NAME[$h]}"
 	id=$(sed -n 's/^daemon *\([^ ]*\) .*/\1/p' "$T/status$h")
-	want=$ID_A
-	[ "$h" -eq 1 ] || want=$ID_B
+	want=$ID_A restarts=$ROUNDS
+	[ "$h" -eq 1 ] || want=$ID_B restarts=$((ROUNDS + 2))
 	[ -n "$id" ] && [ "$id" = "$want" ] || fail "${NAME[$h]}'s identity changed: $want -> $id"
-	grep -q "^restarts *$ROUNDS kept .*orphans now 0)" "$T/status$h" ||
+	grep -q "^restarts *$restarts kept .*orphans now 0)" "$T/status$h" ||
 		fail "${NAME[$h]}: $(grep '^restarts' "$T/status$h")"
 done
 
@@ -237,5 +244,5 @@ for h in 1 2; do
 	unset "DPID[$h]"
 	[ "$RC" -eq 0 ] || fail "rmad ${NAME[$h]} exited $RC on SIGTERM"
 done
-echo "restart_load: $ROUNDS take-overs of B, then of A, under load: nothing lost" \
+echo "restart_load: $ROUNDS take-overs of B, then of A, then 2 of B back to back, under load: nothing lost" \
 	"($((SECONDS - START)) s)"

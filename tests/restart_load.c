@@ -181,7 +181,9 @@ describe(const uint8_t *buf, char *out, size_t len)
 /* The statuses rma.h and the README name for an operation caught by a
  * take-over: RESTARTED and SHUTDOWN (the client's own daemon was taken
  * over), CONNECTION_RESET, CANCELED and UNREACHABLE (the endpoint to a
- * daemon taken over failed, or it was not listening yet). */
+ * daemon taken over failed, or it was not listening yet), REJECTED (the
+ * old process refuses new connections while it drains). Each a
+ * transport status, which rma.h says to retry. */
 static int
 retriable(rma_status_t st)
 {

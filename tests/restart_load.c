@@ -170,10 +170,10 @@ describe(const uint8_t *buf, char *out, size_t len)
 	uint32_t h[4];
 
 	memcpy(h, buf, sizeof(h));
-	if (h[0] == 0x524c4f44u)
-		snprintf(out, len, "host %u client %u region %u slot %u v%u",
-			 h[1] >> 16, (h[1] >> 8) & 0xff, h[1] & 0xff, h[2],
-			 h[3]);
+	if (h[0] == 0x524c4f44u && h[1] >> 16 < 2)
+		snprintf(out, len, "host %c client %u region %u slot %u v%u",
+			 host_name[h[1] >> 16], (h[1] >> 8) & 0xff, h[1] & 0xff,
+			 h[2], h[3]);
 	else
 		snprintf(out, len, "no header (%08x)", h[0]);
 }

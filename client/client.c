@@ -110,7 +110,9 @@ client_fail(rma_client_t *c, rma_status_t status, const char *fmt, ...)
 void
 client_reap(rma_client_t *c)
 {
-	if (c->gone && c->in_flight > 0)
+	/* While client_reconnect runs, gone only ends one attempt: what
+	 * was in flight completes when it is done (RESTARTED or gone). */
+	if (c->gone && c->in_flight > 0 && !c->reconnecting)
 		request_complete_all(c, RMA_ERR_DAEMON_GONE, c->gone_detail);
 }
 
@@ -287,6 +289,14 @@ client_closed(rma_client_t *c)
 	char why[sizeof(c->last_error)];
 
 	why[0] = '\0';
+	if (c->reconnecting) {
+		/* the connection client_reconnect made: it starts over */
+		c->reclosed = 1;
+		client_fail(c, RMA_ERR_DAEMON_GONE,
+			    "daemon closed the connection while the client "
+			    "re-attached");
+		return;
+	}
 	if (client_reconnect(c, why, sizeof(why)))
 		return;
 	if (why[0] != '\0')
@@ -347,9 +357,11 @@ client_read(rma_client_t *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return;
-			/* A daemon killed with our bytes unread resets the
-			 * connection: closed as well (systemd restarts it
-			 * with its regions, daemon/fdstore.c). */
+			/* A close with our requests still unread in the
+			 * daemon's socket (a take-over, an exit, a kill
+			 * that systemd restarts with its regions,
+			 * daemon/fdstore.c) reads as a reset, after
+			 * everything it sent: a close. */
 			if (errno == ECONNRESET) {
 				client_closed(c);
 				return;

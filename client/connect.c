@@ -236,6 +236,8 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 		close(fd);
 	old_id = c->daemon_id;
 	c->daemon_id = NULL;
+again:
+	c->reclosed = 0;
 	for (;;) {
 		bool nobody = false;
 
@@ -245,6 +247,7 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 		/* between the old process's exit and the new one's
 		 * accept: try again soon, within the deadline */
 		c->gone = 0;
+		c->reclosed = 0;
 		poll(NULL, 0, 10);
 	}
 	if (st == RMA_OK && strcmp(old_id, c->daemon_id) != 0) {
@@ -255,6 +258,18 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 	}
 	if (st == RMA_OK)
 		st = region_reattach_all(c, deadline);
+	if (st == RMA_OK)
+		peer_reattach_all(c, deadline);
+	/* Taken over again while we re-attached: the regions are the next
+	 * process's now, orphans until claimed again. */
+	if (c->reclosed && client_remaining(deadline) > 0) {
+		c->gone = 0;
+		goto again;
+	}
+	if (c->reclosed && st == RMA_OK)
+		st = client_error(c, RMA_ERR_DAEMON_GONE,
+				  "taken over again while re-attaching, until "
+				  "the deadline");
 	if (st != RMA_OK) {
 		snprintf(why, why_len, "%s", c->last_error);
 		/* the new connection (if any) goes: the daemon frees what
@@ -267,7 +282,6 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 		c->reconnecting = 0;
 		return false;
 	}
-	peer_reattach_all(c, deadline);
 	free(old_id);
 	free(c->shutdown_detail); /* the old process's goodbye */
 	c->shutdown_detail = NULL;

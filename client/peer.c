@@ -401,3 +401,45 @@ peer_reattach_all(rma_client_t *c, int64_t deadline)
 		remote->lost = st;
 	}
 }
+
+/* A failure at the re-attach may be passing (our new endpoint crossing
+ * the peer's, the peer itself being taken over at that moment): the
+ * status it left on the remote is a transport status, which rma.h says
+ * to retry. So a retry must be able to work: each operation on such a
+ * remote tries to connect its peer and import it again first. */
+rma_status_t
+peer_remote_revive(rma_client_t *c, struct rma_remote *remote)
+{
+	int64_t deadline = client_deadline(
+	    c->reattach_ms > 0 ? c->reattach_ms
+			       : RMA_CONNECT_TIMEOUT_DEFAULT_MS);
+	struct rma_peer *peer = remote->peer;
+	char why[sizeof(c->last_error)];
+	rma_status_t st;
+
+	if (remote->lost == RMA_OK)
+		return RMA_OK;
+	if (c->gone)
+		return client_gone_error(c);
+	if (peer->state != RMA__V1__PEER_STATE__PEER_UP) {
+		st = peer_reconnect(c, peer, deadline);
+		peer->status = st;
+		if (st != RMA_OK) {
+			peer_set_string(&peer->detail, c->last_error);
+			goto err;
+		}
+		peer->state = RMA__V1__PEER_STATE__PEER_UP;
+	}
+	st = peer_reimport(c, remote, deadline);
+	if (st != RMA_OK)
+		goto err;
+	remote->lost = RMA_OK;
+	return RMA_OK;
+
+err:
+	snprintf(why, sizeof(why), "%s", c->last_error);
+	return client_error(c, st,
+			    "remote not imported again after the daemon was "
+			    "taken over: %s",
+			    why);
+}

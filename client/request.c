@@ -176,6 +176,10 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	req->user_data = user_data;
 	c->slots[slot] = req;
 	c->in_flight++;
+	/* Ours while it is sent: a take-over noticed as it is written
+	 * (request_flush) completes it RESTARTED, and drops the library's
+	 * reference, before we return. */
+	req->refs++;
 
 	if (c->pending_n > 0 &&
 	    c->pending_bytes + OPREC_SIZE + REQUEST_FRAME_SLACK > c->max_frame)
@@ -201,15 +205,18 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 		if (c->pending_n > 0 &&
 		    c->pending_reqs[c->pending_n - 1] == req)
 			c->pending_n--;
-		request_slot_put(c, req);
-		request_unref(req);
+		if (c->slots[req->slot] == req) {
+			request_slot_put(c, req);
+			request_unref(req); /* the library's */
+		}
+		request_unref(req); /* ours */
 		return client_gone_error(c);
 	}
-	if (req_p != NULL) {
-		/* the caller's reference, until rma_request_release */
-		req->refs++;
-		*req_p = req;
-	}
+	if (req_p != NULL)
+		*req_p = req; /* ours is the caller's, until
+			       * rma_request_release */
+	else
+		request_unref(req);
 	return RMA_OK;
 }
 
@@ -381,10 +388,12 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
-	if (remote->lost != RMA_OK)
-		return client_error(client, remote->lost,
-				    "remote not imported again after the "
-				    "daemon was taken over: import it again");
+	if (remote->lost != RMA_OK) {
+		rma_status_t st = peer_remote_revive(client, remote);
+
+		if (st != RMA_OK)
+			return st;
+	}
 	if (region->freed)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "%s names region %llu, which was freed",
@@ -490,10 +499,12 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	if (remote == NULL || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "atomic needs a remote of this client");
-	if (remote->lost != RMA_OK)
-		return client_error(client, remote->lost,
-				    "remote not imported again after the "
-				    "daemon was taken over: import it again");
+	if (remote->lost != RMA_OK) {
+		rma_status_t st = peer_remote_revive(client, remote);
+
+		if (st != RMA_OK)
+			return st;
+	}
 	if (width != 4 && width != 8)
 		return client_error(client, RMA_ERR_INVALID,
 				    "atomic on a word of %u bytes: the width "
@@ -641,10 +652,12 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (region->client != client || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region or remote of another client");
-	if (remote->lost != RMA_OK)
-		return client_error(client, remote->lost,
-				    "remote not imported again after the "
-				    "daemon was taken over: import it again");
+	if (remote->lost != RMA_OK) {
+		rma_status_t st = peer_remote_revive(client, remote);
+
+		if (st != RMA_OK)
+			return st;
+	}
 	if (region->freed)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "%s names region %llu, which was freed",

@@ -196,8 +196,9 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * regions back with their
  * secret generation: every rma_region_t keeps its mapping, pointer and
  * descriptors, remote writes into it keep landing. Its peers are
- * connected and its remotes imported again; one that cannot be fails its
- * operations with the status it got (rma_peer_status() says why).
+ * connected and its remotes imported again; for one that cannot be, each
+ * operation tries again first and, if that fails too, fails at once with
+ * the status it got (rma_peer_status() says why): retry it.
  * Operations the old process could not finish complete with
  * RMA_ERR_SHUTDOWN (it gives up on them as it exits), those it never
  * answered, or still queued here, with RMA_ERR_RESTARTED, as does a call

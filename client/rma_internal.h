@@ -121,6 +121,9 @@ struct rma_client {
 	 * socket path to go back to). */
 	int reattach_ms;
 	int reconnecting;
+	/* the new connection closed too while we re-attached (another
+	 * take-over): client_reconnect starts over */
+	int reclosed;
 	char hello_name[128];  /* said again to the new process */
 	uint32_t reattaches;   /* take-overs this connection survived */
 	char *shutdown_detail; /* from Event.shutdown or an id-0 error Reply */
@@ -275,6 +278,10 @@ rma_status_t region_reattach_all(rma_client_t *c, int64_t deadline);
 /* After a take-over: connect every peer and import every remote again;
  * one that fails is reported on its handle, not here. */
 void peer_reattach_all(rma_client_t *c, int64_t deadline);
+/* A remote peer_reattach_all could not import again: try again, as an
+ * operation needs it. RMA_OK (at once if it was not lost), or the
+ * failure, with its detail. */
+rma_status_t peer_remote_revive(rma_client_t *c, struct rma_remote *remote);
 
 /* Unmap and free every region / peer / remote left at disconnect. */
 void region_cleanup(rma_client_t *c);

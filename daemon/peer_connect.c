@@ -71,11 +71,14 @@ peer_probe_start(struct peer *p)
 }
 
 /* The wire status of a failure: a connect that reached a listener that
- * never answered as an rmad is NOT_RMAD. */
+ * never answered as an rmad is NOT_RMAD. Not so at an address that did
+ * answer as one before (known): an rmad handing over (rmad --take-over)
+ * still accepts on its port while it drains, then resets; it is going
+ * away or coming back, and the failure is what UCX says. */
 wire_status_t
 peer_failure_status(const struct peer *p, ucs_status_t st)
 {
-	if (!p->inbound && !p->answered && p->probe_ok &&
+	if (!p->inbound && !p->answered && !p->known && p->probe_ok &&
 	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING &&
 	    (st == UCS_ERR_TIMED_OUT || st == UCS_ERR_CONNECTION_RESET ||
 	     st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_NOT_CONNECTED ||

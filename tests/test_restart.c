@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -448,50 +449,110 @@ START_TEST(test_take_over_needs_a_daemon)
 }
 END_TEST
 
-/* Load during hand-overs: one thread puts and reads back without pause
- * through the remote initiator; the blackout is the longest gap between
- * two completed operations around each hand-over. Rounds from env
- * RMAD_RESTART_ROUNDS (bench/restart_blackout.sh asks for 20). */
+/* Load during hand-overs of da: three threads, each with its own client,
+ * put 4 KiB (remote completion) without pause and check every completed
+ * put in the target's mapping:
+ *   remote  cb -> ra  (db's client; da, the target, is restarted)
+ *   local   ca2 -> ra (da's client, through da to its own region: the
+ *                      client re-attaches; da is initiator and target)
+ *   initiator ca -> rb (da's client to db's region: the initiating
+ *                      daemon is the one restarted; ca re-attaches)
+ * For each, per take-over: the time from the old process's exit (its
+ * pidfd) to the first put completed after it, i.e. by the new process,
+ * and the longest gap between two completed puts around it (which also
+ * counts the old process's drain). Rounds from env RMAD_RESTART_ROUNDS
+ * (bench/restart_blackout.sh asks for 20); a JSON line at the end. */
+#define LOAD_SPAN (256u * 1024u)
+#define LOAD_SERIES 3
+#define MAX_ROUNDS 64
+
 struct load {
+	const char *name;
+	rma_client_t *c;
+	rma_region_t *src;
+	uint64_t src_off;
+	rma_remote_t *dst;
+	uint64_t dst_off;
+	uint8_t *dst_mem; /* the target region's mapping (same process) */
 	volatile int stop;
+	volatile double stopped_at; /* the old process's exit; 0 before */
+	volatile double first_after;
+	volatile uint64_t ok;
 	double last_ok, worst_gap;
-	uint64_t ok, failed, bad_bytes;
-	rma_status_t first_failure;
+	uint64_t failed, bad_bytes;
+	rma_status_t first_failure, bad_failure;
+	uint32_t seed;
 };
+
+/* The statuses rma.h documents for an operation caught by a take-over:
+ * the client's own daemon (RESTARTED, SHUTDOWN) or a peer's endpoint
+ * (CONNECTION_RESET, CANCELED, UNREACHABLE, REJECTED, TIMEOUT). */
+static int
+load_retriable(rma_status_t st)
+{
+	return st == RMA_ERR_RESTARTED || st == RMA_ERR_SHUTDOWN ||
+	       st == RMA_ERR_CONNECTION_RESET || st == RMA_ERR_CANCELED ||
+	       st == RMA_ERR_UNREACHABLE || st == RMA_ERR_REJECTED ||
+	       st == RMA_ERR_TIMEOUT;
+}
 
 static void *
 load_run(void *arg)
 {
 	struct load *l = arg;
-	uint8_t *src = rma_region_ptr(rb);
-	uint8_t *mine = rma_region_ptr(ra);
-	uint32_t seed = 100;
+	uint8_t *src = rma_region_ptr(l->src);
 
 	l->last_ok = harness_now();
 	while (!l->stop) {
-		uint64_t off = (uint64_t)(seed % 64) * 4096;
+		uint64_t off = (uint64_t)(l->seed % (LOAD_SPAN / 4096)) * 4096;
 		rma_status_t st;
 
-		harness_fill(src + off, 4096, seed);
-		st = rma_put_sync(cb, rb, off, remote_a, off, 4096,
+		harness_fill(src + l->src_off + off, 4096, l->seed);
+		st = rma_put_sync(l->c, l->src, l->src_off + off, l->dst,
+				  l->dst_off + off, 4096,
 				  RMA_FLAG_REMOTE_COMPLETION, WAIT_MS);
 		if (st == RMA_OK) {
 			double now = harness_now();
 			if (now - l->last_ok > l->worst_gap)
 				l->worst_gap = now - l->last_ok;
 			l->last_ok = now;
-			l->ok++;
+			if (l->stopped_at > 0 && l->first_after == 0 &&
+			    now > l->stopped_at)
+				l->first_after = now;
 			/* Flushed: the owner's mapping has it. */
-			if (memcmp(mine + off, src + off, 4096) != 0)
+			if (memcmp(l->dst_mem + l->dst_off + off,
+				   src + l->src_off + off, 4096) != 0)
 				l->bad_bytes++;
-			seed++;
+			l->seed++;
+			__atomic_store_n(&l->ok, l->ok + 1, __ATOMIC_RELAXED);
 		} else {
 			l->failed++;
 			if (l->first_failure == RMA_OK)
 				l->first_failure = st;
-			if (st == RMA_ERR_STALE_DESCRIPTOR)
+			if (!load_retriable(st)) {
+				l->bad_failure = st;
 				break;
+			}
 		}
+	}
+	return NULL;
+}
+
+struct exit_watch {
+	int pidfd;
+	struct load *loads;
+};
+
+/* Marks the old process's exit in every load, as its pidfd says. */
+static void *
+exit_watch_run(void *arg)
+{
+	struct exit_watch *w = arg;
+
+	if (harness_wait_fd(w->pidfd, 15.0)) {
+		double t = harness_now();
+		for (int s = 0; s < LOAD_SERIES; s++)
+			w->loads[s].stopped_at = t;
 	}
 	return NULL;
 }
@@ -503,58 +564,162 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* min, median, p90, max of v[0..n) in ms (v is sorted). */
+static void
+dist(double *v, int n, double out[4])
+{
+	int p90 = (n * 9) / 10 < n ? (n * 9) / 10 : n - 1;
+
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+	out[0] = v[0] * 1e3;
+	out[1] = v[n / 2] * 1e3;
+	out[2] = v[p90] * 1e3;
+	out[3] = v[n - 1] * 1e3;
+}
+
+static int
+loads_reached(struct load *loads, const uint64_t *at_least, int need_first)
+{
+	for (int s = 0; s < LOAD_SERIES; s++)
+		if (loads[s].ok < at_least[s] ||
+		    (need_first && loads[s].first_after == 0))
+			return 0;
+	return 1;
+}
+
 START_TEST(test_blackout_under_load)
 {
 	static const char *const flags[] = {"--take-over", NULL};
+	static const char *const keys[LOAD_SERIES] = {
+	    "remote_target_restarted", "local_target_restarted",
+	    "local_initiator_restarted"};
 	const char *env = getenv("RMAD_RESTART_ROUNDS");
 	int rounds = env ? atoi(env) : 3;
-	double gaps[64];
-	pthread_t t;
+	static double stop_to_first[LOAD_SERIES][MAX_ROUNDS];
+	static double gaps[LOAD_SERIES][MAX_ROUNDS];
+	struct load loads[LOAD_SERIES];
+	rma_peer_t *peer_b, *peer_self;
+	rma_remote_t *remote_b, *remote_self;
+	rma_region_t *src2;
+	rma_client_t *ca2;
+	char json[2048];
+	size_t at = 0;
 
-	ck_assert_int_le(rounds, 64);
+	ck_assert_int_ge(rounds, 1);
+	ck_assert_int_le(rounds, MAX_ROUNDS);
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &peer_b), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
+	    RMA_OK);
+	ck_assert_int_eq(rma_connect(da.socket, &ca2), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca2, LOAD_SPAN, &src2), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(ca2, da.listen, &peer_self), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(ca2, peer_self,
+					   rma_region_descriptor(ra),
+					   &remote_self),
+			 RMA_OK);
+
 	for (int i = 0; i < rounds; i++) {
-		struct load l = {0};
-		double deadline = harness_now() + 10.0;
+		struct exit_watch w = {.loads = loads};
+		uint64_t want[LOAD_SERIES];
+		pthread_t t[LOAD_SERIES], wt;
+		double deadline;
 
-		ck_assert_int_eq(pthread_create(&t, NULL, load_run, &l), 0);
-		while (l.ok < 20 && harness_now() < deadline)
-			harness_pause(0.01, deadline);
-		take_over(flags);
-		deadline = harness_now() + 10.0;
-		{
-			uint64_t seen = l.ok;
-			while (l.ok < seen + 20 && harness_now() < deadline)
-				harness_pause(0.01, deadline);
+		/* disjoint ranges: see the comment above */
+		loads[0] = (struct load){.name = "remote (target restarted)",
+					 .c = cb,
+					 .src = rb,
+					 .dst = remote_a,
+					 .dst_mem = rma_region_ptr(ra)};
+		loads[1] = (struct load){.name = "local (target restarted)",
+					 .c = ca2,
+					 .src = src2,
+					 .dst = remote_self,
+					 .dst_off = 2 * LOAD_SPAN,
+					 .dst_mem = rma_region_ptr(ra)};
+		loads[2] = (struct load){.name = "local (initiator restarted)",
+					 .c = ca,
+					 .src = ra,
+					 .src_off = LOAD_SPAN,
+					 .dst = remote_b,
+					 .dst_off = 2 * LOAD_SPAN,
+					 .dst_mem = rma_region_ptr(rb)};
+		for (int s = 0; s < LOAD_SERIES; s++) {
+			loads[s].seed = 100u + 1000u * (uint32_t)s;
+			ck_assert_int_eq(
+			    pthread_create(&t[s], NULL, load_run, &loads[s]),
+			    0);
+			want[s] = 20;
 		}
-		l.stop = 1;
-		pthread_join(t, NULL);
-		ck_assert_msg(l.ok > 40, "round %d: only %llu puts completed",
-			      i, (unsigned long long)l.ok);
-		ck_assert_uint_eq(l.bad_bytes, 0);
-		ck_assert_msg(l.first_failure == RMA_OK ||
-				  l.first_failure == RMA_ERR_CONNECTION_RESET ||
-				  l.first_failure == RMA_ERR_CANCELED ||
-				  l.first_failure == RMA_ERR_UNREACHABLE ||
-				  l.first_failure == RMA_ERR_TIMEOUT,
-			      "round %d: failure %s is not retriable", i,
-			      rma_strerror(l.first_failure));
-		gaps[i] = l.worst_gap;
-		fprintf(stderr,
-			"blackout round %d: %.1f ms (%llu ok, %llu failed, "
-			"first failure %s)\n",
-			i, l.worst_gap * 1e3, (unsigned long long)l.ok,
-			(unsigned long long)l.failed,
-			rma_strerror(l.first_failure));
+		deadline = harness_now() + 10.0;
+		while (!loads_reached(loads, want, 0) &&
+		       harness_now() < deadline)
+			harness_pause(0.005, deadline);
+		w.pidfd = (int)syscall(SYS_pidfd_open, da.pid, 0);
+		ck_assert_int_ge(w.pidfd, 0);
+		ck_assert_int_eq(pthread_create(&wt, NULL, exit_watch_run, &w),
+				 0);
+		take_over(flags);
+		pthread_join(wt, NULL);
+		close(w.pidfd);
+		for (int s = 0; s < LOAD_SERIES; s++)
+			want[s] = loads[s].ok + 20;
+		deadline = harness_now() + 10.0;
+		while (!loads_reached(loads, want, 1) &&
+		       harness_now() < deadline)
+			harness_pause(0.005, deadline);
+		for (int s = 0; s < LOAD_SERIES; s++)
+			loads[s].stop = 1;
+		for (int s = 0; s < LOAD_SERIES; s++)
+			pthread_join(t[s], NULL);
+		for (int s = 0; s < LOAD_SERIES; s++) {
+			struct load *l = &loads[s];
+
+			ck_assert_msg(l->bad_failure == RMA_OK,
+				      "round %d, %s: failure %s is not "
+				      "retriable",
+				      i, l->name, rma_strerror(l->bad_failure));
+			ck_assert_msg(l->stopped_at > 0 && l->first_after > 0,
+				      "round %d, %s: no put completed after "
+				      "the take-over",
+				      i, l->name);
+			ck_assert_uint_eq(l->bad_bytes, 0);
+			stop_to_first[s][i] = l->first_after - l->stopped_at;
+			gaps[s][i] = l->worst_gap;
+			fprintf(stderr,
+				"blackout round %2d  %-28s %6.1f ms  gap %6.1f "
+				"ms  %5llu ok  %llu failed (first: %s)\n",
+				i, l->name, stop_to_first[s][i] * 1e3,
+				l->worst_gap * 1e3, (unsigned long long)l->ok,
+				(unsigned long long)l->failed,
+				rma_strerror(l->first_failure));
+		}
 	}
-	qsort(gaps, (size_t)rounds, sizeof(gaps[0]), cmp_double);
-	fprintf(
-	    stderr,
-	    "blackout over %d take-overs (remote initiator): min %.1f "
-	    "median %.1f p90 %.1f max %.1f ms\n",
-	    rounds, gaps[0] * 1e3, gaps[rounds / 2] * 1e3,
-	    gaps[(rounds * 9) / 10 < rounds ? (rounds * 9) / 10 : rounds - 1] *
-		1e3,
-	    gaps[rounds - 1] * 1e3);
+	at += (size_t)snprintf(json + at, sizeof(json) - at,
+			       "{\"bench\": \"restart_blackout\", "
+			       "\"rounds\": %d",
+			       rounds);
+	for (int s = 0; s < LOAD_SERIES; s++) {
+		double a[4], b[4];
+
+		dist(stop_to_first[s], rounds, a);
+		dist(gaps[s], rounds, b);
+		fprintf(stderr,
+			"blackout over %d take-overs, %-28s exit -> first put "
+			"min %.1f median %.1f p90 %.1f max %.1f ms; longest "
+			"gap min %.1f median %.1f p90 %.1f max %.1f ms\n",
+			rounds, loads[s].name, a[0], a[1], a[2], a[3], b[0],
+			b[1], b[2], b[3]);
+		at += (size_t)snprintf(
+		    json + at, sizeof(json) - at,
+		    ", \"%s\": {\"exit_to_first_ms\": {\"min\": %.1f, "
+		    "\"median\": %.1f, \"p90\": %.1f, \"max\": %.1f}, "
+		    "\"gap_ms\": {\"min\": %.1f, \"median\": %.1f, \"p90\": "
+		    "%.1f, \"max\": %.1f}}",
+		    keys[s], a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
+	}
+	fprintf(stderr, "blackout json: %s}\n", json);
+	rma_disconnect(ca2);
 }
 END_TEST
 

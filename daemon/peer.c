@@ -415,8 +415,12 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 			peer_reply_connect(p, w, p->last_status);
 		free(w);
 	}
-	/* Reconnect on demand, at most every backoff seconds. */
-	p->backoff = p->backoff == 0 ? 0.1 : p->backoff * 2;
+	/* Reconnect on demand, at most every backoff seconds. It starts
+	 * short: a daemon restarted in place (take-over, systemd) listens
+	 * again within tens of milliseconds, and a refused connect costs
+	 * next to nothing; a partitioned host is bounded by connect_timeout,
+	 * not by this. */
+	p->backoff = p->backoff == 0 ? 0.01 : p->backoff * 2;
 	if (p->backoff > 5.0)
 		p->backoff = 5.0;
 	p->next_attempt = daemon_now() + p->backoff;

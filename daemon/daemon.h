@@ -246,8 +246,9 @@ void notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		       uint64_t length, uint64_t value, const char *daemon_id);
 /* The client acknowledged n notifications (or a place is given back). */
 void notification_release(struct conn *owner, uint32_t n);
-/* Posts what notification_post() gathered on d: at the end of each batch
- * of work (a peer's message, a client's Submit). */
+/* Posts what notification_post() gathered on d: at the end of each pass
+ * of the worker's loop (daemon.c) and of each client Submit. Never before
+ * the bytes of the puts are in their regions. */
 void notification_flush(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */

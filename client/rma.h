@@ -564,6 +564,12 @@ size_t rma_in_flight(const rma_client_t *client);
  * and its bytes are NOT written: nothing is lost silently. A put to a
  * region whose owner is away (after a daemon hand-over, before the
  * owner reconnected) fails with RMA_ERR_NO_REGION, bytes not written.
+ * An owner that disconnects or dies takes its regions with it: from then
+ * on puts to them fail with RMA_ERR_STALE_DESCRIPTOR, bytes not written
+ * (RMA_ERR_NO_REGION for one that raced with the region's going). Puts
+ * applied before that completed with RMA_OK, and the notifications of
+ * theirs the owner had not received yet went with it: there is nobody
+ * left to tell.
  */
 rma_status_t rma_put_notify(rma_client_t *client, rma_region_t *region,
 			    uint64_t offset, rma_remote_t *remote,

@@ -322,10 +322,10 @@ request_cleanup(rma_client_t *c)
 }
 
 /* An operation the library can decide alone (a range outside what the
- * owner resolved, a misaligned word): it completes here, before the call
- * that started it returns, with its callback run in the caller's thread,
- * as ucxx does for a request that completes at once. The daemon never
- * hears of it. */
+ * owner resolved, a misaligned word, a freed local region, a daemon known
+ * to be gone): it completes here, before the call that started it
+ * returns, with its callback run in the caller's thread, as ucxx does for
+ * a request that completes at once. The daemon never hears of it. */
 static rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
 					 rma_callback_t cb, void *user_data,
 					 rma_request_t **req_p, const char *fmt,
@@ -361,6 +361,30 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 	return RMA_OK;
 }
 
+/* The cases every transfer shares that the library decides alone: a
+ * freed local region (region may be NULL: none), a daemon known gone.
+ * True when the request completed here, its call's status in *st_p. */
+static bool
+request_decided_here(rma_client_t *c, const rma_region_t *region,
+		     const char *name, rma_callback_t cb, void *user_data,
+		     rma_request_t **req_p, rma_status_t *st_p)
+{
+	if (region != NULL && region->freed) {
+		*st_p = request_complete_now(
+		    c, RMA_ERR_NO_REGION, cb, user_data, req_p,
+		    "%s names region %llu, which was freed", name,
+		    (unsigned long long)region->region_id);
+		return true;
+	}
+	if (c->gone) {
+		*st_p =
+		    request_complete_now(c, RMA_ERR_DAEMON_GONE, cb, user_data,
+					 req_p, "%s", c->gone_detail);
+		return true;
+	}
+	return false;
+}
+
 /* ---- public ---- */
 
 /* put and get: checked here, numbered and sent by request_submit */
@@ -372,6 +396,7 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 {
 	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
 	Rma__V1__Op op = RMA__V1__OP__INIT;
+	rma_status_t st;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -385,11 +410,6 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		return client_error(client, remote->lost,
 				    "remote not imported again after the "
 				    "daemon was taken over: import it again");
-	if (region->freed)
-		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
 	/* Nothing to move, and the daemon refuses it anyway: say so here,
 	 * not as a request that fails later. */
 	if (length == 0)
@@ -399,6 +419,9 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
+	if (request_decided_here(client, region, name, cb, user_data, req_p,
+				 &st))
+		return st;
 	if (offset > region->length || length > region->length - offset)
 		return request_complete_now(
 		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
@@ -484,6 +507,7 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	   rma_request_t **req_p)
 {
 	Rma__V1__Op o = RMA__V1__OP__INIT;
+	rma_status_t st;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -502,6 +526,9 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	if ((unsigned)op > RMA_ATOMIC_FETCH_XOR)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown atomic operation %d", (int)op);
+	if (request_decided_here(client, NULL, "atomic", cb, user_data, req_p,
+				 &st))
+		return st;
 	if (remote_offset % width != 0)
 		return request_complete_now(
 		    client, RMA_ERR_INVALID, cb, user_data, req_p,
@@ -645,11 +672,6 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		return client_error(client, remote->lost,
 				    "remote not imported again after the "
 				    "daemon was taken over: import it again");
-	if (region->freed)
-		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
 	if (n == 0 || n > RMA_IOV_MAX)
 		return client_error(client, RMA_ERR_INVALID,
 				    "%s of %zu pieces: 1 to %d", name, n,
@@ -657,8 +679,9 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
-	if (client->gone)
-		return client_gone_error(client);
+	if (request_decided_here(client, region, name, cb, user_data, req_p,
+				 &st))
+		return st;
 	/* Every piece is checked before any is sent: a bad one and nothing
 	 * moves. */
 	for (i = 0; i < n; i++) {

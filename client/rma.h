@@ -371,18 +371,26 @@ void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
  *         Or an error when nothing was submitted: RMA_ERR_INVALID (NULL
  *         region or remote, one of another client, unknown flags, or
  *         @p length 0: an empty transfer is refused, not completed),
- *         RMA_ERR_NO_REGION (@p region was freed), RMA_ERR_NO_MEMORY,
- *         RMA_ERR_DAEMON_GONE.
+ *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE (the daemon was found
+ *         gone while this very call sent the batch; see below for one
+ *         known gone before).
  *
- * Immediate completion: a range the library can tell is outside
- * @p region or outside the remote region's length as its owner resolved
- * it returns RMA_OK with the request already completed with
- * RMA_ERR_OUT_OF_BOUNDS: @p cb has run, in the caller's thread, before
- * rma_put() returns (as ucxx::RequestMem completes requests that finish
- * at once), nothing went to the daemon, and rma_last_error() has the
- * detail. Arguments that are wrong whatever the regions hold (NULL, 0,
- * flags), a freed region and a gone daemon are returned as errors, with
- * no request, as listed above.
+ * Immediate completion: an operation the library can decide without the
+ * daemon returns RMA_OK with the request already completed: @p cb has
+ * run, in the caller's thread, before rma_put() returns (as
+ * ucxx::RequestMem completes requests that finish at once), nothing went
+ * to the daemon, and rma_last_error() has the detail. These are:
+ *  - a range the library can tell is outside @p region or outside the
+ *    remote region's length as its owner resolved it:
+ *    RMA_ERR_OUT_OF_BOUNDS;
+ *  - @p region already freed (rma_region_free()): RMA_ERR_NO_REGION;
+ *  - a daemon already known gone (the connection failed earlier, the
+ *    daemon died or shut down): RMA_ERR_DAEMON_GONE. The callbacks of
+ *    requests sent before it, which complete with RMA_ERR_DAEMON_GONE
+ *    too, run at the next rma_progress(): possibly after this one's.
+ * Arguments that are wrong whatever the regions hold (NULL, foreign
+ * handles, length 0, unknown flags) and a remote to import again after a
+ * take-over are returned as errors, with no request, as listed above.
  */
 rma_status_t rma_put(rma_client_t *client, rma_region_t *region,
 		     uint64_t offset, rma_remote_t *remote,
@@ -425,10 +433,11 @@ rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
  *         with the request already completed (see "Immediate completion"
  *         at rma_put()) with RMA_ERR_INVALID when @p remote_offset is not
  *         a multiple of @p width, or RMA_ERR_OUT_OF_BOUNDS when the word
- *         is not inside the remote region; nothing is touched either way.
- *         RMA_ERR_INVALID (NULL or foreign remote, width not 4 or 8,
- *         unknown op), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE when nothing
- *         was submitted.
+ *         is not inside the remote region, or RMA_ERR_DAEMON_GONE when
+ *         the daemon is already known gone; nothing is touched either
+ *         way. RMA_ERR_INVALID (NULL or foreign remote, width not 4 or 8,
+ *         unknown op), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE (found gone
+ *         while this call sent the batch) when nothing was submitted.
  */
 rma_status_t rma_atomic(rma_client_t *client, rma_remote_t *remote,
 			uint64_t remote_offset, rma_atomic_op_t op,
@@ -465,7 +474,9 @@ typedef struct rma_iov {
  * applied), and rma_request_bytes() gives the bytes of the pieces that
  * succeeded. Every piece is checked before any is sent: one outside
  * either region completes the request at once with RMA_ERR_OUT_OF_BOUNDS
- * and nothing moves (see "Immediate completion" at rma_put()).
+ * and nothing moves; so do a freed @p region (RMA_ERR_NO_REGION) and a
+ * daemon known gone (RMA_ERR_DAEMON_GONE): see "Immediate completion" at
+ * rma_put().
  * rma_request_cancel() cancels the pieces still in the library's batch:
  * the request then completes with RMA_ERR_CANCELED once the others are
  * done.

@@ -171,8 +171,8 @@ notification_deliver(struct daemon *d, void *arg)
 /* The open job for owner that names sender, opened if need be; its
  * sender's index in *sender_p. */
 static struct notification_job *
-notification_open_job(struct daemon *d, struct conn *owner,
-		      const char *sender, uint32_t *sender_p)
+notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
+		      uint32_t *sender_p)
 {
 	struct notification_job *job = NULL;
 

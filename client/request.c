@@ -584,6 +584,44 @@ request_cancel_parts(rma_client_t *c, struct rma_request *parent)
 	return canceled ? RMA_OK : RMA_INPROGRESS;
 }
 
+/* Asks the daemon to cancel sent operations: those it parked, waiting
+ * for their peer to come back, complete with RMA_ERR_CANCELED; the others
+ * complete as they would have. Nothing to ask a gone daemon: they all
+ * complete with RMA_ERR_DAEMON_GONE. */
+static void
+request_cancel_sent(rma_client_t *c, uint64_t *op_ids, size_t n)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__Cancel cancel = RMA__V1__CANCEL__INIT;
+
+	if (n == 0 || c->gone)
+		return;
+	cancel.op_ids = op_ids;
+	cancel.n_op_ids = n;
+	req.id = 0;
+	req.body_case = RMA__V1__REQUEST__BODY_CANCEL;
+	req.cancel = &cancel;
+	/* a failed send fails the connection, which completes them all */
+	(void)client_send(c, &req);
+}
+
+/* The sent pieces of a vectored request, asked back as one Cancel. */
+static void
+request_cancel_sent_parts(rma_client_t *c, const struct rma_request *parent)
+{
+	uint64_t ids[RMA_IOV_MAX];
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < c->slots_cap && n < RMA_IOV_MAX; i++) {
+		const struct rma_request *r = c->slots[i];
+
+		if (r != NULL && r->parent == parent && r->sent &&
+		    r->status == RMA_INPROGRESS)
+			ids[n++] = r->op_id;
+	}
+	request_cancel_sent(c, ids, n);
+}
+
 RMA_API rma_status_t
 rma_request_cancel(rma_client_t *client, rma_request_t *req)
 {
@@ -611,9 +649,13 @@ rma_request_cancel(rma_client_t *client, rma_request_t *req)
 				 "canceled before it was sent");
 		return RMA_OK;
 	}
-	if (req->parts_left > 0)
+	if (req->parts_left > 0) {
+		request_cancel_sent_parts(client, req);
 		return request_cancel_parts(client, req);
-	/* Handed to the daemon: it runs to its own completion. */
+	}
+	/* Handed to the daemon: only it can tell whether it already left
+	 * (parked ops have not); the completion says which. */
+	request_cancel_sent(client, &req->op_id, 1);
 	return RMA_INPROGRESS;
 }
 

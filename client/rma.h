@@ -477,9 +477,9 @@ typedef struct rma_iov {
  * and nothing moves; so do a freed @p region (RMA_ERR_NO_REGION) and a
  * daemon known gone (RMA_ERR_DAEMON_GONE): see "Immediate completion" at
  * rma_put().
- * rma_request_cancel() cancels the pieces still in the library's batch:
- * the request then completes with RMA_ERR_CANCELED once the others are
- * done.
+ * rma_request_cancel() cancels the pieces still in the library's batch
+ * and asks the daemon for those parked there: the request then completes
+ * with RMA_ERR_CANCELED once the others are done.
  * @param flags  RMA_FLAG_REMOTE_COMPLETION applies to every piece.
  * @return as rma_put(); also RMA_ERR_INVALID for @p n 0 or over
  *         RMA_IOV_MAX, or a piece of length 0.
@@ -521,17 +521,27 @@ rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
 			      int timeout_ms);
 
 /**
- * Cancel an operation not yet handed to the daemon (one still in the
- * library's batch, see "Batching"): it completes at once with
- * RMA_ERR_CANCELED, its callback runs before this returns, and the daemon
- * never hears of it. An operation already sent cannot be taken back (the
- * daemon may have started it; with rma_protocol = am a put may be at the
- * target already): it completes with its own status, which says what
- * happened, and this returns RMA_INPROGRESS. A flush, put, get or atomic
- * alike.
- * @return RMA_OK (canceled), RMA_INPROGRESS (already sent: not
- *         canceled), RMA_ERR_INVALID (NULL, another client's, or already
- *         completed).
+ * Cancel an operation. What happens depends on where it is:
+ *  - still in the library's batch (see "Batching"): it completes at once
+ *    with RMA_ERR_CANCELED, its callback runs before this returns, and
+ *    the daemon never hears of it; returns RMA_OK. A flush, put, get or
+ *    atomic alike.
+ *  - sent, and parked in the daemon (a put, get or atomic waiting for its
+ *    peer to reconnect, or for the remote region to be confirmed again
+ *    after a reconnect): the daemon is asked to take it back and does so
+ *    as soon as it reads the request: it completes with RMA_ERR_CANCELED
+ *    (at the next rma_progress() that reads it) and never reaches the
+ *    target; returns RMA_INPROGRESS.
+ *  - sent, and on the wire or done (the daemon started it; with
+ *    rma_protocol = am a put may be at the target already): not canceled.
+ *    It completes with its own status, which says what happened; returns
+ *    RMA_INPROGRESS.
+ * A vectored request: the pieces in the batch are canceled here, those
+ * parked in the daemon there; it completes with RMA_ERR_CANCELED once
+ * the others are done.
+ * @return RMA_OK (canceled), RMA_INPROGRESS (sent: canceled only if the
+ *         daemon still held it, the completion says), RMA_ERR_INVALID
+ *         (NULL, another client's, or already completed).
  */
 rma_status_t rma_request_cancel(rma_client_t *client, rma_request_t *req);
 

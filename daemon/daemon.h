@@ -689,6 +689,8 @@ void op_unpark(struct peer *p);
 void op_expire_parked(struct peer *p, double now);
 void op_parked_conn_gone(struct peer *p, struct conn *c);
 void op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail);
+/* c's op op_id, if parked on p: fails it with ERR_CANCELED (true). */
+bool op_parked_cancel(struct peer *p, struct conn *c, uint64_t op_id);
 /* Answers from targets (routed by am.c). */
 void op_on_put_ack(struct peer *p, const struct am_msg *m);
 void op_on_batch_reply(struct peer *p, const struct am_msg *m);

@@ -7,6 +7,7 @@
  * applied the put (inbound peers are all on worker 0), so the notification
  * travels through the owner worker's mailbox: one mailbox is one FIFO, so
  * the puts of one initiator reach the owner in the order they were applied.
+ * An owner on the applying worker itself is told directly.
  * What one pass of the worker's loop applied for one owner goes as one
  * job, and to the client as Notifications events of packed 40-byte records
  * (proto/oprec.h): a job, an event or a protobuf message per put cost more
@@ -175,6 +176,7 @@ notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
 		      uint32_t *sender_p)
 {
 	struct notification_job *job = NULL;
+	size_t len;
 
 	/* the newest job of this owner: older ones are already behind it */
 	for (uint32_t i = d->notify_open_n; i-- > 0;) {
@@ -202,8 +204,10 @@ notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
 	job->owner_id = owner->id;
 	d->notify_open[d->notify_open_n++] = job;
 add_sender:
-	snprintf(job->senders[job->n_senders], sizeof(job->senders[0]), "%s",
-		 sender);
+	/* a hex id: never longer than the slot, cut rather than overrun */
+	len = strnlen(sender, sizeof(job->senders[0]) - 1);
+	memcpy(job->senders[job->n_senders], sender, len);
+	job->senders[job->n_senders][len] = '\0';
 	*sender_p = job->n_senders++;
 	return job;
 }
@@ -251,6 +255,14 @@ notification_flush(struct daemon *d)
 	for (uint32_t i = 0; i < d->notify_open_n; i++) {
 		struct notification_job *job = d->notify_open[i];
 
+		/* An owner of this worker is told now: the mailbox would
+		 * cost an eventfd write, a wake-up and a loop turn per
+		 * job. The jobs of one worker for one owner all take the
+		 * same way, so one initiator's order holds either way. */
+		if (job->owner->d == d) {
+			notification_deliver(d, job);
+			continue;
+		}
 		if (world_post(job->owner->d, notification_deliver, job) < 0) {
 			log_warn("%zu notifications lost: out of memory",
 				 job->n);

@@ -612,7 +612,7 @@ request_cancel_sent_parts(rma_client_t *c, const struct rma_request *parent)
 	uint64_t ids[RMA_IOV_MAX];
 	size_t n = 0;
 
-	for (uint32_t i = 0; i < c->slots_cap && n < RMA_IOV_MAX; i++) {
+	for (uint32_t i = 0; i < c->slots_used && n < RMA_IOV_MAX; i++) {
 		const struct rma_request *r = c->slots[i];
 
 		if (r != NULL && r->parent == parent && r->sent &&

@@ -649,9 +649,10 @@ cancel_done(void *arg)
 /* A frozen peer, found down after one op timed out: the next ops park,
  * waiting for the reconnect (10 s connect deadline) within their own
  * deadline (3 s). rma_request_cancel() on one of them completes it with
- * RMA_ERR_CANCELED at once (not a timeout 3 s later), the other waits on
- * and completes with its own status, and the canceled put never writes
- * once the peer is back. */
+ * RMA_ERR_CANCELED at once (not a timeout 3 s later), and so it does for
+ * a vectored one's parked pieces; the other waits on and completes with
+ * its own status, and what was canceled never writes once the peer is
+ * back. */
 START_TEST(test_cancel_parked)
 {
 	static const char *const flags_b[] = {"--op-timeout", "3",
@@ -660,7 +661,8 @@ START_TEST(test_cancel_parked)
 	rma_region_t *ra, *rb;
 	rma_peer_t *pa;
 	rma_remote_t *rema;
-	rma_request_t *parked, *other;
+	rma_request_t *parked, *other, *vec;
+	rma_iov_t pieces[] = {{0, 6000, 8}, {8, 6100, 8}};
 	rma_status_t st;
 	double t0;
 	int attempts;
@@ -684,6 +686,8 @@ START_TEST(test_cancel_parked)
 				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL,
 				 &other),
 			 RMA_OK);
+	ck_assert_int_eq(rma_putv(cb, rb, rema, pieces, 2, 0, NULL, NULL, &vec),
+			 RMA_OK);
 	send_pending(cb);
 	/* they reached the daemon and wait there */
 	t0 = harness_now();
@@ -704,6 +708,15 @@ START_TEST(test_cancel_parked)
 	ck_assert_int_eq(rma_request_status(parked), RMA_ERR_CANCELED);
 	ck_assert_ptr_nonnull(strstr(rma_request_detail(parked), "canceled"));
 	ck_assert_double_lt(harness_now() - t0, 1.0);
+	/* a vectored request's parked pieces, asked back as one */
+	t0 = harness_now();
+	ck_assert(!rma_request_is_completed(vec));
+	ck_assert_int_eq(rma_request_cancel(cb, vec), RMA_INPROGRESS);
+	ck_assert_msg(harness_until(2, cancel_done, vec),
+		      "a canceled parked putv still pending after 2 s");
+	ck_assert_int_eq(rma_request_status(vec), RMA_ERR_CANCELED);
+	ck_assert_double_lt(harness_now() - t0, 1.0);
+	rma_request_release(vec);
 	/* the other one waited on: its own status, after its deadline */
 	ck_assert(!rma_request_is_completed(other));
 	ck_assert_msg(harness_until(10, cancel_done, other),
@@ -722,8 +735,11 @@ START_TEST(test_cancel_parked)
 	ck_assert_msg(put_until_ok(cb, rb, rema, 100, 8, harness_now() + 15,
 				   &attempts, &worst, &st),
 		      "no put after SIGCONT: %s", rma_strerror(st));
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
 		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[4096 + i], 0);
+		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[6000 + i], 0);
+		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[6100 + i], 0);
+	}
 }
 END_TEST
 

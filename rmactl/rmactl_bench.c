@@ -472,10 +472,9 @@ bench_loop(struct bench *b, uint64_t n)
 			last = now;
 			continue;
 		}
-		/* refused ones to put again: no waiting for the daemon */
-		if (b->retry_n > 0)
-			continue;
-		/* nothing came: sleep until the daemon says something */
+		/* nothing came: sleep until the daemon says something, or
+		 * put again what was refused (an owner that never catches
+		 * up times the run out as well) */
 		now = bench_now_ns();
 		if (now - last >= timeout_ns)
 			return rmactl_errx(
@@ -483,6 +482,8 @@ bench_loop(struct bench *b, uint64_t n)
 			    "timeout: no completion within "
 			    "%.1f s (%" PRIu64 " of %" PRIu64 " done)",
 			    b->timeout_ms / 1000.0, completed, n);
+		if (b->retry_n > 0)
+			continue;
 		left = (int)((timeout_ns - (now - last)) / 1000000u) + 1;
 		pfd.fd = rma_fd(b->client);
 		pfd.events = POLLIN;

@@ -220,9 +220,7 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 		peer_event(c, ev->peer);
 		break;
 	case RMA__V1__EVENT__BODY_NOTIFICATIONS:
-		for (size_t i = 0; i < ev->notifications->n_notifications; i++)
-			notification_receive(
-			    c, ev->notifications->notifications[i]);
+		notification_receive_all(c, ev->notifications);
 		break;
 	case RMA__V1__EVENT__BODY_SHUTDOWN:
 		free(c->shutdown_detail);

@@ -65,18 +65,20 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 	return 0;
 }
 
-void
-notification_receive(rma_client_t *c, const Rma__V1__Notification *w)
+static void
+notification_receive(rma_client_t *c, rma_region_t *region,
+		     const struct notifrec *w, const char *daemon_id)
 {
 	rma_notification_t n;
+	size_t len = strnlen(daemon_id, sizeof(n.daemon_id) - 1);
 
-	memset(&n, 0, sizeof(n));
-	n.region = notification_region(c, w->region_id);
+	n.region = region;
 	n.offset = w->offset;
 	n.length = w->length;
 	n.value = w->value;
-	snprintf(n.daemon_id, sizeof(n.daemon_id), "%s",
-		 w->daemon_id != NULL ? w->daemon_id : "");
+	/* per notification: a copy, not a printf */
+	memcpy(n.daemon_id, daemon_id, len);
+	n.daemon_id[len] = '\0';
 	if (c->notify_cb != NULL) {
 		c->notify_cb(c, &n, c->notify_user_data);
 		c->notify_unacked++;
@@ -88,6 +90,38 @@ notification_receive(rma_client_t *c, const Rma__V1__Notification *w)
 		 * held by what nobody will ever see. */
 		c->notify_unacked++;
 		notification_ack(c, 0);
+	}
+}
+
+void
+notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
+{
+	struct notifrec rec;
+
+	for (size_t i = 0; i < ns->n_notifications; i++) {
+		const Rma__V1__Notification *w = ns->notifications[i];
+
+		rec.region_id = w->region_id;
+		rec.offset = w->offset;
+		rec.length = w->length;
+		rec.value = w->value;
+		notification_receive(c, notification_region(c, w->region_id),
+				     &rec,
+				     w->daemon_id != NULL ? w->daemon_id : "");
+	}
+	for (size_t at = 0; at + NOTIFREC_SIZE <= ns->packed.len;
+	     at += NOTIFREC_SIZE) {
+		const char *sender = "";
+
+		/* A record we cannot read still had its place in the
+		 * daemon's bound: it is passed on with what it says. */
+		(void)notifrec_decode(ns->packed.data + at, &rec);
+		if (rec.sender < ns->n_daemon_ids &&
+		    ns->daemon_ids[rec.sender] != NULL)
+			sender = ns->daemon_ids[rec.sender];
+		/* Looked up again for each: a callback may free it. */
+		notification_receive(c, notification_region(c, rec.region_id),
+				     &rec, sender);
 	}
 }
 

@@ -329,10 +329,10 @@ request_cleanup(rma_client_t *c)
 }
 
 /* An operation the library can decide alone (a range outside what the
- * owner resolved, a misaligned word): it completes here, before the call
- * that started it returns, with its callback run in the caller's thread,
- * as ucxx does for a request that completes at once. The daemon never
- * hears of it. */
+ * owner resolved, a misaligned word, a freed local region, a daemon known
+ * to be gone): it completes here, before the call that started it
+ * returns, with its callback run in the caller's thread, as ucxx does for
+ * a request that completes at once. The daemon never hears of it. */
 static rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
 					 rma_callback_t cb, void *user_data,
 					 rma_request_t **req_p, const char *fmt,
@@ -368,6 +368,30 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 	return RMA_OK;
 }
 
+/* The cases every transfer shares that the library decides alone: a
+ * freed local region (region may be NULL: none), a daemon known gone.
+ * True when the request completed here, its call's status in *st_p. */
+static bool
+request_decided_here(rma_client_t *c, const rma_region_t *region,
+		     const char *name, rma_callback_t cb, void *user_data,
+		     rma_request_t **req_p, rma_status_t *st_p)
+{
+	if (region != NULL && region->freed) {
+		*st_p = request_complete_now(
+		    c, RMA_ERR_NO_REGION, cb, user_data, req_p,
+		    "%s names region %llu, which was freed", name,
+		    (unsigned long long)region->region_id);
+		return true;
+	}
+	if (c->gone) {
+		*st_p =
+		    request_complete_now(c, RMA_ERR_DAEMON_GONE, cb, user_data,
+					 req_p, "%s", c->gone_detail);
+		return true;
+	}
+	return false;
+}
+
 /* ---- public ---- */
 
 /* put and get: checked here, numbered and sent by request_submit */
@@ -379,6 +403,7 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 {
 	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
 	Rma__V1__Op op = RMA__V1__OP__INIT;
+	rma_status_t st;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -394,11 +419,6 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		if (st != RMA_OK)
 			return st;
 	}
-	if (region->freed)
-		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
 	/* Nothing to move, and the daemon refuses it anyway: say so here,
 	 * not as a request that fails later. */
 	if (length == 0)
@@ -408,6 +428,9 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
+	if (request_decided_here(client, region, name, cb, user_data, req_p,
+				 &st))
+		return st;
 	if (offset > region->length || length > region->length - offset)
 		return request_complete_now(
 		    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
@@ -493,6 +516,7 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	   rma_request_t **req_p)
 {
 	Rma__V1__Op o = RMA__V1__OP__INIT;
+	rma_status_t st;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -513,6 +537,9 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 	if ((unsigned)op > RMA_ATOMIC_FETCH_XOR)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown atomic operation %d", (int)op);
+	if (request_decided_here(client, NULL, "atomic", cb, user_data, req_p,
+				 &st))
+		return st;
 	if (remote_offset % width != 0)
 		return request_complete_now(
 		    client, RMA_ERR_INVALID, cb, user_data, req_p,
@@ -568,6 +595,44 @@ request_cancel_parts(rma_client_t *c, struct rma_request *parent)
 	return canceled ? RMA_OK : RMA_INPROGRESS;
 }
 
+/* Asks the daemon to cancel sent operations: those it parked, waiting
+ * for their peer to come back, complete with RMA_ERR_CANCELED; the others
+ * complete as they would have. Nothing to ask a gone daemon: they all
+ * complete with RMA_ERR_DAEMON_GONE. */
+static void
+request_cancel_sent(rma_client_t *c, uint64_t *op_ids, size_t n)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__Cancel cancel = RMA__V1__CANCEL__INIT;
+
+	if (n == 0 || c->gone)
+		return;
+	cancel.op_ids = op_ids;
+	cancel.n_op_ids = n;
+	req.id = 0;
+	req.body_case = RMA__V1__REQUEST__BODY_CANCEL;
+	req.cancel = &cancel;
+	/* a failed send fails the connection, which completes them all */
+	(void)client_send(c, &req);
+}
+
+/* The sent pieces of a vectored request, asked back as one Cancel. */
+static void
+request_cancel_sent_parts(rma_client_t *c, const struct rma_request *parent)
+{
+	uint64_t ids[RMA_IOV_MAX];
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < c->slots_used && n < RMA_IOV_MAX; i++) {
+		const struct rma_request *r = c->slots[i];
+
+		if (r != NULL && r->parent == parent && r->sent &&
+		    r->status == RMA_INPROGRESS)
+			ids[n++] = r->op_id;
+	}
+	request_cancel_sent(c, ids, n);
+}
+
 RMA_API rma_status_t
 rma_request_cancel(rma_client_t *client, rma_request_t *req)
 {
@@ -595,9 +660,13 @@ rma_request_cancel(rma_client_t *client, rma_request_t *req)
 				 "canceled before it was sent");
 		return RMA_OK;
 	}
-	if (req->parts_left > 0)
+	if (req->parts_left > 0) {
+		request_cancel_sent_parts(client, req);
 		return request_cancel_parts(client, req);
-	/* Handed to the daemon: it runs to its own completion. */
+	}
+	/* Handed to the daemon: only it can tell whether it already left
+	 * (parked ops have not); the completion says which. */
+	request_cancel_sent(client, &req->op_id, 1);
 	return RMA_INPROGRESS;
 }
 
@@ -658,11 +727,6 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		if (st != RMA_OK)
 			return st;
 	}
-	if (region->freed)
-		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
 	if (n == 0 || n > RMA_IOV_MAX)
 		return client_error(client, RMA_ERR_INVALID,
 				    "%s of %zu pieces: 1 to %d", name, n,
@@ -670,8 +734,9 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
-	if (client->gone)
-		return client_gone_error(client);
+	if (request_decided_here(client, region, name, cb, user_data, req_p,
+				 &st))
+		return st;
 	/* Every piece is checked before any is sent: a bad one and nothing
 	 * moves. */
 	for (i = 0; i < n; i++) {

@@ -377,18 +377,26 @@ void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
  *         Or an error when nothing was submitted: RMA_ERR_INVALID (NULL
  *         region or remote, one of another client, unknown flags, or
  *         @p length 0: an empty transfer is refused, not completed),
- *         RMA_ERR_NO_REGION (@p region was freed), RMA_ERR_NO_MEMORY,
- *         RMA_ERR_DAEMON_GONE.
+ *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE (the daemon was found
+ *         gone while this very call sent the batch; see below for one
+ *         known gone before).
  *
- * Immediate completion: a range the library can tell is outside
- * @p region or outside the remote region's length as its owner resolved
- * it returns RMA_OK with the request already completed with
- * RMA_ERR_OUT_OF_BOUNDS: @p cb has run, in the caller's thread, before
- * rma_put() returns (as ucxx::RequestMem completes requests that finish
- * at once), nothing went to the daemon, and rma_last_error() has the
- * detail. Arguments that are wrong whatever the regions hold (NULL, 0,
- * flags), a freed region and a gone daemon are returned as errors, with
- * no request, as listed above.
+ * Immediate completion: an operation the library can decide without the
+ * daemon returns RMA_OK with the request already completed: @p cb has
+ * run, in the caller's thread, before rma_put() returns (as
+ * ucxx::RequestMem completes requests that finish at once), nothing went
+ * to the daemon, and rma_last_error() has the detail. These are:
+ *  - a range the library can tell is outside @p region or outside the
+ *    remote region's length as its owner resolved it:
+ *    RMA_ERR_OUT_OF_BOUNDS;
+ *  - @p region already freed (rma_region_free()): RMA_ERR_NO_REGION;
+ *  - a daemon already known gone (the connection failed earlier, the
+ *    daemon died or shut down): RMA_ERR_DAEMON_GONE. The callbacks of
+ *    requests sent before it, which complete with RMA_ERR_DAEMON_GONE
+ *    too, run at the next rma_progress(): possibly after this one's.
+ * Arguments that are wrong whatever the regions hold (NULL, foreign
+ * handles, length 0, unknown flags) and a remote to import again after a
+ * take-over are returned as errors, with no request, as listed above.
  */
 rma_status_t rma_put(rma_client_t *client, rma_region_t *region,
 		     uint64_t offset, rma_remote_t *remote,
@@ -431,10 +439,11 @@ rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
  *         with the request already completed (see "Immediate completion"
  *         at rma_put()) with RMA_ERR_INVALID when @p remote_offset is not
  *         a multiple of @p width, or RMA_ERR_OUT_OF_BOUNDS when the word
- *         is not inside the remote region; nothing is touched either way.
- *         RMA_ERR_INVALID (NULL or foreign remote, width not 4 or 8,
- *         unknown op), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE when nothing
- *         was submitted.
+ *         is not inside the remote region, or RMA_ERR_DAEMON_GONE when
+ *         the daemon is already known gone; nothing is touched either
+ *         way. RMA_ERR_INVALID (NULL or foreign remote, width not 4 or 8,
+ *         unknown op), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE (found gone
+ *         while this call sent the batch) when nothing was submitted.
  */
 rma_status_t rma_atomic(rma_client_t *client, rma_remote_t *remote,
 			uint64_t remote_offset, rma_atomic_op_t op,
@@ -471,10 +480,12 @@ typedef struct rma_iov {
  * applied), and rma_request_bytes() gives the bytes of the pieces that
  * succeeded. Every piece is checked before any is sent: one outside
  * either region completes the request at once with RMA_ERR_OUT_OF_BOUNDS
- * and nothing moves (see "Immediate completion" at rma_put()).
- * rma_request_cancel() cancels the pieces still in the library's batch:
- * the request then completes with RMA_ERR_CANCELED once the others are
- * done.
+ * and nothing moves; so do a freed @p region (RMA_ERR_NO_REGION) and a
+ * daemon known gone (RMA_ERR_DAEMON_GONE): see "Immediate completion" at
+ * rma_put().
+ * rma_request_cancel() cancels the pieces still in the library's batch
+ * and asks the daemon for those parked there: the request then completes
+ * with RMA_ERR_CANCELED once the others are done.
  * @param flags  RMA_FLAG_REMOTE_COMPLETION applies to every piece.
  * @return as rma_put(); also RMA_ERR_INVALID for @p n 0 or over
  *         RMA_IOV_MAX, or a piece of length 0.
@@ -516,17 +527,27 @@ rma_status_t rma_request_wait(rma_client_t *client, rma_request_t *req,
 			      int timeout_ms);
 
 /**
- * Cancel an operation not yet handed to the daemon (one still in the
- * library's batch, see "Batching"): it completes at once with
- * RMA_ERR_CANCELED, its callback runs before this returns, and the daemon
- * never hears of it. An operation already sent cannot be taken back (the
- * daemon may have started it; with rma_protocol = am a put may be at the
- * target already): it completes with its own status, which says what
- * happened, and this returns RMA_INPROGRESS. A flush, put, get or atomic
- * alike.
- * @return RMA_OK (canceled), RMA_INPROGRESS (already sent: not
- *         canceled), RMA_ERR_INVALID (NULL, another client's, or already
- *         completed).
+ * Cancel an operation. What happens depends on where it is:
+ *  - still in the library's batch (see "Batching"): it completes at once
+ *    with RMA_ERR_CANCELED, its callback runs before this returns, and
+ *    the daemon never hears of it; returns RMA_OK. A flush, put, get or
+ *    atomic alike.
+ *  - sent, and parked in the daemon (a put, get or atomic waiting for its
+ *    peer to reconnect, or for the remote region to be confirmed again
+ *    after a reconnect): the daemon is asked to take it back and does so
+ *    as soon as it reads the request: it completes with RMA_ERR_CANCELED
+ *    (at the next rma_progress() that reads it) and never reaches the
+ *    target; returns RMA_INPROGRESS.
+ *  - sent, and on the wire or done (the daemon started it; with
+ *    rma_protocol = am a put may be at the target already): not canceled.
+ *    It completes with its own status, which says what happened; returns
+ *    RMA_INPROGRESS.
+ * A vectored request: the pieces in the batch are canceled here, those
+ * parked in the daemon there; it completes with RMA_ERR_CANCELED once
+ * the others are done.
+ * @return RMA_OK (canceled), RMA_INPROGRESS (sent: canceled only if the
+ *         daemon still held it, the completion says), RMA_ERR_INVALID
+ *         (NULL, another client's, or already completed).
  */
 rma_status_t rma_request_cancel(rma_client_t *client, rma_request_t *req);
 
@@ -570,6 +591,12 @@ size_t rma_in_flight(const rma_client_t *client);
  * and its bytes are NOT written: nothing is lost silently. A put to a
  * region whose owner is away (after a daemon hand-over, before the
  * owner reconnected) fails with RMA_ERR_NO_REGION, bytes not written.
+ * An owner that disconnects or dies takes its regions with it: from then
+ * on puts to them fail with RMA_ERR_STALE_DESCRIPTOR, bytes not written
+ * (RMA_ERR_NO_REGION for one that raced with the region's going). Puts
+ * applied before that completed with RMA_OK, and the notifications of
+ * theirs the owner had not received yet went with it: there is nobody
+ * left to tell.
  */
 rma_status_t rma_put_notify(rma_client_t *client, rma_region_t *region,
 			    uint64_t offset, rma_remote_t *remote,

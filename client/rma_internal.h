@@ -175,8 +175,9 @@ struct rma_client {
 
 /* ---- notification.c ---- */
 
-/* A Notification event: to the callback, or queued. */
-void notification_receive(rma_client_t *c, const Rma__V1__Notification *n);
+/* A Notifications event: each to the callback, or queued, in order. */
+void notification_receive_all(rma_client_t *c,
+			      const Rma__V1__Notifications *ns);
 /* Tell the daemon what was consumed: always when force, otherwise only
  * once a batch of them is. */
 void notification_ack(rma_client_t *c, int force);

@@ -97,10 +97,20 @@ daemon_on_deadline(struct daemon *d)
 	notify_beat(d);
 }
 
+/* The end of a loop pass: the notifications its puts applied go to their
+ * owners' workers (one job per owner), then what clients are owed goes
+ * out. */
+static void
+daemon_flush(struct daemon *d)
+{
+	notification_flush(d);
+	conn_flush_dirty(d);
+}
+
 /* The only calls from worker.c and world.c up into the subsystems. */
 static const struct worker_hooks daemon_hooks = {
     .after_progress = peer_close_failed,
-    .flush = conn_flush_dirty,
+    .flush = daemon_flush,
     .deadline = daemon_on_deadline,
     .drained = peer_all_closed,
     .begin_shutdown = daemon_begin_shutdown,

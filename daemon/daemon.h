@@ -251,8 +251,9 @@ void notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		       uint64_t length, uint64_t value, const char *daemon_id);
 /* The client acknowledged n notifications (or a place is given back). */
 void notification_release(struct conn *owner, uint32_t n);
-/* Posts what notification_post() gathered on d: at the end of each batch
- * of work (a peer's message, a client's Submit). */
+/* Posts what notification_post() gathered on d: at the end of each pass
+ * of the worker's loop (daemon.c) and of each client Submit. Never before
+ * the bytes of the puts are in their regions. */
 void notification_flush(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
@@ -745,6 +746,8 @@ void op_unpark(struct peer *p);
 void op_expire_parked(struct peer *p, double now);
 void op_parked_conn_gone(struct peer *p, struct conn *c);
 void op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail);
+/* c's op op_id, if parked on p: fails it with ERR_CANCELED (true). */
+bool op_parked_cancel(struct peer *p, struct conn *c, uint64_t op_id);
 /* Answers from targets (routed by am.c). */
 void op_on_put_ack(struct peer *p, const struct am_msg *m);
 void op_on_batch_reply(struct peer *p, const struct am_msg *m);

@@ -7,9 +7,11 @@
  * applied the put (inbound peers are all on worker 0), so the notification
  * travels through the owner worker's mailbox: one mailbox is one FIFO, so
  * the puts of one initiator reach the owner in the order they were applied.
- * What one batch of work (a peer's message, a client's Submit) applied for
- * one owner goes as one job and one Notifications event: a job and an
- * event per put cost more than the put.
+ * An owner on the applying worker itself is told directly.
+ * What one pass of the worker's loop applied for one owner goes as one
+ * job, and to the client as Notifications events of packed 40-byte records
+ * (proto/oprec.h): a job, an event or a protobuf message per put cost more
+ * than the put.
  *
  * The notifications a client holds (sent or waiting, not yet acknowledged
  * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX. The bound is
@@ -17,8 +19,15 @@
  * connection (any worker may take it): a put over the bound fails with
  * ERR_LIMIT and its bytes are not applied, so nothing is lost silently. */
 #include "daemon.h"
+#include "oprec.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Records in one Notifications event: 20 KiB, far below a frame. */
+#define NOTIFICATION_PER_EVENT 512
+/* Senders one job names; one more opens a new job for the owner. */
+#define NOTIFICATION_SENDERS_MAX 8
 
 struct notification_entry {
 	uint64_t region_id;
@@ -26,16 +35,18 @@ struct notification_entry {
 	uint64_t offset;
 	uint64_t length;
 	uint64_t value;
-	char daemon_id[2 * DAEMON_ID_SIZE + 1];
+	uint32_t sender; /* index into the job's senders */
 };
 
-/* The notifications for one owner gathered during one batch of work, sent
- * to its worker as one job and to the client as one event. */
+/* The notifications for one owner gathered during one pass of the loop,
+ * sent to its worker as one job. */
 struct notification_job {
 	struct conn *owner; /* compared, never followed until checked */
 	uint32_t owner_id;
 	size_t n, cap;
 	struct notification_entry *entries;
+	uint32_t n_senders;
+	char senders[NOTIFICATION_SENDERS_MAX][2 * DAEMON_ID_SIZE + 1];
 };
 
 wire_status_t
@@ -93,47 +104,60 @@ notification_job_free(struct notification_job *job)
 	free(job);
 }
 
+/* Sends records [0, n) of packed as one event naming job's senders. */
+static void
+notification_send(struct conn *owner, struct notification_job *job,
+		  uint8_t *packed, size_t n)
+{
+	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
+	char *senders[NOTIFICATION_SENDERS_MAX];
+
+	for (uint32_t i = 0; i < job->n_senders; i++)
+		senders[i] = job->senders[i];
+	ns.packed.data = packed;
+	ns.packed.len = n * NOTIFREC_SIZE;
+	ns.n_daemon_ids = job->n_senders;
+	ns.daemon_ids = senders;
+	ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATIONS;
+	ev.notifications = &ns;
+	conn_send_event(owner, &ev);
+}
+
 /* On the owner's worker: each region is looked up again, since it may
  * have been freed (and its connection with it) while the job waited. */
 static void
 notification_deliver(struct daemon *d, void *arg)
 {
 	struct notification_job *job = arg;
-	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
-	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
-	Rma__V1__Notification *n = NULL, **np = NULL;
+	uint8_t packed[NOTIFICATION_PER_EVENT * NOTIFREC_SIZE];
 	struct conn *alive = NULL;
 	size_t k = 0, gone = 0;
 
-	n = calloc(job->n, sizeof(*n));
-	np = calloc(job->n, sizeof(*np));
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
 		struct region *r = region_lookup(d, e->region_id);
+		struct notifrec rec;
 
 		if (r == NULL || r->generation != e->generation ||
-		    r->owner != job->owner || job->owner->dead || n == NULL ||
-		    np == NULL) {
+		    r->owner != job->owner || job->owner->dead) {
 			gone++;
 			continue;
 		}
 		alive = job->owner; /* owns a region: not freed */
-		rma__v1__notification__init(&n[k]);
-		n[k].region_id = e->region_id;
-		n[k].offset = e->offset;
-		n[k].length = e->length;
-		n[k].value = e->value;
-		n[k].daemon_id = (char *)e->daemon_id;
-		np[k] = &n[k];
-		k++;
+		rec.region_id = e->region_id;
+		rec.offset = e->offset;
+		rec.length = e->length;
+		rec.value = e->value;
+		rec.sender = e->sender;
+		notifrec_encode(packed + k * NOTIFREC_SIZE, &rec);
+		if (++k == NOTIFICATION_PER_EVENT) {
+			notification_send(alive, job, packed, k);
+			k = 0;
+		}
 	}
-	if (k > 0 && !alive->dead) {
-		ns.n_notifications = k;
-		ns.notifications = np;
-		ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATIONS;
-		ev.notifications = &ns;
-		conn_send_event(alive, &ev);
-	}
+	if (k > 0)
+		notification_send(alive, job, packed, k);
 	/* Nobody to tell for these; a client that is still here gets
 	 * their places in the bound back. */
 	if (gone > 0) {
@@ -142,19 +166,34 @@ notification_deliver(struct daemon *d, void *arg)
 		if (alive != NULL)
 			notification_release(alive, (uint32_t)gone);
 	}
-	free(n);
-	free(np);
 	notification_job_free(job);
 }
 
+/* The open job for owner that names sender, opened if need be; its
+ * sender's index in *sender_p. */
 static struct notification_job *
-notification_open_job(struct daemon *d, struct conn *owner)
+notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
+		      uint32_t *sender_p)
 {
-	struct notification_job *job;
+	struct notification_job *job = NULL;
+	size_t len;
 
-	for (uint32_t i = 0; i < d->notify_open_n; i++) {
-		if (d->notify_open[i]->owner == owner)
-			return d->notify_open[i];
+	/* the newest job of this owner: older ones are already behind it */
+	for (uint32_t i = d->notify_open_n; i-- > 0;) {
+		if (d->notify_open[i]->owner == owner) {
+			job = d->notify_open[i];
+			break;
+		}
+	}
+	if (job != NULL) {
+		for (uint32_t i = job->n_senders; i-- > 0;) {
+			if (strcmp(job->senders[i], sender) == 0) {
+				*sender_p = i;
+				return job;
+			}
+		}
+		if (job->n_senders < NOTIFICATION_SENDERS_MAX)
+			goto add_sender;
 	}
 	if (d->notify_open_n == NOTIFICATION_OPEN_MAX)
 		notification_flush(d);
@@ -164,6 +203,12 @@ notification_open_job(struct daemon *d, struct conn *owner)
 	job->owner = owner;
 	job->owner_id = owner->id;
 	d->notify_open[d->notify_open_n++] = job;
+add_sender:
+	/* a hex id: never longer than the slot, cut rather than overrun */
+	len = strnlen(sender, sizeof(job->senders[0]) - 1);
+	memcpy(job->senders[job->n_senders], sender, len);
+	job->senders[job->n_senders][len] = '\0';
+	*sender_p = job->n_senders++;
 	return job;
 }
 
@@ -172,13 +217,15 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		  uint64_t length, uint64_t value, const char *daemon_id)
 {
 	struct conn *owner = r->owner;
-	struct notification_job *job = notification_open_job(d, owner);
 	struct notification_entry *e;
+	struct notification_job *job;
+	uint32_t sender;
 
+	job = notification_open_job(d, owner, daemon_id, &sender);
 	if (job == NULL)
 		goto fail;
 	if (job->n == job->cap) {
-		size_t cap = job->cap ? 2 * job->cap : 16;
+		size_t cap = job->cap ? 2 * job->cap : 64;
 		struct notification_entry *es =
 		    realloc(job->entries, cap * sizeof(*es));
 		if (es == NULL)
@@ -192,7 +239,7 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 	e->offset = offset;
 	e->length = length;
 	e->value = value;
-	snprintf(e->daemon_id, sizeof(e->daemon_id), "%s", daemon_id);
+	e->sender = sender;
 	return;
 fail:
 	/* The bytes are in already: the notification is lost, and said so
@@ -208,6 +255,14 @@ notification_flush(struct daemon *d)
 	for (uint32_t i = 0; i < d->notify_open_n; i++) {
 		struct notification_job *job = d->notify_open[i];
 
+		/* An owner of this worker is told now: the mailbox would
+		 * cost an eventfd write, a wake-up and a loop turn per
+		 * job. The jobs of one worker for one owner all take the
+		 * same way, so one initiator's order holds either way. */
+		if (job->owner->d == d) {
+			notification_deliver(d, job);
+			continue;
+		}
 		if (world_post(job->owner->d, notification_deliver, job) < 0) {
 			log_warn("%zu notifications lost: out of memory",
 				 job->n);

@@ -4,7 +4,7 @@
  * the client's order, within its own deadline, instead of failing with
  * the error of the connection before. A failed reconnect fails them with
  * its real cause; a gone client, a shutdown or a forgotten peer fails
- * them too. */
+ * them too, and the client may cancel them (Cancel) while they wait. */
 #include "daemon.h"
 
 #include <stdio.h>
@@ -131,4 +131,21 @@ op_parked_fail_all(struct peer *p, wire_status_t st, const char *detail)
 
 	while ((pk = TAILQ_FIRST(&p->parked)) != NULL)
 		op_fail_parked(p, pk, st, detail);
+}
+
+bool
+op_parked_cancel(struct peer *p, struct conn *c, uint64_t op_id)
+{
+	struct op_parked *pk;
+
+	TAILQ_FOREACH(pk, &p->parked, link)
+	{
+		if (pk->conn == c && pk->o.op_id == op_id) {
+			op_fail_parked(p, pk, RMA__V1__STATUS__ERR_CANCELED,
+				       "canceled while waiting for its peer "
+				       "to come back");
+			return true;
+		}
+	}
+	return false;
 }

@@ -164,6 +164,36 @@ request_handle_notify_ack(struct conn *c, const Rma__V1__Request *req)
 	notification_release(c, req->notify_ack->count);
 }
 
+/* Op ids in one Cancel: librma sends one, or the pieces of a vectored
+ * request (RMA_IOV_MAX); the search is linear in what is parked. */
+#define REQUEST_CANCEL_MAX 1024
+
+/* Only operations parked waiting for their peer can still be taken back:
+ * the others are on the wire or done, and complete with their own
+ * status. */
+static void
+request_handle_cancel(struct conn *c, const Rma__V1__Request *req)
+{
+	const Rma__V1__Cancel *k = req->cancel;
+	struct peer *p;
+
+	if (k->n_op_ids > REQUEST_CANCEL_MAX) {
+		c->d->counters.protocol_errors++;
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
+				"Cancel names %zu operations: at most %d",
+				k->n_op_ids, REQUEST_CANCEL_MAX);
+		c->closing = true;
+		return;
+	}
+	for (size_t i = 0; i < k->n_op_ids; i++) {
+		TAILQ_FOREACH(p, &c->d->peers, link)
+		{
+			if (op_parked_cancel(p, c, k->op_ids[i]))
+				break;
+		}
+	}
+}
+
 static const struct {
 	Rma__V1__Request__BodyCase body;
 	const char *name;
@@ -186,6 +216,7 @@ static const struct {
      request_handle_notify_ack},
     {RMA__V1__REQUEST__BODY_REGION_REATTACH, "region_reattach",
      request_handle_region_reattach},
+    {RMA__V1__REQUEST__BODY_CANCEL, "cancel", request_handle_cancel},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:

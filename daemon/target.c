@@ -132,7 +132,6 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	else
 		st = target_apply_put(p, &h, m->data, notify, n.value);
 	target_count(p, true, st, h.length);
-	notification_flush(p->d);
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
 
@@ -295,7 +294,6 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			!put && st == RMA__V1__STATUS__OK ? h.length : 0))
 			break;
 	}
-	notification_flush(d);
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
 }

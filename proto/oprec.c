@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Fixed-layout operation and completion records: see oprec.h. */
+/* Fixed-layout operation, completion and notification records: see
+ * oprec.h. */
 #include "oprec.h"
 
 #include <endian.h>
@@ -106,4 +107,26 @@ comprec_decode(const uint8_t *p, struct comprec *c)
 	c->op_id = get64(p);
 	c->bytes = get64(p + 8);
 	c->status = (int32_t)get32(p + 16);
+}
+
+void
+notifrec_encode(uint8_t *p, const struct notifrec *n)
+{
+	put64(p, n->region_id);
+	put64(p + 8, n->offset);
+	put64(p + 16, n->length);
+	put64(p + 24, n->value);
+	put32(p + 32, n->sender);
+	put32(p + 36, 0);
+}
+
+int
+notifrec_decode(const uint8_t *p, struct notifrec *n)
+{
+	n->region_id = get64(p);
+	n->offset = get64(p + 8);
+	n->length = get64(p + 16);
+	n->value = get64(p + 24);
+	n->sender = get32(p + 32);
+	return get32(p + 36) == 0 ? 0 : -1;
 }

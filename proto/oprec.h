@@ -13,7 +13,9 @@
  * Completion, 24 bytes: op_id, bytes (8 each), status
  * (wire Status, 4), reserved (4, 0). A completion with a detail text goes
  * or a value (an atomic's old value other than 0) goes as a Completion
- * message instead. */
+ * message instead.
+ * Notification, 40 bytes: region_id, offset, length, value (8 each),
+ * sender (4: an index into Notifications.daemon_ids), reserved (4, 0). */
 #ifndef RMA_OPREC_H
 #define RMA_OPREC_H
 
@@ -24,6 +26,7 @@
 
 #define OPREC_SIZE 64
 #define COMPREC_SIZE 24
+#define NOTIFREC_SIZE 40
 
 void oprec_encode(uint8_t *p, const Rma__V1__Op *op);
 /* Fills op (initialised here); -1 if reserved bytes are not 0. */
@@ -37,5 +40,17 @@ struct comprec {
 
 void comprec_encode(uint8_t *p, const struct comprec *c);
 void comprec_decode(const uint8_t *p, struct comprec *c);
+
+struct notifrec {
+	uint64_t region_id;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t value;
+	uint32_t sender; /* index into Notifications.daemon_ids */
+};
+
+void notifrec_encode(uint8_t *p, const struct notifrec *n);
+/* -1 if reserved bytes are not 0. */
+int notifrec_decode(const uint8_t *p, struct notifrec *n);
 
 #endif

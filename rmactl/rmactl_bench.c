@@ -36,8 +36,14 @@
  * many as the window: no malloc per op. */
 struct bench_slot {
 	struct bench *b;
-	uint64_t op; /* index in the measured run's stamps */
+	uint64_t op;  /* index in the measured run's stamps */
+	uint64_t seq; /* its number among all issued: offset and value */
 	struct bench_slot *next;
+};
+
+/* A notifying put refused with LIMIT, to put again (see bench_on_done). */
+struct bench_retry {
+	uint64_t op, seq;
 };
 
 struct bench {
@@ -75,6 +81,11 @@ struct bench {
 	struct bench_slot *slot_mem, *slot_free;
 	rma_status_t error; /* first failure */
 	char error_detail[256];
+	/* put-notify: refused because the owner's queue was full */
+	struct bench_retry *retry;
+	uint64_t retry_n;
+	uint64_t retried; /* in all */
+	int limited;	  /* one came back since the last back-off */
 };
 
 static uint64_t
@@ -240,6 +251,20 @@ bench_on_done(rma_request_t *req, rma_status_t st, void *user_data)
 	struct bench_slot *slot = user_data;
 	struct bench *b = slot->b;
 
+	/* The owner is behind on its notifications and nothing was written:
+	 * rma_put_notify says to back off and put again, and that is what a
+	 * program streaming notifying puts does. */
+	if (st == RMA_ERR_LIMIT && b->notify) {
+		b->retry[b->retry_n].op = slot->op;
+		b->retry[b->retry_n].seq = slot->seq;
+		b->retry_n++;
+		b->retried++;
+		b->limited = 1;
+		b->in_flight--;
+		slot->next = b->slot_free;
+		b->slot_free = slot;
+		return;
+	}
 	if (st != RMA_OK && b->error == RMA_OK) {
 		b->error = st;
 		snprintf(b->error_detail, sizeof(b->error_detail), "%s",
@@ -293,7 +318,9 @@ bench_open(struct bench *b, const char *desc)
 	b->stamp = calloc(b->count, sizeof(*b->stamp));
 	b->done = calloc(b->window, sizeof(*b->done));
 	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
-	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL)
+	b->retry = calloc(b->window, sizeof(*b->retry));
+	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL ||
+	    b->retry == NULL)
 		return rmactl_errx(EX_SOFTWARE, "bench", "out of memory");
 	for (uint64_t i = 0; i < b->window; i++) {
 		b->slot_mem[i].b = b;
@@ -316,6 +343,7 @@ bench_close(struct bench *b)
 	free(b->stamp);
 	free(b->done);
 	free(b->slot_mem);
+	free(b->retry);
 }
 
 /* Remote offsets cycle over the region, aligned to the size, so that
@@ -328,17 +356,19 @@ bench_remote_offset(const struct bench *b, uint64_t i)
 	return (uint64_t)off / b->size * b->size;
 }
 
+/* Issues op (its stamp index) as number seq of all issued: new, or
+ * again after LIMIT. */
 static int
-bench_submit(struct bench *b, uint64_t op, uint64_t now)
+bench_issue(struct bench *b, uint64_t op, uint64_t seq)
 {
 	struct bench_slot *slot = b->slot_free;
-	uint64_t i = b->next_op;
-	uint64_t local = i % b->slots * b->size;
-	uint64_t remote = bench_remote_offset(b, i);
+	uint64_t local = seq % b->slots * b->size;
+	uint64_t remote = bench_remote_offset(b, seq);
 	rma_status_t st;
 
 	b->slot_free = slot->next;
 	slot->op = op;
+	slot->seq = seq;
 	if (b->atomic >= 0)
 		st = rma_atomic(b->client, b->remote, remote,
 				(rma_atomic_op_t)b->atomic, (unsigned)b->size,
@@ -349,8 +379,7 @@ bench_submit(struct bench *b, uint64_t op, uint64_t now)
 	else if (b->notify)
 		st = rma_put_notify(
 		    b->client, b->region, local, b->remote, remote, b->size,
-		    b->next_op,
-		    b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    seq, b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
 		    bench_on_done, slot, NULL);
 	else
 		st = rma_put(
@@ -362,10 +391,43 @@ bench_submit(struct bench *b, uint64_t op, uint64_t now)
 		b->slot_free = slot;
 		return rmactl_fail("bench", st, b->client);
 	}
+	b->in_flight++;
+	return 0;
+}
+
+static int
+bench_submit(struct bench *b, uint64_t op, uint64_t now)
+{
+	int rc = bench_issue(b, op, b->next_op);
+
+	if (rc != 0)
+		return rc;
 	if (b->recording)
 		b->stamp[op] = now;
-	b->in_flight++;
 	b->next_op++;
+	return 0;
+}
+
+/* Puts again what came back with LIMIT, after a back-off that leaves the
+ * owner the CPU to catch up; their latency counts from the first try. */
+static int
+bench_resubmit(struct bench *b)
+{
+	int rc;
+
+	if (b->retry_n == 0)
+		return 0;
+	if (b->limited) {
+		b->limited = 0;
+		poll(NULL, 0, 1);
+	}
+	while (b->retry_n > 0 && b->in_flight + b->ndone < b->window) {
+		b->retry_n--;
+		rc = bench_issue(b, b->retry[b->retry_n].op,
+				 b->retry[b->retry_n].seq);
+		if (rc != 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -382,8 +444,11 @@ bench_loop(struct bench *b, uint64_t n)
 	b->ndone = 0;
 	while (completed < n) {
 		now = bench_now_ns();
+		rc = bench_resubmit(b);
+		if (rc != 0)
+			return rc;
 		while (b->error == RMA_OK && submitted < n &&
-		       b->in_flight + b->ndone < b->window) {
+		       b->in_flight + b->ndone + b->retry_n < b->window) {
 			rc = bench_submit(b, submitted, now);
 			if (rc != 0)
 				return rc;
@@ -397,17 +462,19 @@ bench_loop(struct bench *b, uint64_t n)
 					   "%s%s%s", rma_strerror(b->error),
 					   b->error_detail[0] ? ": " : "",
 					   b->error_detail);
-		if (submitted - b->in_flight > completed) {
+		if (submitted - b->in_flight - b->retry_n > completed) {
 			now = bench_now_ns();
 			for (uint64_t k = 0; k < b->ndone; k++)
 				b->stamp[b->done[k]] =
 				    now - b->stamp[b->done[k]];
 			b->ndone = 0;
-			completed = submitted - b->in_flight;
+			completed = submitted - b->in_flight - b->retry_n;
 			last = now;
 			continue;
 		}
-		/* nothing came: sleep until the daemon says something */
+		/* nothing came: sleep until the daemon says something, or
+		 * put again what was refused (an owner that never catches
+		 * up times the run out as well) */
 		now = bench_now_ns();
 		if (now - last >= timeout_ns)
 			return rmactl_errx(
@@ -415,6 +482,8 @@ bench_loop(struct bench *b, uint64_t n)
 			    "timeout: no completion within "
 			    "%.1f s (%" PRIu64 " of %" PRIu64 " done)",
 			    b->timeout_ms / 1000.0, completed, n);
+		if (b->retry_n > 0)
+			continue;
 		left = (int)((timeout_ns - (now - last)) / 1000000u) + 1;
 		pfd.fd = rma_fd(b->client);
 		pfd.events = POLLIN;
@@ -432,7 +501,7 @@ bench_report(const struct bench *b, double seconds)
 	struct bench_result r = {
 	    .tool = "rmad",
 	    .get = b->get,
-	    .op = b->atomic >= 0 ? b->op_name : NULL,
+	    .op = b->atomic >= 0 || b->notify ? b->op_name : NULL,
 	    .size = b->size,
 	    .count = b->count,
 	    .window = b->window,
@@ -444,6 +513,12 @@ bench_report(const struct bench *b, double seconds)
 	if (bench_report_print(&r, b->json) < 0)
 		return rmactl_errx(EX_IOERR, "bench", "write to stdout: %s",
 				   strerror(errno));
+	if (b->retried > 0)
+		fprintf(stderr,
+			"rmactl: bench: %" PRIu64 " notifying puts found the "
+			"owner's queue full (LIMIT, nothing written) and were "
+			"put again\n",
+			b->retried);
 	return 0;
 }
 

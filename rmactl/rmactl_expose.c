@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 /* --notifications: one line per notification, OFFSET LENGTH VALUE in
- * decimal and the initiating daemon's id, flushed at once so a reader of
- * a pipe sees each as it arrives. */
+ * decimal and the initiating daemon's id. Flushed before each wait for more
+ * (rmactl_expose_wait), so a reader of a pipe sees
+ * each as it arrives: a write per line cost the owner more than the
+ * daemons spent on the put. */
 static void
 rmactl_expose_on_notify(rma_client_t *client, const rma_notification_t *n,
 			void *user_data)
@@ -28,7 +30,6 @@ rmactl_expose_on_notify(rma_client_t *client, const rma_notification_t *n,
 		return;
 	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", n->offset, n->length,
 	       n->value, n->daemon_id);
-	fflush(stdout);
 }
 
 /* Wait for SIGINT/SIGTERM while the daemon serves the region; progress
@@ -42,6 +43,9 @@ rmactl_expose_wait(rma_client_t *client, int sfd)
 	ssize_t n;
 
 	for (;;) {
+		/* the lines of the last pass (or of the calls before the
+		 * first), before waiting again */
+		fflush(stdout);
 		pfd[0].fd = sfd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = rma_fd(client);

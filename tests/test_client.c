@@ -521,13 +521,14 @@ START_TEST(test_daemon_gone)
 	fake_kill();
 	ck_assert_int_eq(rma_request_wait(c, held, 5000), RMA_ERR_DAEMON_GONE);
 	ck_assert_int_eq(count, 101);
+	/* known gone: a put completes at once (see test_immediate_gone) */
 	ck_assert_int_eq(
-	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, NULL),
-	    RMA_ERR_DAEMON_GONE);
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, NULL), RMA_OK);
+	ck_assert_int_eq(count, 102);
 	ck_assert_int_eq(rma_progress(c), RMA_ERR_DAEMON_GONE);
 	ck_assert_int_eq(rma_region_alloc(c, 10, &r2), RMA_ERR_DAEMON_GONE);
 	ck_assert_int_eq(rma_region_free(c, reg), RMA_ERR_DAEMON_GONE);
-	ck_assert_int_eq(count, 101);
+	ck_assert_int_eq(count, 102);
 	rma_disconnect(c);
 	/* a held request outlives its client */
 	ck_assert_int_eq(rma_request_status(held), RMA_ERR_DAEMON_GONE);
@@ -685,6 +686,110 @@ START_TEST(test_batching_rule)
 }
 END_TEST
 
+/* Immediate completion (rma.h, rma_put): what the library decides
+ * without the daemon completes before the call returns, the callback in
+ * the caller's thread, the request handed back already completed, and
+ * the daemon hears nothing. */
+struct immediate {
+	pthread_t caller;
+	int calls;
+	int in_caller; /* callbacks run in the caller's thread */
+	rma_status_t st;
+};
+
+static void
+immediate_cb(rma_request_t *req, rma_status_t st, void *ud)
+{
+	struct immediate *im = ud;
+
+	(void)req;
+	im->calls++;
+	im->in_caller += pthread_equal(pthread_self(), im->caller) != 0;
+	im->st = st;
+}
+
+/* One call (its return value and request, taken before this is called):
+ * returned RMA_OK, its callback ran once, here, with want. */
+static void
+immediate_check(struct immediate *im, rma_status_t ret, rma_request_t *req,
+		rma_status_t want)
+{
+	ck_assert_int_eq(ret, RMA_OK);
+	ck_assert_int_eq(im->calls, 1);
+	ck_assert_int_eq(im->in_caller, 1);
+	ck_assert_int_eq(im->st, want);
+	ck_assert(rma_request_is_completed(req));
+	ck_assert_int_eq(rma_request_status(req), want);
+	rma_request_release(req);
+	memset(im, 0, sizeof(*im));
+	im->caller = pthread_self();
+}
+
+START_TEST(test_immediate_freed)
+{
+	struct immediate im = {.caller = pthread_self()};
+	rma_iov_t iov = {.offset = 0, .remote_offset = 0, .length = 8};
+	rma_request_t *req;
+	rma_status_t st;
+	int submits;
+
+	setup_client(FAKE_NORMAL);
+	submits = fake_submits();
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	st = rma_put(c, reg, 0, rem, 0, 8, 0, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_NO_REGION);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(c), "freed"));
+	st = rma_get(c, reg, 0, rem, 0, 8, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_NO_REGION);
+	st =
+	    rma_put_notify(c, reg, 0, rem, 0, 8, 7, 0, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_NO_REGION);
+	st = rma_putv(c, reg, rem, &iov, 1, 0, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_NO_REGION);
+	/* no request asked for: the callback still runs, here */
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, immediate_cb, &im, NULL), RMA_OK);
+	ck_assert_int_eq(im.calls, 1);
+	ck_assert_int_eq(im.in_caller, 1);
+	ck_assert_int_eq(rma_in_flight(c), 0);
+	ck_assert_int_eq(rma_progress(c), RMA_OK);
+	ck_assert_int_eq(fake_submits(), submits);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
+START_TEST(test_immediate_gone)
+{
+	struct immediate im = {.caller = pthread_self()};
+	rma_iov_t iov = {.offset = 0, .remote_offset = 0, .length = 8};
+	rma_request_t *req;
+	rma_status_t st;
+
+	setup_client(FAKE_NORMAL);
+	fake_kill();
+	/* the connection is known dead once progress saw it */
+	ck_assert_int_eq(rma_progress(c), RMA_ERR_DAEMON_GONE);
+	st = rma_put(c, reg, 0, rem, 0, 8, 0, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_DAEMON_GONE);
+	st = rma_get(c, reg, 0, rem, 0, 8, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_DAEMON_GONE);
+	st = rma_atomic(c, rem, 0, RMA_ATOMIC_FETCH_ADD, 8, 1, 0, immediate_cb,
+			&im, &req);
+	immediate_check(&im, st, req, RMA_ERR_DAEMON_GONE);
+	st = rma_getv(c, reg, rem, &iov, 1, immediate_cb, &im, &req);
+	immediate_check(&im, st, req, RMA_ERR_DAEMON_GONE);
+	/* arguments wrong whatever: still an error, no request, no call */
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 0, 0, immediate_cb, &im, NULL),
+	    RMA_ERR_INVALID);
+	ck_assert_int_eq(im.calls, 0);
+	ck_assert_int_eq(rma_in_flight(c), 0);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
 /* A freed region's handle stays a tombstone until rma_disconnect: what
  * would read freed memory reads as a freed region (run under valgrind or
  * ASan to see the difference). */
@@ -696,7 +801,7 @@ START_TEST(test_freed_region_handle)
 	ck_assert_uint_eq(rma_region_length(reg), 0);
 	ck_assert_str_eq(rma_region_descriptor(reg), "");
 	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, NULL, NULL, NULL),
-			 RMA_ERR_NO_REGION);
+			 RMA_OK); /* completed at once: test_immediate_freed */
 	ck_assert_ptr_nonnull(strstr(rma_last_error(c), "freed"));
 	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 0, 8, 1000),
 			 RMA_ERR_NO_REGION);
@@ -906,6 +1011,8 @@ client_suite(void)
 	tcase_add_test(tc, test_connect_errors);
 	tcase_add_test(tc, test_batching_rule);
 	tcase_add_test(tc, test_freed_region_handle);
+	tcase_add_test(tc, test_immediate_freed);
+	tcase_add_test(tc, test_immediate_gone);
 	tcase_add_test(tc, test_zero_length);
 	tcase_add_test(tc, test_descriptor_too_long);
 	tcase_add_test(tc, test_connect_timeout_mute);

@@ -295,6 +295,17 @@ START_TEST(test_freed_region)
 	ck_assert_ptr_null(rma_region_ptr(rb));
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
 			 RMA_ERR_NO_REGION);
+	{
+		/* completed at once, before rma_get returns */
+		struct counter cnt = {0, 0};
+
+		ck_assert_int_eq(
+		    rma_get(cb, rb, 0, remote_a, 0, 8, count_cb, &cnt, NULL),
+		    RMA_OK);
+		ck_assert_int_eq(cnt.done, 1);
+		ck_assert_int_eq(cnt.ok, 0);
+		ck_assert_int_eq(rma_in_flight(cb), 0);
+	}
 	ck_assert_int_eq(rma_region_free(cb, rb), RMA_ERR_NO_REGION);
 	ck_assert_int_eq(rma_region_alloc(cb, 4096, &rb), RMA_OK);
 }
@@ -412,6 +423,17 @@ START_TEST(test_daemon_gone)
 		rma_request_release(reqs[i]);
 	}
 	ck_assert_int_eq(cnt.done, N);
+	/* Known gone: completed before rma_put/rma_get return, callback
+	 * already run (rma.h, "Immediate completion"). */
+	ck_assert_int_eq(
+	    rma_put(cb, rb, 0, remote_a, 0, 8, 0, count_cb, &cnt, &reqs[0]),
+	    RMA_OK);
+	ck_assert_int_eq(cnt.done, N + 1);
+	ck_assert_int_eq(rma_request_status(reqs[0]), RMA_ERR_DAEMON_GONE);
+	rma_request_release(reqs[0]);
+	ck_assert_int_eq(
+	    rma_get(cb, rb, 0, remote_a, 0, 8, count_cb, &cnt, NULL), RMA_OK);
+	ck_assert_int_eq(cnt.done, N + 2);
 	ck_assert_int_eq(rma_put_sync(cb, rb, 0, remote_a, 0, 8, 0, WAIT_MS),
 			 RMA_ERR_DAEMON_GONE);
 	ck_assert_int_eq(rma_progress(cb), RMA_ERR_DAEMON_GONE);

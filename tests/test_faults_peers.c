@@ -633,6 +633,116 @@ START_TEST(test_failed_connects_visible)
 }
 END_TEST
 
+/* ---- canceling operations parked for a peer that is down ---------------- */
+
+/* Whether req completed, making progress meanwhile. */
+static int
+cancel_done(void *arg)
+{
+	rma_request_t *req = arg;
+
+	rma_progress(req->client);
+	harness_wait_fd(rma_fd(req->client), 0.01);
+	return rma_request_is_completed(req);
+}
+
+/* A frozen peer, found down after one op timed out: the next ops park,
+ * waiting for the reconnect (10 s connect deadline) within their own
+ * deadline (3 s). rma_request_cancel() on one of them completes it with
+ * RMA_ERR_CANCELED at once (not a timeout 3 s later), and so it does for
+ * a vectored one's parked pieces; the other waits on and completes with
+ * its own status, and what was canceled never writes once the peer is
+ * back. */
+START_TEST(test_cancel_parked)
+{
+	static const char *const flags_b[] = {"--op-timeout", "3",
+					      "--connect-timeout", "10", NULL};
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_peer_t *pa;
+	rma_remote_t *rema;
+	rma_request_t *parked, *other, *vec;
+	rma_iov_t pieces[] = {{0, 6000, 8}, {8, 6100, 8}};
+	rma_status_t st;
+	double t0;
+	int attempts;
+	double worst;
+
+	two_daemons(NULL, flags_b, &ca, &ra, &cb, &rb, &pa, &rema);
+	put_and_check(cb, rb, rema, ra, 0, 4096, 1);
+	memset(rma_region_ptr(ra), 0, 8192);
+
+	kill(da.pid, SIGSTOP);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rema, 0, 8,
+				      RMA_FLAG_REMOTE_COMPLETION, 10000),
+			 RMA_ERR_TIMEOUT);
+	/* down now: these two park */
+	harness_fill(rma_region_ptr(rb), 8, 9);
+	ck_assert_int_eq(rma_put(cb, rb, 0, rema, 4096, 8,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL,
+				 &parked),
+			 RMA_OK);
+	ck_assert_int_eq(rma_put(cb, rb, 0, rema, 0, 8,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL,
+				 &other),
+			 RMA_OK);
+	ck_assert_int_eq(rma_putv(cb, rb, rema, pieces, 2, 0, NULL, NULL, &vec),
+			 RMA_OK);
+	send_pending(cb);
+	/* they reached the daemon and wait there */
+	t0 = harness_now();
+	while (harness_now() < t0 + 0.3)
+		cancel_done(parked);
+	ck_assert_msg(!rma_request_is_completed(parked),
+		      "a parked put completed before the cancel: %s",
+		      rma_strerror(rma_request_status(parked)));
+	ck_assert(parked->sent);
+
+	t0 = harness_now();
+	ck_assert_int_eq(rma_request_cancel(cb, parked), RMA_INPROGRESS);
+	ck_assert_msg(harness_until(2, cancel_done, parked),
+		      "a canceled parked put still pending after 2 s");
+	fprintf(stderr,
+		"faults: cancel of a parked put -> completed: %.1f ms\n",
+		ms(harness_now() - t0));
+	ck_assert_int_eq(rma_request_status(parked), RMA_ERR_CANCELED);
+	ck_assert_ptr_nonnull(strstr(rma_request_detail(parked), "canceled"));
+	ck_assert_double_lt(harness_now() - t0, 1.0);
+	/* a vectored request's parked pieces, asked back as one */
+	t0 = harness_now();
+	ck_assert(!rma_request_is_completed(vec));
+	ck_assert_int_eq(rma_request_cancel(cb, vec), RMA_INPROGRESS);
+	ck_assert_msg(harness_until(2, cancel_done, vec),
+		      "a canceled parked putv still pending after 2 s");
+	ck_assert_int_eq(rma_request_status(vec), RMA_ERR_CANCELED);
+	ck_assert_double_lt(harness_now() - t0, 1.0);
+	rma_request_release(vec);
+	/* the other one waited on: its own status, after its deadline */
+	ck_assert(!rma_request_is_completed(other));
+	ck_assert_msg(harness_until(10, cancel_done, other),
+		      "the parked put not canceled never completed");
+	st = rma_request_status(other);
+	ck_assert_msg(st != RMA_OK && st != RMA_ERR_CANCELED,
+		      "the other parked put: %s", rma_strerror(st));
+	/* canceling a completed request is refused, not repeated */
+	ck_assert_int_eq(rma_request_cancel(cb, parked), RMA_ERR_INVALID);
+	rma_request_release(parked);
+	rma_request_release(other);
+
+	/* back: the canceled put's bytes never arrive */
+	kill(da.pid, SIGCONT);
+	harness_fill(rma_region_ptr(rb), 8, 11);
+	ck_assert_msg(put_until_ok(cb, rb, rema, 100, 8, harness_now() + 15,
+				   &attempts, &worst, &st),
+		      "no put after SIGCONT: %s", rma_strerror(st));
+	for (int i = 0; i < 8; i++) {
+		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[4096 + i], 0);
+		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[6000 + i], 0);
+		ck_assert_int_eq(((uint8_t *)rma_region_ptr(ra))[6100 + i], 0);
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -645,5 +755,6 @@ main(void)
 	FAULTS_ADD(s, test_peer_restarted);
 	FAULTS_ADD(s, test_failed_connects_visible);
 	FAULTS_ADD(s, test_big_gets_on_frozen_peer);
+	FAULTS_ADD(s, test_cancel_parked);
 	return check_main_run(s);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit: the fixed-layout operation and completion records
+/* Unit: the fixed-layout operation, completion and notification records
  * (proto/oprec.c), byte by byte: little-endian whatever the host, the
  * reserved words written as 0 and refused when they are not. What the
  * daemon does with a refused record is test_protocol's test_packed_records. */
@@ -160,6 +160,35 @@ START_TEST(test_comprec_layout_and_roundtrip)
 }
 END_TEST
 
+START_TEST(test_notifrec_layout_and_roundtrip)
+{
+	struct notifrec in = {0x0102030405060708ull, 0x1112131415161718ull,
+			      0x2122232425262728ull, 0x3132333435363738ull,
+			      0x41424344u},
+			out;
+	uint8_t p[NOTIFREC_SIZE];
+
+	memset(p, 0xee, sizeof(p));
+	notifrec_encode(p, &in);
+	ck_assert_uint_eq(le64_at(p), in.region_id);
+	ck_assert_uint_eq(le64_at(p + 8), in.offset);
+	ck_assert_uint_eq(le64_at(p + 16), in.length);
+	ck_assert_uint_eq(le64_at(p + 24), in.value);
+	ck_assert_uint_eq(le32_at(p + 32), in.sender);
+	ck_assert_uint_eq(le32_at(p + 36), 0); /* reserved */
+	ck_assert_int_eq(notifrec_decode(p, &out), 0);
+	ck_assert_uint_eq(out.region_id, in.region_id);
+	ck_assert_uint_eq(out.offset, in.offset);
+	ck_assert_uint_eq(out.length, in.length);
+	ck_assert_uint_eq(out.value, in.value);
+	ck_assert_uint_eq(out.sender, in.sender);
+	/* reserved bytes not 0: said so, the fields still read */
+	p[39] = 1;
+	ck_assert_int_eq(notifrec_decode(p, &out), -1);
+	ck_assert_uint_eq(out.value, in.value);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -171,6 +200,7 @@ main(void)
 	tcase_add_test(tc, test_op_reserved_refused);
 	tcase_add_test(tc, test_op_notify_value);
 	tcase_add_test(tc, test_comprec_layout_and_roundtrip);
+	tcase_add_test(tc, test_notifrec_layout_and_roundtrip);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

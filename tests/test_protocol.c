@@ -584,6 +584,38 @@ START_TEST(test_import_refusals)
 }
 END_TEST
 
+/* Cancel: ids of nothing parked change nothing and get no reply (the
+ * next reply is the status's); too many ids in one is a protocol error
+ * that closes the connection after its reply. */
+START_TEST(test_cancel)
+{
+	int fd = client_new();
+	Rma__V1__Cancel k = RMA__V1__CANCEL__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__DaemonMessage *m;
+	uint64_t ids[1025];
+
+	for (size_t i = 0; i < 1025; i++)
+		ids[i] = i + 1;
+	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
+	k.op_ids = ids;
+	k.n_op_ids = 3;
+	req.id = 5;
+	req.body_case = RMA__V1__REQUEST__BODY_CANCEL;
+	req.cancel = &k;
+	send_request(fd, &req);
+	status_ok(fd);
+	k.n_op_ids = 1025;
+	req.id = 6;
+	send_request(fd, &req);
+	expect_reply(fd, 6, RMA__V1__STATUS__ERR_PROTOCOL, &m);
+	ck_assert_ptr_nonnull(strstr(m->reply->detail, "Cancel"));
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	expect_closed(fd);
+	close(fd);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -605,6 +637,7 @@ main(void)
 	tcase_add_test(tc, test_packed_records);
 	tcase_add_test(tc, test_region_free_not_owner);
 	tcase_add_test(tc, test_import_refusals);
+	tcase_add_test(tc, test_cancel);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

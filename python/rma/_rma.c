@@ -1343,8 +1343,10 @@ static PyMethodDef request_methods[] = {
      "cancel() -> bool\n\nCancel the operation if it has not been handed "
      "to the daemon yet (it is still in librma's batch): it then completes "
      "at once with rma.Canceled (callback run, future failed, before this "
-     "returns) and True is returned. An operation already sent runs to its "
-     "own completion, and a completed one stays as it is: False. A "
+     "returns) and True is returned. An operation already sent: False; the "
+     "daemon is asked to take it back, and one it still held (parked while "
+     "its peer reconnects) fails with rma.Canceled soon after, others run "
+     "to their own completion. A completed one stays as it is: False. A "
      "vectored request loses its unsent pieces and fails with rma.Canceled "
      "once the others are done (True)."},
     {NULL}};

@@ -42,6 +42,12 @@ enum am_id {
 #define AM_BATCH_BYTES (64 * 1024)
 #define AM_BATCH_REPLY_BYTES (128 * 1024)
 
+/* A put or get bigger than one fragment of UCX's tcp transport travels
+ * as pieces, each an AM_PUT or AM_GET of its own (op_send_am): at most
+ * this many of one operation's pieces are unanswered at a time, so that
+ * one big operation never makes its target hold many answers. */
+#define AM_PIECES_IN_FLIGHT 32
+
 #define AM_MAGIC 0x726d6164u /* "rmad" */
 #define AM_VERSION 2
 #define AM_RKEY_MAX 4096

@@ -629,6 +629,11 @@ struct op {
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
+	/* rmad protocol: the messages a put or get travels in, each with its
+	 * own token (token + i) and answer (op_send_am): how many, handed to
+	 * UCX, answered; with more than one, their headers until sent. */
+	uint32_t pieces, sent, answered;
+	struct am_rma *piece_hdrs;
 	union {		      /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
 		struct am_rma_notify nhdr;     /* PUT with notify */
@@ -861,6 +866,9 @@ struct daemon {
 	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
 	uint32_t notify_open_n;
 	uint64_t next_token;
+	/* The largest put or get one message carries: what fits in one
+	 * fragment of UCX's tcp transport (op_send_am). */
+	size_t am_piece;
 	struct sockaddr_storage listen_sa;
 
 	/* am.c */

@@ -631,8 +631,10 @@ struct op {
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
 	/* rmad protocol: the messages a put or get travels in, each with its
 	 * own token (token + i) and answer (op_send_am): how many, handed to
-	 * UCX, answered; with more than one, their headers until sent. */
+	 * UCX, answered, the bytes of each but the last; with more than one,
+	 * their headers until sent. */
 	uint32_t pieces, sent, answered;
+	uint64_t piece;
 	struct am_rma *piece_hdrs;
 	union {		      /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;

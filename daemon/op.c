@@ -151,7 +151,8 @@ op_forget_tokens(struct op *op)
 {
 	if (op->token == 0)
 		return;
-	for (uint32_t i = 0; i < op->pieces || i == 0; i++)
+	/* a batched op's token is named at once, a piece's once sent */
+	for (uint32_t i = 0; i < op->sent || i == 0; i++)
 		idmap_remove(&op->d->ops_by_token, op->token + i);
 	op->token = 0;
 }
@@ -710,6 +711,12 @@ op_send_pieces(struct op *op)
 		    (op->pieces > 1 ? h->offset - op->hdr.offset : 0);
 		ucs_status_ptr_t sp;
 
+		if (idmap_put(&op->d->ops_by_token, h->token, op) < 0) {
+			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+				      "out of memory");
+			op_stop_waiting(op);
+			break;
+		}
 		op->sent++;
 		op_expect(op);
 		sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, h,
@@ -739,8 +746,13 @@ static void
 op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 {
 	struct daemon *d = op->d;
-	uint64_t piece = op->notify ? op->length : d->am_piece;
-	uint64_t n = (op->length + piece - 1) / piece;
+	uint64_t most = op->notify ? op->length : d->am_piece;
+	uint64_t n = (op->length + most - 1) / most;
+	/* as many pieces as needed, of equal size: 64 KiB goes as two of
+	 * 32, not as one full fragment and 64 bytes */
+	uint64_t piece = (op->length + n - 1) / n;
+
+	n = (op->length + piece - 1) / piece; /* none left empty */
 
 	op->hdr.magic = AM_MAGIC;
 	op->hdr.region_id = res->region_id;
@@ -759,18 +771,11 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 			return;
 		}
 	}
+	/* tokens for every piece, each named in ops_by_token once sent */
 	op->token = d->next_token;
 	d->next_token += n;
 	op->pieces = (uint32_t)n;
-	for (uint32_t i = 0; i < op->pieces; i++) {
-		if (idmap_put(&d->ops_by_token, op->token + i, op) < 0) {
-			op->pieces = i;
-			op_forget_tokens(op);
-			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
-				      "out of memory");
-			return;
-		}
-	}
+	op->piece = piece;
 	op->hdr.token = op->token;
 	for (uint32_t i = 0; i < op->pieces && n > 1; i++) {
 		struct am_rma *h = &op->piece_hdrs[i];
@@ -815,11 +820,8 @@ static void
 op_piece_answered(struct op *op)
 {
 	op->answered++;
-	if (op->status != RMA__V1__STATUS__OK) {
-		for (uint32_t i = op->sent; i < op->pieces; i++)
-			idmap_remove(&op->d->ops_by_token, op->token + i);
+	if (op->status != RMA__V1__STATUS__OK)
 		op->pieces = op->sent;
-	}
 	if (op->answered >= op->pieces) {
 		op_done_waiting(op);
 		return;
@@ -851,9 +853,8 @@ op_on_get_reply(struct peer *p, const struct am_msg *m)
 	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
 		return;
 	/* where this piece's bytes go (op_send_am) */
-	at = op->pieces > 1 ? (uint64_t)piece * op->d->am_piece : 0;
-	want = op->pieces > 1 && piece + 1 < op->pieces ? op->d->am_piece
-							: op->length - at;
+	at = (uint64_t)piece * op->piece;
+	want = piece + 1 < op->pieces ? op->piece : op->length - at;
 	if (op->status == RMA__V1__STATUS__OK) {
 		if (m->length == want)
 			region_copy((char *)op->buf + at, m->data, want);

@@ -790,12 +790,12 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op_send_pieces(op);
 }
 
-/* An answer from a target: the op it names, if it is still waiting and
- * the answer came over that op's own endpoint, and which of its pieces
- * it answers (each only once). */
+/* An answer from a target: the op it names, if it is of that kind, still
+ * waiting and the answer came over that op's own endpoint, and which of
+ * its pieces it answers (each only once). */
 static struct op *
-op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a,
-	    uint32_t *piece_p)
+op_answered(struct peer *p, const struct am_msg *m, Rma__V1__OpKind kind,
+	    struct am_rma_answer *a, uint32_t *piece_p)
 {
 	struct op *op;
 
@@ -805,7 +805,8 @@ op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a,
 	if (a->magic != AM_MAGIC)
 		return NULL;
 	op = idmap_get(&p->d->ops_by_token, a->token);
-	if (op == NULL || !op->awaiting_answer || op->peer != p)
+	if (op == NULL || !op->awaiting_answer || op->peer != p ||
+	    op->kind != kind)
 		return NULL; /* late, or not for us */
 	*piece_p = (uint32_t)(a->token - op->token);
 	idmap_remove(&p->d->ops_by_token, a->token);
@@ -836,9 +837,9 @@ op_on_put_ack(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
 	uint32_t piece;
-	struct op *op = op_answered(p, m, &a, &piece);
+	struct op *op = op_answered(p, m, RMA__V1__OP_KIND__PUT, &a, &piece);
 
-	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT)
+	if (op != NULL)
 		op_piece_answered(op);
 }
 
@@ -847,10 +848,10 @@ op_on_get_reply(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
 	uint32_t piece;
-	struct op *op = op_answered(p, m, &a, &piece);
+	struct op *op = op_answered(p, m, RMA__V1__OP_KIND__GET, &a, &piece);
 	uint64_t at, want;
 
-	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
+	if (op == NULL)
 		return;
 	/* where this piece's bytes go (op_send_am) */
 	at = (uint64_t)piece * op->piece;

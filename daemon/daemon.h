@@ -463,6 +463,9 @@ struct peer {
 	struct event *probe_ev;
 	bool probe_ok;
 	bool answered;
+	/* Outbound: the target answers gets of several pieces in one
+	 * request (its hello reply said AM_HELLO_GET_RANGES). */
+	bool get_ranges;
 	struct am_hello hello; /* keyed: what the proofs are computed over */
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
 	/* am.c: answers UCX has not sent yet */
@@ -635,8 +638,8 @@ struct op {
 	 * their headers until sent. */
 	uint32_t pieces, sent, answered;
 	uint64_t piece;
-	struct am_rma *piece_hdrs;
-	union {		      /* rmad protocol: header, alive until sent */
+	struct am_rma_range *piece_hdrs;
+	union { /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
 		struct am_rma_notify nhdr;     /* PUT with notify */
 		struct am_batch_atomic atomic; /* ATOMIC, until batched */

@@ -702,27 +702,52 @@ op_send_pieces(struct op *op)
 	    .user_data = op,
 	};
 
-	while (op->awaiting_answer && op->sent < op->pieces &&
-	       op->sent - op->answered < AM_PIECES_IN_FLIGHT) {
-		const struct am_rma *h =
-		    op->pieces > 1 ? &op->piece_hdrs[op->sent] : &op->hdr;
+	/* a get asks for up to AM_RANGE_PIECES pieces at once, where the
+	 * target can answer that */
+	uint32_t range = !put && op->pieces > 1 && op->peer->get_ranges
+			     ? AM_RANGE_PIECES
+			     : 1;
+
+	while (op->awaiting_answer && op->sent < op->pieces) {
+		uint32_t k = op->pieces - op->sent < range
+				 ? op->pieces - op->sent
+				 : range;
+		struct am_rma_range *rg =
+		    op->pieces > 1 ? &op->piece_hdrs[op->sent] : NULL;
+		const struct am_rma *h = rg != NULL ? &rg->rma : &op->hdr;
 		const char *data =
 		    (const char *)op->buf +
-		    (op->pieces > 1 ? h->offset - op->hdr.offset : 0);
+		    (rg != NULL ? h->offset - op->hdr.offset : 0);
+		size_t hlen = op->notify ? sizeof(op->nhdr) : sizeof(*h);
 		ucs_status_ptr_t sp;
+		uint32_t i;
 
-		if (idmap_put(&op->d->ops_by_token, h->token, op) < 0) {
+		if (AM_PIECES_IN_FLIGHT - (op->sent - op->answered) < k)
+			break; /* the answers in flight make room first */
+		for (i = 0; i < k; i++)
+			if (idmap_put(&op->d->ops_by_token, h->token + i, op) <
+			    0)
+				break;
+		op->sent += i; /* named: forgotten with the op's others */
+		if (i < k) {
 			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
 				      "out of memory");
 			op_stop_waiting(op);
 			break;
 		}
-		op->sent++;
+		if (k > 1) {
+			/* the range's length: these pieces together */
+			rg->rma.length =
+			    op->sent == op->pieces
+				? op->length - h->offset + op->hdr.offset
+				: (uint64_t)k * op->piece;
+			rg->piece = op->piece;
+			hlen = sizeof(*rg);
+		}
 		op_expect(op);
 		sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, h,
-				     op->notify ? sizeof(op->nhdr) : sizeof(*h),
-				     put ? data : NULL, put ? h->length : 0,
-				     &param);
+				     hlen, put ? data : NULL,
+				     put ? h->length : 0, &param);
 		op_track(op, sp);
 		if (UCS_PTR_IS_ERR(sp)) {
 			if (op->awaiting_answer)
@@ -778,7 +803,7 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->piece = piece;
 	op->hdr.token = op->token;
 	for (uint32_t i = 0; i < op->pieces && n > 1; i++) {
-		struct am_rma *h = &op->piece_hdrs[i];
+		struct am_rma *h = &op->piece_hdrs[i].rma;
 		*h = op->hdr;
 		h->token = op->token + i;
 		h->offset = remote_offset + i * piece;
@@ -815,15 +840,14 @@ op_answered(struct peer *p, const struct am_msg *m, Rma__V1__OpKind kind,
 	return op;
 }
 
-/* One more piece answered: done once all are; after a refusal, the
- * pieces not yet sent never will be. Otherwise the next ones go. */
+/* One more piece answered: done once all are, or at the first refusal
+ * (the answers still to come are then not waited for). Otherwise the
+ * next ones go. */
 static void
 op_piece_answered(struct op *op)
 {
 	op->answered++;
-	if (op->status != RMA__V1__STATUS__OK)
-		op->pieces = op->sent;
-	if (op->answered >= op->pieces) {
+	if (op->answered >= op->pieces || op->status != RMA__V1__STATUS__OK) {
 		op_done_waiting(op);
 		return;
 	}

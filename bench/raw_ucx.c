@@ -4,14 +4,17 @@
  * daemons: memfd memory mapped MAP_SHARED and registered with
  * ucp_mem_map, endpoints through ucp_listener / sockaddr with
  * UCP_ERR_HANDLING_MODE_PEER, UCX_TLS=tcp unless the environment says
- * otherwise. The server sends its region's address, length and packed
- * rkey as an active message on every new endpoint.
+ * otherwise, and rmad's UCX settings (common/ucx_defaults.c: copies only,
+ * the tcp transport's fragment size) unless the environment sets them.
+ * The server sends its region's address, length and packed rkey as an
+ * active message on every new endpoint.
  *
  *   raw_ucx server [--listen HOST:PORT] [--size BYTES] [--progress MODE]
  *   raw_ucx client --connect HOST:PORT --op put|get --size BYTES
  *                  [--count N] [--window N] [--warmup N]
  *                  [--remote-completion] [--timeout SECONDS]
  *                  [--progress MODE] [--json]
+ *   raw_ucx settings   (the UCX settings in force, one NAME=VALUE a line)
  *
  * The client loop and its output are those of rmactl/rmactl_bench.c:
  * keep the two alike. MODE is "poll" (spin on ucp_worker_progress, the
@@ -40,6 +43,7 @@
 
 #include "bench_report.h"
 #include "size.h"
+#include "ucx_defaults.h"
 
 #define RAW_AM_INFO 7
 #define RAW_WINDOW_DEFAULT 16
@@ -157,9 +161,16 @@ raw_init(struct raw *r, int wait_mode)
 	if (st != UCS_OK)
 		return raw_errx(EX_SOFTWARE, "ucp_config_read: %s",
 				ucs_status_string(st));
-	/* as rmad: tcp unless the environment says otherwise */
+	/* as rmad: tcp and rmad's settings unless the environment says
+	 * otherwise */
 	if (getenv("UCX_TLS") == NULL)
 		ucp_config_modify(config, "TLS", "tcp");
+	for (const struct ucx_default *u = ucx_defaults; u->name; u++) {
+		int from_env;
+		const char *v = ucx_defaults_effective(u, &from_env);
+		if (!from_env)
+			ucp_config_modify(config, u->name, v);
+	}
 	st = ucp_init(&params, config, &r->ucp);
 	ucp_config_release(config);
 	if (st != UCS_OK)
@@ -1041,9 +1052,24 @@ out_free:
 	return rc;
 }
 
+/* What bench/compare records beside its rows. */
+static int
+raw_settings(void)
+{
+	for (const struct ucx_default *u = ucx_defaults; u->name; u++) {
+		int from_env;
+		const char *v = ucx_defaults_effective(u, &from_env);
+		printf("%s=%s%s\n", u->env, v,
+		       from_env ? " (environment)" : "");
+	}
+	return fflush(stdout) == 0 ? 0 : EX_IOERR;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "settings") == 0)
+		return raw_settings();
 	if (argc >= 2 && strcmp(argv[1], "server") == 0)
 		return raw_server_run(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "client") == 0)
@@ -1055,7 +1081,8 @@ main(int argc, char **argv)
 	      "                      [--count N] [--window N] [--warmup N]\n"
 	      "                      [--remote-completion] [--timeout "
 	      "SECONDS]\n"
-	      "                      [--progress poll|wait] [--json]\n",
+	      "                      [--progress poll|wait] [--json]\n"
+	      "       raw_ucx settings\n",
 	      stderr);
 	return EX_USAGE;
 }

@@ -42,6 +42,14 @@ enum am_id {
 #define AM_BATCH_BYTES (64 * 1024)
 #define AM_BATCH_REPLY_BYTES (128 * 1024)
 
+/* A put or get bigger than one fragment of UCX's tcp transport travels
+ * as pieces, each an AM_PUT or AM_GET of its own (op_send_am): at most
+ * this many of one operation's pieces are unanswered at a time, so that
+ * one big operation never makes its target hold many answers. */
+#define AM_PIECES_IN_FLIGHT 32
+/* The pieces one ranged get asks for (am_rma_range). */
+#define AM_RANGE_PIECES 8
+
 #define AM_MAGIC 0x726d6164u /* "rmad" */
 #define AM_VERSION 2
 #define AM_RKEY_MAX 4096
@@ -49,8 +57,11 @@ enum am_id {
 #define AM_NONCE_SIZE 32
 #define AM_PROOF_SIZE 32
 
-/* am_hello.flags */
+/* am_hello.flags and am_hello_reply.flags */
 #define AM_HELLO_KEYED 1u /* the initiator holds a cluster key */
+/* am_hello_reply.flags: this target answers ranged gets (am_rma_range);
+ * a target of before does not set it, and gets one request per piece */
+#define AM_HELLO_GET_RANGES 2u
 
 /* Initiator -> target, first message on a new endpoint. The target keeps,
  * per origin (source address + listen_port), lane and path, the connection
@@ -157,6 +168,17 @@ struct am_batch_atomic {
 	uint32_t pad;
 	uint64_t operand;
 	uint64_t compare;
+};
+
+/* A get of several pieces in one request: AM_GET with this longer header,
+ * sent only to a target whose hello reply carried AM_HELLO_GET_RANGES.
+ * The target answers piece i (piece bytes, the last one the rest) with an
+ * AM_GET_REPLY of its own named rma.token + i, so that each fits in one
+ * fragment; a refusal is one answer, named rma.token. At most
+ * AM_PIECES_IN_FLIGHT pieces: a bigger request is refused. */
+struct am_rma_range {
+	struct am_rma rma;
+	uint64_t piece;
 };
 
 /* am_rma.kind of an atomic in a batch (not a message id of its own) */

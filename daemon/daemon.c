@@ -9,6 +9,8 @@
  * them all in two tables (a worker's parts, the worker's hooks); main.c.
  * Lower floors reach up only through those tables. */
 #include "daemon.h"
+#include "am.h"
+#include "ucx_defaults.h"
 
 #include <time.h>
 
@@ -137,6 +139,7 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 	d->listen_fd = -1;
 	d->mail_fd = -1;
 	d->next_token = 1;
+	d->am_piece = ucx_defaults_am_fragment(sizeof(struct am_rma));
 	TAILQ_INIT(&d->conns);
 	TAILQ_INIT(&d->dirty_conns);
 	TAILQ_INIT(&d->peers);

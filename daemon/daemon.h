@@ -521,6 +521,9 @@ struct peer {
 	struct event *probe_ev;
 	bool probe_ok;
 	bool answered;
+	/* Outbound: the target answers gets of several pieces in one
+	 * request (its hello reply said AM_HELLO_GET_RANGES). */
+	bool get_ranges;
 	struct am_hello hello; /* keyed: what the proofs are computed over */
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
 	/* am.c: answers UCX has not sent yet */
@@ -687,7 +690,14 @@ struct op {
 	bool barrier;  /* flush: waiting for older operations on its peer */
 	bool awaiting_answer; /* rmad protocol: the target has not answered */
 	uint64_t token;	      /* rmad protocol: names the op in the answer */
-	union {		      /* rmad protocol: header, alive until sent */
+	/* rmad protocol: the messages a put or get travels in, each with its
+	 * own token (token + i) and answer (op_send_am): how many, handed to
+	 * UCX, answered, the bytes of each but the last; with more than one,
+	 * their headers until sent. */
+	uint32_t pieces, sent, answered;
+	uint64_t piece;
+	struct am_rma_range *piece_hdrs;
+	union { /* rmad protocol: header, alive until sent */
 		struct am_rma hdr;
 		struct am_rma_notify nhdr;     /* PUT with notify */
 		struct am_batch_atomic atomic; /* ATOMIC, until batched */
@@ -923,6 +933,9 @@ struct daemon {
 	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
 	uint32_t notify_open_n;
 	uint64_t next_token;
+	/* The largest put or get one message carries: what fits in one
+	 * fragment of UCX's tcp transport (op_send_am). */
+	size_t am_piece;
 	struct sockaddr_storage listen_sa;
 
 	/* am.c */

@@ -127,6 +127,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	if (in.magic != AM_MAGIC || in.token != p->hello.token)
 		return;
 	p->answered = true; /* an rmad, whatever it says next */
+	p->get_ranges = (in.flags & AM_HELLO_GET_RANGES) != 0;
 	if (in.status != RMA__V1__STATUS__OK) {
 		peer_fail(p, UCS_ERR_REJECTED,
 			  in.flags & AM_HELLO_KEYED
@@ -196,8 +197,9 @@ handshake_send_reply(struct peer *p, unsigned id, wire_status_t status)
 	out.status = status;
 	out.token = p->hello.token;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
+	out.flags = AM_HELLO_GET_RANGES;
 	if (d->cfg.peer_key_set) {
-		out.flags = AM_HELLO_KEYED;
+		out.flags |= AM_HELLO_KEYED;
 		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
 			memcpy(out.nonce, p->nonce, AM_NONCE_SIZE);
 			handshake_proof(d, "rmad-target", &p->hello, p->nonce,

@@ -7,7 +7,8 @@
  *
  * Between daemons a put or get travels as rmad's own active message
  * (am.h): the target checks and copies, then answers; the op completes
- * on the answer, so a completed put is at the target. With
+ * on the answer, so a completed put is at the target. One bigger than a
+ * fragment of UCX's tcp transport travels as pieces (op_send_am). With
  * rma_protocol = ucx, ucp_put_nbx/ucp_get_nbx are used instead, for
  * fabrics where the NIC does RMA one-sidedly; atomics travel in rmad's
  * batches in both modes (op_start_atomic). A flush completes once
@@ -144,6 +145,18 @@ op_pool_cleanup(struct daemon *d)
 
 static void op_finish(struct op *op);
 
+/* Answers naming the op's tokens are not for it any more. */
+static void
+op_forget_tokens(struct op *op)
+{
+	if (op->token == 0)
+		return;
+	/* a batched op's token is named at once, a piece's once sent */
+	for (uint32_t i = 0; i < op->sent || i == 0; i++)
+		idmap_remove(&op->d->ops_by_token, op->token + i);
+	op->token = 0;
+}
+
 /* A flush waits for every older operation on its peer: once it is the
  * oldest, that part of its wait is over. */
 static void
@@ -162,6 +175,7 @@ op_release_barriers(struct peer *p)
 static void
 op_recycle(struct op *op)
 {
+	free(op->piece_hdrs);
 	op->next_free = op->d->op_free;
 	op->d->op_free = op;
 }
@@ -174,8 +188,7 @@ op_finish(struct op *op)
 	struct peer *p = op->peer;
 	wire_status_t ws = op->status;
 
-	if (op->token != 0)
-		idmap_remove(&d->ops_by_token, op->token);
+	op_forget_tokens(op);
 	if (p != NULL) {
 		if (op->listed)
 			TAILQ_REMOVE(&p->ops, op, link);
@@ -287,6 +300,7 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	op->deadline = op->started + d->cfg.op_timeout;
 	/* Held until UCX is done, so the pending request never dangles. */
 	op->pending = 1;
+	op->pieces = 1;
 	conn_ref(c);
 	c->in_flight++;
 	c->ops++;
@@ -641,8 +655,7 @@ static void
 op_stop_waiting(struct op *op)
 {
 	op->awaiting_answer = false;
-	idmap_remove(&op->d->ops_by_token, op->token);
-	op->token = 0;
+	op_forget_tokens(op);
 	op->pending--;
 }
 
@@ -671,10 +684,12 @@ op_on_am_sent(void *request, ucs_status_t status, void *user_data)
 		op_finish(op);
 }
 
+/* Hands the op's next pieces to UCX, until AM_PIECES_IN_FLIGHT are
+ * unanswered. The caller holds the op (pending), so that a send failing
+ * here cannot finish it underneath. */
 static void
-op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
+op_send_pieces(struct op *op)
 {
-	struct daemon *d = op->d;
 	bool put = op->kind == RMA__V1__OP_KIND__PUT;
 	ucp_request_param_t param = {
 	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -686,40 +701,126 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	    .cb.send = op_on_am_sent,
 	    .user_data = op,
 	};
-	ucs_status_ptr_t sp;
 
-	op->token = d->next_token++;
-	if (idmap_put(&d->ops_by_token, op->token, op) < 0) {
-		op->token = 0;
-		op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
-			      "out of memory");
-		return;
+	/* a get asks for up to AM_RANGE_PIECES pieces at once, where the
+	 * target can answer that */
+	uint32_t range = !put && op->pieces > 1 && op->peer->get_ranges
+			     ? AM_RANGE_PIECES
+			     : 1;
+
+	while (op->awaiting_answer && op->sent < op->pieces) {
+		uint32_t k = op->pieces - op->sent < range
+				 ? op->pieces - op->sent
+				 : range;
+		struct am_rma_range *rg =
+		    op->pieces > 1 ? &op->piece_hdrs[op->sent] : NULL;
+		const struct am_rma *h = rg != NULL ? &rg->rma : &op->hdr;
+		const char *data =
+		    (const char *)op->buf +
+		    (rg != NULL ? h->offset - op->hdr.offset : 0);
+		size_t hlen = op->notify ? sizeof(op->nhdr) : sizeof(*h);
+		ucs_status_ptr_t sp;
+		uint32_t i;
+
+		if (AM_PIECES_IN_FLIGHT - (op->sent - op->answered) < k)
+			break; /* the answers in flight make room first */
+		for (i = 0; i < k; i++)
+			if (idmap_put(&op->d->ops_by_token, h->token + i, op) <
+			    0)
+				break;
+		op->sent += i; /* named: forgotten with the op's others */
+		if (i < k) {
+			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+				      "out of memory");
+			op_stop_waiting(op);
+			break;
+		}
+		if (k > 1) {
+			/* the range's length: these pieces together */
+			rg->rma.length =
+			    op->sent == op->pieces
+				? op->length - h->offset + op->hdr.offset
+				: (uint64_t)k * op->piece;
+			rg->piece = op->piece;
+			hlen = sizeof(*rg);
+		}
+		op_expect(op);
+		sp = ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, h,
+				     hlen, put ? data : NULL,
+				     put ? h->length : 0, &param);
+		op_track(op, sp);
+		if (UCS_PTR_IS_ERR(sp)) {
+			if (op->awaiting_answer)
+				op_stop_waiting(op);
+			break;
+		}
 	}
-	op->awaiting_answer = true;
-	op->pending++;
+}
+
+/* A put or get as rmad's messages. One bigger than d->am_piece (a
+ * fragment of UCX's tcp transport) would reach the target's callback only
+ * after UCX reassembled it into a buffer of its own, to be copied once
+ * more from there: instead it travels as pieces that each fit in one
+ * fragment, an AM_PUT or AM_GET of their own with their own token
+ * (op->token + i) and answer, which UCX hands over straight from its
+ * receive buffer. Pieces are sent as earlier ones are answered
+ * (AM_PIECES_IN_FLIGHT). A notifying put stays whole: its owner hears of
+ * it once. As with a UCX put, a put that fails may have written part of
+ * its range. */
+static void
+op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
+{
+	struct daemon *d = op->d;
+	uint64_t most = op->notify ? op->length : d->am_piece;
+	uint64_t n = (op->length + most - 1) / most;
+	/* as many pieces as needed, of equal size: 64 KiB goes as two of
+	 * 32, not as one full fragment and 64 bytes */
+	uint64_t piece = (op->length + n - 1) / n;
+
+	n = (op->length + piece - 1) / piece; /* none left empty */
+
 	op->hdr.magic = AM_MAGIC;
-	op->hdr.token = op->token;
 	op->hdr.region_id = res->region_id;
 	op->hdr.generation = res->generation;
 	op->hdr.offset = remote_offset;
 	op->hdr.length = op->length;
 	if (op->notify)
 		op->nhdr.value = op->notify_value;
-	/* The header lives in the op until UCX is done with it. */
-	op_expect(op);
-	sp =
-	    ucp_am_send_nbx(op->peer->ep, put ? AM_PUT : AM_GET, &op->hdr,
-			    op->notify ? sizeof(op->nhdr) : sizeof(op->hdr),
-			    put ? op->buf : NULL, put ? op->length : 0, &param);
-	op_track(op, sp);
-	if (UCS_PTR_IS_ERR(sp) && op->awaiting_answer)
-		op_stop_waiting(op);
+	if (n > 1) {
+		op->piece_hdrs = n <= UINT32_MAX
+				     ? malloc(n * sizeof(*op->piece_hdrs))
+				     : NULL;
+		if (op->piece_hdrs == NULL) {
+			op_set_failed(op, RMA__V1__STATUS__ERR_NO_MEMORY,
+				      "out of memory");
+			return;
+		}
+	}
+	/* tokens for every piece, each named in ops_by_token once sent */
+	op->token = d->next_token;
+	d->next_token += n;
+	op->pieces = (uint32_t)n;
+	op->piece = piece;
+	op->hdr.token = op->token;
+	for (uint32_t i = 0; i < op->pieces && n > 1; i++) {
+		struct am_rma *h = &op->piece_hdrs[i].rma;
+		*h = op->hdr;
+		h->token = op->token + i;
+		h->offset = remote_offset + i * piece;
+		h->length = i + 1 < n ? piece : op->length - i * piece;
+	}
+	/* The headers live in the op until UCX is done with them. */
+	op->awaiting_answer = true;
+	op->pending++;
+	op_send_pieces(op);
 }
 
-/* An answer from a target: the op it names, if it is still waiting and
- * the answer came over that op's own endpoint. */
+/* An answer from a target: the op it names, if it is of that kind, still
+ * waiting and the answer came over that op's own endpoint, and which of
+ * its pieces it answers (each only once). */
 static struct op *
-op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a)
+op_answered(struct peer *p, const struct am_msg *m, Rma__V1__OpKind kind,
+	    struct am_rma_answer *a, uint32_t *piece_p)
 {
 	struct op *op;
 
@@ -729,38 +830,63 @@ op_answered(struct peer *p, const struct am_msg *m, struct am_rma_answer *a)
 	if (a->magic != AM_MAGIC)
 		return NULL;
 	op = idmap_get(&p->d->ops_by_token, a->token);
-	if (op == NULL || !op->awaiting_answer || op->peer != p)
+	if (op == NULL || !op->awaiting_answer || op->peer != p ||
+	    op->kind != kind)
 		return NULL; /* late, or not for us */
+	*piece_p = (uint32_t)(a->token - op->token);
+	idmap_remove(&p->d->ops_by_token, a->token);
 	if (a->status != RMA__V1__STATUS__OK)
 		op_set_refused(op, a->status);
 	return op;
+}
+
+/* One more piece answered: done once all are, or at the first refusal
+ * (the answers still to come are then not waited for). Otherwise the
+ * next ones go. */
+static void
+op_piece_answered(struct op *op)
+{
+	op->answered++;
+	if (op->answered >= op->pieces || op->status != RMA__V1__STATUS__OK) {
+		op_done_waiting(op);
+		return;
+	}
+	op->pending++;
+	op_send_pieces(op);
+	op_end_submit(op);
 }
 
 void
 op_on_put_ack(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
-	struct op *op = op_answered(p, m, &a);
+	uint32_t piece;
+	struct op *op = op_answered(p, m, RMA__V1__OP_KIND__PUT, &a, &piece);
 
-	if (op != NULL && op->kind == RMA__V1__OP_KIND__PUT)
-		op_done_waiting(op);
+	if (op != NULL)
+		op_piece_answered(op);
 }
 
 void
 op_on_get_reply(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
-	struct op *op = op_answered(p, m, &a);
+	uint32_t piece;
+	struct op *op = op_answered(p, m, RMA__V1__OP_KIND__GET, &a, &piece);
+	uint64_t at, want;
 
-	if (op == NULL || op->kind != RMA__V1__OP_KIND__GET)
+	if (op == NULL)
 		return;
+	/* where this piece's bytes go (op_send_am) */
+	at = (uint64_t)piece * op->piece;
+	want = piece + 1 < op->pieces ? op->piece : op->length - at;
 	if (op->status == RMA__V1__STATUS__OK) {
-		if (m->length == op->length)
-			region_copy(op->buf, m->data, m->length);
+		if (m->length == want)
+			region_copy((char *)op->buf + at, m->data, want);
 		else
 			op_set_refused(op, RMA__V1__STATUS__ERR_PROTOCOL);
 	}
-	op_done_waiting(op);
+	op_piece_answered(op);
 }
 
 /* The peer failed: answers will not come. Ops still in UCX's hands

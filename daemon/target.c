@@ -135,6 +135,39 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	target_answer(p, AM_PUT_ACK, h.token, st, NULL, NULL, 0);
 }
 
+/* A ranged get (am_rma_range): every piece its own answer, straight from
+ * the region, each small enough for one fragment of UCX's transport. */
+static void
+target_get_range(struct peer *p, const struct am_rma_range *rg)
+{
+	const struct am_rma *h = &rg->rma;
+	struct region *r = NULL;
+	wire_status_t st = RMA__V1__STATUS__OK;
+	uint64_t n = 0;
+
+	if (rg->piece == 0 || h->length == 0)
+		st = RMA__V1__STATUS__ERR_PROTOCOL;
+	else
+		n = h->length / rg->piece + (h->length % rg->piece != 0);
+	/* rmad's initiators never ask for more: a bigger range is an
+	 * attempt to make this daemon hold many answers */
+	if (n > AM_PIECES_IN_FLIGHT)
+		st = RMA__V1__STATUS__ERR_PROTOCOL;
+	if (st == RMA__V1__STATUS__OK)
+		st = target_check(p->d, h, false, &r);
+	target_count(p, false, st, h->length);
+	if (st != RMA__V1__STATUS__OK) {
+		target_answer(p, AM_GET_REPLY, h->token, st, NULL, NULL, 0);
+		return;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t at = i * rg->piece;
+		uint64_t len = i + 1 < n ? rg->piece : h->length - at;
+		target_answer(p, AM_GET_REPLY, h->token + i, st, r,
+			      (char *)r->addr + h->offset + at, len);
+	}
+}
+
 void
 target_on_get(struct peer *p, const struct am_msg *m)
 {
@@ -143,6 +176,13 @@ target_on_get(struct peer *p, const struct am_msg *m)
 	wire_status_t st;
 	struct am_rma h;
 
+	if (m->header_length == sizeof(struct am_rma_range)) {
+		struct am_rma_range rg;
+		memcpy(&rg, m->header, sizeof(rg));
+		if (rg.rma.magic == AM_MAGIC)
+			target_get_range(p, &rg);
+		return;
+	}
 	if (!target_read_header(m, &h))
 		return;
 	st = target_check(d, &h, false, &r);

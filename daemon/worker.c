@@ -8,6 +8,7 @@
  * a tick, the deadline timer or a drain does up there, it reaches only
  * through the hooks daemon.c hands it (struct worker_hooks). */
 #include "daemon.h"
+#include "ucx_defaults.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,11 +175,18 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	else
 		snprintf(d->cfg.transports, sizeof(d->cfg.transports), "%s",
 			 getenv("UCX_TLS"));
-	/* UCX 1.13's tcp zero-copy sends trip an assertion (abort) when
-	 * their endpoint fails mid-send; copies do not. Seen here with a
-	 * peer killed under 64 KiB puts. */
-	if (getenv("UCX_ZCOPY_THRESH") == NULL)
-		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
+	/* rmad's UCX settings (copies only, the tcp transport's fragment
+	 * size): why each, in common/ucx_defaults.c. */
+	for (const struct ucx_default *u = ucx_defaults; u->name; u++) {
+		int from_env;
+		const char *v = ucx_defaults_effective(u, &from_env);
+		if (!from_env)
+			ucp_config_modify(config, u->name, v);
+		else
+			log_info("worker_context_create: %s=%s from the "
+				 "environment",
+				 u->env, v);
+	}
 	if (getenv("UCX_NET_DEVICES") == NULL) {
 		char devices[512];
 		if (netdev_auto(&d->cfg, devices, sizeof(devices)) < 0) {

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* rmad's UCX settings, and why (measured on loopback, UCX 1.13.1; see the
+ * README's "UCX settings"). */
+#include "ucx_defaults.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "size.h"
+
+const struct ucx_default ucx_defaults[] = {
+    /* UCX 1.13's tcp zero-copy sends trip an assertion (abort) when their
+     * endpoint fails mid-send; copies do not. Seen here with a peer
+     * killed under 64 KiB puts. */
+    {"UCX_ZCOPY_THRESH", "ZCOPY_THRESH", "inf"},
+    /* The tcp transport's fragment: every active message bigger than
+     * this travels in pieces that UCX reassembles into a buffer of its
+     * own (one more copy of every byte), and each piece costs a send and
+     * a handler call. UCX's 8 KiB default held 1 MiB transfers to about
+     * a quarter of a TCP stream here; 64 KiB more than doubled them.
+     * Not more: UCX 1.13's receiver does not check a fragment's length
+     * against its receive buffer (UCX_TCP_RX_SEG_SIZE, 64 KiB by
+     * default), so a bigger fragment would overrun a peer left at UCX's
+     * default, and UCX itself refuses a TX segment above the RX one. */
+    {"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "64k"},
+    {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "64k"},
+    {NULL, NULL, NULL},
+};
+
+/* UCX's own default, should the value in force not parse. */
+#define UCX_DEFAULTS_TCP_SEG 8192
+
+/* The ucp_am_hdr_t before a single-fragment message and the
+ * ucp_am_reply_ftr_t after it (ucp_am.c, UCX 1.13). */
+#define UCX_DEFAULTS_AM_OVERHEAD 16
+
+const char *
+ucx_defaults_effective(const struct ucx_default *u, int *from_env)
+{
+	const char *env = getenv(u->env);
+
+	*from_env = env != NULL;
+	return env != NULL ? env : u->value;
+}
+
+/* UCX's memory units: digits with k, m or g, then optionally b. */
+static int
+ucx_defaults_memunits(const char *s, uint64_t *out)
+{
+	char buf[32];
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n + 1);
+	if (n > 1 && (buf[n - 1] == 'b' || buf[n - 1] == 'B') &&
+	    strchr("kKmMgG", buf[n - 2]) != NULL)
+		buf[n - 1] = '\0';
+	return size_parse(buf, out);
+}
+
+size_t
+ucx_defaults_am_fragment(size_t header_length)
+{
+	uint64_t seg = UCX_DEFAULTS_TCP_SEG;
+	int from_env;
+
+	for (const struct ucx_default *u = ucx_defaults; u->name; u++) {
+		uint64_t v;
+		if (strcmp(u->env, "UCX_TCP_TX_SEG_SIZE") == 0 &&
+		    ucx_defaults_memunits(ucx_defaults_effective(u, &from_env),
+					  &v) == 0 &&
+		    v <= SIZE_MAX)
+			seg = v;
+	}
+	if (seg <= UCX_DEFAULTS_AM_OVERHEAD + header_length)
+		return 1;
+	return (size_t)seg - UCX_DEFAULTS_AM_OVERHEAD - header_length;
+}

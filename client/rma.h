@@ -48,11 +48,14 @@
  * - A put that failed with a transport status (RMA_ERR_TIMEOUT, CANCELED,
  *   CONNECTION_RESET, UNREACHABLE, REJECTED, NOT_RMAD, TRANSPORT,
  *   SHUTDOWN, DAEMON_GONE, and NO_MEMORY or INTERNAL) may or may not have
- *   been applied. With rma_protocol = am it is applied in whole or not at
- *   all: the target writes a put with one copy once its whole message has
- *   arrived (a put over 8 KiB is one message; smaller ones share a batch
- *   message, each applied whole). With rma_protocol = ucx any part of the
- *   range may have been written. Either way it is never applied after a
+ *   been applied. With rma_protocol = am it is applied in whole pieces:
+ *   the target writes each piece with one copy once the piece has arrived.
+ *   A put up to 8 KiB shares a batch message and is applied whole or not
+ *   at all; one up to just under 64 KiB (a fragment of UCX's tcp
+ *   transport) is one message, applied whole or not at all; a bigger one
+ *   travels as pieces of equal size, so a failed one may have written
+ *   some of its pieces and not others. With rma_protocol = ucx any part of
+ *   the range may have been written. Either way it is never applied after a
  *   later operation from the same client to the same target daemon has
  *   completed, nor after one from the initiating daemon restarted at the
  *   same address: the target applies an operation only if it arrived on

@@ -121,12 +121,27 @@ request_flush(rma_client_t *c)
 		return RMA_OK;
 	if (c->gone)
 		return client_gone_error(c);
+	/* The ring if it has room; the socket otherwise (ring.c keeps the
+	 * order between the two). */
+	if (ring_push(c, c->pending_packed, n)) {
+		c->pending_n = 0;
+		c->pending_bytes = 0;
+		for (size_t i = 0; i < n; i++)
+			c->pending_reqs[i]->sent = 1;
+		c->sent_in_flight += n;
+		/* may find the daemon gone or taken over: these ops are in
+		 * flight, and complete as such */
+		ring_submitted(c);
+		return c->gone ? client_gone_error(c) : RMA_OK;
+	}
 	submit.packed.data = c->pending_packed;
 	submit.packed.len = n * OPREC_SIZE;
 	req.id = 0;
 	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
 	req.submit = &submit;
 	st = client_send(c, &req);
+	if (st == RMA_OK)
+		ring_socket_submit(c);
 	/* The daemon was taken over as we wrote: these ops already completed
 	 * RESTARTED, and what their callbacks queued since is pending for
 	 * the new connection. */
@@ -236,6 +251,7 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	uint32_t slot = (uint32_t)op_id;
 	struct rma_request *req;
 
+	c->dispatched++;
 	if (slot >= c->slots_used)
 		return;
 	req = c->slots[slot];

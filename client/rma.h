@@ -541,6 +541,23 @@ int rma_fd(const rma_client_t *client);
  */
 rma_status_t rma_progress(rma_client_t *client);
 
+/**
+ * rma_progress(), and if nothing completed and no event came, wait for
+ * something up to @p timeout_ms (< 0: no limit), then rma_progress()
+ * again. With the shared ring (the default, see RMA_RING) it first
+ * polls the ring while operations are in flight, for RMA_RING_SPIN_US
+ * microseconds (default 100) after the last completion, then sleeps on
+ * rma_fd(): the lowest latency an event loop gets is through this call
+ * rather than its own poll() of rma_fd(), which always works too.
+ * Environment: RMA_RING=0 asks for no ring (the socket alone, as with a
+ * daemon that has none); RMA_RING_SPIN_US sets the spin (0: sleep at
+ * once; longer: lower latency under sparse traffic, more CPU).
+ * @return RMA_OK, RMA_ERR_TIMEOUT when nothing came in time, or
+ *         RMA_ERR_DAEMON_GONE (every outstanding request has then
+ *         completed with that status).
+ */
+rma_status_t rma_wait(rma_client_t *client, int timeout_ms);
+
 /** Number of requests submitted and not yet completed. */
 size_t rma_in_flight(const rma_client_t *client);
 

@@ -233,7 +233,9 @@ conn_flush_dirty(struct daemon *d)
 		conn_ref(c);
 		/* Packing queues frames and so puts c back on the list; the
 		 * write then happens on that later pass. */
-		if (!c->dead && c->done_len > 0)
+		if (!c->dead && c->done_len > 0 && c->ring != NULL)
+			ring_publish(c);
+		else if (!c->dead && c->done_len > 0)
 			conn_pack_completions(c);
 		if (!c->dead && !c->dirty)
 			conn_write(c);
@@ -441,6 +443,11 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 				c->closing = true;
 				break;
 			}
+			/* What the client put in its ring before it sent
+			 * this frame runs first, as it was issued. */
+			ring_drain(c);
+			if (c->dead || c->closing)
+				break;
 			request_dispatch(c, payload, len);
 			frames++;
 			if (c->dead || c->closing)
@@ -473,6 +480,9 @@ conn_check_stuck(struct daemon *d)
 		next = TAILQ_NEXT(c, link);
 		if (c->read_paused && now - c->paused_since > d->cfg.op_timeout)
 			conn_close(c, "client stopped reading its socket");
+		else if (ring_stuck(c, now))
+			conn_close(c, "client stopped taking completions from "
+				      "its ring");
 	}
 }
 
@@ -524,6 +534,7 @@ conn_close(struct conn *c, const char *why)
 	c->read_ev = c->write_ev = NULL;
 	close(c->fd);
 	c->fd = -1;
+	ring_destroy(c);
 	server_accept_resume(d);
 	TAILQ_REMOVE(&d->conns, c, link);
 	if (c->dirty) {

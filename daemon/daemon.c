@@ -74,6 +74,7 @@ static const struct daemon_part {
 } daemon_parts[] = {
     {"loop", daemon_loop_start, daemon_loop_stop},
     {"mailbox", world_mailbox_open, world_mailbox_close},
+    {"client rings", NULL, ring_poller_free},
     {"UCX worker", worker_start, worker_stop},
     {"scratch buffers", NULL, daemon_scratch_free},
     {"operation records", NULL, op_pool_cleanup},

@@ -44,6 +44,7 @@ struct client_ring {
 	uint32_t sub_tail;	 /* ours: operations written */
 	uint32_t comp_head;	 /* ours: completion slots taken */
 	uint32_t socket_submits; /* Submit frames sent while it is on */
+	int64_t spin_ns;	 /* RMA_RING_SPIN_US */
 };
 
 bool
@@ -122,6 +123,7 @@ ring_open(rma_client_t *c, int fd, const Rma__V1__RingInfo *info)
 	r->comp = (uint8_t *)map + h->comp_offset;
 	r->sub_tail = ringrec_load(&h->sub_tail);
 	r->comp_head = ringrec_load(&h->comp_head);
+	r->spin_ns = ring_spin_ns();
 	ringrec_store(&h->client_sleeps, 1);
 	c->ring = r;
 	return RMA_OK;
@@ -260,13 +262,15 @@ bool
 ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	  const void *arg)
 {
-	int64_t spin = ring_spin_ns(), end;
+	int64_t spin, end;
 	struct pollfd pfd;
 	bool progress = false;
 	unsigned i = 0;
 
-	if (c->ring == NULL || c->gone || c->sent_in_flight == 0 || spin == 0)
+	if (c->ring == NULL || c->gone || c->sent_in_flight == 0 ||
+	    c->ring->spin_ns == 0)
 		return false;
+	spin = c->ring->spin_ns;
 	ringrec_store(&c->ring->h->client_sleeps, 0);
 	end = ring_now_ns() + spin;
 	while (!c->gone && c->ring != NULL) {

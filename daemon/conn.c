@@ -339,7 +339,8 @@ conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
 	if (!c->dirty) {
 		c->dirty = true;
 		TAILQ_INSERT_TAIL(&c->d->dirty_conns, c, dirty_link);
-		worker_kick(c->d);
+		if (!ring_polling(c->d))
+			worker_kick(c->d);
 	}
 }
 

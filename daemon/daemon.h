@@ -275,6 +275,8 @@ void ring_publish(struct conn *c);
 /* Completions waited for room longer than an operation may take. */
 bool ring_stuck(const struct conn *c, double now);
 void ring_poller_free(struct daemon *d);
+/* The ring poller runs: it flushes completions itself (no kick needed). */
+bool ring_polling(const struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
 

@@ -34,6 +34,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,6 +65,7 @@ TAILQ_HEAD(ring_list, ring);
 struct ring_poller {
 	struct event *ev;
 	struct ring_list hot;
+	bool polling; /* in ring_poll: it flushes what completes */
 };
 
 static struct ring_poller *ring_poller_get(struct daemon *d);
@@ -407,6 +410,7 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 	double now = daemon_now();
 	bool work = false;
 
+	rp->polling = true;
 	for (r = TAILQ_FIRST(&rp->hot); r != NULL; r = next) {
 		struct conn *c = r->c;
 		double active = r->active;
@@ -425,8 +429,22 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 			next = NULL;
 		conn_unref(c);
 	}
-	if (work)
+	rp->polling = false;
+	/* Completions of local copies go out now; only UCX work needs
+	 * the worker's tick. */
+	conn_flush_dirty(d);
+	if (work && d->ops_in_flight > 0)
 		worker_kick(d);
+	else if (!work && !TAILQ_EMPTY(&rp->hot))
+		/* The client may wait for this CPU (fewer cores than
+		 * spinners): let it run; at once if nobody waits. */
+		sched_yield();
 	if (!TAILQ_EMPTY(&rp->hot))
 		evtimer_add(rp->ev, &zero);
+}
+
+bool
+ring_polling(const struct daemon *d)
+{
+	return d->rings != NULL && d->rings->polling;
 }

@@ -504,6 +504,11 @@ client_wait_once(rma_client_t *c, int64_t deadline,
 	for (;;) {
 		/* frames an outer dispatch left when it ran our caller */
 		client_dispatch(c);
+		/* The daemon closed after the completions we just took:
+		 * take the end of the stream (a take-over re-attaches) before
+		 * the caller goes on, as over the socket alone. */
+		if (ring_closed(c))
+			client_read(c);
 		if (done(arg))
 			return RMA_OK;
 		if (c->gone)
@@ -881,8 +886,8 @@ rma_wait(rma_client_t *client, int timeout_ms)
 	st = client_wait(client, client_deadline(timeout_ms),
 			 client_dispatched_since, since);
 	if (st == RMA_ERR_TIMEOUT)
-		return client_error(client, st,
-				    "nothing came within %d ms", timeout_ms);
+		return client_error(client, st, "nothing came within %d ms",
+				    timeout_ms);
 	if (client->gone) {
 		client_reap(client);
 		return client_gone_error(client);

@@ -161,7 +161,8 @@ ring_push(rma_client_t *c, const uint8_t *recs, size_t n)
 	struct client_ring *r = c->ring;
 	uint32_t head;
 
-	if (r == NULL)
+	/* No daemon reads it any more: the socket says what happened. */
+	if (r == NULL || ringrec_load(&r->h->closed) != 0)
 		return false;
 	/* A Submit frame the daemon has not taken yet goes first. */
 	if (ringrec_load(&r->h->socket_submits) != r->socket_submits)
@@ -245,6 +246,12 @@ ring_reap(rma_client_t *c)
 	if (n > 0 && !c->gone && c->ring != NULL)
 		ring_kick(c, RINGREC_WANTS_ROOM);
 	return n;
+}
+
+bool
+ring_closed(const rma_client_t *c)
+{
+	return c->ring != NULL && ringrec_load(&c->ring->h->closed) != 0;
 }
 
 void

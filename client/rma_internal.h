@@ -203,6 +203,8 @@ int ring_reap(rma_client_t *c);
 /* Before sleeping or returning to the caller: the daemon is to wake us
  * through the socket; what came meanwhile is reaped. */
 void ring_arm(rma_client_t *c);
+/* The daemon closed the connection: its end of stream is readable. */
+bool ring_closed(const rma_client_t *c);
 /* While operations are in flight: polls the ring until done(arg), a
  * quiet RMA_RING_SPIN_US, the deadline, or data on the socket. True if
  * anything happened (the caller then reads the socket). */

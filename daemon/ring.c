@@ -211,6 +211,8 @@ ring_destroy(struct conn *c)
 	if (r == NULL)
 		return;
 	ring_cool(r);
+	/* after the socket's close (conn_close): see ringrec.h */
+	ringrec_store(&r->h->closed, 1);
 	munmap(r->map, RINGREC_SIZE);
 	free(r);
 	c->ring = NULL;

@@ -57,6 +57,10 @@ struct ringrec_header {
 	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
 	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
 	_Alignas(64) uint32_t client_sleeps; /* client sets, daemon clears */
+	/* daemon: set once it closed the socket, after its last completion:
+	 * the client reads the end of the stream before it goes on, as it
+	 * would have had the completions come over the socket */
+	uint32_t closed;
 };
 
 /* daemon_sleeps: the daemon sleeps (ring when you submit) and it holds

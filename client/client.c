@@ -216,6 +216,7 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 			request_complete_wire(c, k.op_id, k.status, k.bytes, 0,
 					      NULL);
 		}
+		ring_socket_completions(c);
 		/* Callbacks may have queued submissions behind ops that
 		 * are now all complete: nothing would wake a poller to send
 		 * them. */

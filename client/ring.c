@@ -9,9 +9,11 @@
  * made the ring, so what it publishes is trusted (checked only against
  * crashing: counters and lengths stay within the mapping).
  *
- * Order: completions all come through the ring, and it is drained before
- * every frame from the socket (client.c), so they are seen in the order
- * the daemon sent them, replies and events included. A batch the ring has
+ * Order: the ring is drained before every frame from the socket
+ * (client.c), so completions are seen in the order the daemon sent them,
+ * replies and events included; when the ring is full the daemon sends
+ * completions as Completions events, and goes back to the ring only once
+ * we took them (socket_events_seen). A batch the ring has
  * no room for goes as a Submit frame; the ring is used again only once
  * the daemon took every such frame (socket_submits), as it drains the
  * ring before each frame it reads.
@@ -41,10 +43,11 @@ struct client_ring {
 	void *map;
 	struct ringrec_header *h;
 	uint8_t *sub, *comp;
-	uint32_t sub_tail;	 /* ours: operations written */
-	uint32_t comp_head;	 /* ours: completion slots taken */
-	uint32_t socket_submits; /* Submit frames sent while it is on */
-	int64_t spin_ns;	 /* RMA_RING_SPIN_US */
+	uint32_t sub_tail;	     /* ours: operations written */
+	uint32_t comp_head;	     /* ours: completion slots taken */
+	uint32_t socket_submits;     /* Submit frames sent while it is on */
+	uint32_t socket_events_seen; /* Completions events taken */
+	int64_t spin_ns;	     /* RMA_RING_SPIN_US */
 };
 
 bool
@@ -139,16 +142,16 @@ ring_close(rma_client_t *c)
 	c->ring = NULL;
 }
 
-/* We published something: a daemon that sleeps for it (why: the
- * RINGREC_ reasons it matches) hears it on the socket. */
+/* We published operations: a daemon that sleeps hears it on the
+ * socket. */
 static void
-ring_kick(rma_client_t *c, uint32_t why)
+ring_kick(rma_client_t *c)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
 
 	ringrec_fence();
-	if (!ringrec_take_sleeper(&c->ring->h->daemon_sleeps, why))
+	if (!ringrec_take_sleeper(&c->ring->h->daemon_sleeps))
 		return;
 	req.body_case = RMA__V1__REQUEST__BODY_RING_WAKE;
 	req.ring_wake = &wake;
@@ -184,7 +187,17 @@ void
 ring_submitted(rma_client_t *c)
 {
 	if (c->ring != NULL && !c->gone)
-		ring_kick(c, RINGREC_SLEEPS);
+		ring_kick(c);
+}
+
+void
+ring_socket_completions(rma_client_t *c)
+{
+	struct client_ring *r = c->ring;
+
+	if (r != NULL)
+		ringrec_store(&r->h->socket_events_seen,
+			      ++r->socket_events_seen);
 }
 
 void
@@ -242,9 +255,6 @@ ring_reap(rma_client_t *c)
 		request_complete_wire(c, k.op_id, k.status, k.bytes, k.value,
 				      detail);
 	}
-	/* Room for completions the daemon holds back, if it waits. */
-	if (n > 0 && !c->gone && c->ring != NULL)
-		ring_kick(c, RINGREC_WANTS_ROOM);
 	return n;
 }
 

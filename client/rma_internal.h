@@ -198,6 +198,8 @@ bool ring_push(rma_client_t *c, const uint8_t *recs, size_t n);
  * (over the socket, which may find it gone). */
 void ring_submitted(rma_client_t *c);
 void ring_socket_submit(rma_client_t *c);
+/* A Completions event came over the socket and was handled. */
+void ring_socket_completions(rma_client_t *c);
 /* Completes what the ring holds (callbacks run); how many. */
 int ring_reap(rma_client_t *c);
 /* Before sleeping or returning to the caller: the daemon is to wake us

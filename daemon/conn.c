@@ -175,14 +175,15 @@ conn_completion_packs(const Rma__V1__Completion *comp)
 }
 
 /* Completions go out in order, as runs: those without a detail as packed
- * records, the others as Completion messages. */
-static void
+ * records, the others as Completion messages. Returns the events sent. */
+static uint32_t
 conn_pack_completions(struct conn *c)
 {
 	Rma__V1__Completion *ptrs[CONN_COMPLETIONS_PER_EVENT];
 	uint8_t packed[CONN_COMPLETIONS_PER_EVENT * COMPREC_SIZE];
 	Rma__V1__Completions comps = RMA__V1__COMPLETIONS__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
+	uint32_t events = 0;
 	size_t at = 0;
 
 	event.body_case = RMA__V1__EVENT__BODY_COMPLETIONS;
@@ -213,6 +214,7 @@ conn_pack_completions(struct conn *c)
 			comps.completions = ptrs;
 		}
 		conn_send_event(c, &event);
+		events++;
 		at += n;
 	}
 	for (size_t i = 0; i < c->done_len; i++) {
@@ -220,6 +222,7 @@ conn_pack_completions(struct conn *c)
 			free(c->done[i].detail);
 	}
 	c->done_len = 0;
+	return events;
 }
 
 void
@@ -233,10 +236,11 @@ conn_flush_dirty(struct daemon *d)
 		conn_ref(c);
 		/* Packing queues frames and so puts c back on the list; the
 		 * write then happens on that later pass. */
+		/* The ring while it has room; the socket for the rest. */
 		if (!c->dead && c->done_len > 0 && c->ring != NULL)
 			ring_publish(c);
-		else if (!c->dead && c->done_len > 0)
-			conn_pack_completions(c);
+		if (!c->dead && c->done_len > 0)
+			ring_socket_completions(c, conn_pack_completions(c));
 		if (!c->dead && !c->dirty)
 			conn_write(c);
 		conn_unref(c);
@@ -481,9 +485,6 @@ conn_check_stuck(struct daemon *d)
 		next = TAILQ_NEXT(c, link);
 		if (c->read_paused && now - c->paused_since > d->cfg.op_timeout)
 			conn_close(c, "client stopped reading its socket");
-		else if (ring_stuck(c, now))
-			conn_close(c, "client stopped taking completions from "
-				      "its ring");
 	}
 }
 

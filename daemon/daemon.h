@@ -270,10 +270,10 @@ void ring_drain(struct conn *c);
 void ring_socket_submit(struct conn *c);
 /* RingWake: the client published something while we slept. */
 void ring_woken(struct conn *c);
-/* c->done into the ring, as much as fits; the rest waits there. */
+/* c->done into the ring, as much as fits; conn.c sends the rest as
+ * Completions events and says how many (ring_socket_completions). */
 void ring_publish(struct conn *c);
-/* Completions waited for room longer than an operation may take. */
-bool ring_stuck(const struct conn *c, double now);
+void ring_socket_completions(struct conn *c, uint32_t events);
 void ring_poller_free(struct daemon *d);
 /* The ring poller runs: it flushes completions itself (no kick needed). */
 bool ring_polling(const struct daemon *d);

@@ -18,8 +18,10 @@
  * Order: the ring is drained before every frame read from the socket
  * (conn.c), and the client uses the ring again after a Submit frame only
  * once we took that frame (socket_submits): operations run in the order
- * the client issued them. Completions all go through the ring, in order;
- * those it has no room for wait in c->done.
+ * the client issued them. Completions go through the ring while it has
+ * room, else as Completions events over the socket (with its limits and
+ * backpressure), and through the ring again only once the client took
+ * all of those (socket_events_seen): they arrive in the order they came.
  *
  * Wake-ups: a ring with traffic is "hot": a zero timer polls it on every
  * loop turn until ring_spin (100 us by default; a client's next
@@ -41,11 +43,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Completions waiting for room in the ring beyond which the submission
- * ring is not drained (except before a socket frame): a client that does
- * not take its completions gets no new work done. */
-#define RING_BACKLOG_MAX (4 * RINGREC_COMP_SLOTS)
-
 struct ring {
 	struct conn *c;
 	void *map;
@@ -55,7 +52,7 @@ struct ring {
 	uint32_t comp_tail;	 /* ours: completion slots written */
 	uint32_t socket_submits; /* ours: Submit frames taken */
 	double active;		 /* daemon_now() of the last traffic */
-	double backlog_since;	 /* completions waiting for room, or 0 */
+	uint32_t socket_events;	 /* ours: Completions events sent instead */
 	bool hot;
 	TAILQ_ENTRY(ring) hot_link;
 };
@@ -185,7 +182,7 @@ ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
 	r->h->comp_offset = (uint32_t)(r->comp - (uint8_t *)r->map);
 	r->h->size = RINGREC_SIZE;
 	/* the client rings until we are polling */
-	r->h->daemon_sleeps = RINGREC_SLEEPS;
+	r->h->daemon_sleeps = 1;
 	info->size = RINGREC_SIZE;
 	info->sub_slots = RINGREC_SUB_SLOTS;
 	info->comp_slots = RINGREC_COMP_SLOTS;
@@ -311,6 +308,12 @@ ring_publish(struct conn *c)
 	uint32_t head, used, room;
 	size_t i;
 
+	/* Completions went over the socket for want of room: the ring
+	 * again only once the client took every one of those events, or
+	 * newer completions could overtake them. */
+	if (r->socket_events != 0 &&
+	    ringrec_load(&r->h->socket_events_seen) != r->socket_events)
+		return;
 	head = ringrec_load(&r->h->comp_head);
 	used = r->comp_tail - head;
 	if (used > RINGREC_COMP_SLOTS) {
@@ -331,57 +334,29 @@ ring_publish(struct conn *c)
 		if (k->detail != protobuf_c_empty_string)
 			free(k->detail);
 	}
-	if (i > 0) {
-		ringrec_store(&r->h->comp_tail, r->comp_tail);
-		c->done_len -= i;
-		memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
-		ring_heat(r);
-		/* A client that sleeps hears it on the socket. */
-		ringrec_fence();
-		if (ringrec_take_sleeper(&r->h->client_sleeps, 1)) {
-			Rma__V1__Event ev = RMA__V1__EVENT__INIT;
-			Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
-
-			ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
-			ev.ring_wake = &wake;
-			conn_send_event(c, &ev);
-		}
-	}
-	if (c->done_len == 0) {
-		r->backlog_since = 0;
+	if (i == 0)
 		return;
+	ringrec_store(&r->h->comp_tail, r->comp_tail);
+	c->done_len -= i;
+	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
+	ring_heat(r);
+	/* A client that sleeps hears it on the socket. */
+	ringrec_fence();
+	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
+		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+
+		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
+		ev.ring_wake = &wake;
+		conn_send_event(c, &ev);
 	}
-	if (r->backlog_since == 0)
-		r->backlog_since = daemon_now();
-	if ((uint64_t)c->done_len * sizeof(*c->done) >
-	    c->d->cfg.max_queued_bytes)
-		conn_close(c, "client does not take its completions from the "
-			      "ring: over max_queued_bytes");
 }
 
-bool
-ring_stuck(const struct conn *c, double now)
+void
+ring_socket_completions(struct conn *c, uint32_t events)
 {
-	const struct ring *r = c->ring;
-
-	return r != NULL && r->backlog_since != 0 &&
-	       now - r->backlog_since > c->d->cfg.op_timeout;
-}
-
-/* The oldest waiting completion fits in the room the client left. */
-static bool
-ring_backlog_fits(const struct ring *r)
-{
-	const struct conn *c = r->c;
-	uint32_t used = r->comp_tail - ringrec_load(&r->h->comp_head);
-	size_t dlen;
-
-	if (c->done_len == 0 || used > RINGREC_COMP_SLOTS)
-		return false;
-	dlen = strlen(c->done[0].detail);
-	if (dlen > RINGREC_DETAIL_MAX)
-		dlen = RINGREC_DETAIL_MAX;
-	return ringrec_comp_slots(dlen) <= RINGREC_COMP_SLOTS - used;
+	if (c->ring != NULL)
+		c->ring->socket_events += events;
 }
 
 /* Nothing to do on r for a while: sleep, unless the client published
@@ -389,12 +364,9 @@ ring_backlog_fits(const struct ring *r)
 static void
 ring_try_sleep(struct ring *r)
 {
-	ringrec_store(&r->h->daemon_sleeps,
-		      RINGREC_SLEEPS |
-			  (r->c->done_len > 0 ? RINGREC_WANTS_ROOM : 0));
+	ringrec_store(&r->h->daemon_sleeps, 1);
 	ringrec_fence();
-	if (ringrec_load(&r->h->sub_tail) != r->sub_head ||
-	    ring_backlog_fits(r)) {
+	if (ringrec_load(&r->h->sub_tail) != r->sub_head) {
 		ringrec_store(&r->h->daemon_sleeps, 0);
 		r->active = daemon_now();
 		return;
@@ -419,10 +391,10 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 
 		next = TAILQ_NEXT(r, hot_link);
 		conn_ref(c);
-		if (c->done_len < RING_BACKLOG_MAX && ring_take(c) > 0)
+		/* Backpressure as on the socket: a client that does not
+		 * read what we sent gets no new work done. */
+		if (!c->read_paused && ring_take(c) > 0)
 			work = true;
-		if (!c->dead && c->ring != NULL && c->done_len > 0)
-			ring_publish(c);
 		if (!c->dead && c->ring != NULL && r->active == active &&
 		    now - r->active > d->cfg.ring_spin_us * 1e-6)
 			ring_try_sleep(r);

@@ -52,21 +52,19 @@ struct ringrec_header {
 	 * back to the ring only once every Submit it sent is taken, so the
 	 * order of its operations holds across the two paths. */
 	uint32_t socket_submits;
-	/* daemon sets (RINGREC_SLEEPS, RINGREC_WANTS_ROOM), client clears */
-	_Alignas(64) uint32_t daemon_sleeps;
+	_Alignas(64) uint32_t daemon_sleeps; /* daemon sets, client clears */
 	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
 	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
+	/* client: Completions events it took from the socket. The daemon
+	 * sends completions there when the ring is full, and comes back to
+	 * the ring once the client took them all, so order holds. */
+	uint32_t socket_events_seen;
 	_Alignas(64) uint32_t client_sleeps; /* client sets, daemon clears */
 	/* daemon: set once it closed the socket, after its last completion:
 	 * the client reads the end of the stream before it goes on, as it
 	 * would have had the completions come over the socket */
 	uint32_t closed;
 };
-
-/* daemon_sleeps: the daemon sleeps (ring when you submit) and it holds
- * completions the ring had no room for (ring when you took some). */
-#define RINGREC_SLEEPS 1u
-#define RINGREC_WANTS_ROOM 2u
 
 struct ringrec_comp {
 	uint64_t op_id;
@@ -110,15 +108,15 @@ ringrec_fence(void)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* The other side's sleep flag: 1 if it sleeps for a reason in mask (it
- * is cleared, and the caller wakes it), 0 if not. A plain load first:
- * the line stays shared while nobody sleeps. */
+/* The other side's sleep flag: 1 if it sleeps (it is cleared, and the
+ * caller wakes it), 0 if not. A plain load first: the line stays shared
+ * while nobody sleeps. */
 static inline int
-ringrec_take_sleeper(uint32_t *flag, uint32_t mask)
+ringrec_take_sleeper(uint32_t *flag)
 {
-	if ((__atomic_load_n(flag, __ATOMIC_SEQ_CST) & mask) == 0)
+	if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0)
 		return 0;
-	return (__atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST) & mask) != 0;
+	return __atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST) != 0;
 }
 
 static inline void

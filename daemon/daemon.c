@@ -98,10 +98,19 @@ daemon_on_deadline(struct daemon *d)
 	notify_beat(d);
 }
 
+/* End of a progress pass: output to the clients, and the ring poller
+ * told whether this pass had traffic (it then polls for a while). */
+static void
+daemon_flush(struct daemon *d)
+{
+	conn_flush_dirty(d);
+	ring_after_pass(d);
+}
+
 /* The only calls from worker.c and world.c up into the subsystems. */
 static const struct worker_hooks daemon_hooks = {
     .after_progress = peer_close_failed,
-    .flush = conn_flush_dirty,
+    .flush = daemon_flush,
     .deadline = daemon_on_deadline,
     .drained = peer_all_closed,
     .begin_shutdown = daemon_begin_shutdown,

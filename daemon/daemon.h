@@ -277,6 +277,10 @@ void ring_socket_completions(struct conn *c, uint32_t events);
 void ring_poller_free(struct daemon *d);
 /* The ring poller runs: it flushes completions itself (no kick needed). */
 bool ring_polling(const struct daemon *d);
+/* After each progress pass (worker hook): if it had traffic (operations,
+ * or other daemons' requests served), the poller also polls the UCX
+ * worker for ring_spin, so the next message needs no wake-up. */
+void ring_after_pass(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
 

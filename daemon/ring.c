@@ -29,7 +29,10 @@
  * wake-up costs about 20 us on the VMs this was measured on) passes
  * without anything to do; then it sets
  * daemon_sleeps, looks once more, and leaves the loop to sleep (no CPU
- * when idle). The client's RingWake frame makes it hot again. */
+ * when idle). The client's RingWake frame makes it hot again. The same
+ * poller keeps polling the UCX worker for ring_spin after a progress pass
+ * that had traffic (ring_after_pass), so that a target daemon under load
+ * needs no wake-up per message either. */
 #include "daemon.h"
 #include "oprec.h"
 #include "ringrec.h"
@@ -63,6 +66,11 @@ struct ring_poller {
 	struct event *ev;
 	struct ring_list hot;
 	bool polling; /* in ring_poll: it flushes what completes */
+	/* The UCX worker is polled too while it had traffic lately:
+	 * daemon_now() of the last, and the counters that tell it. */
+	bool worker_hot;
+	double worker_active;
+	uint64_t traffic;
 };
 
 static struct ring_poller *ring_poller_get(struct daemon *d);
@@ -374,6 +382,58 @@ ring_try_sleep(struct ring *r)
 	ring_cool(r);
 }
 
+static uint64_t
+ring_traffic(const struct daemon *d)
+{
+	const struct counters *k = &d->counters;
+
+	return k->ops_put + k->ops_get + k->ops_atomic + k->ops_flush +
+	       k->target_puts + k->target_gets + k->target_atomics +
+	       k->resolves_served;
+}
+
+void
+ring_after_pass(struct daemon *d)
+{
+	static const struct timeval zero = {0, 0};
+	uint64_t traffic = ring_traffic(d);
+	struct ring_poller *rp;
+
+	if (d->cfg.polling || d->cfg.ring_spin_us == 0 || d->shutting_down)
+		return;
+	rp = d->rings;
+	if (rp != NULL && traffic == rp->traffic)
+		return;
+	if (rp == NULL && (rp = ring_poller_get(d)) == NULL)
+		return;
+	rp->traffic = traffic;
+	rp->worker_active = daemon_now();
+	rp->worker_hot = true;
+	if (!evtimer_pending(rp->ev, NULL))
+		evtimer_add(rp->ev, &zero);
+}
+
+/* A peer's message is often microseconds behind the last one: polled
+ * for, it needs no wake-up. UCX work found goes to the worker's tick. */
+static void
+ring_poll_worker(struct daemon *d, struct ring_poller *rp, double now)
+{
+	if (!rp->worker_hot)
+		return;
+	if (ucp_worker_progress(d->worker) != 0) {
+		rp->worker_active = now;
+		worker_kick(d);
+	} else if (now - rp->worker_active > d->cfg.ring_spin_us * 1e-6) {
+		rp->worker_hot = false;
+	}
+}
+
+bool
+ring_polling(const struct daemon *d)
+{
+	return d->rings != NULL && d->rings->polling;
+}
+
 static void
 ring_poll(evutil_socket_t fd, short what, void *arg)
 {
@@ -409,16 +469,11 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 	conn_flush_dirty(d);
 	if (work && d->ops_in_flight > 0)
 		worker_kick(d);
-	else if (!work && !TAILQ_EMPTY(&rp->hot))
-		/* The client may wait for this CPU (fewer cores than
-		 * spinners): let it run; at once if nobody waits. */
+	ring_poll_worker(d, rp, now);
+	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
+		/* Who we wait for may wait for this CPU (fewer cores
+		 * than spinners): let it run; at once if nobody waits. */
 		sched_yield();
-	if (!TAILQ_EMPTY(&rp->hot))
+	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
 		evtimer_add(rp->ev, &zero);
-}
-
-bool
-ring_polling(const struct daemon *d)
-{
-	return d->rings != NULL && d->rings->polling;
 }

@@ -180,6 +180,7 @@ ring_push(rma_client_t *c, const uint8_t *recs, size_t n)
 	}
 	r->sub_tail += (uint32_t)n;
 	ringrec_store(&r->h->sub_tail, r->sub_tail);
+	ringrec_note_cpu(&r->h->client_cpu);
 	return true;
 }
 
@@ -288,6 +289,10 @@ ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	    c->ring->spin_ns == 0)
 		return false;
 	spin = c->ring->spin_ns;
+	/* The daemon on our CPU: spinning would only keep it off. */
+	if (ringrec_note_cpu(&c->ring->h->client_cpu) ==
+	    ringrec_load(&c->ring->h->daemon_cpu))
+		return false;
 	ringrec_store(&c->ring->h->client_sleeps, 0);
 	end = ring_now_ns() + spin;
 	while (!c->gone && c->ring != NULL) {
@@ -304,7 +309,9 @@ ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 			if (poll(&pfd, 1, 0) != 0)
 				return true;
 			if (ring_now_ns() >= end ||
-			    client_remaining(deadline) == 0)
+			    client_remaining(deadline) == 0 ||
+			    ringrec_note_cpu(&c->ring->h->client_cpu) ==
+				ringrec_load(&c->ring->h->daemon_cpu))
 				break;
 		}
 		ringrec_pause();

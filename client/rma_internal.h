@@ -27,6 +27,9 @@
 
 /* Coalescing limit of one Submit frame. */
 #define REQUEST_BATCH_MAX 256
+/* With the shared ring a batch costs no system call: one this big goes
+ * at once, so the daemon works on it while the caller submits more. */
+#define REQUEST_RING_BATCH 32
 
 struct rma_request {
 	struct rma_client *client; /* NULL once the client is gone */

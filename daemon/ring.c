@@ -128,6 +128,7 @@ ring_heat(struct ring *r)
 	struct ring_poller *rp = r->c->d->rings;
 
 	r->active = daemon_now();
+	ringrec_note_cpu(&r->h->daemon_cpu);
 	if (r->hot)
 		return;
 	r->hot = true;
@@ -455,8 +456,12 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 		 * read what we sent gets no new work done. */
 		if (!c->read_paused && ring_take(c) > 0)
 			work = true;
+		/* Nothing new: sleep once ring_spin passed, or at once if
+		 * the client runs on our CPU (we only keep it off). */
 		if (!c->dead && c->ring != NULL && r->active == active &&
-		    now - r->active > d->cfg.ring_spin_us * 1e-6)
+		    (now - r->active > d->cfg.ring_spin_us * 1e-6 ||
+		     ringrec_load(&r->h->client_cpu) ==
+			 ringrec_note_cpu(&r->h->daemon_cpu)))
 			ring_try_sleep(r);
 		/* next may be gone if c closed: start over next turn */
 		if (c->dead)

@@ -22,6 +22,7 @@
 #ifndef RMA_RINGREC_H
 #define RMA_RINGREC_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,12 +48,17 @@ struct ringrec_header {
 	uint32_t sub_offset, comp_offset;
 	uint32_t size;
 	_Alignas(64) uint32_t sub_tail; /* client: operations written */
+	/* client: the CPU it last ran on. Each side spins only while the
+	 * other runs on another CPU: on the same one, spinning only keeps
+	 * the other from running, and sleeping (a wake-up) is faster. */
+	uint32_t client_cpu;
 	_Alignas(64) uint32_t sub_head; /* daemon: operations taken */
 	/* daemon: Submit frames it took from the socket. The client goes
 	 * back to the ring only once every Submit it sent is taken, so the
 	 * order of its operations holds across the two paths. */
 	uint32_t socket_submits;
 	_Alignas(64) uint32_t daemon_sleeps; /* daemon sets, client clears */
+	_Alignas(64) uint32_t daemon_cpu;    /* daemon: see client_cpu */
 	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
 	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
 	/* client: Completions events it took from the socket. The daemon
@@ -117,6 +123,18 @@ ringrec_take_sleeper(uint32_t *flag)
 	if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0)
 		return 0;
 	return __atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Publishes the CPU we run on in *slot (written only when it changed:
+ * the line stays shared); returns it. */
+static inline uint32_t
+ringrec_note_cpu(uint32_t *slot)
+{
+	uint32_t cpu = (uint32_t)sched_getcpu();
+
+	if (__atomic_load_n(slot, __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(slot, cpu, __ATOMIC_RELAXED);
+	return cpu;
 }
 
 static inline void

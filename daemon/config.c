@@ -162,7 +162,8 @@ config_defaults(struct config *cfg)
 	cfg->max_inbound_per_address = 64;
 	cfg->ready_fd = -1;
 	cfg->workers = 1;
-	cfg->progress_spin_us = 30;
+	/* ring_spin's polling covers it, without blocking the loop */
+	cfg->progress_spin_us = 0;
 	cfg->ring = true;
 	cfg->ring_spin_us = 100;
 	cfg->reattach_timeout = 60.0;

@@ -18,13 +18,22 @@
  * calling thread; a callback must not call rma_disconnect().
  *
  * Event loops: rma_fd() is readable when the daemon has sent something;
- * call rma_progress() then.
+ * call rma_progress() then (rma_wait() does both, polling the shared ring
+ * first while operations are in flight).
+ *
+ * Shared ring: unless RMA_RING=0, the client asks the daemon at connect
+ * for a ring in shared memory through which operations go and their
+ * completions come back without a system call while both sides are busy
+ * (the socket carries everything else and wakes a side that sleeps); a
+ * daemon without one serves everything over the socket, with the same
+ * results in the same order. See rma_wait() and rma(3).
  *
  * Batching: rma_put(), rma_get() and rma_flush() send their operation to
  * the daemon at once while no operation sent before is still in flight.
  * Otherwise the operation joins a batch, which goes out as one frame when
  * it holds 256 operations (fewer, when 256 would not fit in the daemon's
- * max_frame), or else at the next call that waits or talks to the daemon:
+ * max_frame; into the shared ring at 32 already, if it has room), or else
+ * at the next call that waits or talks to the daemon:
  * rma_progress(), rma_request_wait(), the _sync wrappers and every call
  * that asks the daemon something (rma_region_alloc(), rma_peer_connect()
  * ...), which send the batch first, so operations reach the daemon in the

@@ -419,7 +419,7 @@ ring_after_pass(struct daemon *d)
 static void
 ring_poll_worker(struct daemon *d, struct ring_poller *rp, double now)
 {
-	if (!rp->worker_hot)
+	if (!rp->worker_hot || d->worker == NULL)
 		return;
 	if (ucp_worker_progress(d->worker) != 0) {
 		rp->worker_active = now;

@@ -29,7 +29,11 @@
  * wake-up costs about 20 us on the VMs this was measured on) passes
  * without anything to do; then it sets
  * daemon_sleeps, looks once more, and leaves the loop to sleep (no CPU
- * when idle). The client's RingWake frame makes it hot again. The same
+ * when idle). The client's RingWake frame makes it hot again. Wake-ups
+ * go over the socket, not an eventfd: the client shares an eventfd's
+ * file status flags and could make our read or write of it block
+ * (clear O_NONBLOCK, then drain it or fill its counter); a socket is
+ * read and written with MSG_DONTWAIT, whatever the client does. The same
  * poller keeps polling the UCX worker for ring_spin after a progress pass
  * that had traffic (ring_after_pass), so that a target daemon under load
  * needs no wake-up per message either. */

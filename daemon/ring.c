@@ -27,10 +27,10 @@
  * loop turn until ring_spin (100 us by default; a client's next
  * operation usually comes within microseconds of its completion, and a
  * wake-up costs about 20 us on the VMs this was measured on) passes
- * without anything to do; then it sets
- * daemon_sleeps, looks once more, and leaves the loop to sleep (no CPU
- * when idle). The client's RingWake frame makes it hot again. Wake-ups
- * go over the socket, not an eventfd: the client shares an eventfd's
+ * without anything to do, or at once when the client runs on our CPU;
+ * then it sets daemon_sleeps, looks once more, and leaves the loop to
+ * sleep (no CPU when idle). The client's RingWake frame makes it hot again.
+ * Wake-ups go over the socket, not an eventfd: the client shares an eventfd's
  * file status flags and could make our read or write of it block
  * (clear O_NONBLOCK, then drain it or fill its counter); a socket is
  * read and written with MSG_DONTWAIT, whatever the client does. The same
@@ -76,8 +76,6 @@ struct ring_poller {
 	double worker_active;
 	uint64_t traffic;
 };
-
-static struct ring_poller *ring_poller_get(struct daemon *d);
 
 /* The client broke the ring's rules: it is told why, then closed. */
 static void

@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #define RING_SPIN_US_DEFAULT 100
+/* A yield that took this long gave the CPU to someone else: a scheduler
+ * slice is milliseconds. */
+#define RING_CROWDED_NS 20000
 /* Spin iterations between two looks at the socket (a reply, an event). */
 #define RING_SPIN_SOCKET_EVERY 64
 
@@ -276,6 +279,18 @@ ring_arm(rma_client_t *c)
 	} while (ring_reap(c) > 0 && c->ring != NULL);
 }
 
+/* Lets whoever waits for this CPU run (at once if nobody does). True
+ * if that took long: more busy processes than CPUs, and sleeping (woken
+ * by the socket, which the scheduler favours) beats spinning. */
+static bool
+ring_crowded(void)
+{
+	int64_t t0 = ring_now_ns();
+
+	sched_yield();
+	return ring_now_ns() - t0 > RING_CROWDED_NS;
+}
+
 bool
 ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	  const void *arg)
@@ -311,7 +326,8 @@ ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 			if (ring_now_ns() >= end ||
 			    client_remaining(deadline) == 0 ||
 			    ringrec_note_cpu(&c->ring->h->client_cpu) ==
-				ringrec_load(&c->ring->h->daemon_cpu))
+				ringrec_load(&c->ring->h->daemon_cpu) ||
+			    ring_crowded())
 				break;
 		}
 		ringrec_pause();

@@ -50,6 +50,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* A yield that took this long (seconds) gave the CPU to a process that
+ * was not waiting for us: a scheduler slice is milliseconds. */
+#define RING_CROWDED 20e-6
+
 struct ring {
 	struct conn *c;
 	void *map;
@@ -437,6 +441,28 @@ ring_polling(const struct daemon *d)
 	return d->rings != NULL && d->rings->polling;
 }
 
+/* Nothing to do this turn. Who we wait for may wait for this CPU: let
+ * it run (at once if nobody waits). If the CPU went to someone else for
+ * long, there are more busy processes than CPUs: polling now only takes
+ * turns from them, and sleeping (woken by the socket, which the
+ * scheduler favours) is faster; until the next traffic. */
+static void
+ring_yield(struct daemon *d, struct ring_poller *rp)
+{
+	double t0 = daemon_now();
+	struct ring *r;
+
+	sched_yield();
+	if (daemon_now() - t0 < RING_CROWDED)
+		return;
+	while ((r = TAILQ_FIRST(&rp->hot)) != NULL) {
+		ring_try_sleep(r);
+		if (r->hot) /* the client published meanwhile */
+			break;
+	}
+	rp->worker_hot = false;
+}
+
 static void
 ring_poll(evutil_socket_t fd, short what, void *arg)
 {
@@ -478,9 +504,7 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 		worker_kick(d);
 	ring_poll_worker(d, rp, now);
 	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
-		/* Who we wait for may wait for this CPU (fewer cores
-		 * than spinners): let it run; at once if nobody waits. */
-		sched_yield();
+		ring_yield(d, rp);
 	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
 		evtimer_add(rp->ev, &zero);
 }

@@ -160,8 +160,11 @@ client_dispatch_reply(rma_client_t *c, Rma__V1__Reply *reply)
 	struct client_call *call;
 	int fd = -1;
 
+	c->dispatched++;
 	if (reply->status == RMA__V1__STATUS__OK &&
-	    reply->body_case == RMA__V1__REPLY__BODY_REGION_ALLOC) {
+	    (reply->body_case == RMA__V1__REPLY__BODY_REGION_ALLOC ||
+	     (reply->body_case == RMA__V1__REPLY__BODY_HELLO &&
+	      reply->hello->ring != NULL))) {
 		fd = client_fd_pop(c);
 		if (fd < 0) {
 			rma__v1__reply__free_unpacked(reply, NULL);
@@ -194,7 +197,12 @@ client_dispatch_reply(rma_client_t *c, Rma__V1__Reply *reply)
 static void
 client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 {
+	c->dispatched++;
 	switch (ev->body_case) {
+	case RMA__V1__EVENT__BODY_RING_WAKE:
+		/* the ring was reaped before this frame; sleep again */
+		ring_arm(c);
+		break;
 	case RMA__V1__EVENT__BODY_COMPLETIONS:
 		for (size_t i = 0; i < ev->completions->n_completions; i++) {
 			const Rma__V1__Completion *k =
@@ -210,6 +218,7 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 			request_complete_wire(c, k.op_id, k.status, k.bytes, 0,
 					      NULL);
 		}
+		ring_socket_completions(c);
 		/* Callbacks may have queued submissions behind ops that
 		 * are now all complete: nothing would wake a poller to send
 		 * them. */
@@ -244,6 +253,11 @@ client_dispatch(rma_client_t *c)
 	int rc;
 
 	while (!c->gone) {
+		/* what the daemon put in the ring before this frame */
+		if (c->ring != NULL)
+			ring_reap(c);
+		if (c->gone)
+			return;
 		rc = frame_reader_next(&c->reader, &payload, &len);
 		if (rc == FRAME_MORE)
 			return;
@@ -295,6 +309,12 @@ client_closed(rma_client_t *c)
 			    "re-attached");
 		return;
 	}
+	/* completions the daemon wrote before it closed, as frames read
+	 * before the end of the stream are */
+	if (c->ring != NULL)
+		ring_reap(c);
+	if (c->gone)
+		return;
 	if (client_reconnect(c, why, sizeof(why)))
 		return;
 	if (why[0] != '\0')
@@ -492,9 +512,9 @@ client_send(rma_client_t *c, const Rma__V1__Request *req)
 
 /* ---- waiting ---- */
 
-rma_status_t
-client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
-	    const void *arg)
+static rma_status_t
+client_wait_once(rma_client_t *c, int64_t deadline,
+		 int (*done)(const void *arg), const void *arg)
 {
 	struct pollfd pfd;
 	int left, rc;
@@ -502,12 +522,28 @@ client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	for (;;) {
 		/* frames an outer dispatch left when it ran our caller */
 		client_dispatch(c);
+		/* The daemon closed after the completions we just took:
+		 * take the end of the stream (a take-over re-attaches) before
+		 * the caller goes on, as over the socket alone. */
+		if (ring_closed(c))
+			client_read(c);
 		if (done(arg))
 			return RMA_OK;
 		if (c->gone)
 			return c->gone_status;
 		if (c->pending_n > 0 && request_flush(c) != RMA_OK)
 			continue;
+		/* Operations in flight: their completions are often
+		 * microseconds away, a wake-up costs more. */
+		if (ring_spin(c, deadline, done, arg)) {
+			client_read(c);
+			continue;
+		}
+		if (c->ring != NULL) {
+			ring_arm(c);
+			if (done(arg) || c->gone)
+				continue;
+		}
 		left = client_remaining(deadline);
 		pfd.fd = c->fd;
 		pfd.events = POLLIN;
@@ -527,6 +563,18 @@ client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 		}
 		client_read(c);
 	}
+}
+
+rma_status_t
+client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
+	    const void *arg)
+{
+	rma_status_t st = client_wait_once(c, deadline, done, arg);
+
+	/* The caller may go to sleep on rma_fd(): the daemon must wake it. */
+	if (c->ring != NULL && !c->gone)
+		ring_arm(c);
+	return st;
 }
 
 static int
@@ -635,6 +683,7 @@ client_free(rma_client_t *c)
 
 	while ((fd = client_fd_pop(c)) >= 0)
 		close(fd);
+	ring_close(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	frame_reader_cleanup(&c->reader);
@@ -656,14 +705,24 @@ client_hello(rma_client_t *c, const char *name, int timeout_ms)
 	Rma__V1__Reply *reply;
 	Rma__V1__HelloReply *hr;
 	rma_status_t st;
+	int fd = -1;
 
 	hello.protocol_version = RMA_PROTOCOL_VERSION;
 	hello.client_name = (char *)name;
+	hello.ring = ring_wanted();
 	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
 	req.hello = &hello;
-	st = client_call(c, &req, timeout_ms, &reply, NULL);
+	/* a ring of an earlier connection (a take-over) is of no use now */
+	ring_close(c);
+	st = client_call(c, &req, timeout_ms, &reply, &fd);
 	if (st != RMA_OK)
 		return st;
+	if (fd >= 0) {
+		/* the daemon puts completions there from now on */
+		st = ring_open(c, fd, reply->hello->ring);
+		if (st != RMA_OK)
+			goto err_free_reply;
+	}
 	if (reply->body_case != RMA__V1__REPLY__BODY_HELLO) {
 		st = client_error(c, RMA_ERR_PROTOCOL,
 				  "hello answered without a "
@@ -800,6 +859,9 @@ rma_progress(rma_client_t *client)
 		request_flush(client);
 		client_dispatch(client);
 		client_read(client);
+		/* the daemon is to wake an event loop's poll of rma_fd() */
+		if (!client->gone)
+			ring_arm(client);
 		/* what callbacks submitted goes out now, as coalesced, and
 		 * the notifications they took are acknowledged */
 		if (!client->gone)
@@ -812,4 +874,41 @@ rma_progress(rma_client_t *client)
 		return client_gone_error(client);
 	}
 	return RMA_OK;
+}
+
+static int
+client_dispatched_since(const void *arg)
+{
+	const uint64_t *since = arg;
+
+	return since[1] != 0 &&
+	       ((const rma_client_t *)(uintptr_t)since[1])->dispatched !=
+		   since[0];
+}
+
+RMA_API rma_status_t
+rma_wait(rma_client_t *client, int timeout_ms)
+{
+	uint64_t since[2];
+	rma_status_t st;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	since[0] = client->dispatched;
+	since[1] = (uint64_t)(uintptr_t)client;
+	st = rma_progress(client);
+	if (st != RMA_OK)
+		return st;
+	if (client->in_flight == 0 && client->calls == NULL && timeout_ms < 0)
+		return RMA_OK;
+	st = client_wait(client, client_deadline(timeout_ms),
+			 client_dispatched_since, since);
+	if (st == RMA_ERR_TIMEOUT)
+		return client_error(client, st, "nothing came within %d ms",
+				    timeout_ms);
+	if (client->gone) {
+		client_reap(client);
+		return client_gone_error(client);
+	}
+	return rma_progress(client);
 }

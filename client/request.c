@@ -109,6 +109,26 @@ request_slot_put(rma_client_t *c, struct rma_request *req)
 		c->sent_in_flight--;
 }
 
+/* The batch into the ring, if it has room; otherwise it waits for the
+ * next flush. */
+static bool
+request_push(rma_client_t *c)
+{
+	size_t n = c->pending_n;
+
+	if (!ring_push(c, c->pending_packed, n))
+		return false;
+	c->pending_n = 0;
+	c->pending_bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		c->pending_reqs[i]->sent = 1;
+	c->sent_in_flight += n;
+	/* may find the daemon gone or taken over: these ops are in
+	 * flight, and complete as such */
+	ring_submitted(c);
+	return true;
+}
+
 rma_status_t
 request_flush(rma_client_t *c)
 {
@@ -121,12 +141,18 @@ request_flush(rma_client_t *c)
 		return RMA_OK;
 	if (c->gone)
 		return client_gone_error(c);
+	/* The ring if it has room; the socket otherwise (ring.c keeps the
+	 * order between the two). */
+	if (request_push(c))
+		return c->gone ? client_gone_error(c) : RMA_OK;
 	submit.packed.data = c->pending_packed;
 	submit.packed.len = n * OPREC_SIZE;
 	req.id = 0;
 	req.body_case = RMA__V1__REQUEST__BODY_SUBMIT;
 	req.submit = &submit;
 	st = client_send(c, &req);
+	if (st == RMA_OK)
+		ring_socket_submit(c);
 	/* The daemon was taken over as we wrote: these ops already completed
 	 * RESTARTED, and what their callbacks queued since is pending for
 	 * the new connection. */
@@ -198,6 +224,9 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 		if ((c->sent_in_flight == 0 && !c->hold_batch) ||
 		    c->pending_n == REQUEST_BATCH_MAX)
 			request_flush(c);
+		else if (c->ring != NULL && !c->hold_batch &&
+			 c->pending_n >= REQUEST_RING_BATCH)
+			request_push(c);
 	}
 	if (c->gone) {
 		/* Not submitted after all: take it back without a
@@ -243,6 +272,7 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	uint32_t slot = (uint32_t)op_id;
 	struct rma_request *req;
 
+	c->dispatched++;
 	if (slot >= c->slots_used)
 		return;
 	req = c->slots[slot];

@@ -18,13 +18,22 @@
  * calling thread; a callback must not call rma_disconnect().
  *
  * Event loops: rma_fd() is readable when the daemon has sent something;
- * call rma_progress() then.
+ * call rma_progress() then (rma_wait() does both, polling the shared ring
+ * first while operations are in flight).
+ *
+ * Shared ring: unless RMA_RING=0, the client asks the daemon at connect
+ * for a ring in shared memory through which operations go and their
+ * completions come back without a system call while both sides are busy
+ * (the socket carries everything else and wakes a side that sleeps); a
+ * daemon without one serves everything over the socket, with the same
+ * results in the same order. See rma_wait() and rma(3).
  *
  * Batching: rma_put(), rma_get() and rma_flush() send their operation to
  * the daemon at once while no operation sent before is still in flight.
  * Otherwise the operation joins a batch, which goes out as one frame when
  * it holds 256 operations (fewer, when 256 would not fit in the daemon's
- * max_frame), or else at the next call that waits or talks to the daemon:
+ * max_frame; into the shared ring at 32 already, if it has room), or else
+ * at the next call that waits or talks to the daemon:
  * rma_progress(), rma_request_wait(), the _sync wrappers and every call
  * that asks the daemon something (rma_region_alloc(), rma_peer_connect()
  * ...), which send the batch first, so operations reach the daemon in the
@@ -570,6 +579,23 @@ int rma_fd(const rma_client_t *client);
  *         outstanding request has then completed with that status).
  */
 rma_status_t rma_progress(rma_client_t *client);
+
+/**
+ * rma_progress(), and if nothing completed and no event came, wait for
+ * something up to @p timeout_ms (< 0: no limit), then rma_progress()
+ * again. With the shared ring (the default, see RMA_RING) it first
+ * polls the ring while operations are in flight, for RMA_RING_SPIN_US
+ * microseconds (default 100) after the last completion, then sleeps on
+ * rma_fd(): the lowest latency an event loop gets is through this call
+ * rather than its own poll() of rma_fd(), which always works too.
+ * Environment: RMA_RING=0 asks for no ring (the socket alone, as with a
+ * daemon that has none); RMA_RING_SPIN_US sets the spin (0: sleep at
+ * once; longer: lower latency under sparse traffic, more CPU).
+ * @return RMA_OK, RMA_ERR_TIMEOUT when nothing came in time, or
+ *         RMA_ERR_DAEMON_GONE (every outstanding request has then
+ *         completed with that status).
+ */
+rma_status_t rma_wait(rma_client_t *client, int timeout_ms);
 
 /** Number of requests submitted and not yet completed. */
 size_t rma_in_flight(const rma_client_t *client);

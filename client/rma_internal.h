@@ -27,6 +27,9 @@
 
 /* Coalescing limit of one Submit frame. */
 #define REQUEST_BATCH_MAX 256
+/* With the shared ring a batch costs no system call: one this big goes
+ * at once, so the daemon works on it while the caller submits more. */
+#define REQUEST_RING_BATCH 32
 
 struct rma_request {
 	struct rma_client *client; /* NULL once the client is gone */
@@ -163,6 +166,11 @@ struct rma_client {
 	uint8_t *out;
 	size_t out_cap;
 
+	/* ring.c: the shared-memory ring, NULL on the socket alone */
+	struct client_ring *ring;
+	/* completions and events handled so far (rma_wait: did any come) */
+	uint64_t dispatched;
+
 	/* notifications (notification.c): the callback, or else a queue
 	 * (ring) for rma_notify_next(); consumed ones not yet acknowledged
 	 * to the daemon, which bounds what it holds for us */
@@ -182,6 +190,36 @@ void notification_receive_all(rma_client_t *c,
  * once a batch of them is. */
 void notification_ack(rma_client_t *c, int force);
 void notification_free(rma_client_t *c);
+
+/* ---- ring.c ---- */
+
+struct client_ring;
+/* Whether to ask for a ring at hello (RMA_RING=0: no). */
+bool ring_wanted(void);
+/* Maps the daemon's ring (takes fd); replaces the one before. */
+rma_status_t ring_open(rma_client_t *c, int fd, const Rma__V1__RingInfo *info);
+void ring_close(rma_client_t *c);
+/* n operation records into the ring, all or none (false: send them as a
+ * Submit frame, then call ring_socket_submit). */
+bool ring_push(rma_client_t *c, const uint8_t *recs, size_t n);
+/* After a push, the requests marked sent: wakes the daemon if it sleeps
+ * (over the socket, which may find it gone). */
+void ring_submitted(rma_client_t *c);
+void ring_socket_submit(rma_client_t *c);
+/* A Completions event came over the socket and was handled. */
+void ring_socket_completions(rma_client_t *c);
+/* Completes what the ring holds (callbacks run); how many. */
+int ring_reap(rma_client_t *c);
+/* Before sleeping or returning to the caller: the daemon is to wake us
+ * through the socket; what came meanwhile is reaped. */
+void ring_arm(rma_client_t *c);
+/* The daemon closed the connection: its end of stream is readable. */
+bool ring_closed(const rma_client_t *c);
+/* While operations are in flight: polls the ring until done(arg), a
+ * quiet RMA_RING_SPIN_US, the deadline, or data on the socket. True if
+ * anything happened (the caller then reads the socket). */
+bool ring_spin(rma_client_t *c, int64_t deadline,
+	       int (*done)(const void *arg), const void *arg);
 
 /* ---- client.c ---- */
 

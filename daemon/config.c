@@ -104,6 +104,12 @@ static const struct config_option config_options[] = {
     ROPT("progress_spin", CT_MICROS, progress_spin_us,
 	 "blocking mode: microseconds to keep polling UCX before sleeping "
 	 "while operations are in flight (0 = sleep at once)"),
+    ROPT("ring", CT_BOOL, ring,
+	 "offer each client a shared-memory ring for its operations and "
+	 "completions (no = the socket only)"),
+    ROPT("ring_spin", CT_MICROS, ring_spin_us,
+	 "microseconds to keep polling a client's ring after its last "
+	 "traffic before sleeping (longer = lower latency, more CPU)"),
     OPT("rma_protocol", CT_RMA, ucx_rma,
 	"am (rmad's messages; the target checks every access) or ucx "
 	"(ucp_put/get_nbx, for RDMA fabrics)"),
@@ -164,7 +170,10 @@ config_defaults(struct config *cfg)
 	cfg->max_inbound_per_address = 64;
 	cfg->ready_fd = -1;
 	cfg->workers = 1;
-	cfg->progress_spin_us = 30;
+	/* ring_spin's polling covers it, without blocking the loop */
+	cfg->progress_spin_us = 0;
+	cfg->ring = true;
+	cfg->ring_spin_us = 100;
 	cfg->reattach_timeout = 60.0;
 	snprintf(cfg->fd_store, sizeof(cfg->fd_store), "auto");
 	cfg->fd_store_max = 4096;

@@ -175,14 +175,15 @@ conn_completion_packs(const Rma__V1__Completion *comp)
 }
 
 /* Completions go out in order, as runs: those without a detail as packed
- * records, the others as Completion messages. */
-static void
+ * records, the others as Completion messages. Returns the events sent. */
+static uint32_t
 conn_pack_completions(struct conn *c)
 {
 	Rma__V1__Completion *ptrs[CONN_COMPLETIONS_PER_EVENT];
 	uint8_t packed[CONN_COMPLETIONS_PER_EVENT * COMPREC_SIZE];
 	Rma__V1__Completions comps = RMA__V1__COMPLETIONS__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
+	uint32_t events = 0;
 	size_t at = 0;
 
 	event.body_case = RMA__V1__EVENT__BODY_COMPLETIONS;
@@ -213,6 +214,7 @@ conn_pack_completions(struct conn *c)
 			comps.completions = ptrs;
 		}
 		conn_send_event(c, &event);
+		events++;
 		at += n;
 	}
 	for (size_t i = 0; i < c->done_len; i++) {
@@ -220,6 +222,7 @@ conn_pack_completions(struct conn *c)
 			free(c->done[i].detail);
 	}
 	c->done_len = 0;
+	return events;
 }
 
 void
@@ -233,8 +236,11 @@ conn_flush_dirty(struct daemon *d)
 		conn_ref(c);
 		/* Packing queues frames and so puts c back on the list; the
 		 * write then happens on that later pass. */
+		/* The ring while it has room; the socket for the rest. */
+		if (!c->dead && c->done_len > 0 && c->ring != NULL)
+			ring_publish(c);
 		if (!c->dead && c->done_len > 0)
-			conn_pack_completions(c);
+			ring_socket_completions(c, conn_pack_completions(c));
 		if (!c->dead && !c->dirty)
 			conn_write(c);
 		conn_unref(c);
@@ -337,7 +343,8 @@ conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
 	if (!c->dirty) {
 		c->dirty = true;
 		TAILQ_INSERT_TAIL(&c->d->dirty_conns, c, dirty_link);
-		worker_kick(c->d);
+		if (!ring_polling(c->d))
+			worker_kick(c->d);
 	}
 }
 
@@ -441,6 +448,11 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 				c->closing = true;
 				break;
 			}
+			/* What the client put in its ring before it sent
+			 * this frame runs first, as it was issued. */
+			ring_drain(c);
+			if (c->dead || c->closing)
+				break;
 			request_dispatch(c, payload, len);
 			frames++;
 			if (c->dead || c->closing)
@@ -524,6 +536,7 @@ conn_close(struct conn *c, const char *why)
 	c->read_ev = c->write_ev = NULL;
 	close(c->fd);
 	c->fd = -1;
+	ring_destroy(c);
 	server_accept_resume(d);
 	TAILQ_REMOVE(&d->conns, c, link);
 	if (c->dirty) {

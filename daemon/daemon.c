@@ -76,6 +76,7 @@ static const struct daemon_part {
 } daemon_parts[] = {
     {"loop", daemon_loop_start, daemon_loop_stop},
     {"mailbox", world_mailbox_open, world_mailbox_close},
+    {"client rings", NULL, ring_poller_free},
     {"UCX worker", worker_start, worker_stop},
     {"scratch buffers", NULL, daemon_scratch_free},
     {"operation records", NULL, op_pool_cleanup},
@@ -101,12 +102,14 @@ daemon_on_deadline(struct daemon *d)
 
 /* The end of a loop pass: the notifications its puts applied go to their
  * owners' workers (one job per owner), then what clients are owed goes
- * out. */
+ * out, and the ring poller is told whether this pass had traffic (it then
+ * polls for a while). */
 static void
 daemon_flush(struct daemon *d)
 {
 	notification_flush(d);
 	conn_flush_dirty(d);
+	ring_after_pass(d);
 }
 
 /* The only calls from worker.c and world.c up into the subsystems. */

@@ -73,6 +73,8 @@ struct config {
 	bool polling;		   /* progress mode: busy-poll the worker */
 	uint32_t progress_spin_us; /* blocking: poll this long before sleeping
 				      while operations are in flight */
+	bool ring;		   /* offer clients a shared-memory ring */
+	uint32_t ring_spin_us;	   /* poll a ring this long after traffic */
 	bool ucx_rma;		   /* rma_protocol = ucx: ucp_put/get_nbx */
 	/* rma_protocol_unchecked: ucx_rma although the transports do not
 	 * check remote keys (any peer can read and write the daemon) */
@@ -210,6 +212,7 @@ struct conn {
 	/* Notifications held for this client: posted to it and not yet
 	 * acknowledged (notification.c). Any worker adds to it, atomically. */
 	uint32_t notify_held;
+	struct ring *ring; /* ring.c: the shared ring, NULL without one */
 	TAILQ_ENTRY(conn) link;
 	TAILQ_ENTRY(conn) dirty_link;
 };
@@ -255,6 +258,35 @@ void notification_release(struct conn *owner, uint32_t n);
  * of the worker's loop (daemon.c) and of each client Submit. Never before
  * the bytes of the puts are in their regions. */
 void notification_flush(struct daemon *d);
+
+/* ---- ring.c: a client's shared-memory ring ----------------------------- */
+
+struct ring;
+struct ring_poller;
+
+/* Makes c's ring: *memfd_p goes to the client with info in the
+ * HelloReply. */
+wire_status_t ring_create(struct conn *c, int *memfd_p,
+			  Rma__V1__RingInfo *info, char *detail,
+			  size_t detail_len);
+void ring_destroy(struct conn *c);
+/* Runs what the client put in its ring (before each socket frame). */
+void ring_drain(struct conn *c);
+/* A Submit frame came over the socket and was run. */
+void ring_socket_submit(struct conn *c);
+/* RingWake: the client published something while we slept. */
+void ring_woken(struct conn *c);
+/* c->done into the ring, as much as fits; conn.c sends the rest as
+ * Completions events and says how many (ring_socket_completions). */
+void ring_publish(struct conn *c);
+void ring_socket_completions(struct conn *c, uint32_t events);
+void ring_poller_free(struct daemon *d);
+/* The ring poller runs: it flushes completions itself (no kick needed). */
+bool ring_polling(const struct daemon *d);
+/* After each progress pass (worker hook): if it had traffic (operations,
+ * or other daemons' requests served), the poller also polls the UCX
+ * worker for ring_spin, so the next message needs no wake-up. */
+void ring_after_pass(struct daemon *d);
 
 /* ---- request.c: a client's requests, dispatched through a table -------- */
 
@@ -716,6 +748,8 @@ struct op {
 };
 
 void op_submit(struct conn *c, const Rma__V1__Submit *submit);
+/* n operation records (proto/oprec.h) as a Submit frame's are run. */
+void op_submit_packed(struct conn *c, const uint8_t *rec, size_t n);
 /* Shared by op.c and op_batch.c: an op's failure, set where it is found
  * (the first one decides); the answer came or will not. */
 void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
@@ -944,6 +978,7 @@ struct daemon {
 	struct am_door am_doors[AM_ID_LIMIT];
 	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
 
+	struct ring_poller *rings; /* ring.c: hot client rings */
 	struct op *op_free;   /* free list of operation records */
 	void *decode_arena;   /* request.c: requests are decoded here */
 	uint8_t *batch_reply; /* target.c: scratch for batch answers */

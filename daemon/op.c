@@ -949,16 +949,15 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 	}
 }
 
-void
-op_submit(struct conn *c, const Rma__V1__Submit *submit)
+/* The one check of an operation record, wherever it came from (a Submit
+ * frame or the client's ring): decoded, then validated and run as any
+ * operation is. */
+static void
+op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 {
-	const uint8_t *rec = submit->packed.data;
-	size_t n_packed = submit->packed.len / OPREC_SIZE;
 	Rma__V1__Op o;
 
-	for (size_t i = 0; i < submit->n_ops && !c->dead; i++)
-		op_submit_one(c, submit->ops[i], false);
-	for (size_t i = 0; i < n_packed && !c->dead; i++, rec += OPREC_SIZE) {
+	for (size_t i = 0; i < n && !c->dead; i++, rec += OPREC_SIZE) {
 		if (oprec_decode(rec, &o) < 0)
 			op_fail(c, &o, RMA__V1__STATUS__ERR_PROTOCOL,
 				"reserved bytes of an operation record are "
@@ -966,6 +965,23 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 		else
 			op_submit_one(c, &o, false);
 	}
+}
+
+void
+op_submit(struct conn *c, const Rma__V1__Submit *submit)
+{
+	for (size_t i = 0; i < submit->n_ops && !c->dead; i++)
+		op_submit_one(c, submit->ops[i], false);
+	op_submit_records(c, submit->packed.data,
+			  submit->packed.len / OPREC_SIZE);
+	op_batch_send_all(c->d);
+	notification_flush(c->d);
+}
+
+void
+op_submit_packed(struct conn *c, const uint8_t *rec, size_t n)
+{
+	op_submit_records(c, rec, n);
 	op_batch_send_all(c->d);
 	notification_flush(c->d);
 }

@@ -19,7 +19,9 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	Rma__V1__HelloReply hello = RMA__V1__HELLO_REPLY__INIT;
+	Rma__V1__RingInfo ring = RMA__V1__RING_INFO__INIT;
 	const Rma__V1__Hello *h = req->hello;
+	int ring_fd = -1;
 
 	if (h->protocol_version != RMA_PROTOCOL_VERSION) {
 		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_VERSION,
@@ -36,10 +38,22 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	hello.version = RMA_VERSION;
 	hello.max_frame =
 	    c->in.max_frame; /* this client's, kept over a reload */
+	/* A ring if asked for (once); without one, the socket serves. */
+	if (h->ring && c->ring == NULL && c->d->cfg.ring) {
+		char detail[160];
+
+		if (ring_create(c, &ring_fd, &ring, detail, sizeof(detail)) ==
+		    RMA__V1__STATUS__OK)
+			hello.ring = &ring;
+		else
+			log_warn("request_handle_hello: client %u: no ring: %s",
+				 c->id, detail);
+	}
 	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_HELLO;
 	reply.hello = &hello;
-	conn_send_reply(c, &reply, -1);
+	/* The ring's memfd moves to the output queue, closed once sent. */
+	conn_send_reply(c, &reply, ring_fd);
 }
 
 static void
@@ -150,6 +164,7 @@ request_handle_submit(struct conn *c, const Rma__V1__Request *req)
 		return;
 	}
 	op_submit(c, req->submit);
+	ring_socket_submit(c);
 }
 
 static void
@@ -194,6 +209,12 @@ request_handle_cancel(struct conn *c, const Rma__V1__Request *req)
 	}
 }
 
+static void
+request_handle_ring_wake(struct conn *c, const Rma__V1__Request *req)
+{
+	ring_woken(c);
+}
+
 static const struct {
 	Rma__V1__Request__BodyCase body;
 	const char *name;
@@ -217,6 +238,7 @@ static const struct {
     {RMA__V1__REQUEST__BODY_REGION_REATTACH, "region_reattach",
      request_handle_region_reattach},
     {RMA__V1__REQUEST__BODY_CANCEL, "cancel", request_handle_cancel},
+    {RMA__V1__REQUEST__BODY_RING_WAKE, "ring_wake", request_handle_ring_wake},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:

@@ -437,7 +437,6 @@ bench_loop(struct bench *b, uint64_t n)
 {
 	uint64_t submitted = 0, completed = 0, now, last = bench_now_ns();
 	uint64_t timeout_ns = (uint64_t)b->timeout_ms * 1000000u;
-	struct pollfd pfd;
 	rma_status_t st;
 	int rc, left;
 
@@ -485,12 +484,11 @@ bench_loop(struct bench *b, uint64_t n)
 		if (b->retry_n > 0)
 			continue;
 		left = (int)((timeout_ns - (now - last)) / 1000000u) + 1;
-		pfd.fd = rma_fd(b->client);
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		if (poll(&pfd, 1, left) < 0 && errno != EINTR)
-			return rmactl_errx(EX_SOFTWARE, "bench", "poll: %s",
-					   strerror(errno));
+		/* rma_wait spins on the shared ring while ops are in flight,
+		 * then sleeps on rma_fd(); a timeout is judged above */
+		st = rma_wait(b->client, left);
+		if (st != RMA_OK && st != RMA_ERR_TIMEOUT)
+			return rmactl_fail("bench", st, b->client);
 	}
 	return 0;
 }

@@ -6,13 +6,17 @@
  *
  * Input: [flags][chunk][stream...] (see fuzz.h). flags & 1 puts a valid
  * Hello frame before the stream, so that the fuzzer gets past the
- * handshake. One daemon per process, started on the first input. Per
- * input: a new client; the stream written in chunks, the daemon's loop
- * pumped and its output drained between chunks; then end of file, and the
- * loop pumped until the daemon dropped the client. Aborts when the daemon
- * sends something that is not a frame of DaemonMessage, an error reply
- * without a detail, keeps a client that closed, keeps its regions, file
- * descriptors or operations in flight after it left.
+ * handshake. flags & 2 (with 1) asks for the shared ring in that Hello,
+ * and the stream is then a list of steps on the ring and the socket
+ * (fuzz_ring_step): records into the submission ring, wild counters,
+ * completions taken, frames. The ring's records go through the very
+ * validation a Submit frame's do (daemon/ring.c: op_submit_packed). One daemon
+ * per process, started on the first input. Per input: a new client; the stream
+ * written in chunks, the daemon's loop pumped and its output drained between
+ * chunks; then end of file, and the loop pumped until the daemon dropped the
+ * client. Aborts when the daemon sends something that is not a frame of
+ * DaemonMessage, an error reply without a detail, keeps a client that closed,
+ * keeps its regions, file descriptors or operations in flight after it left.
  *
  * So that an input means the same whatever ran before it, the daemon has a
  * fixed identity (FUZZ_DAEMON_ID: descriptors in the corpus name its
@@ -30,27 +34,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "fuzz.h"
+#include "oprec.h"
 #include "raw_frame.h"
+#include "ringrec.h"
 
 /* Seconds the daemon gets for anything it must do on its own. */
 #define FUZZ_PATIENCE 10.0
 
 static struct daemon d;
 static bool started;
-static uint8_t *hello_frame;
-static size_t hello_len;
+static uint8_t *hello_frame, *ring_hello_frame;
+static size_t hello_len, ring_hello_len;
 static bool verbose;
 static int fd_baseline = -1; /* sockets and memfds between inputs */
 
 struct fuzz_client {
 	int fd;
 	struct frame_reader out; /* what the daemon sent */
+	bool want_ring;		 /* keep the first fd: the ring's memfd */
+	int ring_fd;
 };
 
 static void
@@ -107,6 +116,7 @@ fuzz_stop(void)
 		return;
 	daemon_stop(&d);
 	free(hello_frame);
+	free(ring_hello_frame);
 	started = false;
 }
 
@@ -128,6 +138,20 @@ fuzz_start(void)
 	hello_frame = raw_frame_hello(1, "fuzz", &hello_len);
 	if (hello_frame == NULL)
 		fuzz_fail("out of memory");
+	{
+		Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+		Rma__V1__Hello hello = RMA__V1__HELLO__INIT;
+
+		hello.protocol_version = RMA_PROTOCOL_VERSION;
+		hello.client_name = "fuzz-ring";
+		hello.ring = 1;
+		req.id = 1;
+		req.body_case = RMA__V1__REQUEST__BODY_HELLO;
+		req.hello = &hello;
+		ring_hello_frame = raw_frame_pack(&req.base, &ring_hello_len);
+		if (ring_hello_frame == NULL)
+			fuzz_fail("out of memory");
+	}
 	started = true;
 	/* Torn down at exit, so that LeakSanitizer sees what the daemon's
 	 * own shutdown leaves behind. */
@@ -223,7 +247,10 @@ client_drain(struct fuzz_client *fc)
 				int fd;
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
 				       sizeof(int));
-				close(fd);
+				if (fc->want_ring && fc->ring_fd < 0)
+					fc->ring_fd = fd; /* the HelloReply's */
+				else
+					close(fd);
 			}
 		}
 		if (mh.msg_flags & MSG_CTRUNC)
@@ -279,6 +306,90 @@ client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
 	return true;
 }
 
+/* ---- the shared ring (flags & 2) ---- */
+
+struct fuzz_ring {
+	struct ringrec_header *h;
+	uint8_t *sub;
+	uint32_t tail;
+};
+
+static bool
+fuzz_ring_wake(struct fuzz_client *fc)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+	uint8_t *buf;
+	size_t len;
+	bool open;
+
+	req.body_case = RMA__V1__REQUEST__BODY_RING_WAKE;
+	req.ring_wake = &wake;
+	buf = raw_frame_pack(&req.base, &len);
+	if (buf == NULL)
+		fuzz_fail("out of memory");
+	open = client_write(fc, buf, len);
+	free(buf);
+	return open;
+}
+
+static uint32_t
+fuzz_u32(const uint8_t *p, size_t n)
+{
+	uint32_t v = 0;
+
+	memcpy(&v, p, n < sizeof(v) ? n : sizeof(v));
+	return v;
+}
+
+/* One step: a control byte, then its bytes; returns the bytes used, or 0
+ * once the daemon closed the client. Control & 3: 0 one submission record
+ * (up to 64 bytes, zero padded); 1 the submission counter set to a u32;
+ * 2 the completion counter set to a u32; 3 the completions taken, then
+ * control >> 2 bytes written to the socket as they are. A step that
+ * wrote no socket bytes rings (RingWake), as the daemon may sleep. */
+static size_t
+fuzz_ring_step(struct fuzz_client *fc, struct fuzz_ring *r, const uint8_t *p,
+	       size_t n)
+{
+	uint8_t ctl = p[0];
+	size_t k;
+
+	p++;
+	n--;
+	switch (ctl & 3) {
+	case 0:
+		k = n < OPREC_SIZE ? n : OPREC_SIZE;
+		memset(r->sub + (r->tail % RINGREC_SUB_SLOTS) * OPREC_SIZE, 0,
+		       OPREC_SIZE);
+		memcpy(r->sub + (r->tail % RINGREC_SUB_SLOTS) * OPREC_SIZE, p,
+		       k);
+		r->tail++;
+		ringrec_store(&r->h->sub_tail, r->tail);
+		break;
+	case 1:
+		k = n < 4 ? n : 4;
+		r->tail = fuzz_u32(p, k);
+		ringrec_store(&r->h->sub_tail, r->tail);
+		break;
+	case 2:
+		k = n < 4 ? n : 4;
+		ringrec_store(&r->h->comp_head, fuzz_u32(p, k));
+		break;
+	default:
+		ringrec_store(&r->h->comp_head, ringrec_load(&r->h->comp_tail));
+		k = (size_t)(ctl >> 2) < n ? (size_t)(ctl >> 2) : n;
+		/* bytes of the socket's stream: a RingWake would cut a
+		 * frame written in pieces */
+		if (k > 0)
+			return client_write(fc, p, k) ? 1 + k : 0;
+		break;
+	}
+	if (!fuzz_ring_wake(fc))
+		return 0;
+	return 1 + k;
+}
+
 /* Sockets and memfds open: what a client could make the daemon keep.
  * (Not pipes: the sanitizers' symbolizer comes and goes through them.) */
 static int
@@ -318,8 +429,10 @@ fuzz_reset_peers(void)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fuzz_client fc;
+	struct fuzz_client fc = {.ring_fd = -1};
 	struct fuzz_chunker ch;
+	struct fuzz_ring ring = {0};
+	void *ring_map = MAP_FAILED;
 	double deadline;
 	bool open = true;
 	int sv[2], spins = 0;
@@ -344,10 +457,32 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fc.fd = sv[1];
 	frame_reader_init(&fc.out, 64u << 20);
 
-	if (data[0] & 1)
+	fc.want_ring = (data[0] & 3) == 3;
+	if (fc.want_ring)
+		open = client_write(&fc, ring_hello_frame, ring_hello_len);
+	else if (data[0] & 1)
 		open = client_write(&fc, hello_frame, hello_len);
+	if (fc.want_ring && open) {
+		/* the HelloReply, with the ring's memfd */
+		deadline = daemon_now() + FUZZ_PATIENCE;
+		while (fc.ring_fd < 0 && daemon_now() < deadline)
+			pump(&fc, ++spins);
+		if (fc.ring_fd < 0)
+			fuzz_fail("no ring for a Hello that asked for one");
+		ring_map = mmap(NULL, RINGREC_SIZE, PROT_READ | PROT_WRITE,
+				MAP_SHARED, fc.ring_fd, 0);
+		close(fc.ring_fd);
+		if (ring_map == MAP_FAILED)
+			fuzz_fail("cannot map the daemon's ring");
+		ring.h = ring_map;
+		ring.sub = (uint8_t *)ring_map + ring.h->sub_offset;
+		for (size_t off = 2, k; open && off < size; off += k) {
+			k = fuzz_ring_step(&fc, &ring, data + off, size - off);
+			open = k > 0;
+		}
+	}
 	fuzz_chunker_init(&ch, data[1]);
-	for (size_t off = 2, k; open && off < size; off += k) {
+	for (size_t off = 2, k; !fc.want_ring && open && off < size; off += k) {
 		k = fuzz_chunker_next(&ch, size - off);
 		open = client_write(&fc, data + off, k);
 	}
@@ -363,6 +498,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	client_drain(&fc);
 	close(fc.fd);
 	frame_reader_cleanup(&fc.out);
+	if (ring_map != MAP_FAILED)
+		munmap(ring_map, RINGREC_SIZE);
 
 	/* What the client left in flight must finish on its own. */
 	deadline = daemon_now() + FUZZ_PATIENCE;

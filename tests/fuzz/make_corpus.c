@@ -241,6 +241,87 @@ fuzz_descriptor(uint64_t id, uint64_t generation, uint64_t length, char *text)
 
 /* ---- corpora ------------------------------------------------------------ */
 
+/* fuzz_dispatch's ring steps (flags 3): a record into the submission
+ * ring; the submission or completion counter set; the completions taken
+ * and bytes written to the socket (at most 63 per step). */
+static void
+ring_record(struct buf *b, const Rma__V1__Op *o)
+{
+	uint8_t ctl = 0, rec[OPREC_SIZE];
+
+	oprec_encode(rec, o);
+	buf_bytes(b, &ctl, 1);
+	buf_bytes(b, rec, sizeof(rec));
+}
+
+static void
+ring_counter(struct buf *b, uint8_t which, uint32_t value)
+{
+	buf_bytes(b, &which, 1);
+	buf_bytes(b, &value, sizeof(value));
+}
+
+static void
+ring_socket(struct buf *b, const struct buf *frames)
+{
+	for (size_t at = 0; at < frames->len; at += 63) {
+		size_t n = frames->len - at < 63 ? frames->len - at : 63;
+		uint8_t ctl = (uint8_t)(3 | n << 2);
+
+		buf_bytes(b, &ctl, 1);
+		buf_bytes(b, frames->data + at, n);
+	}
+}
+
+static void
+make_dispatch_ring(const char *desc)
+{
+	struct buf b, frames;
+	Rma__V1__Op o;
+	uint8_t garbage[1 + OPREC_SIZE];
+
+	/* local copies through the ring, the regions made over the socket */
+	b.len = frames.len = 0;
+	req_region_alloc(&frames, 10, 4096);
+	req_region_alloc(&frames, 11, 4096);
+	req_peer_connect(&frames, 12, "127.0.0.1:1");
+	req_remote_import(&frames, 13, 1, desc);
+	ring_socket(&b, &frames);
+	o = op(1, RMA__V1__OP_KIND__PUT, 1, 0, 1, 100, 64, 0);
+	ring_record(&b, &o);
+	o = op(2, RMA__V1__OP_KIND__GET, 1, 4000, 1, 0, 96, 0);
+	ring_record(&b, &o);
+	o = op(3, RMA__V1__OP_KIND__FLUSH, 0, 0, 0, 0, 0, 0);
+	ring_record(&b, &o);
+	o = op(4, 42, 1, 0, 1, 0, 8, 0);
+	ring_record(&b, &o);
+	frames.len = 0;
+	ring_socket(&b, &frames); /* completions taken */
+	write_stream("dispatch", "ring_local_copy", 3, 0, &b);
+
+	/* garbage records, then a record naming no region of this client */
+	b.len = 0;
+	for (int i = 0; i < 8; i++) {
+		garbage[0] = 0;
+		for (size_t k = 1; k < sizeof(garbage); k++)
+			garbage[k] = (uint8_t)(i * 31 + k * 7);
+		buf_bytes(&b, garbage, sizeof(garbage));
+	}
+	o = op(9, RMA__V1__OP_KIND__PUT, 77, 0, 1, 0, 8, 0);
+	ring_record(&b, &o);
+	write_stream("dispatch", "ring_garbage", 3, 0, &b);
+
+	/* counters the daemon never published */
+	b.len = 0;
+	ring_counter(&b, 1, 0x7fffff00u);
+	write_stream("dispatch", "ring_wild_tail", 3, 0, &b);
+	b.len = 0;
+	ring_counter(&b, 2, 123456);
+	o = op(1, RMA__V1__OP_KIND__PUT, 5, 0, 1, 0, 8, 0);
+	ring_record(&b, &o);
+	write_stream("dispatch", "ring_wild_head", 3, 0, &b);
+}
+
 static void
 make_dispatch(void)
 {
@@ -356,6 +437,8 @@ make_dispatch(void)
 	for (int i = 0; i < 40; i++)
 		req_status(&b, 100 + i);
 	write_stream("dispatch", "many_small_chunks", 1, 0x13, &b);
+
+	make_dispatch_ring(desc);
 }
 
 static void

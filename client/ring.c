@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The shared-memory ring to rmad (layout: proto/ringrec.h): operations go
+ * into the submission ring and completions come out of the completion
+ * ring without a system call while both sides are busy; the socket
+ * carries everything else and the wake-ups of a side that sleeps.
+ *
+ * Asked for at hello unless RMA_RING=0; a daemon without rings simply
+ * gives none, and everything goes over the socket as before. The daemon
+ * made the ring, so what it publishes is trusted (checked only against
+ * crashing: counters and lengths stay within the mapping).
+ *
+ * Order: the ring is drained before every frame from the socket
+ * (client.c), so completions are seen in the order the daemon sent them,
+ * replies and events included; when the ring is full the daemon sends
+ * completions as Completions events, and goes back to the ring only once
+ * we took them (socket_events_seen). A batch the ring has
+ * no room for goes as a Submit frame; the ring is used again only once
+ * the daemon took every such frame (socket_submits), as it drains the
+ * ring before each frame it reads.
+ *
+ * Sleeping: client_sleeps is 1 (the daemon wakes us through the socket)
+ * except while rma_wait(), rma_request_wait() and the _sync calls spin
+ * on the ring, for RMA_RING_SPIN_US (default 100) after the last
+ * completion while operations are in flight. Whoever returns to the
+ * caller sets it again and looks at the ring once more (ring_arm), so
+ * rma_fd() stays the one thing an event loop has to watch. */
+#include "rma_internal.h"
+#include "ringrec.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING_SPIN_US_DEFAULT 100
+/* A yield that took this long gave the CPU to someone else: a scheduler
+ * slice is milliseconds. */
+#define RING_CROWDED_NS 20000
+/* Spin iterations between two looks at the socket (a reply, an event). */
+#define RING_SPIN_SOCKET_EVERY 64
+
+struct client_ring {
+	void *map;
+	struct ringrec_header *h;
+	uint8_t *sub, *comp;
+	uint32_t sub_tail;	     /* ours: operations written */
+	uint32_t comp_head;	     /* ours: completion slots taken */
+	uint32_t socket_submits;     /* Submit frames sent while it is on */
+	uint32_t socket_events_seen; /* Completions events taken */
+	int64_t spin_ns;	     /* RMA_RING_SPIN_US */
+};
+
+bool
+ring_wanted(void)
+{
+	const char *e = getenv("RMA_RING");
+
+	return e == NULL || strcmp(e, "0") != 0;
+}
+
+static int64_t
+ring_spin_ns(void)
+{
+	const char *e = getenv("RMA_RING_SPIN_US");
+	char *end;
+	long v;
+
+	if (e == NULL || *e == '\0')
+		return RING_SPIN_US_DEFAULT * 1000;
+	v = strtol(e, &end, 10);
+	if (*end != '\0' || v < 0)
+		return RING_SPIN_US_DEFAULT * 1000;
+	return (int64_t)v * 1000;
+}
+
+static int64_t
+ring_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+rma_status_t
+ring_open(rma_client_t *c, int fd, const Rma__V1__RingInfo *info)
+{
+	struct client_ring *r;
+	struct ringrec_header *h;
+	void *map;
+
+	ring_close(c);
+	if (info->size != RINGREC_SIZE ||
+	    info->sub_slots != RINGREC_SUB_SLOTS ||
+	    info->comp_slots != RINGREC_COMP_SLOTS) {
+		close(fd);
+		return client_error(c, RMA_ERR_PROTOCOL,
+				    "the daemon's ring (%u bytes, %u/%u slots) "
+				    "is not of this library's layout",
+				    info->size, info->sub_slots,
+				    info->comp_slots);
+	}
+	map =
+	    mmap(NULL, RINGREC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return client_error(c, RMA_ERR_NO_MEMORY, "mmap ring: %s",
+				    strerror(errno));
+	h = map;
+	if (h->magic != RINGREC_MAGIC || h->version != RINGREC_VERSION ||
+	    h->sub_offset != RINGREC_HEADER_SIZE ||
+	    h->comp_offset !=
+		RINGREC_HEADER_SIZE + RINGREC_SUB_SLOTS * RINGREC_SUB_SIZE) {
+		munmap(map, RINGREC_SIZE);
+		return client_error(c, RMA_ERR_PROTOCOL,
+				    "the daemon's ring has another layout");
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		munmap(map, RINGREC_SIZE);
+		return client_error(c, RMA_ERR_NO_MEMORY, "no memory");
+	}
+	r->map = map;
+	r->h = h;
+	r->sub = (uint8_t *)map + h->sub_offset;
+	r->comp = (uint8_t *)map + h->comp_offset;
+	r->sub_tail = ringrec_load(&h->sub_tail);
+	r->comp_head = ringrec_load(&h->comp_head);
+	r->spin_ns = ring_spin_ns();
+	ringrec_store(&h->client_sleeps, 1);
+	c->ring = r;
+	return RMA_OK;
+}
+
+void
+ring_close(rma_client_t *c)
+{
+	if (c->ring == NULL)
+		return;
+	munmap(c->ring->map, RINGREC_SIZE);
+	free(c->ring);
+	c->ring = NULL;
+}
+
+/* We published operations: a daemon that sleeps hears it on the
+ * socket. */
+static void
+ring_kick(rma_client_t *c)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+
+	ringrec_fence();
+	if (!ringrec_take_sleeper(&c->ring->h->daemon_sleeps))
+		return;
+	req.body_case = RMA__V1__REQUEST__BODY_RING_WAKE;
+	req.ring_wake = &wake;
+	client_send(c, &req);
+}
+
+bool
+ring_push(rma_client_t *c, const uint8_t *recs, size_t n)
+{
+	struct client_ring *r = c->ring;
+	uint32_t head;
+
+	/* No daemon reads it any more: the socket says what happened. */
+	if (r == NULL || ringrec_load(&r->h->closed) != 0)
+		return false;
+	/* A Submit frame the daemon has not taken yet goes first. */
+	if (ringrec_load(&r->h->socket_submits) != r->socket_submits)
+		return false;
+	head = ringrec_load(&r->h->sub_head);
+	if (n > RINGREC_SUB_SLOTS - (r->sub_tail - head))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t slot = (r->sub_tail + (uint32_t)i) % RINGREC_SUB_SLOTS;
+		memcpy(r->sub + slot * RINGREC_SUB_SIZE,
+		       recs + i * RINGREC_SUB_SIZE, RINGREC_SUB_SIZE);
+	}
+	r->sub_tail += (uint32_t)n;
+	ringrec_store(&r->h->sub_tail, r->sub_tail);
+	ringrec_note_cpu(&r->h->client_cpu);
+	return true;
+}
+
+void
+ring_submitted(rma_client_t *c)
+{
+	if (c->ring != NULL && !c->gone)
+		ring_kick(c);
+}
+
+void
+ring_socket_completions(rma_client_t *c)
+{
+	struct client_ring *r = c->ring;
+
+	if (r != NULL)
+		ringrec_store(&r->h->socket_events_seen,
+			      ++r->socket_events_seen);
+}
+
+void
+ring_socket_submit(rma_client_t *c)
+{
+	if (c->ring != NULL)
+		c->ring->socket_submits++;
+}
+
+/* Takes one completion; 0 when the ring is empty. */
+static int
+ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail)
+{
+	struct client_ring *r = c->ring;
+	uint32_t tail = ringrec_load(&r->h->comp_tail);
+	uint32_t n = tail - r->comp_head, need;
+	uint32_t slot = r->comp_head % RINGREC_COMP_SLOTS;
+
+	if (n == 0)
+		return 0;
+	memcpy(k, r->comp + slot * RINGREC_COMP_SIZE, sizeof(*k));
+	if (k->detail_len > RINGREC_DETAIL_MAX)
+		k->detail_len = RINGREC_DETAIL_MAX;
+	need = ringrec_comp_slots(k->detail_len);
+	if (need > n) {
+		client_fail(c, RMA_ERR_PROTOCOL,
+			    "a completion in the ring ends past its tail");
+		return 0;
+	}
+	for (uint32_t at = 0; at < k->detail_len; at += RINGREC_COMP_SIZE) {
+		uint32_t len = k->detail_len - at < RINGREC_COMP_SIZE
+				   ? k->detail_len - at
+				   : RINGREC_COMP_SIZE;
+		slot = (r->comp_head + 1 + at / RINGREC_COMP_SIZE) %
+		       RINGREC_COMP_SLOTS;
+		memcpy(detail + at, r->comp + slot * RINGREC_COMP_SIZE, len);
+	}
+	detail[k->detail_len] = '\0';
+	r->comp_head += need;
+	ringrec_store(&r->h->comp_head, r->comp_head);
+	return 1;
+}
+
+int
+ring_reap(rma_client_t *c)
+{
+	char detail[RINGREC_DETAIL_MAX + 1];
+	struct ringrec_comp k;
+	int n = 0;
+
+	/* A callback may wait, and so reap, or re-attach (a new ring):
+	 * each completion is taken before its callback runs. */
+	while (!c->gone && c->ring != NULL && ring_take(c, &k, detail)) {
+		n++;
+		request_complete_wire(c, k.op_id, k.status, k.bytes, k.value,
+				      detail);
+	}
+	return n;
+}
+
+bool
+ring_closed(const rma_client_t *c)
+{
+	return c->ring != NULL && ringrec_load(&c->ring->h->closed) != 0;
+}
+
+void
+ring_arm(rma_client_t *c)
+{
+	if (c->ring == NULL)
+		return;
+	do {
+		ringrec_store(&c->ring->h->client_sleeps, 1);
+		ringrec_fence();
+	} while (ring_reap(c) > 0 && c->ring != NULL);
+}
+
+/* Lets whoever waits for this CPU run (at once if nobody does). True
+ * if that took long: more busy processes than CPUs, and sleeping (woken
+ * by the socket, which the scheduler favours) beats spinning. */
+static bool
+ring_crowded(void)
+{
+	int64_t t0 = ring_now_ns();
+
+	sched_yield();
+	return ring_now_ns() - t0 > RING_CROWDED_NS;
+}
+
+bool
+ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
+	  const void *arg)
+{
+	int64_t spin, end;
+	struct pollfd pfd;
+	bool progress = false;
+	unsigned i = 0;
+
+	if (c->ring == NULL || c->gone || c->sent_in_flight == 0 ||
+	    c->ring->spin_ns == 0)
+		return false;
+	spin = c->ring->spin_ns;
+	/* The daemon on our CPU: spinning would only keep it off. */
+	if (ringrec_note_cpu(&c->ring->h->client_cpu) ==
+	    ringrec_load(&c->ring->h->daemon_cpu))
+		return false;
+	ringrec_store(&c->ring->h->client_sleeps, 0);
+	end = ring_now_ns() + spin;
+	while (!c->gone && c->ring != NULL) {
+		if (ring_reap(c) > 0) {
+			progress = true;
+			if (done(arg) || c->sent_in_flight == 0)
+				break;
+			end = ring_now_ns() + spin;
+		}
+		if (++i % RING_SPIN_SOCKET_EVERY == 0) {
+			pfd.fd = c->fd;
+			pfd.events = POLLIN;
+			pfd.revents = 0;
+			if (poll(&pfd, 1, 0) != 0)
+				return true;
+			if (ring_now_ns() >= end ||
+			    client_remaining(deadline) == 0 ||
+			    ringrec_note_cpu(&c->ring->h->client_cpu) ==
+				ringrec_load(&c->ring->h->daemon_cpu) ||
+			    ring_crowded())
+				break;
+		}
+		ringrec_pause();
+	}
+	return progress;
+}

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A client's shared-memory ring (layout: proto/ringrec.h): its operations
+ * come in through the submission ring and their completions go out
+ * through the completion ring, with no system call per operation while
+ * both sides are busy. The socket stays for everything else, for the
+ * wake-ups of a side that sleeps, and for Submit frames the ring had no
+ * room for.
+ *
+ * The client is not trusted, and it can write the whole mapping at any
+ * moment. So every record is copied out once, into our memory, before it
+ * is looked at, and then goes through the very path a Submit frame's
+ * records take (op_submit_packed: oprec_decode, op_submit_one); the
+ * counters it publishes are read once and checked against the ring's
+ * size; our own counters are kept here and never read back. A client
+ * that scribbles gets an error and loses its connection; what it does to
+ * its mapping cannot reach another client.
+ *
+ * Order: the ring is drained before every frame read from the socket
+ * (conn.c), and the client uses the ring again after a Submit frame only
+ * once we took that frame (socket_submits): operations run in the order
+ * the client issued them. Completions go through the ring while it has
+ * room, else as Completions events over the socket (with its limits and
+ * backpressure), and through the ring again only once the client took
+ * all of those (socket_events_seen): they arrive in the order they came.
+ *
+ * Wake-ups: a ring with traffic is "hot": a zero timer polls it on every
+ * loop turn until ring_spin (100 us by default; a client's next
+ * operation usually comes within microseconds of its completion, and a
+ * wake-up costs about 20 us on the VMs this was measured on) passes
+ * without anything to do, or at once when the client runs on our CPU;
+ * then it sets daemon_sleeps, looks once more, and leaves the loop to
+ * sleep (no CPU when idle). The client's RingWake frame makes it hot again.
+ * Wake-ups go over the socket, not an eventfd: the client shares an eventfd's
+ * file status flags and could make our read or write of it block
+ * (clear O_NONBLOCK, then drain it or fill its counter); a socket is
+ * read and written with MSG_DONTWAIT, whatever the client does. The same
+ * poller keeps polling the UCX worker for ring_spin after a progress pass
+ * that had traffic (ring_after_pass), so that a target daemon under load
+ * needs no wake-up per message either. */
+#include "daemon.h"
+#include "oprec.h"
+#include "ringrec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* A yield that took this long (seconds) gave the CPU to a process that
+ * was not waiting for us: a scheduler slice is milliseconds. */
+#define RING_CROWDED 20e-6
+
+struct ring {
+	struct conn *c;
+	void *map;
+	struct ringrec_header *h;
+	uint8_t *sub, *comp;
+	uint32_t sub_head;	 /* ours: operations taken */
+	uint32_t comp_tail;	 /* ours: completion slots written */
+	uint32_t socket_submits; /* ours: Submit frames taken */
+	double active;		 /* daemon_now() of the last traffic */
+	uint32_t socket_events;	 /* ours: Completions events sent instead */
+	bool hot;
+	TAILQ_ENTRY(ring) hot_link;
+};
+
+TAILQ_HEAD(ring_list, ring);
+
+struct ring_poller {
+	struct event *ev;
+	struct ring_list hot;
+	bool polling; /* in ring_poll: it flushes what completes */
+	/* The UCX worker is polled too while it had traffic lately:
+	 * daemon_now() of the last, and the counters that tell it. */
+	bool worker_hot;
+	double worker_active;
+	uint64_t traffic;
+};
+
+/* The client broke the ring's rules: it is told why, then closed. */
+static void
+ring_fail(struct conn *c, const char *what, uint32_t got, uint32_t ours)
+{
+	c->d->counters.protocol_errors++;
+	conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+			"shared ring: %s counter %u is impossible (ours is "
+			"%u): the client wrote over the ring",
+			what, got, ours);
+	/* the error reply goes out, then the close (conn.c) */
+	c->closing = true;
+}
+
+static void ring_poll(evutil_socket_t fd, short what, void *arg);
+
+static struct ring_poller *
+ring_poller_get(struct daemon *d)
+{
+	struct ring_poller *rp = d->rings;
+
+	if (rp != NULL)
+		return rp;
+	rp = calloc(1, sizeof(*rp));
+	if (rp == NULL)
+		return NULL;
+	rp->ev = evtimer_new(d->base, ring_poll, d);
+	if (rp->ev == NULL) {
+		free(rp);
+		return NULL;
+	}
+	TAILQ_INIT(&rp->hot);
+	d->rings = rp;
+	return rp;
+}
+
+void
+ring_poller_free(struct daemon *d)
+{
+	if (d->rings == NULL)
+		return;
+	event_free(d->rings->ev);
+	free(d->rings);
+	d->rings = NULL;
+}
+
+/* Traffic on r: poll it on every loop turn for a while. */
+static void
+ring_heat(struct ring *r)
+{
+	static const struct timeval zero = {0, 0};
+	struct ring_poller *rp = r->c->d->rings;
+
+	r->active = daemon_now();
+	ringrec_note_cpu(&r->h->daemon_cpu);
+	if (r->hot)
+		return;
+	r->hot = true;
+	TAILQ_INSERT_TAIL(&rp->hot, r, hot_link);
+	/* Awake: the client need not ring. A late RingWake is harmless. */
+	ringrec_store(&r->h->daemon_sleeps, 0);
+	if (!evtimer_pending(rp->ev, NULL))
+		evtimer_add(rp->ev, &zero);
+}
+
+static void
+ring_cool(struct ring *r)
+{
+	if (!r->hot)
+		return;
+	r->hot = false;
+	TAILQ_REMOVE(&r->c->d->rings->hot, r, hot_link);
+}
+
+wire_status_t
+ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
+	    size_t detail_len)
+{
+	struct ring *r;
+	int fd;
+
+	if (ring_poller_get(c->d) == NULL)
+		goto err_nomem;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		goto err_nomem;
+	fd = memfd_create("rmad-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		snprintf(detail, detail_len, "memfd_create: %s",
+			 strerror(errno));
+		goto err_free;
+	}
+	/* Nobody may shrink it under us (SIGBUS in the daemon). */
+	if (ftruncate(fd, RINGREC_SIZE) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		0) {
+		snprintf(detail, detail_len, "ring memfd: %s", strerror(errno));
+		goto err_close;
+	}
+	r->map =
+	    mmap(NULL, RINGREC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->map == MAP_FAILED) {
+		snprintf(detail, detail_len, "mmap ring: %s", strerror(errno));
+		goto err_close;
+	}
+	r->c = c;
+	r->h = r->map;
+	r->sub = (uint8_t *)r->map + RINGREC_HEADER_SIZE;
+	r->comp = r->sub + RINGREC_SUB_SLOTS * RINGREC_SUB_SIZE;
+	r->h->magic = RINGREC_MAGIC;
+	r->h->version = RINGREC_VERSION;
+	r->h->sub_slots = RINGREC_SUB_SLOTS;
+	r->h->comp_slots = RINGREC_COMP_SLOTS;
+	r->h->sub_offset = RINGREC_HEADER_SIZE;
+	r->h->comp_offset = (uint32_t)(r->comp - (uint8_t *)r->map);
+	r->h->size = RINGREC_SIZE;
+	/* the client rings until we are polling */
+	r->h->daemon_sleeps = 1;
+	info->size = RINGREC_SIZE;
+	info->sub_slots = RINGREC_SUB_SLOTS;
+	info->comp_slots = RINGREC_COMP_SLOTS;
+	c->ring = r;
+	*memfd_p = fd;
+	return RMA__V1__STATUS__OK;
+
+err_close:
+	close(fd);
+err_free:
+	free(r);
+	return RMA__V1__STATUS__ERR_NO_MEMORY;
+err_nomem:
+	snprintf(detail, detail_len, "no memory for a ring");
+	return RMA__V1__STATUS__ERR_NO_MEMORY;
+}
+
+void
+ring_destroy(struct conn *c)
+{
+	struct ring *r = c->ring;
+
+	if (r == NULL)
+		return;
+	ring_cool(r);
+	/* after the socket's close (conn_close): see ringrec.h */
+	ringrec_store(&r->h->closed, 1);
+	munmap(r->map, RINGREC_SIZE);
+	free(r);
+	c->ring = NULL;
+}
+
+/* Takes what the client submitted: each record copied out of the ring
+ * first, then handled exactly as a Submit frame's. Returns how many. */
+static uint32_t
+ring_take(struct conn *c)
+{
+	uint8_t recs[RINGREC_SUB_SLOTS * RINGREC_SUB_SIZE];
+	struct ring *r = c->ring;
+	uint32_t tail, n;
+
+	if (c->closing)
+		return 0;
+	tail = ringrec_load(&r->h->sub_tail);
+	n = tail - r->sub_head;
+	if (n == 0)
+		return 0;
+	if (n > RINGREC_SUB_SLOTS) {
+		ring_fail(c, "submission", tail, r->sub_head);
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slot = (r->sub_head + i) % RINGREC_SUB_SLOTS;
+		memcpy(recs + i * RINGREC_SUB_SIZE,
+		       r->sub + slot * RINGREC_SUB_SIZE, RINGREC_SUB_SIZE);
+	}
+	/* The slots are the client's again: we hold our copies. */
+	r->sub_head = tail;
+	ringrec_store(&r->h->sub_head, r->sub_head);
+	ring_heat(r);
+	op_submit_packed(c, recs, n);
+	return n;
+}
+
+void
+ring_drain(struct conn *c)
+{
+	if (c->ring == NULL || c->dead || c->closing)
+		return;
+	conn_ref(c);
+	ring_take(c);
+	conn_unref(c);
+}
+
+void
+ring_socket_submit(struct conn *c)
+{
+	struct ring *r = c->ring;
+
+	if (r == NULL || c->dead)
+		return;
+	ringrec_store(&r->h->socket_submits, ++r->socket_submits);
+}
+
+void
+ring_woken(struct conn *c)
+{
+	if (c->ring == NULL)
+		return;
+	ring_heat(c->ring);
+	ring_drain(c);
+	if (!c->dead && c->done_len > 0)
+		ring_publish(c);
+}
+
+static void
+ring_write_comp(struct ring *r, const Rma__V1__Completion *k, size_t dlen)
+{
+	struct ringrec_comp rec = {
+	    .op_id = k->op_id,
+	    .bytes = k->bytes,
+	    .value = k->value,
+	    .status = (int32_t)k->status,
+	    .detail_len = (uint16_t)dlen,
+	};
+	uint32_t slot = r->comp_tail % RINGREC_COMP_SLOTS;
+
+	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &rec, sizeof(rec));
+	r->comp_tail++;
+	for (size_t at = 0; at < dlen; at += RINGREC_COMP_SIZE) {
+		size_t len = dlen - at < RINGREC_COMP_SIZE ? dlen - at
+							   : RINGREC_COMP_SIZE;
+		slot = r->comp_tail % RINGREC_COMP_SLOTS;
+		memcpy(r->comp + slot * RINGREC_COMP_SIZE, k->detail + at, len);
+		r->comp_tail++;
+	}
+}
+
+void
+ring_publish(struct conn *c)
+{
+	struct ring *r = c->ring;
+	uint32_t head, used, room;
+	size_t i;
+
+	/* Completions went over the socket for want of room: the ring
+	 * again only once the client took every one of those events, or
+	 * newer completions could overtake them. */
+	if (r->socket_events != 0 &&
+	    ringrec_load(&r->h->socket_events_seen) != r->socket_events)
+		return;
+	head = ringrec_load(&r->h->comp_head);
+	used = r->comp_tail - head;
+	if (used > RINGREC_COMP_SLOTS) {
+		ring_fail(c, "completion", head, r->comp_tail);
+		return;
+	}
+	room = RINGREC_COMP_SLOTS - used;
+	for (i = 0; i < c->done_len; i++) {
+		const Rma__V1__Completion *k = &c->done[i];
+		size_t dlen = strlen(k->detail);
+
+		if (dlen > RINGREC_DETAIL_MAX)
+			dlen = RINGREC_DETAIL_MAX;
+		if (ringrec_comp_slots(dlen) > room)
+			break;
+		room -= ringrec_comp_slots(dlen);
+		ring_write_comp(r, k, dlen);
+		if (k->detail != protobuf_c_empty_string)
+			free(k->detail);
+	}
+	if (i == 0)
+		return;
+	ringrec_store(&r->h->comp_tail, r->comp_tail);
+	c->done_len -= i;
+	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
+	ring_heat(r);
+	/* A client that sleeps hears it on the socket. */
+	ringrec_fence();
+	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
+		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+
+		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
+		ev.ring_wake = &wake;
+		conn_send_event(c, &ev);
+	}
+}
+
+void
+ring_socket_completions(struct conn *c, uint32_t events)
+{
+	if (c->ring != NULL)
+		c->ring->socket_events += events;
+}
+
+/* Nothing to do on r for a while: sleep, unless the client published
+ * something while we decided to. */
+static void
+ring_try_sleep(struct ring *r)
+{
+	ringrec_store(&r->h->daemon_sleeps, 1);
+	ringrec_fence();
+	if (ringrec_load(&r->h->sub_tail) != r->sub_head) {
+		ringrec_store(&r->h->daemon_sleeps, 0);
+		r->active = daemon_now();
+		return;
+	}
+	ring_cool(r);
+}
+
+static uint64_t
+ring_traffic(const struct daemon *d)
+{
+	const struct counters *k = &d->counters;
+
+	return k->ops_put + k->ops_get + k->ops_atomic + k->ops_flush +
+	       k->target_puts + k->target_gets + k->target_atomics +
+	       k->resolves_served;
+}
+
+void
+ring_after_pass(struct daemon *d)
+{
+	static const struct timeval zero = {0, 0};
+	uint64_t traffic = ring_traffic(d);
+	struct ring_poller *rp;
+
+	if (d->cfg.polling || d->cfg.ring_spin_us == 0 || d->shutting_down)
+		return;
+	rp = d->rings;
+	if (rp != NULL && traffic == rp->traffic)
+		return;
+	if (rp == NULL && (rp = ring_poller_get(d)) == NULL)
+		return;
+	rp->traffic = traffic;
+	rp->worker_active = daemon_now();
+	rp->worker_hot = true;
+	if (!evtimer_pending(rp->ev, NULL))
+		evtimer_add(rp->ev, &zero);
+}
+
+/* A peer's message is often microseconds behind the last one: polled
+ * for, it needs no wake-up. UCX work found goes to the worker's tick. */
+static void
+ring_poll_worker(struct daemon *d, struct ring_poller *rp, double now)
+{
+	if (!rp->worker_hot || d->worker == NULL)
+		return;
+	if (ucp_worker_progress(d->worker) != 0) {
+		rp->worker_active = now;
+		worker_kick(d);
+	} else if (now - rp->worker_active > d->cfg.ring_spin_us * 1e-6) {
+		rp->worker_hot = false;
+	}
+}
+
+bool
+ring_polling(const struct daemon *d)
+{
+	return d->rings != NULL && d->rings->polling;
+}
+
+/* Nothing to do this turn. Who we wait for may wait for this CPU: let
+ * it run (at once if nobody waits). If the CPU went to someone else for
+ * long, there are more busy processes than CPUs: polling now only takes
+ * turns from them, and sleeping (woken by the socket, which the
+ * scheduler favours) is faster; until the next traffic. */
+static void
+ring_yield(struct daemon *d, struct ring_poller *rp)
+{
+	double t0 = daemon_now();
+	struct ring *r;
+
+	sched_yield();
+	if (daemon_now() - t0 < RING_CROWDED)
+		return;
+	while ((r = TAILQ_FIRST(&rp->hot)) != NULL) {
+		ring_try_sleep(r);
+		if (r->hot) /* the client published meanwhile */
+			break;
+	}
+	rp->worker_hot = false;
+}
+
+static void
+ring_poll(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct timeval zero = {0, 0};
+	struct daemon *d = arg;
+	struct ring_poller *rp = d->rings;
+	struct ring *r, *next;
+	double now = daemon_now();
+	bool work = false;
+
+	rp->polling = true;
+	for (r = TAILQ_FIRST(&rp->hot); r != NULL; r = next) {
+		struct conn *c = r->c;
+		double active = r->active;
+
+		next = TAILQ_NEXT(r, hot_link);
+		conn_ref(c);
+		/* Backpressure as on the socket: a client that does not
+		 * read what we sent gets no new work done. */
+		if (!c->read_paused && ring_take(c) > 0)
+			work = true;
+		/* Nothing new: sleep once ring_spin passed, or at once if
+		 * the client runs on our CPU (we only keep it off). */
+		if (!c->dead && c->ring != NULL && r->active == active &&
+		    (now - r->active > d->cfg.ring_spin_us * 1e-6 ||
+		     ringrec_load(&r->h->client_cpu) ==
+			 ringrec_note_cpu(&r->h->daemon_cpu)))
+			ring_try_sleep(r);
+		/* next may be gone if c closed: start over next turn */
+		if (c->dead)
+			next = NULL;
+		conn_unref(c);
+	}
+	rp->polling = false;
+	/* Completions of local copies go out now; only UCX work needs
+	 * the worker's tick. */
+	conn_flush_dirty(d);
+	if (work && d->ops_in_flight > 0)
+		worker_kick(d);
+	ring_poll_worker(d, rp, now);
+	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
+		ring_yield(d, rp);
+	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
+		evtimer_add(rp->ev, &zero);
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The shared-memory ring of one client connection: its layout, shared by
+ * the daemon (daemon/ring.c) and librma (client/ring.c).
+ *
+ * One memfd, made and sealed by the daemon, sent with the HelloReply:
+ * a header page, then the submission ring (operation records of
+ * proto/oprec.h, 64 bytes, written by the client), then the completion
+ * ring (32-byte slots, written by the daemon). Both rings are single
+ * producer, single consumer, with free-running 32-bit counters: slot =
+ * counter % slots, slots a power of two. Each side keeps its own counter
+ * privately and only publishes it here; what the other side publishes is
+ * read once and checked (the daemon trusts nothing it reads here).
+ *
+ * Wake-ups: a side that goes to sleep sets its "sleeps" flag, then looks
+ * at the ring once more (a full fence between); the other side, after
+ * publishing, swaps the flag to 0 and if it was set says so over the
+ * socket (RingWake). While both sides spin nothing crosses the socket.
+ *
+ * A completion slot: op_id, bytes, value (8 each), status (wire Status,
+ * 4), detail_len (2), reserved (2); a detail text of detail_len bytes
+ * follows in the next slots, 32 bytes each, without a terminating NUL. */
+#ifndef RMA_RINGREC_H
+#define RMA_RINGREC_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RINGREC_MAGIC 0x31474e4952414d52ull /* "RMARING1" */
+#define RINGREC_VERSION 1
+#define RINGREC_HEADER_SIZE 4096
+#define RINGREC_SUB_SLOTS 256
+#define RINGREC_SUB_SIZE 64 /* OPREC_SIZE */
+#define RINGREC_COMP_SLOTS 512
+#define RINGREC_COMP_SIZE 32
+/* A longer detail is cut: 7 slots of text at most. */
+#define RINGREC_DETAIL_MAX 224
+#define RINGREC_SIZE                                                           \
+	(RINGREC_HEADER_SIZE + RINGREC_SUB_SLOTS * RINGREC_SUB_SIZE +          \
+	 RINGREC_COMP_SLOTS * RINGREC_COMP_SIZE)
+
+/* Each counter on a cache line of its own: the two sides write
+ * different lines, so polling one costs the other nothing. */
+struct ringrec_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t sub_slots, comp_slots;
+	uint32_t sub_offset, comp_offset;
+	uint32_t size;
+	_Alignas(64) uint32_t sub_tail; /* client: operations written */
+	/* client: the CPU it last ran on. Each side spins only while the
+	 * other runs on another CPU: on the same one, spinning only keeps
+	 * the other from running, and sleeping (a wake-up) is faster. */
+	uint32_t client_cpu;
+	_Alignas(64) uint32_t sub_head; /* daemon: operations taken */
+	/* daemon: Submit frames it took from the socket. The client goes
+	 * back to the ring only once every Submit it sent is taken, so the
+	 * order of its operations holds across the two paths. */
+	uint32_t socket_submits;
+	_Alignas(64) uint32_t daemon_sleeps; /* daemon sets, client clears */
+	_Alignas(64) uint32_t daemon_cpu;    /* daemon: see client_cpu */
+	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
+	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
+	/* client: Completions events it took from the socket. The daemon
+	 * sends completions there when the ring is full, and comes back to
+	 * the ring once the client took them all, so order holds. */
+	uint32_t socket_events_seen;
+	_Alignas(64) uint32_t client_sleeps; /* client sets, daemon clears */
+	/* daemon: set once it closed the socket, after its last completion:
+	 * the client reads the end of the stream before it goes on, as it
+	 * would have had the completions come over the socket */
+	uint32_t closed;
+};
+
+struct ringrec_comp {
+	uint64_t op_id;
+	uint64_t bytes;
+	uint64_t value;
+	int32_t status; /* Rma__V1__Status */
+	uint16_t detail_len;
+	uint16_t reserved;
+};
+
+_Static_assert(sizeof(struct ringrec_header) <= RINGREC_HEADER_SIZE,
+	       "ring header fits its page");
+_Static_assert(sizeof(struct ringrec_comp) == RINGREC_COMP_SIZE,
+	       "completion slot layout");
+
+/* Slots a completion with a detail of len bytes takes. */
+static inline uint32_t
+ringrec_comp_slots(size_t len)
+{
+	return 1 +
+	       (uint32_t)((len + RINGREC_COMP_SIZE - 1) / RINGREC_COMP_SIZE);
+}
+
+static inline uint32_t
+ringrec_load(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+ringrec_store(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* Between publishing and looking at the other side's sleep flag (and
+ * between setting one's own and looking at the ring once more). */
+static inline void
+ringrec_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* The other side's sleep flag: 1 if it sleeps (it is cleared, and the
+ * caller wakes it), 0 if not. A plain load first: the line stays shared
+ * while nobody sleeps. */
+static inline int
+ringrec_take_sleeper(uint32_t *flag)
+{
+	if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0)
+		return 0;
+	return __atomic_exchange_n(flag, 0, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Publishes the CPU we run on in *slot (written only when it changed:
+ * the line stays shared); returns it. */
+static inline uint32_t
+ringrec_note_cpu(uint32_t *slot)
+{
+	uint32_t cpu = (uint32_t)sched_getcpu();
+
+	if (__atomic_load_n(slot, __ATOMIC_RELAXED) != cpu)
+		__atomic_store_n(slot, cpu, __ATOMIC_RELAXED);
+	return cpu;
+}
+
+static inline void
+ringrec_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+#endif

@@ -394,11 +394,13 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		if (st != RMA_OK)
 			return st;
 	}
-	if (region->freed)
+	if (region->freed || region->lost != RMA_OK)
 		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
+				    "%s names region %llu, which %s", name,
+				    (unsigned long long)region->region_id,
+				    region->freed ? "was freed"
+						  : "the daemon did not give "
+						    "back after a restart");
 	/* Nothing to move, and the daemon refuses it anyway: say so here,
 	 * not as a request that fails later. */
 	if (length == 0)
@@ -658,11 +660,13 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		if (st != RMA_OK)
 			return st;
 	}
-	if (region->freed)
+	if (region->freed || region->lost != RMA_OK)
 		return client_error(client, RMA_ERR_NO_REGION,
-				    "%s names region %llu, which was freed",
-				    name,
-				    (unsigned long long)region->region_id);
+				    "%s names region %llu, which %s", name,
+				    (unsigned long long)region->region_id,
+				    region->freed ? "was freed"
+						  : "the daemon did not give "
+						    "back after a restart");
 	if (n == 0 || n > RMA_IOV_MAX)
 		return client_error(client, RMA_ERR_INVALID,
 				    "%s of %zu pieces: 1 to %d", name, n,

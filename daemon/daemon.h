@@ -332,6 +332,12 @@ int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 struct region **region_p);
 /* An orphan nobody came back for: freed like any region. */
 void region_free_orphan(struct region *r);
+/* Its owner frees it before coming back (RegionFree with the
+ * generation, after a take-over or restart cut its free): OK, or
+ * ERR_NO_REGION when it is no orphan of c's user with that secret. */
+wire_status_t region_free_orphan_of(struct conn *c, uint64_t id,
+				    uint64_t generation, char *detail,
+				    size_t detail_len);
 /* Its owner came back on a new connection (RegionReattach): the orphan
  * joins c's table if generation proves it and c's limits allow. */
 wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
@@ -417,6 +423,8 @@ void fdstore_release(struct daemon *d, struct region *r);
  * keeps the store, systemctl stop empties it): no region is removed or
  * made from here on. */
 void fdstore_freeze(struct daemon *d);
+/* Frozen: the regions go to the next start as they are now. */
+bool fdstore_frozen(struct daemon *d);
 /* For metrics: regions stored and room for them (0 and 0 when off). */
 void fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p);
 /* After daemon_stop. */

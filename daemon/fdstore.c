@@ -530,6 +530,14 @@ fdstore_freeze(struct daemon *d)
 		 s->n_used);
 }
 
+bool
+fdstore_frozen(struct daemon *d)
+{
+	struct fdstore *s = d->world->fdstore;
+
+	return s != NULL && __atomic_load_n(&s->frozen, __ATOMIC_ACQUIRE);
+}
+
 void
 fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p)
 {

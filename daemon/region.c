@@ -410,6 +410,39 @@ region_free_orphan(struct region *r)
 }
 
 wire_status_t
+region_free_orphan_of(struct conn *c, uint64_t id, uint64_t generation,
+		      char *detail, size_t detail_len)
+{
+	struct daemon *d = c->d;
+	struct region *r;
+
+	/* As region_reattach: whole under the stop, one answer for every
+	 * refusal. */
+	world_stop(d);
+	r = region_lookup(d, id);
+	if (r == NULL || !r->orphan || generation == 0 ||
+	    r->generation != generation || r->orphan_uid != c->uid) {
+		world_resume(d);
+		snprintf(detail, detail_len,
+			 "region %llu is not a region of this client",
+			 (unsigned long long)id);
+		return RMA__V1__STATUS__ERR_NO_REGION;
+	}
+	idmap_remove(&d->world->regions, r->id);
+	r->orphan = false;
+	world_resume(d);
+	/* This worker's now, as a re-attach would make it: its memory goes
+	 * to this worker's quarantine. */
+	fdstore_release(d, r);
+	d->region_freed(d, r);
+	region_unref(d, r);
+	log_info("region_free_orphan_of: region %llu freed by its owner "
+		 "before its re-attach",
+		 (unsigned long long)id);
+	return RMA__V1__STATUS__OK;
+}
+
+wire_status_t
 region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 		size_t detail_len)
 {

@@ -292,6 +292,9 @@ struct region {
 	/* while an orphan: who owned it, the only user allowed it back */
 	uid_t orphan_uid;
 	pid_t orphan_pid;
+	/* while an orphan: when it is freed, CLOCK_REALTIME ms, kept across
+	 * restarts (handover_record) so that a crash loop cannot keep it */
+	uint64_t orphan_until_ms;
 	int memfd;	/* kept for a hand-over to the next process */
 	int store_slot; /* fdstore.c: its record in the state, or -1 */
 	int refs;	/* the owner's table entry, plus one per operation */
@@ -352,6 +355,9 @@ struct handover_record {
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
+	/* An orphan's deadline (region.orphan_until_ms), 0 for a region
+	 * with its owner; a realtime clock, as it crosses processes. */
+	uint64_t orphan_until_ms;
 };
 
 /* One region as the old process hands it over. */
@@ -360,6 +366,7 @@ struct handover_region {
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
+	uint64_t orphan_until_ms;
 	int memfd;
 };
 
@@ -425,6 +432,9 @@ void fdstore_release(struct daemon *d, struct region *r);
 void fdstore_freeze(struct daemon *d);
 /* Frozen: the regions go to the next start as they are now. */
 bool fdstore_frozen(struct daemon *d);
+/* r became an orphan or was claimed back: its record's deadline follows
+ * (r->orphan_until_ms, or 0). */
+void fdstore_orphan_update(struct daemon *d, const struct region *r);
 /* For metrics: regions stored and room for them (0 and 0 when off). */
 void fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p);
 /* After daemon_stop. */

@@ -68,7 +68,7 @@
 #include <systemd/sd-daemon.h>
 
 #define FDSTORE_MAGIC 0x524d4153u /* "RMAS" */
-#define FDSTORE_VERSION 1u
+#define FDSTORE_VERSION 2u /* 2: records carry orphan_until_ms */
 #define FDSTORE_STATE NOTIFY_STORE_PREFIX "state"
 #define FDSTORE_LISTEN NOTIFY_STORE_PREFIX "listen"
 #define FDSTORE_REGION NOTIFY_STORE_PREFIX "region-"
@@ -400,6 +400,8 @@ fdstore_attach(struct daemon *d, struct fdstore *s)
 		r = region_lookup(d, s->slot[i].live);
 		if (r != NULL) {
 			r->store_slot = (int)i;
+			/* the deadline it got here, for a crash to keep */
+			fdstore_orphan_update(d, r);
 			continue;
 		}
 		fdstore_region_name(s->slot[i].live, name, sizeof(name));
@@ -528,6 +530,18 @@ fdstore_freeze(struct daemon *d)
 	log_info("fdstore_freeze: %u regions stay in systemd's fd store for "
 		 "the next start",
 		 s->n_used);
+}
+
+void
+fdstore_orphan_update(struct daemon *d, const struct region *r)
+{
+	struct fdstore *s = d->world->fdstore;
+
+	if (s == NULL || r->store_slot < 0)
+		return;
+	/* one aligned word: a crash sees the old deadline or the new */
+	__atomic_store_n(&s->slot[r->store_slot].rec.orphan_until_ms,
+			 r->orphan ? r->orphan_until_ms : 0, __ATOMIC_RELEASE);
 }
 
 bool

@@ -12,8 +12,9 @@
  * the regions live on. The new process waits for the end of the stream
  * (the old one gone, its UCX port free), then starts under the same
  * identity and maps the memfds again. A region whose owner is away is an
- * orphan: remote initiators keep using it; it is freed after
- * reattach_timeout unless its owner comes back.
+ * orphan: remote initiators keep using it; it is freed reattach_timeout
+ * after it first became one (the deadline travels with it through later
+ * take-overs and restarts) unless its owner comes back.
  *
  * Either side failing before END leaves the old process serving (it only
  * commits once it has sent everything); a new process that dies after END
@@ -29,10 +30,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
-#define HANDOVER_VERSION 1u
+#define HANDOVER_VERSION 2u /* 2: records carry orphan_until_ms */
 #define HANDOVER_SUFFIX ".takeover"
 /* Regions (and fds) per message: well under SCM_MAX_FD (253). */
 #define HANDOVER_CHUNK 128
@@ -142,6 +144,7 @@ handover_record_make(const struct region *r, struct handover_record *rec)
 		/* still away: its owner may come back to the next */
 		rec->owner_pid = r->orphan_pid;
 		rec->owner_uid = r->orphan_uid;
+		rec->orphan_until_ms = r->orphan_until_ms;
 	}
 }
 
@@ -157,6 +160,7 @@ handover_record_take(const struct handover_record *rec, int memfd,
 	hr->owner_uid = rec->owner_uid;
 	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
 	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
+	hr->orphan_until_ms = rec->orphan_until_ms;
 	hr->memfd = memfd; /* ownership moves to hr */
 }
 
@@ -577,31 +581,77 @@ err_close:
 	return -1;
 }
 
+/* CLOCK_REALTIME in ms: an orphan's deadline crosses processes. */
+static uint64_t
+handover_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* reattach_timeout after the region first became an orphan: a deadline
+ * an earlier process set stands, or a crash loop would keep the orphan
+ * for ever; at most reattach_timeout from now (a clock set back, a
+ * shorter timeout since). */
+static uint64_t
+handover_orphan_deadline(const struct daemon *d, uint64_t inherited)
+{
+	uint64_t latest = handover_realtime_ms() +
+			  (uint64_t)(d->cfg.reattach_timeout * 1000.0);
+
+	return inherited != 0 && inherited < latest ? inherited : latest;
+}
+
+/* The timer, for the first deadline of the orphans left. */
+static void
+handover_orphan_arm(struct handover *h)
+{
+	uint64_t first = UINT64_MAX, now = handover_realtime_ms();
+	struct timeval tv;
+
+	for (size_t i = 0; i < h->n_orphans; i++) {
+		struct region *r = region_lookup(h->d, h->orphans[i]);
+		if (r != NULL && r->orphan && r->orphan_until_ms < first)
+			first = r->orphan_until_ms;
+	}
+	if (first == UINT64_MAX || h->orphan_ev == NULL)
+		return;
+	tv = worker_timeval(first > now ? (double)(first - now) / 1000.0 : 0);
+	evtimer_add(h->orphan_ev, &tv);
+}
+
 static void
 handover_on_orphan_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct handover *h = arg;
-	size_t freed = 0;
+	uint64_t now = handover_realtime_ms();
+	size_t freed = 0, kept = 0;
 
 	for (size_t i = 0; i < h->n_orphans; i++) {
 		struct region *r = region_lookup(h->d, h->orphans[i]);
-		if (r != NULL && r->orphan) {
+		if (r == NULL || !r->orphan)
+			continue; /* claimed back, or freed by its owner */
+		if (r->orphan_until_ms <= now) {
 			region_free_orphan(r);
 			freed++;
+			continue;
 		}
+		h->orphans[kept++] = h->orphans[i];
 	}
-	h->n_orphans = 0;
+	h->n_orphans = kept;
 	if (freed > 0)
 		log_info("handover_on_orphan_deadline: %zu regions nobody "
 			 "came back for freed",
 			 freed);
+	handover_orphan_arm(h);
 }
 
 int
 handover_restore(struct daemon *d, struct handover_state *st)
 {
 	struct handover *h = handover_get(d);
-	struct timeval tv = worker_timeval(d->cfg.reattach_timeout);
 	size_t lost = 0;
 
 	if (h == NULL)
@@ -621,12 +671,13 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		hr->memfd = -1; /* the region's now */
 		r->orphan_uid = hr->owner_uid;
 		r->orphan_pid = hr->owner_pid;
+		r->orphan_until_ms =
+		    handover_orphan_deadline(d, hr->orphan_until_ms);
 		h->orphans[h->n_orphans++] = r->id;
 	}
 	d->world->regions_recovered += h->n_orphans;
 	h->orphan_ev = evtimer_new(d->base, handover_on_orphan_deadline, h);
-	if (h->orphan_ev != NULL)
-		evtimer_add(h->orphan_ev, &tv);
+	handover_orphan_arm(h);
 	if (lost > 0)
 		log_error("handover_restore: %zu of %zu regions could not be "
 			  "mapped again",

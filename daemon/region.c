@@ -484,6 +484,8 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 	r->owner = c;
 	r->d = d;
 	d->world->regions_reattached++;
+	/* a crash from here on brings it back with a new deadline */
+	fdstore_orphan_update(d, r);
 	world_resume(d);
 	c->region_bytes += r->length;
 	log_info("region_reattach: region %llu back with client %u (%s)",

@@ -366,6 +366,17 @@ err:
 	return -1;
 }
 
+/* r's orphan deadline (or 0) into its record. */
+static void
+fdstore_slot_deadline(struct fdstore *s, const struct region *r)
+{
+	if (r->store_slot < 0)
+		return;
+	/* one aligned word: a crash sees the old deadline or the new */
+	__atomic_store_n(&s->slot[r->store_slot].rec.orphan_until_ms,
+			 r->orphan ? r->orphan_until_ms : 0, __ATOMIC_RELEASE);
+}
+
 int
 fdstore_attach(struct daemon *d, struct fdstore *s)
 {
@@ -401,7 +412,7 @@ fdstore_attach(struct daemon *d, struct fdstore *s)
 		if (r != NULL) {
 			r->store_slot = (int)i;
 			/* the deadline it got here, for a crash to keep */
-			fdstore_orphan_update(d, r);
+			fdstore_slot_deadline(s, r);
 			continue;
 		}
 		fdstore_region_name(s->slot[i].live, name, sizeof(name));
@@ -537,11 +548,8 @@ fdstore_orphan_update(struct daemon *d, const struct region *r)
 {
 	struct fdstore *s = d->world->fdstore;
 
-	if (s == NULL || r->store_slot < 0)
-		return;
-	/* one aligned word: a crash sees the old deadline or the new */
-	__atomic_store_n(&s->slot[r->store_slot].rec.orphan_until_ms,
-			 r->orphan ? r->orphan_until_ms : 0, __ATOMIC_RELEASE);
+	if (s != NULL)
+		fdstore_slot_deadline(s, r);
 }
 
 bool

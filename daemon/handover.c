@@ -652,7 +652,8 @@ int
 handover_restore(struct daemon *d, struct handover_state *st)
 {
 	struct handover *h = handover_get(d);
-	size_t lost = 0;
+	uint64_t now = handover_realtime_ms();
+	size_t lost = 0, expired = 0;
 
 	if (h == NULL)
 		goto err;
@@ -663,6 +664,13 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		struct handover_region *hr = &st->regions[i];
 		struct region *r;
 
+		/* An orphan whose time ran out in an earlier process (a
+		 * crash loop may leave none long enough for its timer):
+		 * freed by not taking it; fdstore_attach drops its record. */
+		if (hr->orphan_until_ms != 0 && hr->orphan_until_ms <= now) {
+			expired++;
+			continue;
+		}
 		if (region_adopt(d, hr->memfd, hr->id, hr->generation,
 				 hr->ro_generation, hr->length, &r) < 0) {
 			lost++;
@@ -682,6 +690,10 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		log_error("handover_restore: %zu of %zu regions could not be "
 			  "mapped again",
 			  lost, st->n);
+	if (expired > 0)
+		log_info("handover_restore: %zu orphans past their deadline "
+			 "freed",
+			 expired);
 	if (st->listen_fd >= 0) {
 		if (server_adopt(d, st->listen_fd) < 0)
 			goto err;

@@ -306,8 +306,7 @@ region_reattach_all(rma_client_t *c, int64_t deadline)
 		}
 		snprintf(why, sizeof(why), "%s", c->last_error);
 		/* No answer: the connection failed, not this region. */
-		if (c->gone || st == RMA_ERR_TIMEOUT ||
-		    st == RMA_ERR_RESTARTED)
+		if (c->gone || st == RMA_ERR_TIMEOUT || st == RMA_ERR_RESTARTED)
 			return client_error(
 			    c, st, "region %llu: %s",
 			    (unsigned long long)region->region_id, why);

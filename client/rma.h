@@ -217,9 +217,9 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * (rma_region_ptr()) stays valid memory of this process until
  * rma_region_free(), which then returns RMA_OK; the other regions are
  * back. A daemon with another identity, or no daemon within the
- * deadline: RMA_ERR_DAEMON_GONE, as always. RMA_NO_REATTACH=1 in the environment at rma_connect() keeps
- * that behaviour at every close (no re-attach is tried).
- * On failure rma_last_error(NULL) gives the detail.
+ * deadline: RMA_ERR_DAEMON_GONE, as always. RMA_NO_REATTACH=1 in the
+ * environment at rma_connect() keeps that behaviour at every close (no
+ * re-attach is tried). On failure rma_last_error(NULL) gives the detail.
  * @return RMA_OK,
  *         RMA_ERR_INVALID (@p client_p NULL, or the path is empty or too
  *         long for a Unix socket),

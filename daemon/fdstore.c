@@ -68,7 +68,7 @@
 #include <systemd/sd-daemon.h>
 
 #define FDSTORE_MAGIC 0x524d4153u /* "RMAS" */
-#define FDSTORE_VERSION 2u /* 2: records carry orphan_until_ms */
+#define FDSTORE_VERSION 2u	  /* 2: records carry orphan_until_ms */
 #define FDSTORE_STATE NOTIFY_STORE_PREFIX "state"
 #define FDSTORE_LISTEN NOTIFY_STORE_PREFIX "listen"
 #define FDSTORE_REGION NOTIFY_STORE_PREFIX "region-"

@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
-#define HANDOVER_VERSION 2u /* 2: records carry orphan_until_ms */
+#define HANDOVER_VERSION 2u	   /* 2: records carry orphan_until_ms */
 #define HANDOVER_SUFFIX ".takeover"
 /* Regions (and fds) per message: well under SCM_MAX_FD (253). */
 #define HANDOVER_CHUNK 128

@@ -82,9 +82,9 @@ request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
 	/* The region lives on in our successor (a take-over, or systemd's
 	 * fd store across a restart): freed here, it would stay there an
 	 * orphan. The client frees it again there, with its secret. */
-	if (r != NULL && (__atomic_load_n(&c->d->world->handed_over,
-					  __ATOMIC_ACQUIRE) ||
-			  fdstore_frozen(c->d))) {
+	if (r != NULL &&
+	    (__atomic_load_n(&c->d->world->handed_over, __ATOMIC_ACQUIRE) ||
+	     fdstore_frozen(c->d))) {
 		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_RESTARTED,
 				"rmad is handing region %llu over to its next "
 				"process: free it there",

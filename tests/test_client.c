@@ -996,7 +996,8 @@ taker_main(void *arg)
 		int i;
 
 		pthread_mutex_lock(&fake.lock);
-		i = taker.conns < TAKER_CONNS - 1 ? taker.conns : TAKER_CONNS - 1;
+		i = taker.conns < TAKER_CONNS - 1 ? taker.conns
+						  : TAKER_CONNS - 1;
 		taker.conns++;
 		fake.fd = fd;
 		pthread_mutex_unlock(&fake.lock);
@@ -1205,7 +1206,6 @@ START_TEST(test_free_cut_by_take_over)
 	taker_stop();
 }
 END_TEST
-
 
 static Suite *
 client_suite(void)

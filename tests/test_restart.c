@@ -407,9 +407,8 @@ START_TEST(test_free_orphan_then_reattach_the_rest)
 
 		ck_assert_int_eq(rma_peer_connect(ca, da.listen, &self),
 				 RMA_OK);
-		ck_assert_int_eq(rma_remote_import(ca, self,
-						   rma_region_descriptor(ra),
-						   &own),
+		ck_assert_int_eq(rma_remote_import(
+				     ca, self, rma_region_descriptor(ra), &own),
 				 RMA_OK);
 		ck_assert_int_eq(rma_get_sync(ca, ra2, 0, own, 0, 4, WAIT_MS),
 				 RMA_ERR_NO_REGION);

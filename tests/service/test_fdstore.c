@@ -413,11 +413,11 @@ START_TEST(test_store_smaller_than_config)
 				 RMA_OK);
 		ck_assert_int_eq(rma_get_sync(ca, ra[2], 0, own, 0, 8, WAIT_MS),
 				 RMA_ERR_NO_REGION);
-		ck_assert_int_eq(rma_get_sync(ca, ra[1], 0, own, 0, SZ, WAIT_MS),
-				 RMA_OK);
-		ck_assert_int_eq(memcmp(rma_region_ptr(ra[1]),
-					rma_region_ptr(ra[0]), SZ),
-				 0);
+		ck_assert_int_eq(
+		    rma_get_sync(ca, ra[1], 0, own, 0, SZ, WAIT_MS), RMA_OK);
+		ck_assert_int_eq(
+		    memcmp(rma_region_ptr(ra[1]), rma_region_ptr(ra[0]), SZ),
+		    0);
 		ck_assert_int_eq(rma_region_free(ca, ra[2]), RMA_OK);
 	}
 

@@ -204,6 +204,40 @@ START_TEST(test_orphan_goes_stale)
 }
 END_TEST
 
+/* Take-overs one after the other, each process living less than the
+ * orphan deadline (2 s), for longer than it: the deadline goes from one
+ * process to the next, so the orphan (ra: ca never calls the library) is
+ * freed 2 s after the first take-over, not 2 s after the last. */
+START_TEST(test_orphan_deadline_survives_take_overs)
+{
+	static const char *const flags[] = {"--take-over", "--reattach-timeout",
+					    "2", NULL};
+	rma_status_t first, st = RMA_OK;
+	double t0, deadline;
+	int n = 0;
+
+	take_over(flags);
+	t0 = harness_now();
+	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
+	while (harness_now() < t0 + 3.0) {
+		take_over(flags);
+		n++;
+	}
+	/* the last process took no orphan, or frees it at once */
+	deadline = harness_now() + 1.0;
+	do {
+		st = rma_put_sync(cb, rb, 0, remote_a, 0, 4096, 0, WAIT_MS);
+		if (st == RMA_ERR_STALE_DESCRIPTOR)
+			break;
+		harness_pause(0.02, deadline);
+	} while (harness_now() < deadline);
+	ck_assert_msg(st == RMA_ERR_STALE_DESCRIPTOR,
+		      "the orphan outlived its deadline through %d more "
+		      "take-overs: %s",
+		      n, rma_strerror(st));
+}
+END_TEST
+
 /* Waits until ca's connection has news (the old process closed it), then
  * lets the library run: it re-attaches within its deadline. */
 static rma_status_t
@@ -818,6 +852,7 @@ main(void)
 	tcase_add_test(tc, test_restart_is_not_take_over);
 	tcase_add_test(tc, test_in_flight_at_take_over);
 	tcase_add_test(tc, test_free_orphan_then_reattach_the_rest);
+	tcase_add_test(tc, test_orphan_deadline_survives_take_overs);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

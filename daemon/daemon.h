@@ -333,8 +333,11 @@ void region_copy(void *dst, const void *src, size_t n);
 int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 uint64_t ro_generation, uint64_t length,
 		 struct region **region_p);
-/* An orphan nobody came back for: freed like any region. */
-void region_free_orphan(struct region *r);
+/* The orphans among ids whose deadline passed (every one, for now_ms 0)
+ * are freed like any region, on self; ids keeps the others, *next_p gets
+ * the first of their deadlines (UINT64_MAX: none). Returns how many went. */
+size_t region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
+			     uint64_t now_ms, uint64_t *next_p);
 /* Its owner frees it before coming back (RegionFree with the
  * generation, after a take-over or restart cut its free): OK, or
  * ERR_NO_REGION when it is no orphan of c's user with that secret. */

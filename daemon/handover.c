@@ -386,10 +386,10 @@ handover_stop(struct daemon *d)
 
 	if (h == NULL)
 		return;
-	for (size_t i = 0; i < h->n_orphans; i++) {
-		struct region *r = region_lookup(d, h->orphans[i]);
-		if (r != NULL && r->orphan)
-			region_free_orphan(r);
+	{
+		uint64_t next;
+
+		region_expire_orphans(d, h->orphans, &h->n_orphans, 0, &next);
 	}
 	free(h->orphans);
 	if (h->orphan_ev != NULL)
@@ -604,18 +604,14 @@ handover_orphan_deadline(const struct daemon *d, uint64_t inherited)
 	return inherited != 0 && inherited < latest ? inherited : latest;
 }
 
-/* The timer, for the first deadline of the orphans left. */
+/* The timer, for the first deadline (CLOCK_REALTIME ms) of the orphans
+ * left. */
 static void
-handover_orphan_arm(struct handover *h)
+handover_orphan_arm(struct handover *h, uint64_t first)
 {
-	uint64_t first = UINT64_MAX, now = handover_realtime_ms();
+	uint64_t now = handover_realtime_ms();
 	struct timeval tv;
 
-	for (size_t i = 0; i < h->n_orphans; i++) {
-		struct region *r = region_lookup(h->d, h->orphans[i]);
-		if (r != NULL && r->orphan && r->orphan_until_ms < first)
-			first = r->orphan_until_ms;
-	}
 	if (first == UINT64_MAX || h->orphan_ev == NULL)
 		return;
 	tv = worker_timeval(first > now ? (double)(first - now) / 1000.0 : 0);
@@ -626,33 +622,23 @@ static void
 handover_on_orphan_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct handover *h = arg;
-	uint64_t now = handover_realtime_ms();
-	size_t freed = 0, kept = 0;
+	uint64_t next;
+	size_t freed;
 
-	for (size_t i = 0; i < h->n_orphans; i++) {
-		struct region *r = region_lookup(h->d, h->orphans[i]);
-		if (r == NULL || !r->orphan)
-			continue; /* claimed back, or freed by its owner */
-		if (r->orphan_until_ms <= now) {
-			region_free_orphan(r);
-			freed++;
-			continue;
-		}
-		h->orphans[kept++] = h->orphans[i];
-	}
-	h->n_orphans = kept;
+	freed = region_expire_orphans(h->d, h->orphans, &h->n_orphans,
+				      handover_realtime_ms(), &next);
 	if (freed > 0)
 		log_info("handover_on_orphan_deadline: %zu regions nobody "
 			 "came back for freed",
 			 freed);
-	handover_orphan_arm(h);
+	handover_orphan_arm(h, next);
 }
 
 int
 handover_restore(struct daemon *d, struct handover_state *st)
 {
 	struct handover *h = handover_get(d);
-	uint64_t now = handover_realtime_ms();
+	uint64_t now = handover_realtime_ms(), first = UINT64_MAX;
 	size_t lost = 0, expired = 0;
 
 	if (h == NULL)
@@ -681,11 +667,13 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		r->orphan_pid = hr->owner_pid;
 		r->orphan_until_ms =
 		    handover_orphan_deadline(d, hr->orphan_until_ms);
+		if (r->orphan_until_ms < first)
+			first = r->orphan_until_ms;
 		h->orphans[h->n_orphans++] = r->id;
 	}
 	d->world->regions_recovered += h->n_orphans;
 	h->orphan_ev = evtimer_new(d->base, handover_on_orphan_deadline, h);
-	handover_orphan_arm(h);
+	handover_orphan_arm(h, first);
 	if (lost > 0)
 		log_error("handover_restore: %zu of %zu regions could not be "
 			  "mapped again",

@@ -393,20 +393,44 @@ err_free:
 	return -1;
 }
 
-void
-region_free_orphan(struct region *r)
+size_t
+region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
+		      uint64_t now_ms, uint64_t *next_p)
 {
-	struct daemon *d = r->d;
+	struct region **gone = calloc(*n_p ? *n_p : 1, sizeof(*gone));
+	size_t kept = 0, n_gone = 0;
+	struct region *r;
 
-	if (!r->orphan)
-		return;
-	world_stop(d);
-	idmap_remove(&d->world->regions, r->id);
-	r->orphan = false;
-	world_resume(d);
-	fdstore_release(d, r);
-	d->region_freed(d, r);
-	region_unref(d, r);
+	*next_p = UINT64_MAX;
+	if (gone == NULL)
+		return 0;
+	/* Under the stop: another worker may claim (region_reattach) or
+	 * free (region_free_orphan_of) any of them, and then the region
+	 * may be gone by the time we look. */
+	world_stop(self);
+	for (size_t i = 0; i < *n_p; i++) {
+		r = region_lookup(self, ids[i]);
+		if (r == NULL || !r->orphan)
+			continue; /* claimed back, or freed by its owner */
+		if (now_ms != 0 && r->orphan_until_ms > now_ms) {
+			if (r->orphan_until_ms < *next_p)
+				*next_p = r->orphan_until_ms;
+			ids[kept++] = ids[i];
+			continue;
+		}
+		idmap_remove(&self->world->regions, r->id);
+		r->orphan = false;
+		gone[n_gone++] = r;
+	}
+	world_resume(self);
+	*n_p = kept;
+	for (size_t i = 0; i < n_gone; i++) {
+		fdstore_release(self, gone[i]);
+		self->region_freed(self, gone[i]);
+		region_unref(self, gone[i]);
+	}
+	free(gone);
+	return n_gone;
 }
 
 wire_status_t

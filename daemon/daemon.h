@@ -358,12 +358,14 @@ struct handover_record {
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
-	/* An orphan's deadline (region.orphan_until_ms), 0 for a region
-	 * with its owner; a realtime clock, as it crosses processes. */
-	uint64_t orphan_until_ms;
 };
 
-/* One region as the old process hands it over. */
+/* One region as the old process hands it over. Beside its record: an
+ * orphan's deadline (region.orphan_until_ms, CLOCK_REALTIME as it crosses
+ * processes; 0 for a region with its owner), which travels apart
+ * (handover.c: DEADLINES; fdstore.c: after the slots), so that the
+ * record, and rmad versions that do not know deadlines, stay as they
+ * were. */
 struct handover_region {
 	uint64_t id, generation, ro_generation, length;
 	int32_t owner_pid;

@@ -7,7 +7,10 @@
  * socket, mode 0600, same user only). The new one connects and asks;
  * the old one stops making regions, sends one HEAD message (identity,
  * counters, the client socket's listening fd), REGIONS messages (records
- * and their memfds, by SCM_RIGHTS) and an END message with the count, then
+ * and their memfds, by SCM_RIGHTS), DEADLINES messages (the orphans'
+ * deadlines, to a successor that says in its ASK that it takes them:
+ * older ones do not, and older predecessors send none) and an END
+ * message with the count, then
  * shuts down as on SIGTERM, except that nothing is told to other daemons:
  * the regions live on. The new process waits for the end of the stream
  * (the old one gone, its UCX port free), then starts under the same
@@ -34,7 +37,7 @@
 #include <unistd.h>
 
 #define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
-#define HANDOVER_VERSION 2u	   /* 2: records carry orphan_until_ms */
+#define HANDOVER_VERSION 1u
 #define HANDOVER_SUFFIX ".takeover"
 /* Regions (and fds) per message: well under SCM_MAX_FD (253). */
 #define HANDOVER_CHUNK 128
@@ -46,6 +49,18 @@ enum handover_kind {
 	HANDOVER_HEAD = 2,
 	HANDOVER_REGIONS = 3,
 	HANDOVER_END = 4,
+	/* after the REGIONS, to a successor that asked for them: one orphan
+	 * deadline per region, in the same order */
+	HANDOVER_DEADLINES = 5,
+};
+
+/* What a successor takes beyond version 1, in the ASK's body (a
+ * predecessor that does not know it reads the header alone). */
+#define HANDOVER_TAKES_DEADLINES 1u
+
+struct handover_ask {
+	uint32_t takes; /* HANDOVER_TAKES_* */
+	uint32_t pad;
 };
 
 struct handover_msg {
@@ -144,7 +159,6 @@ handover_record_make(const struct region *r, struct handover_record *rec)
 		/* still away: its owner may come back to the next */
 		rec->owner_pid = r->orphan_pid;
 		rec->owner_uid = r->orphan_uid;
-		rec->orphan_until_ms = r->orphan_until_ms;
 	}
 }
 
@@ -160,8 +174,8 @@ handover_record_take(const struct handover_record *rec, int memfd,
 	hr->owner_uid = rec->owner_uid;
 	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
 	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
-	hr->orphan_until_ms = rec->orphan_until_ms;
-	hr->memfd = memfd; /* ownership moves to hr */
+	hr->orphan_until_ms = 0; /* the caller's, if it knows it */
+	hr->memfd = memfd;	 /* ownership moves to hr */
 }
 
 void
@@ -175,6 +189,7 @@ handover_no_broadcast(struct daemon *d, const struct region *r)
 
 struct handover_snapshot {
 	struct handover_record *recs;
+	uint64_t *until; /* orphan deadlines, 0 for owned regions */
 	int *fds;
 	size_t n;
 };
@@ -185,6 +200,7 @@ handover_snapshot_free(struct handover_snapshot *s)
 	for (size_t i = 0; i < s->n; i++)
 		close(s->fds[i]);
 	free(s->recs);
+	free(s->until);
 	free(s->fds);
 }
 
@@ -205,8 +221,9 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 	cap = w->regions.count;
 	s->n = 0;
 	s->recs = calloc(cap ? cap : 1, sizeof(*s->recs));
+	s->until = calloc(cap ? cap : 1, sizeof(*s->until));
 	s->fds = calloc(cap ? cap : 1, sizeof(*s->fds));
-	if (s->recs == NULL || s->fds == NULL) {
+	if (s->recs == NULL || s->until == NULL || s->fds == NULL) {
 		rc = -1;
 		goto out;
 	}
@@ -219,6 +236,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 			break;
 		}
 		handover_record_make(r, rec);
+		s->until[s->n] = r->orphan ? r->orphan_until_ms : 0;
 		s->fds[s->n++] = fd;
 	}
 out:
@@ -227,7 +245,7 @@ out:
 }
 
 static int
-handover_give(struct handover *h, int fd)
+handover_give(struct handover *h, int fd, uint32_t takes)
 {
 	struct daemon *d = h->d;
 	struct world *w = d->world;
@@ -257,6 +275,18 @@ handover_give(struct handover *h, int fd)
 		m.count = (uint32_t)k;
 		if (handover_send(fd, &m, &s.recs[i], k * sizeof(s.recs[0]),
 				  &s.fds[i], k) < 0)
+			goto err;
+	}
+	/* A successor that does not take them restarts every orphan's
+	 * deadline, as before deadlines travelled. */
+	for (size_t i = 0; (takes & HANDOVER_TAKES_DEADLINES) && i < s.n;
+	     i += HANDOVER_CHUNK) {
+		size_t k = s.n - i < HANDOVER_CHUNK ? s.n - i : HANDOVER_CHUNK;
+
+		m.kind = HANDOVER_DEADLINES;
+		m.count = (uint32_t)k;
+		if (handover_send(fd, &m, &s.until[i], k * sizeof(s.until[0]),
+				  NULL, 0) < 0)
 			goto err;
 	}
 	m.kind = HANDOVER_END;
@@ -290,8 +320,12 @@ static void
 handover_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct handover *h = arg;
-	struct handover_msg ask;
+	struct {
+		struct handover_msg m;
+		struct handover_ask body; /* absent from older successors */
+	} ask = {0};
 	struct timeval tv = {1, 0};
+	ssize_t n;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int fd;
@@ -309,19 +343,22 @@ handover_on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (recv(fd, &ask, sizeof(ask), 0) != sizeof(ask) ||
-	    ask.magic != HANDOVER_MAGIC || ask.kind != HANDOVER_ASK) {
+	n = recv(fd, &ask, sizeof(ask), 0);
+	if (n < (ssize_t)sizeof(ask.m) || ask.m.magic != HANDOVER_MAGIC ||
+	    ask.m.kind != HANDOVER_ASK) {
 		log_warn("handover_on_accept: not a take-over request");
 		goto refuse;
 	}
-	if (ask.version != HANDOVER_VERSION) {
+	if (ask.m.version != HANDOVER_VERSION) {
 		log_warn("handover_on_accept: successor speaks hand-over "
 			 "version %u, we speak %u: refused",
-			 ask.version, HANDOVER_VERSION);
+			 ask.m.version, HANDOVER_VERSION);
 		goto refuse;
 	}
+	if (n < (ssize_t)sizeof(ask))
+		ask.body.takes = 0;
 	log_info("handover_on_accept: pid %d takes over", (int)cred.pid);
-	if (handover_give(h, fd) < 0)
+	if (handover_give(h, fd, ask.body.takes) < 0)
 		goto refuse;
 	h->successor_fd = fd; /* closed by our exit: the successor's cue */
 	return;
@@ -470,7 +507,7 @@ handover_take_regions(int fd, struct handover_state *st)
 	static struct handover_record recs[HANDOVER_CHUNK];
 	int fds[HANDOVER_CHUNK];
 	struct handover_msg m;
-	size_t n_fds;
+	size_t n_fds, n_until = 0;
 	ssize_t n;
 
 	for (;;) {
@@ -480,6 +517,18 @@ handover_take_regions(int fd, struct handover_state *st)
 			goto bad;
 		if (m.kind == HANDOVER_END)
 			return m.count == st->n ? 0 : -1;
+		if (m.kind == HANDOVER_DEADLINES) {
+			const uint64_t *until = (const uint64_t *)recs;
+
+			if (m.count > HANDOVER_CHUNK ||
+			    (size_t)n != m.count * sizeof(*until) ||
+			    n_fds != 0 || m.count > st->n - n_until)
+				goto bad_fds;
+			for (size_t i = 0; i < m.count; i++)
+				st->regions[n_until++].orphan_until_ms =
+				    until[i];
+			continue;
+		}
 		if (m.kind != HANDOVER_REGIONS || m.count > HANDOVER_CHUNK ||
 		    (size_t)n != m.count * sizeof(recs[0]) || n_fds != m.count)
 			goto bad_fds;
@@ -528,6 +577,7 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION, HANDOVER_ASK,
 				 0};
+	struct handover_ask ask = {.takes = HANDOVER_TAKES_DEADLINES};
 	struct handover_head head;
 	struct timeval tv = {5, 0};
 	size_t n_fds;
@@ -549,7 +599,7 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		goto err_close;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
+	if (handover_send(fd, &m, &ask, sizeof(ask), NULL, 0) < 0)
 		goto err_stream;
 	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
 		sizeof(head) ||

@@ -112,7 +112,8 @@ typedef enum rma_status {
 	 * flight and the client re-attached (see rma_connect()): the
 	 * operation or call may or may not have taken effect (a put may
 	 * have landed, a get may have written part of its bytes) and is
-	 * never reissued by the library. Retry it: the client, its regions,
+	 * never reissued by the library (rma_region_free() excepted: it
+	 * finishes the free itself). Retry it: the client, its regions,
 	 * peers and remotes work again. */
 	RMA_ERR_RESTARTED = -23,
 	RMA_INPROGRESS = 1 /**< request not completed yet (not an error) */

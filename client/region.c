@@ -173,11 +173,11 @@ region_reattached(const void *arg)
 }
 
 /* A free cut by a take-over or a restart (reattaches: the client's count
- * before it was sent): the old process may have
- * freed the region or not (it answers RESTARTED once it has handed its
- * regions on), and the re-attach left it out, so in the new process it is
- * an orphan. Free it there with its secret, once the client is back; no
- * such region there means the old process had freed it. */
+ * before it was sent): the old process may have freed the region or not
+ * (it answers RESTARTED once it has handed its regions on), and the
+ * re-attach left it out, so in the new process it is an orphan. Free it
+ * there with its secret, once the client is back; no such region there
+ * means the old process had freed it. */
 static rma_status_t
 region_free_again(rma_client_t *c, struct rma_region *region,
 		  uint32_t reattaches)

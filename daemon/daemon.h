@@ -292,8 +292,9 @@ struct region {
 	/* while an orphan: who owned it, the only user allowed it back */
 	uid_t orphan_uid;
 	pid_t orphan_pid;
-	/* while an orphan: when it is freed, CLOCK_REALTIME ms, kept across
-	 * restarts (handover_record) so that a crash loop cannot keep it */
+	/* while an orphan: when it is freed, CLOCK_REALTIME ms; it goes on
+	 * with the region to the next process (handover.c, fdstore.c), so
+	 * that a crash loop cannot keep it */
 	uint64_t orphan_until_ms;
 	int memfd;	/* kept for a hand-over to the next process */
 	int store_slot; /* fdstore.c: its record in the state, or -1 */

@@ -420,14 +420,11 @@ void
 handover_stop(struct daemon *d)
 {
 	struct handover *h = d->handover;
+	uint64_t next;
 
 	if (h == NULL)
 		return;
-	{
-		uint64_t next;
-
-		region_expire_orphans(d, h->orphans, &h->n_orphans, 0, &next);
-	}
+	region_expire_orphans(d, h->orphans, &h->n_orphans, 0, &next);
 	free(h->orphans);
 	if (h->orphan_ev != NULL)
 		event_free(h->orphan_ev);

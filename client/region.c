@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 /* Ask the daemon to free a region; keeps the handle's last error as it
- * was when this is a cleanup. */
+ * was when this is a cleanup. The generation (0: none) lets the daemon
+ * free it as an orphan too, before its re-attach. */
 static rma_status_t
-region_free_daemon(rma_client_t *c, uint64_t region_id, int keep_error)
+region_free_daemon(rma_client_t *c, uint64_t region_id, uint64_t generation,
+		   int keep_error)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__RegionFree body = RMA__V1__REGION_FREE__INIT;
@@ -25,6 +27,7 @@ region_free_daemon(rma_client_t *c, uint64_t region_id, int keep_error)
 	if (keep_error)
 		memcpy(saved, c->last_error, sizeof(saved));
 	body.region_id = region_id;
+	body.generation = generation;
 	req.body_case = RMA__V1__REQUEST__BODY_REGION_FREE;
 	req.region_free = &body;
 	st = client_call(c, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
@@ -112,7 +115,7 @@ rma_region_alloc(rma_client_t *client, size_t length, rma_region_t **region_p)
 err_unmap:
 	munmap(region->base, region->map_length);
 err_free_daemon:
-	region_free_daemon(client, ra->region_id, 1);
+	region_free_daemon(client, ra->region_id, ra->generation, 1);
 err_free_reply:
 	if (fd >= 0)
 		close(fd);
@@ -156,9 +159,58 @@ region_retire(struct rma_region *region)
 	region->freed = 1;
 }
 
+struct region_wait {
+	const rma_client_t *c;
+	uint32_t reattaches; /* as the wait began */
+};
+
+static int
+region_reattached(const void *arg)
+{
+	const struct region_wait *w = arg;
+
+	return w->c->reattaches != w->reattaches;
+}
+
+/* A free cut by a take-over or a restart (reattaches: the client's count
+ * before it was sent): the old process may have freed the region or not
+ * (it answers RESTARTED once it has handed its regions on), and the
+ * re-attach left it out, so in the new process it is an orphan. Free it
+ * there with its secret, once the client is back; no such region there
+ * means the old process had freed it. */
+static rma_status_t
+region_free_again(rma_client_t *c, struct rma_region *region,
+		  uint32_t reattaches)
+{
+	int64_t deadline = client_deadline(c->reattach_ms);
+	struct region_wait w = {c, reattaches};
+	rma_status_t st = RMA_ERR_RESTARTED;
+
+	while (st == RMA_ERR_RESTARTED && client_remaining(deadline) != 0) {
+		/* the old process answered before it closed: wait for the
+		 * close and the re-attach (client_reconnect) */
+		if (c->reattaches == w.reattaches &&
+		    (st = client_wait(c, deadline, region_reattached, &w)) !=
+			RMA_OK)
+			return client_error(
+			    c, st,
+			    "region %llu: the daemon was taken over while it "
+			    "was freed, and the client did not get back: %s",
+			    (unsigned long long)region->region_id,
+			    c->gone ? c->gone_detail : "timed out");
+		w.reattaches = c->reattaches;
+		st = region_free_daemon(c, region->region_id,
+					region->generation, 0);
+	}
+	if (st == RMA_ERR_NO_REGION)
+		st = RMA_OK; /* the old process freed it before it left */
+	return st;
+}
+
 RMA_API rma_status_t
 rma_region_free(rma_client_t *client, rma_region_t *region)
 {
+	uint32_t reattaches;
 	rma_status_t st;
 
 	if (client == NULL || region == NULL)
@@ -171,12 +223,20 @@ rma_region_free(rma_client_t *client, rma_region_t *region)
 		return client_error(client, RMA_ERR_NO_REGION,
 				    "region %llu was already freed",
 				    (unsigned long long)region->region_id);
-	/* The mapping goes whatever the daemon says: the handle is done.
-	 * A daemon that dies meanwhile may have freed it or not: a
-	 * re-attach leaves it out (an orphan, freed after the daemon's
-	 * reattach_timeout, if the daemon had not freed it yet). */
+	/* The mapping goes whatever the daemon says: the handle is done. */
+	if (region->lost != RMA_OK) {
+		/* no daemon has it any more: nothing to ask */
+		region_retire(region);
+		return RMA_OK;
+	}
+	/* A re-attach while it is asked leaves it out: it is freed, not
+	 * claimed back. */
 	region->freeing = 1;
-	st = region_free_daemon(client, region->region_id, 0);
+	reattaches = client->reattaches;
+	st = region_free_daemon(client, region->region_id, region->generation,
+				0);
+	if (st == RMA_ERR_RESTARTED)
+		st = region_free_again(client, region, reattaches);
 	region_retire(region);
 	return st;
 }
@@ -223,6 +283,7 @@ region_reattach_all(rma_client_t *c, int64_t deadline)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
+	char why[sizeof(c->last_error)];
 	struct rma_region *region;
 	Rma__V1__Reply *reply;
 	rma_status_t st;
@@ -231,7 +292,7 @@ region_reattach_all(rma_client_t *c, int64_t deadline)
 	 * holds too. Only the daemon's table has to learn the owner again,
 	 * and the generation, which only this client was told, proves it. */
 	for (region = c->regions; region != NULL; region = region->next) {
-		if (region->freed || region->freeing)
+		if (region->freed || region->freeing || region->lost != RMA_OK)
 			continue;
 		body.region_id = region->region_id;
 		body.generation = region->generation;
@@ -239,15 +300,22 @@ region_reattach_all(rma_client_t *c, int64_t deadline)
 		req.region_reattach = &body;
 		st = client_call(c, &req, client_remaining(deadline), &reply,
 				 NULL);
-		if (st != RMA_OK) {
-			char why[sizeof(c->last_error)];
-
-			snprintf(why, sizeof(why), "%s", c->last_error);
+		if (st == RMA_OK) {
+			rma__v1__reply__free_unpacked(reply, NULL);
+			continue;
+		}
+		snprintf(why, sizeof(why), "%s", c->last_error);
+		/* No answer: the connection failed, not this region. */
+		if (c->gone || st == RMA_ERR_TIMEOUT || st == RMA_ERR_RESTARTED)
 			return client_error(
 			    c, st, "region %llu: %s",
 			    (unsigned long long)region->region_id, why);
-		}
-		rma__v1__reply__free_unpacked(reply, NULL);
+		/* The daemon refused this one (freed meanwhile, its orphan
+		 * deadline passed, over a limit): the others are still
+		 * ours. Its mapping stays the application's memory. */
+		region->lost = st;
+		client_error(c, st, "region %llu was not given back: %s",
+			     (unsigned long long)region->region_id, why);
 	}
 	return RMA_OK;
 }

@@ -399,18 +399,22 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 }
 
 /* The cases every transfer shares that the library decides alone: a
- * freed local region (region may be NULL: none), a daemon known gone.
+ * freed local region or one lost at a restart (region may be NULL: none),
+ * a daemon known gone.
  * True when the request completed here, its call's status in *st_p. */
 static bool
 request_decided_here(rma_client_t *c, const rma_region_t *region,
 		     const char *name, rma_callback_t cb, void *user_data,
 		     rma_request_t **req_p, rma_status_t *st_p)
 {
-	if (region != NULL && region->freed) {
+	if (region != NULL && (region->freed || region->lost != RMA_OK)) {
 		*st_p = request_complete_now(
 		    c, RMA_ERR_NO_REGION, cb, user_data, req_p,
-		    "%s names region %llu, which was freed", name,
-		    (unsigned long long)region->region_id);
+		    "%s names region %llu, which %s", name,
+		    (unsigned long long)region->region_id,
+		    region->freed ? "was freed"
+				  : "the daemon did not give back after a "
+				    "restart");
 		return true;
 	}
 	if (c->gone) {

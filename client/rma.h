@@ -124,7 +124,8 @@ typedef enum rma_status {
 	 * flight and the client re-attached (see rma_connect()): the
 	 * operation or call may or may not have taken effect (a put may
 	 * have landed, a get may have written part of its bytes) and is
-	 * never reissued by the library. Retry it: the client, its regions,
+	 * never reissued by the library (rma_region_free() excepted: it
+	 * finishes the free itself). Retry it: the client, its regions,
 	 * peers and remotes work again. */
 	RMA_ERR_RESTARTED = -23,
 	RMA_INPROGRESS = 1 /**< request not completed yet (not an error) */
@@ -218,12 +219,20 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * rma_fd() keeps its number (an epoll user must add it again: epoll
  * forgets the closed connection). The client notices only when it calls
  * the library (rma_progress() when rma_fd() polls readable, or any call),
- * so it must do so within the daemon's --reattach-timeout, after which the
- * regions nobody claimed are freed. A daemon with another identity, a
- * region refused, or no daemon within the deadline: RMA_ERR_DAEMON_GONE,
- * as always. RMA_NO_REATTACH=1 in the environment at rma_connect() keeps
- * that behaviour at every close (no re-attach is tried).
- * On failure rma_last_error(NULL) gives the detail.
+ * so it must do so within the daemon's --reattach-timeout, counted from
+ * the first restart that left the region unclaimed (a daemon crashing
+ * again and again does not extend it), after which the regions nobody
+ * claimed are freed. Re-attach is per region: one the new process does
+ * not give back (freed meanwhile, its --reattach-timeout passed, dropped
+ * at a restart, or over a limit) is lost alone: rma_put(), rma_get() and
+ * the other operations naming it as the local region fail at once with
+ * RMA_ERR_NO_REGION, its descriptors are stale, its mapping
+ * (rma_region_ptr()) stays valid memory of this process until
+ * rma_region_free(), which then returns RMA_OK; the other regions are
+ * back. A daemon with another identity, or no daemon within the
+ * deadline: RMA_ERR_DAEMON_GONE, as always. RMA_NO_REATTACH=1 in the
+ * environment at rma_connect() keeps that behaviour at every close (no
+ * re-attach is tried). On failure rma_last_error(NULL) gives the detail.
  * @return RMA_OK,
  *         RMA_ERR_INVALID (@p client_p NULL, or the path is empty or too
  *         long for a Unix socket),
@@ -314,11 +323,21 @@ const char *rma_region_read_only_descriptor(const rma_region_t *region);
  * once with RMA_ERR_NO_REGION, and so does rma_region_free() again.
  * Operations from other hosts naming its descriptor fail with
  * RMA_ERR_STALE_DESCRIPTOR.
- * @return RMA_OK; RMA_ERR_INVALID (NULL, or a region of another client)
- *         or RMA_ERR_NO_REGION (already freed), which change nothing; or
- *         the daemon's failure (RMA_ERR_TIMEOUT: no answer within 30 s;
- *         RMA_ERR_DAEMON_GONE), after which the handle is a freed region
- *         all the same and the daemon frees the region with the
+ *
+ * A take-over or a restart (see rma_connect()) while the free is asked
+ * does not leave the region alive: the client re-attaches its other
+ * regions, then frees this one in the new process with its secret (it
+ * is an orphan there until then) or finds it already freed, all within
+ * RMA_REATTACH_TIMEOUT_MS, and returns RMA_OK.
+ * @return RMA_OK (a region lost at a re-attach included); RMA_ERR_INVALID
+ *         (NULL, or a region of another client) or RMA_ERR_NO_REGION
+ *         (already freed), which change nothing; or the daemon's failure
+ *         (RMA_ERR_TIMEOUT: no answer within 30 s; RMA_ERR_DAEMON_GONE,
+ *         also when the client could not get back after a take-over;
+ *         RMA_ERR_RESTARTED only with RMA_NO_REATTACH=1, when the daemon
+ *         was handing its regions over: the next process frees it after
+ *         its --reattach-timeout), after which the handle is a freed
+ *         region all the same and the daemon frees the region with the
  *         connection at the latest.
  */
 rma_status_t rma_region_free(rma_client_t *client, rma_region_t *region);

@@ -65,6 +65,10 @@ struct rma_region {
 	char *ro_descriptor; /* gets only; NULL once freed */
 	int freed;	     /* rma_region_free ran: a tombstone (region.c) */
 	int freeing; /* rma_region_free is asking the daemon: not re-attached */
+	/* RMA_OK, or why the daemon would not give it back after a
+	 * take-over: operations on it fail with RMA_ERR_NO_REGION here; the
+	 * mapping stays until rma_region_free */
+	rma_status_t lost;
 };
 
 struct rma_peer {
@@ -312,7 +316,8 @@ void request_complete_ids(rma_client_t *c, const uint64_t *ids, size_t n,
 /* ---- region.c, peer.c ---- */
 
 /* After a take-over: claim every live region back (RegionReattach) on the
- * new connection. RMA_OK, or the first failure (detail set). */
+ * new connection; one the daemon refuses is marked lost and the others go
+ * on. RMA_OK, or the connection's failure (detail set): start over. */
 rma_status_t region_reattach_all(rma_client_t *c, int64_t deadline);
 /* After a take-over: connect every peer and import every remote again;
  * one that fails is reported on its handle, not here. */

@@ -325,6 +325,10 @@ struct region {
 	/* while an orphan: who owned it, the only user allowed it back */
 	uid_t orphan_uid;
 	pid_t orphan_pid;
+	/* while an orphan: when it is freed, CLOCK_REALTIME ms; it goes on
+	 * with the region to the next process (handover.c, fdstore.c), so
+	 * that a crash loop cannot keep it */
+	uint64_t orphan_until_ms;
 	int memfd;	/* kept for a hand-over to the next process */
 	int store_slot; /* fdstore.c: its record in the state, or -1 */
 	int refs;	/* the owner's table entry, plus one per operation */
@@ -363,8 +367,17 @@ void region_copy(void *dst, const void *src, size_t n);
 int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 uint64_t ro_generation, uint64_t length,
 		 struct region **region_p);
-/* An orphan nobody came back for: freed like any region. */
-void region_free_orphan(struct region *r);
+/* The orphans among ids whose deadline passed (every one, for now_ms 0)
+ * are freed like any region, on self; ids keeps the others, *next_p gets
+ * the first of their deadlines (UINT64_MAX: none). Returns how many went. */
+size_t region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
+			     uint64_t now_ms, uint64_t *next_p);
+/* Its owner frees it before coming back (RegionFree with the
+ * generation, after a take-over or restart cut its free): OK, or
+ * ERR_NO_REGION when it is no orphan of c's user with that secret. */
+wire_status_t region_free_orphan_of(struct conn *c, uint64_t id,
+				    uint64_t generation, char *detail,
+				    size_t detail_len);
 /* Its owner came back on a new connection (RegionReattach): the orphan
  * joins c's table if generation proves it and c's limits allow. */
 wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
@@ -381,12 +394,18 @@ struct handover_record {
 	char owner_name[64];
 };
 
-/* One region as the old process hands it over. */
+/* One region as the old process hands it over. Beside its record: an
+ * orphan's deadline (region.orphan_until_ms, CLOCK_REALTIME as it crosses
+ * processes; 0 for a region with its owner), which travels apart
+ * (handover.c: DEADLINES; fdstore.c: after the slots), so that the
+ * record, and rmad versions that do not know deadlines, stay as they
+ * were. */
 struct handover_region {
 	uint64_t id, generation, ro_generation, length;
 	int32_t owner_pid;
 	uint32_t owner_uid;
 	char owner_name[64];
+	uint64_t orphan_until_ms;
 	int memfd;
 };
 
@@ -450,6 +469,11 @@ void fdstore_release(struct daemon *d, struct region *r);
  * keeps the store, systemctl stop empties it): no region is removed or
  * made from here on. */
 void fdstore_freeze(struct daemon *d);
+/* Frozen: the regions go to the next start as they are now. */
+bool fdstore_frozen(struct daemon *d);
+/* r became an orphan or was claimed back: its record's deadline follows
+ * (r->orphan_until_ms, or 0). */
+void fdstore_orphan_update(struct daemon *d, const struct region *r);
 /* For metrics: regions stored and room for them (0 and 0 when off). */
 void fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p);
 /* After daemon_stop. */

@@ -6,10 +6,11 @@
  * and leaves it (FDSTOREREMOVE=1) when freed. A state record, itself a
  * memfd in the store (store-state), mapped shared and written in place,
  * says which of those fds are regions and what they are: the identity
- * (daemon id, next region id, next epoch, restarts) and one slot per
- * region holding handover.c's record. A killed process loses nothing
- * written to a shared mapping, so no fsync and no file: the next process
- * gets every stored fd back (LISTEN_FDS, named by LISTEN_FDNAMES),
+ * (daemon id, next region id, next epoch, restarts), one slot per
+ * region holding handover.c's record, then one orphan deadline per slot
+ * (so that a crash loop does not keep an orphan). A killed process loses
+ * nothing written to a shared mapping, so no fsync and no file: the next
+ * process gets every stored fd back (LISTEN_FDS, named by LISTEN_FDNAMES),
  * rebuilds the table from the live slots, and hands it to
  * handover_restore() as a take-over would.
  *
@@ -95,6 +96,11 @@ struct fdstore {
 	int state_fd;
 	struct fdstore_head *head; /* the shared mapping of state_fd */
 	struct fdstore_slot *slot;
+	/* after the slots: slot i's orphan deadline (region.orphan_until_ms,
+	 * 0 for an owned region). A state an older rmad made ends before
+	 * it and is grown (it reads only what it knows; so does an older
+	 * rmad this one's). */
+	uint64_t *until;
 	size_t map_len;
 	uint32_t slots;
 	uint8_t *used; /* slots this process reserved or holds live */
@@ -136,6 +142,13 @@ fdstore_map_len(uint32_t slots)
 {
 	return sizeof(struct fdstore_head) +
 	       (size_t)slots * sizeof(struct fdstore_slot);
+}
+
+/* With the deadlines. */
+static size_t
+fdstore_full_len(uint32_t slots)
+{
+	return fdstore_map_len(slots) + (size_t)slots * sizeof(uint64_t);
 }
 
 static struct fdstore *
@@ -180,6 +193,7 @@ fdstore_map(struct fdstore *s, int fd, size_t len)
 	s->map_len = len;
 	s->state_fd = fd;
 	s->slots = s->head->slots;
+	s->until = (uint64_t *)(s->slot + s->slots);
 	s->used = calloc(s->slots ? s->slots : 1, 1);
 	return s->used == NULL ? -1 : 0;
 }
@@ -205,7 +219,14 @@ fdstore_map_old(struct fdstore *s, int fd)
 			  FDSTORE_VERSION);
 		return -1;
 	}
-	if (fdstore_map(s, fd, fdstore_map_len(head.slots)) < 0)
+	/* an older rmad's state: room for the deadlines (zero: none yet) */
+	if ((size_t)st.st_size < fdstore_full_len(head.slots) &&
+	    ftruncate(fd, (off_t)fdstore_full_len(head.slots)) < 0) {
+		log_error("fdstore_open: cannot grow the stored state: %s",
+			  strerror(errno));
+		return -1;
+	}
+	if (fdstore_map(s, fd, fdstore_full_len(head.slots)) < 0)
 		return -1;
 	if (s->slots + FDSTORE_OWN_FDS != s->max)
 		log_warn("fdstore_open: the stored state has room for %u "
@@ -219,7 +240,7 @@ static int
 fdstore_map_new(struct fdstore *s)
 {
 	uint32_t slots = s->max - FDSTORE_OWN_FDS;
-	size_t len = fdstore_map_len(slots);
+	size_t len = fdstore_full_len(slots);
 	int fd;
 
 	fd = memfd_create("rmad-state", MFD_CLOEXEC);
@@ -287,7 +308,8 @@ fdstore_rebuild(struct fdstore *s, struct notify_fds *passed,
 			continue;
 		}
 		handover_record_take(&s->slot[i].rec, passed->fds[k],
-				     &from->regions[from->n++]);
+				     &from->regions[from->n]);
+		from->regions[from->n++].orphan_until_ms = s->until[i];
 		passed->fds[k] = -1; /* from's now */
 		s->used[i] = 1;
 		s->n_used++;
@@ -366,6 +388,17 @@ err:
 	return -1;
 }
 
+/* r's orphan deadline (or 0) into its record. */
+static void
+fdstore_slot_deadline(struct fdstore *s, const struct region *r)
+{
+	if (r->store_slot < 0)
+		return;
+	/* one aligned word: a crash sees the old deadline or the new */
+	__atomic_store_n(&s->until[r->store_slot],
+			 r->orphan ? r->orphan_until_ms : 0, __ATOMIC_RELEASE);
+}
+
 int
 fdstore_attach(struct daemon *d, struct fdstore *s)
 {
@@ -400,6 +433,8 @@ fdstore_attach(struct daemon *d, struct fdstore *s)
 		r = region_lookup(d, s->slot[i].live);
 		if (r != NULL) {
 			r->store_slot = (int)i;
+			/* the deadline it got here, for a crash to keep */
+			fdstore_slot_deadline(s, r);
 			continue;
 		}
 		fdstore_region_name(s->slot[i].live, name, sizeof(name));
@@ -474,6 +509,7 @@ fdstore_commit(struct daemon *d, struct region *r, char *detail,
 	s->head->next_epoch = __atomic_load_n(&w->next_epoch, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 	handover_record_make(r, &slot->rec);
+	s->until[r->store_slot] = 0; /* a slot is used again */
 	fdstore_region_name(r->id, name, sizeof(name));
 	if (fdstore_send("FDSTORE=1", name, r->memfd) < 0) {
 		snprintf(detail, detail_len,
@@ -528,6 +564,23 @@ fdstore_freeze(struct daemon *d)
 	log_info("fdstore_freeze: %u regions stay in systemd's fd store for "
 		 "the next start",
 		 s->n_used);
+}
+
+void
+fdstore_orphan_update(struct daemon *d, const struct region *r)
+{
+	struct fdstore *s = d->world->fdstore;
+
+	if (s != NULL)
+		fdstore_slot_deadline(s, r);
+}
+
+bool
+fdstore_frozen(struct daemon *d)
+{
+	struct fdstore *s = d->world->fdstore;
+
+	return s != NULL && __atomic_load_n(&s->frozen, __ATOMIC_ACQUIRE);
 }
 
 void

@@ -7,13 +7,17 @@
  * socket, mode 0600, same user only). The new one connects and asks;
  * the old one stops making regions, sends one HEAD message (identity,
  * counters, the client socket's listening fd), REGIONS messages (records
- * and their memfds, by SCM_RIGHTS) and an END message with the count, then
+ * and their memfds, by SCM_RIGHTS), DEADLINES messages (the orphans'
+ * deadlines, to a successor that says in its ASK that it takes them:
+ * older ones do not, and older predecessors send none) and an END
+ * message with the count, then
  * shuts down as on SIGTERM, except that nothing is told to other daemons:
  * the regions live on. The new process waits for the end of the stream
  * (the old one gone, its UCX port free), then starts under the same
  * identity and maps the memfds again. A region whose owner is away is an
- * orphan: remote initiators keep using it; it is freed after
- * reattach_timeout unless its owner comes back.
+ * orphan: remote initiators keep using it; it is freed reattach_timeout
+ * after it first became one (the deadline travels with it through later
+ * take-overs and restarts) unless its owner comes back.
  *
  * Either side failing before END leaves the old process serving (it only
  * commits once it has sent everything); a new process that dies after END
@@ -29,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
@@ -44,6 +49,18 @@ enum handover_kind {
 	HANDOVER_HEAD = 2,
 	HANDOVER_REGIONS = 3,
 	HANDOVER_END = 4,
+	/* after the REGIONS, to a successor that asked for them: one orphan
+	 * deadline per region, in the same order */
+	HANDOVER_DEADLINES = 5,
+};
+
+/* What a successor takes beyond version 1, in the ASK's body (a
+ * predecessor that does not know it reads the header alone). */
+#define HANDOVER_TAKES_DEADLINES 1u
+
+struct handover_ask {
+	uint32_t takes; /* HANDOVER_TAKES_* */
+	uint32_t pad;
 };
 
 struct handover_msg {
@@ -157,7 +174,8 @@ handover_record_take(const struct handover_record *rec, int memfd,
 	hr->owner_uid = rec->owner_uid;
 	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
 	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
-	hr->memfd = memfd; /* ownership moves to hr */
+	hr->orphan_until_ms = 0; /* the caller's, if it knows it */
+	hr->memfd = memfd;	 /* ownership moves to hr */
 }
 
 void
@@ -171,6 +189,7 @@ handover_no_broadcast(struct daemon *d, const struct region *r)
 
 struct handover_snapshot {
 	struct handover_record *recs;
+	uint64_t *until; /* orphan deadlines, 0 for owned regions */
 	int *fds;
 	size_t n;
 };
@@ -181,6 +200,7 @@ handover_snapshot_free(struct handover_snapshot *s)
 	for (size_t i = 0; i < s->n; i++)
 		close(s->fds[i]);
 	free(s->recs);
+	free(s->until);
 	free(s->fds);
 }
 
@@ -201,8 +221,9 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 	cap = w->regions.count;
 	s->n = 0;
 	s->recs = calloc(cap ? cap : 1, sizeof(*s->recs));
+	s->until = calloc(cap ? cap : 1, sizeof(*s->until));
 	s->fds = calloc(cap ? cap : 1, sizeof(*s->fds));
-	if (s->recs == NULL || s->fds == NULL) {
+	if (s->recs == NULL || s->until == NULL || s->fds == NULL) {
 		rc = -1;
 		goto out;
 	}
@@ -215,6 +236,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 			break;
 		}
 		handover_record_make(r, rec);
+		s->until[s->n] = r->orphan ? r->orphan_until_ms : 0;
 		s->fds[s->n++] = fd;
 	}
 out:
@@ -223,7 +245,7 @@ out:
 }
 
 static int
-handover_give(struct handover *h, int fd)
+handover_give(struct handover *h, int fd, uint32_t takes)
 {
 	struct daemon *d = h->d;
 	struct world *w = d->world;
@@ -253,6 +275,18 @@ handover_give(struct handover *h, int fd)
 		m.count = (uint32_t)k;
 		if (handover_send(fd, &m, &s.recs[i], k * sizeof(s.recs[0]),
 				  &s.fds[i], k) < 0)
+			goto err;
+	}
+	/* A successor that does not take them restarts every orphan's
+	 * deadline, as before deadlines travelled. */
+	for (size_t i = 0; (takes & HANDOVER_TAKES_DEADLINES) && i < s.n;
+	     i += HANDOVER_CHUNK) {
+		size_t k = s.n - i < HANDOVER_CHUNK ? s.n - i : HANDOVER_CHUNK;
+
+		m.kind = HANDOVER_DEADLINES;
+		m.count = (uint32_t)k;
+		if (handover_send(fd, &m, &s.until[i], k * sizeof(s.until[0]),
+				  NULL, 0) < 0)
 			goto err;
 	}
 	m.kind = HANDOVER_END;
@@ -286,8 +320,12 @@ static void
 handover_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct handover *h = arg;
-	struct handover_msg ask;
+	struct {
+		struct handover_msg m;
+		struct handover_ask body; /* absent from older successors */
+	} ask = {0};
 	struct timeval tv = {1, 0};
+	ssize_t n;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int fd;
@@ -305,19 +343,22 @@ handover_on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (recv(fd, &ask, sizeof(ask), 0) != sizeof(ask) ||
-	    ask.magic != HANDOVER_MAGIC || ask.kind != HANDOVER_ASK) {
+	n = recv(fd, &ask, sizeof(ask), 0);
+	if (n < (ssize_t)sizeof(ask.m) || ask.m.magic != HANDOVER_MAGIC ||
+	    ask.m.kind != HANDOVER_ASK) {
 		log_warn("handover_on_accept: not a take-over request");
 		goto refuse;
 	}
-	if (ask.version != HANDOVER_VERSION) {
+	if (ask.m.version != HANDOVER_VERSION) {
 		log_warn("handover_on_accept: successor speaks hand-over "
 			 "version %u, we speak %u: refused",
-			 ask.version, HANDOVER_VERSION);
+			 ask.m.version, HANDOVER_VERSION);
 		goto refuse;
 	}
+	if (n < (ssize_t)sizeof(ask))
+		ask.body.takes = 0;
 	log_info("handover_on_accept: pid %d takes over", (int)cred.pid);
-	if (handover_give(h, fd) < 0)
+	if (handover_give(h, fd, ask.body.takes) < 0)
 		goto refuse;
 	h->successor_fd = fd; /* closed by our exit: the successor's cue */
 	return;
@@ -379,14 +420,11 @@ void
 handover_stop(struct daemon *d)
 {
 	struct handover *h = d->handover;
+	uint64_t next;
 
 	if (h == NULL)
 		return;
-	for (size_t i = 0; i < h->n_orphans; i++) {
-		struct region *r = region_lookup(d, h->orphans[i]);
-		if (r != NULL && r->orphan)
-			region_free_orphan(r);
-	}
+	region_expire_orphans(d, h->orphans, &h->n_orphans, 0, &next);
 	free(h->orphans);
 	if (h->orphan_ev != NULL)
 		event_free(h->orphan_ev);
@@ -466,7 +504,7 @@ handover_take_regions(int fd, struct handover_state *st)
 	static struct handover_record recs[HANDOVER_CHUNK];
 	int fds[HANDOVER_CHUNK];
 	struct handover_msg m;
-	size_t n_fds;
+	size_t n_fds, n_until = 0;
 	ssize_t n;
 
 	for (;;) {
@@ -476,6 +514,18 @@ handover_take_regions(int fd, struct handover_state *st)
 			goto bad;
 		if (m.kind == HANDOVER_END)
 			return m.count == st->n ? 0 : -1;
+		if (m.kind == HANDOVER_DEADLINES) {
+			const uint64_t *until = (const uint64_t *)recs;
+
+			if (m.count > HANDOVER_CHUNK ||
+			    (size_t)n != m.count * sizeof(*until) ||
+			    n_fds != 0 || m.count > st->n - n_until)
+				goto bad_fds;
+			for (size_t i = 0; i < m.count; i++)
+				st->regions[n_until++].orphan_until_ms =
+				    until[i];
+			continue;
+		}
 		if (m.kind != HANDOVER_REGIONS || m.count > HANDOVER_CHUNK ||
 		    (size_t)n != m.count * sizeof(recs[0]) || n_fds != m.count)
 			goto bad_fds;
@@ -524,6 +574,7 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION, HANDOVER_ASK,
 				 0};
+	struct handover_ask ask = {.takes = HANDOVER_TAKES_DEADLINES};
 	struct handover_head head;
 	struct timeval tv = {5, 0};
 	size_t n_fds;
@@ -545,7 +596,7 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		goto err_close;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
+	if (handover_send(fd, &m, &ask, sizeof(ask), NULL, 0) < 0)
 		goto err_stream;
 	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
 		sizeof(head) ||
@@ -577,32 +628,65 @@ err_close:
 	return -1;
 }
 
+/* CLOCK_REALTIME in ms: an orphan's deadline crosses processes. */
+static uint64_t
+handover_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* reattach_timeout after the region first became an orphan: a deadline
+ * an earlier process set stands, or a crash loop would keep the orphan
+ * for ever; at most reattach_timeout from now (a clock set back, a
+ * shorter timeout since). */
+static uint64_t
+handover_orphan_deadline(const struct daemon *d, uint64_t inherited)
+{
+	uint64_t latest = handover_realtime_ms() +
+			  (uint64_t)(d->cfg.reattach_timeout * 1000.0);
+
+	return inherited != 0 && inherited < latest ? inherited : latest;
+}
+
+/* The timer, for the first deadline (CLOCK_REALTIME ms) of the orphans
+ * left. */
+static void
+handover_orphan_arm(struct handover *h, uint64_t first)
+{
+	uint64_t now = handover_realtime_ms();
+	struct timeval tv;
+
+	if (first == UINT64_MAX || h->orphan_ev == NULL)
+		return;
+	tv = worker_timeval(first > now ? (double)(first - now) / 1000.0 : 0);
+	evtimer_add(h->orphan_ev, &tv);
+}
+
 static void
 handover_on_orphan_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct handover *h = arg;
-	size_t freed = 0;
+	uint64_t next;
+	size_t freed;
 
-	for (size_t i = 0; i < h->n_orphans; i++) {
-		struct region *r = region_lookup(h->d, h->orphans[i]);
-		if (r != NULL && r->orphan) {
-			region_free_orphan(r);
-			freed++;
-		}
-	}
-	h->n_orphans = 0;
+	freed = region_expire_orphans(h->d, h->orphans, &h->n_orphans,
+				      handover_realtime_ms(), &next);
 	if (freed > 0)
 		log_info("handover_on_orphan_deadline: %zu regions nobody "
 			 "came back for freed",
 			 freed);
+	handover_orphan_arm(h, next);
 }
 
 int
 handover_restore(struct daemon *d, struct handover_state *st)
 {
 	struct handover *h = handover_get(d);
-	struct timeval tv = worker_timeval(d->cfg.reattach_timeout);
-	size_t lost = 0;
+	uint64_t now = handover_realtime_ms(), first = UINT64_MAX;
+	size_t lost = 0, expired = 0;
 
 	if (h == NULL)
 		goto err;
@@ -613,6 +697,13 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		struct handover_region *hr = &st->regions[i];
 		struct region *r;
 
+		/* An orphan whose time ran out in an earlier process (a
+		 * crash loop may leave none long enough for its timer):
+		 * freed by not taking it; fdstore_attach drops its record. */
+		if (hr->orphan_until_ms != 0 && hr->orphan_until_ms <= now) {
+			expired++;
+			continue;
+		}
 		if (region_adopt(d, hr->memfd, hr->id, hr->generation,
 				 hr->ro_generation, hr->length, &r) < 0) {
 			lost++;
@@ -621,16 +712,23 @@ handover_restore(struct daemon *d, struct handover_state *st)
 		hr->memfd = -1; /* the region's now */
 		r->orphan_uid = hr->owner_uid;
 		r->orphan_pid = hr->owner_pid;
+		r->orphan_until_ms =
+		    handover_orphan_deadline(d, hr->orphan_until_ms);
+		if (r->orphan_until_ms < first)
+			first = r->orphan_until_ms;
 		h->orphans[h->n_orphans++] = r->id;
 	}
 	d->world->regions_recovered += h->n_orphans;
 	h->orphan_ev = evtimer_new(d->base, handover_on_orphan_deadline, h);
-	if (h->orphan_ev != NULL)
-		evtimer_add(h->orphan_ev, &tv);
+	handover_orphan_arm(h, first);
 	if (lost > 0)
 		log_error("handover_restore: %zu of %zu regions could not be "
 			  "mapped again",
 			  lost, st->n);
+	if (expired > 0)
+		log_info("handover_restore: %zu orphans past their deadline "
+			 "freed",
+			 expired);
 	if (st->listen_fd >= 0) {
 		if (server_adopt(d, st->listen_fd) < 0)
 			goto err;

@@ -393,20 +393,77 @@ err_free:
 	return -1;
 }
 
-void
-region_free_orphan(struct region *r)
+size_t
+region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
+		      uint64_t now_ms, uint64_t *next_p)
 {
-	struct daemon *d = r->d;
+	struct region **gone = calloc(*n_p ? *n_p : 1, sizeof(*gone));
+	size_t kept = 0, n_gone = 0;
+	struct region *r;
 
-	if (!r->orphan)
-		return;
+	*next_p = UINT64_MAX;
+	if (gone == NULL)
+		return 0;
+	/* Under the stop: another worker may claim (region_reattach) or
+	 * free (region_free_orphan_of) any of them, and then the region
+	 * may be gone by the time we look. */
+	world_stop(self);
+	for (size_t i = 0; i < *n_p; i++) {
+		r = region_lookup(self, ids[i]);
+		if (r == NULL || !r->orphan)
+			continue; /* claimed back, or freed by its owner */
+		if (now_ms != 0 && r->orphan_until_ms > now_ms) {
+			if (r->orphan_until_ms < *next_p)
+				*next_p = r->orphan_until_ms;
+			ids[kept++] = ids[i];
+			continue;
+		}
+		idmap_remove(&self->world->regions, r->id);
+		r->orphan = false;
+		gone[n_gone++] = r;
+	}
+	world_resume(self);
+	*n_p = kept;
+	for (size_t i = 0; i < n_gone; i++) {
+		fdstore_release(self, gone[i]);
+		self->region_freed(self, gone[i]);
+		region_unref(self, gone[i]);
+	}
+	free(gone);
+	return n_gone;
+}
+
+wire_status_t
+region_free_orphan_of(struct conn *c, uint64_t id, uint64_t generation,
+		      char *detail, size_t detail_len)
+{
+	struct daemon *d = c->d;
+	struct region *r;
+
+	/* As region_reattach: whole under the stop, one answer for every
+	 * refusal. */
 	world_stop(d);
+	r = region_lookup(d, id);
+	if (r == NULL || !r->orphan || generation == 0 ||
+	    r->generation != generation || r->orphan_uid != c->uid) {
+		world_resume(d);
+		snprintf(detail, detail_len,
+			 "region %llu is not a region of this client",
+			 (unsigned long long)id);
+		return RMA__V1__STATUS__ERR_NO_REGION;
+	}
 	idmap_remove(&d->world->regions, r->id);
 	r->orphan = false;
 	world_resume(d);
+	/* This worker's now, as a re-attach would make it: its memory goes
+	 * to this worker's quarantine. */
 	fdstore_release(d, r);
 	d->region_freed(d, r);
 	region_unref(d, r);
+	log_info("region_free_orphan_of: region %llu freed by its owner "
+		 "before its re-attach",
+		 (unsigned long long)id);
+	return RMA__V1__STATUS__OK;
 }
 
 wire_status_t
@@ -451,6 +508,8 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 	r->owner = c;
 	r->d = d;
 	d->world->regions_reattached++;
+	/* a crash from here on brings it back with a new deadline */
+	fdstore_orphan_update(d, r);
 	world_resume(d);
 	c->region_bytes += r->length;
 	log_info("region_reattach: region %llu back with client %u (%s)",

@@ -90,14 +90,32 @@ request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	uint64_t id = req->region_free->region_id;
 	struct region *r = idmap_get(&c->regions, id);
+	char detail[160];
+	wire_status_t st;
 
-	if (r == NULL) {
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_NO_REGION,
-				"region %llu is not a region of this client",
+	/* The region lives on in our successor (a take-over, or systemd's
+	 * fd store across a restart): freed here, it would stay there an
+	 * orphan. The client frees it again there, with its secret. */
+	if (r != NULL &&
+	    (__atomic_load_n(&c->d->world->handed_over, __ATOMIC_ACQUIRE) ||
+	     fdstore_frozen(c->d))) {
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_RESTARTED,
+				"rmad is handing region %llu over to its next "
+				"process: free it there",
 				(unsigned long long)id);
 		return;
 	}
-	region_free(r);
+	if (r == NULL) {
+		/* not ours: an orphan its owner frees before its re-attach */
+		st = region_free_orphan_of(c, id, req->region_free->generation,
+					   detail, sizeof(detail));
+		if (st != RMA__V1__STATUS__OK) {
+			conn_send_error(c, req->id, st, "%s", detail);
+			return;
+		}
+	} else {
+		region_free(r);
+	}
 	reply.id = req->id;
 	conn_send_reply(c, &reply, -1);
 }

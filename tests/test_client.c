@@ -992,6 +992,340 @@ START_TEST(test_connect_timeout_backlog)
 }
 END_TEST
 
+/* ---- take-overs: the fake daemon on a socket path ----
+ * One connection after the other, as a daemon and its successors serve
+ * one path (rmad --take-over hands the listening socket on): librma
+ * connects again and re-attaches. Each connection follows its line of
+ * the script: at the first request of kind cut, it stops answering and
+ * closes (after the client sent more, unread: a reset, with unread);
+ * a RegionFree gets free_status, then the cut if free_cuts. */
+#define TAKER_CONNS 8
+
+struct taker_line {
+	Rma__V1__Request__BodyCase cut;
+	int unread;	 /* close only once more is queued, unread */
+	int free_status; /* wire status of a RegionFree answer */
+	int free_cuts;	 /* ... and then the close */
+};
+
+static struct {
+	int lfd;
+	pthread_t thread;
+	char dir[64];
+	char path[96];
+	struct taker_line line[TAKER_CONNS];
+	/* what it saw, per connection (under fake.lock) */
+	int conns;
+	int reattaches[TAKER_CONNS];
+	int frees[TAKER_CONNS];
+	uint64_t free_generation[TAKER_CONNS];
+} taker;
+
+/* Until the client sent more than was read: bounded, as every wait. */
+static void
+taker_wait_unread(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+}
+
+/* One request on connection i: 1 when the connection is to close. */
+static int
+taker_request(int i, Rma__V1__Request *q)
+{
+	const struct taker_line *l = &taker.line[i];
+	Rma__V1__Reply rp = RMA__V1__REPLY__INIT;
+
+	pthread_mutex_lock(&fake.lock);
+	if (q->body_case == RMA__V1__REQUEST__BODY_REGION_REATTACH)
+		taker.reattaches[i]++;
+	if (q->body_case == RMA__V1__REQUEST__BODY_REGION_FREE) {
+		taker.frees[i]++;
+		taker.free_generation[i] = q->region_free->generation;
+	}
+	pthread_mutex_unlock(&fake.lock);
+	if (q->body_case == RMA__V1__REQUEST__BODY_REGION_FREE &&
+	    l->free_status != 0) {
+		rp.id = q->id;
+		rp.status = l->free_status;
+		rp.detail = "fake: free it in the next process";
+		fake_reply(&rp, NULL, 0);
+		return l->free_cuts;
+	}
+	if (l->cut != 0 && q->body_case == l->cut) {
+		if (l->unread)
+			taker_wait_unread(fake.fd);
+		return 1;
+	}
+	fake_request(q);
+	return 0;
+}
+
+/* All of n bytes, or 0 at the end of the stream. */
+static int
+taker_read_full(int fd, uint8_t *p, size_t n)
+{
+	ssize_t k;
+
+	while (n > 0) {
+		k = read(fd, p, n);
+		if (k <= 0)
+			return 0;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 1;
+}
+
+/* One frame at a time, never more: what the client sends after the
+ * request that cuts stays unread in the socket (a reset at the close). */
+static void
+taker_serve(int i)
+{
+	uint8_t head[4], *payload;
+	Rma__V1__Request *q;
+	uint32_t len;
+	int cut = 0;
+
+	while (!cut && taker_read_full(fake.fd, head, sizeof(head))) {
+		len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 |
+		      (uint32_t)head[2] << 8 | head[3];
+		payload = malloc(len ? len : 1);
+		ck_assert_ptr_nonnull(payload);
+		if (!taker_read_full(fake.fd, payload, len)) {
+			free(payload);
+			break;
+		}
+		q = rma__v1__request__unpack(NULL, len, payload);
+		ck_assert_ptr_nonnull(q);
+		cut = taker_request(i, q);
+		rma__v1__request__free_unpacked(q, NULL);
+		free(payload);
+	}
+}
+
+static void *
+taker_main(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	while ((fd = accept4(taker.lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		int i;
+
+		pthread_mutex_lock(&fake.lock);
+		i = taker.conns < TAKER_CONNS - 1 ? taker.conns
+						  : TAKER_CONNS - 1;
+		taker.conns++;
+		fake.fd = fd;
+		pthread_mutex_unlock(&fake.lock);
+		taker_serve(i);
+		/* what is left unread makes this a reset for the client */
+		pthread_mutex_lock(&fake.lock);
+		fake.fd = -1;
+		pthread_mutex_unlock(&fake.lock);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* The fake on a path, and a client of it with a region (region id 42,
+ * generation 1) and a remote. */
+static void
+taker_start(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	fake.mode = FAKE_NORMAL;
+	fake.fail_status = 0;
+	snprintf(taker.dir, sizeof(taker.dir), "/tmp/rma-reattach-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(taker.dir));
+	snprintf(taker.path, sizeof(taker.path), "%s/rmad.sock", taker.dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", taker.path);
+	taker.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(taker.lfd, 0);
+	ck_assert_int_eq(bind(taker.lfd, (struct sockaddr *)&sa, sizeof(sa)),
+			 0);
+	ck_assert_int_eq(listen(taker.lfd, 8), 0);
+	ck_assert_int_eq(pthread_create(&taker.thread, NULL, taker_main, NULL),
+			 0);
+	unsetenv("RMA_NO_REATTACH");
+	setenv("RMA_REATTACH_TIMEOUT_MS", "5000", 1);
+	ck_assert_int_eq(rma_connect_timeout(taker.path, 5000, &c), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &reg), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(c, "127.0.0.1:1", &peer), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(c, peer, "rma1:fake", &rem), RMA_OK);
+}
+
+static void
+taker_stop(void)
+{
+	rma_disconnect(c);
+	c = NULL;
+	/* wakes accept() with EINVAL, and the connection's read */
+	shutdown(taker.lfd, SHUT_RDWR);
+	pthread_mutex_lock(&fake.lock);
+	if (fake.fd >= 0)
+		shutdown(fake.fd, SHUT_RDWR);
+	pthread_mutex_unlock(&fake.lock);
+	pthread_join(taker.thread, NULL);
+	close(taker.lfd);
+	unlink(taker.path);
+	rmdir(taker.dir);
+	unsetenv("RMA_REATTACH_TIMEOUT_MS");
+	memset(&taker, 0, sizeof(taker));
+}
+
+static int
+taker_conns(void)
+{
+	int n;
+
+	pthread_mutex_lock(&fake.lock);
+	n = taker.conns;
+	pthread_mutex_unlock(&fake.lock);
+	return n;
+}
+
+static int ncalls;
+
+static void
+once_cb(rma_request_t *req, rma_status_t st, void *ud)
+{
+	(void)req;
+	(void)st;
+	(void)ud;
+	ncalls++;
+}
+
+/* The daemon closes with the client's requests unread: the client reads
+ * ECONNRESET, which is a close like any (a take-over, a kill that systemd
+ * restarts): it re-attaches, not RMA_ERR_DAEMON_GONE. */
+START_TEST(test_reset_is_a_close)
+{
+	rma_request_t *req;
+	rma_peer_t *other;
+
+	taker.line[0].cut = RMA__V1__REQUEST__BODY_SUBMIT;
+	taker.line[0].unread = 1;
+	taker_start();
+	ncalls = 0;
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, once_cb, NULL, &req),
+			 RMA_OK);
+	/* queued behind the Submit the fake will not read */
+	ck_assert_int_eq(rma_peer_connect(c, "127.0.0.1:2", &other),
+			 RMA_ERR_RESTARTED);
+	ck_assert_uint_eq(c->reattaches, 1);
+	ck_assert_int_eq(rma_request_wait(c, req, 5000), RMA_ERR_RESTARTED);
+	ck_assert_int_eq(ncalls, 1);
+	rma_request_release(req);
+	ck_assert_int_eq(taker_conns(), 2);
+	ck_assert_int_eq(taker.reattaches[1], 1);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 8, 0, 5000), RMA_OK);
+	taker_stop();
+}
+END_TEST
+
+/* Taken over again while re-attaching (the second connection closes at
+ * the RegionReattach): the re-attach starts over on a third, within its
+ * deadline, and the operation cut completes once. */
+START_TEST(test_reclose_while_reattaching)
+{
+	rma_request_t *req;
+	struct timespec t0;
+
+	taker.line[0].cut = RMA__V1__REQUEST__BODY_SUBMIT;
+	taker.line[1].cut = RMA__V1__REQUEST__BODY_REGION_REATTACH;
+	taker_start();
+	ncalls = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, once_cb, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_request_wait(c, req, 5000), RMA_ERR_RESTARTED);
+	ck_assert_int_lt(elapsed_ms(&t0), 5000);
+	ck_assert_int_eq(ncalls, 1);
+	rma_request_release(req);
+	ck_assert_int_eq(taker_conns(), 3);
+	ck_assert_int_eq(taker.reattaches[1], 1);
+	ck_assert_int_eq(taker.reattaches[2], 1);
+	ck_assert_uint_eq(c->reattaches, 1);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 8, 0, 5000), RMA_OK);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	taker_stop();
+}
+END_TEST
+
+/* The take-over is noticed as an operation is submitted (the send fails:
+ * the old process is gone): it completes once, RESTARTED, and the handle
+ * the caller got stays valid until released (run under ASan too). */
+START_TEST(test_submit_meets_take_over)
+{
+	rma_request_t *req;
+	int done = 0;
+
+	taker_start();
+	/* the old process goes; the client has not read anything yet */
+	pthread_mutex_lock(&fake.lock);
+	shutdown(fake.fd, SHUT_RDWR);
+	pthread_mutex_unlock(&fake.lock);
+	/* until the fake closed it (it then waits in accept) */
+	{
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			pthread_mutex_lock(&fake.lock);
+			done = fake.fd < 0;
+			pthread_mutex_unlock(&fake.lock);
+			if (done)
+				break;
+			ck_assert_int_lt(elapsed_ms(&t0), 5000);
+			poll(NULL, 0, 1);
+		}
+	}
+	ncalls = 0;
+	ck_assert_int_eq(rma_put(c, reg, 0, rem, 0, 8, 0, once_cb, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_request_wait(c, req, 5000), RMA_ERR_RESTARTED);
+	ck_assert_int_eq(rma_request_is_completed(req), 1);
+	ck_assert_int_eq(rma_request_status(req), RMA_ERR_RESTARTED);
+	ck_assert_int_eq(ncalls, 1);
+	ck_assert_int_eq(rma_progress(c), RMA_OK);
+	ck_assert_int_eq(ncalls, 1);
+	rma_request_release(req);
+	ck_assert_uint_eq(c->reattaches, 1);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 8, 0, 5000), RMA_OK);
+	taker_stop();
+}
+END_TEST
+
+/* A free cut by a take-over. 0: the old process closes without an
+ * answer; 1: it answers RESTARTED (it handed the region on) and closes,
+ * and the new one no longer has it. Either way librma frees it again in
+ * the new process with its secret, and the free succeeds. */
+START_TEST(test_free_cut_by_take_over)
+{
+	if (_i == 0) {
+		taker.line[0].cut = RMA__V1__REQUEST__BODY_REGION_FREE;
+	} else {
+		taker.line[0].free_status = RMA__V1__STATUS__ERR_RESTARTED;
+		taker.line[0].free_cuts = 1;
+		taker.line[1].free_status = RMA__V1__STATUS__ERR_NO_REGION;
+	}
+	taker_start();
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	ck_assert_ptr_null(rma_region_ptr(reg));
+	ck_assert_int_eq(taker_conns(), 2);
+	/* not claimed back: freed */
+	ck_assert_int_eq(taker.reattaches[1], 0);
+	ck_assert_int_eq(taker.frees[1], 1);
+	ck_assert_uint_eq(taker.free_generation[1], 1);
+	ck_assert_uint_eq(c->reattaches, 1);
+	taker_stop();
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -1017,6 +1351,10 @@ client_suite(void)
 	tcase_add_test(tc, test_descriptor_too_long);
 	tcase_add_test(tc, test_connect_timeout_mute);
 	tcase_add_test(tc, test_connect_timeout_backlog);
+	tcase_add_test(tc, test_reset_is_a_close);
+	tcase_add_test(tc, test_reclose_while_reattaching);
+	tcase_add_test(tc, test_submit_meets_take_over);
+	tcase_add_loop_test(tc, test_free_cut_by_take_over, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -204,6 +204,40 @@ START_TEST(test_orphan_goes_stale)
 }
 END_TEST
 
+/* Take-overs one after the other, each process living less than the
+ * orphan deadline (2 s), for longer than it: the deadline goes from one
+ * process to the next, so the orphan (ra: ca never calls the library) is
+ * freed 2 s after the first take-over, not 2 s after the last. */
+START_TEST(test_orphan_deadline_survives_take_overs)
+{
+	static const char *const flags[] = {"--take-over", "--reattach-timeout",
+					    "2", NULL};
+	rma_status_t first, st = RMA_OK;
+	double t0, deadline;
+	int n = 0;
+
+	take_over(flags);
+	t0 = harness_now();
+	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
+	while (harness_now() < t0 + 3.0) {
+		take_over(flags);
+		n++;
+	}
+	/* the last process took no orphan, or frees it at once */
+	deadline = harness_now() + 1.0;
+	do {
+		st = rma_put_sync(cb, rb, 0, remote_a, 0, 4096, 0, WAIT_MS);
+		if (st == RMA_ERR_STALE_DESCRIPTOR)
+			break;
+		harness_pause(0.02, deadline);
+	} while (harness_now() < deadline);
+	ck_assert_msg(st == RMA_ERR_STALE_DESCRIPTOR,
+		      "the orphan outlived its deadline through %d more "
+		      "take-overs: %s",
+		      n, rma_strerror(st));
+}
+END_TEST
+
 /* Waits until ca's connection has news (the old process closed it), then
  * lets the library run: it re-attaches within its deadline. */
 static rma_status_t
@@ -346,6 +380,82 @@ START_TEST(test_local_client_reattaches)
 		ck_assert_int_eq(rma_region_alloc(ca, 4096, &fresh), RMA_OK);
 		rma_region_free(ca, fresh);
 	}
+}
+END_TEST
+
+/* RegionFree of an orphan with its secret, as librma sends it when a
+ * take-over cut the free (client/region.c). */
+static rma_status_t
+free_orphan(rma_client_t *c, const rma_region_t *r, uint64_t generation)
+{
+	Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionFree body = RMA__V1__REGION_FREE__INIT;
+	Rma__V1__Reply *reply = NULL;
+	rma_status_t st;
+
+	body.region_id = ((const struct rma_region *)r)->region_id;
+	body.generation = generation;
+	q.body_case = RMA__V1__REQUEST__BODY_REGION_FREE;
+	q.region_free = &body;
+	st = rma_client_call(c, &q, &reply);
+	if (st == RMA_OK)
+		rma__v1__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+/* The owner's free reaches the new process before its re-attach: with the
+ * region's secret it frees the orphan (not without, nor with another
+ * secret). The owner then comes back with its other region: the freed one
+ * alone is lost (RMA_ERR_NO_REGION, its mapping still readable memory). */
+START_TEST(test_free_orphan_then_reattach_the_rest)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	rma_region_t *ra2;
+	rma_client_t *c2;
+	rma_status_t st, first;
+	uint64_t gen;
+	uint32_t owner;
+	int pid;
+
+	ck_assert_int_eq(rma_region_alloc(ca, 4096, &ra2), RMA_OK);
+	memcpy(rma_region_ptr(ra2), "kept", 4);
+	gen = ((struct rma_region *)ra2)->generation;
+	take_over(flags);
+	ck_assert_int_eq(rma_connect(da.socket, &c2), RMA_OK);
+	ck_assert_int_eq(free_orphan(c2, ra2, 0), RMA_ERR_NO_REGION);
+	ck_assert_int_eq(free_orphan(c2, ra2, gen ^ 2), RMA_ERR_NO_REGION);
+	ck_assert_int_eq(free_orphan(c2, ra2, gen), RMA_OK);
+	ck_assert_int_eq(free_orphan(c2, ra2, gen), RMA_ERR_NO_REGION);
+	rma_disconnect(c2);
+
+	st = progress_after_close(ca);
+	ck_assert_msg(st == RMA_OK, "re-attach without one region: %s (%s)",
+		      rma_strerror(st), rma_last_error(ca));
+	region_owner(ca, ((struct rma_region *)ra)->region_id, &owner, &pid);
+	ck_assert_int_eq(pid, getpid());
+	ck_assert_ptr_nonnull(rma_region_ptr(ra2));
+	ck_assert_int_eq(memcmp(rma_region_ptr(ra2), "kept", 4), 0);
+	{
+		rma_peer_t *self;
+		rma_remote_t *own;
+
+		ck_assert_int_eq(rma_peer_connect(ca, da.listen, &self),
+				 RMA_OK);
+		ck_assert_int_eq(rma_remote_import(
+				     ca, self, rma_region_descriptor(ra), &own),
+				 RMA_OK);
+		ck_assert_int_eq(rma_get_sync(ca, ra2, 0, own, 0, 4, WAIT_MS),
+				 RMA_ERR_NO_REGION);
+		ck_assert_int_eq(rma_get_sync(ca, ra, 0, own, 4096, 4, WAIT_MS),
+				 RMA_OK);
+	}
+	ck_assert_int_eq(rma_region_free(ca, ra2), RMA_OK);
+	ck_assert_int_eq(rma_region_free(ca, ra2), RMA_ERR_NO_REGION);
+	/* ra is served as before */
+	harness_fill(rma_region_ptr(rb), SZ, 4);
+	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(ra), rma_region_ptr(rb), 4096),
+			 0);
 }
 END_TEST
 
@@ -741,6 +851,8 @@ main(void)
 	tcase_add_test(tc, test_no_reattach_opt_out);
 	tcase_add_test(tc, test_restart_is_not_take_over);
 	tcase_add_test(tc, test_in_flight_at_take_over);
+	tcase_add_test(tc, test_free_orphan_then_reattach_the_rest);
+	tcase_add_test(tc, test_orphan_deadline_survives_take_overs);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

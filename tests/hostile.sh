@@ -16,7 +16,9 @@
 # plain tcp from 127.0.0.2 to A's UCX tcp sockets, in UCX's own framing (a
 # put naming A's region by address, a fragment longer than UCX's buffer),
 # must be closed at accept and counted (rmactl status, "ucx sockets").
-# uct-raw-inside, not run by default, sends the same from 127.0.0.1,
+# uct-raw-reload: the same after SIGHUP narrowed A's peer_allow from
+# 127.0.0.0/8 (UCX's accept must take the new list). uct-raw-inside, not
+# run by default, sends the same from 127.0.0.1,
 # inside peer_allow: with UCX 1.13 it FAILS (the put lands in the victim
 # region; the long fragment aborts A): that is the residual risk the
 # README's Security section states.
@@ -30,7 +32,7 @@ RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
 RAW_UCT=${RAW_UCT:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -112,6 +114,10 @@ run_class() {
 	local why=() rc=0 extra=() aflags=() refused
 	mkdir -p "$dir"
 	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
+	if [ "$class" = uct-raw-reload ]; then
+		echo "peer_allow = 127.0.0.0/8" >"$dir/a.conf"
+		aflags=(--config "$dir/a.conf" --log-level info)
+	fi
 	start_daemon "$dir" a "${aflags[@]}" || { echo "$class: A not ready"; return 1; }
 	a=$DPID; aport=$DPORT
 	start_daemon "$dir" b || { echo "$class: B not ready"; return 1; }
@@ -144,8 +150,14 @@ run_class() {
 	esac
 	[ "$class" = walkaround ] && extra+=(--pid "$a")
 	[ "$class" = silent-conns ] && extra+=(--count 800)
+	if [ "$class" = uct-raw-reload ]; then
+		echo "peer_allow = 127.0.0.1/32" >"$dir/a.conf"
+		kill -HUP "$a"
+		wait_until 10 grep -q "config_reload: peer_allow: 127.0.0.0/8 -> 127.0.0.1/32" "$dir/a.log" ||
+			why+=("A did not reload peer_allow")
+	fi
 	case $class in
-	uct-raw | uct-raw-inside)
+	uct-raw | uct-raw-reload | uct-raw-inside)
 		local src=127.0.0.2
 		[ "$class" = uct-raw-inside ] && src=127.0.0.1
 		{ timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack put &&
@@ -162,7 +174,7 @@ run_class() {
 	# UCX logs to stdout: keep only our summary
 	echo "  $(grep -m1 -E '^(hostile_peer|raw_uct):' "$dir/hostile.out")"
 	[ "$rc" -eq 0 ] || why+=("attacker exit $rc: $(tail -1 "$dir/hostile.err")")
-	if [ "$class" = uct-raw ] && alive "$a"; then
+	if [ "$class" != uct-raw-inside ] && [ "${class#uct-raw}" != "$class" ] && alive "$a"; then
 		grep -q ' [1-9][0-9]* ports closed at accept, 0 kept' "$dir/hostile.out" ||
 			why+=("UCX's sockets took the connection: $(grep -m2 'kept' "$dir/hostile.out" | tr '\n' ' ')")
 		refused=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |

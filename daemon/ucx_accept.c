@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A workaround for UCX 1.13, linked into rmad alone.
+/* UCX's accept(), for two faults of UCX 1.13; linked into rmad alone.
  *
  * UCX's async thread queues the events it cannot deliver while the worker
  * is busy, keyed by file descriptor, and never drops them when that
@@ -23,7 +23,9 @@
  * elsewhere is closed here, before UCX sees it, and the next is accepted
  * in its place. UCX's listening sockets are non-blocking, so this ends
  * with EAGAIN when none is left, as UCX expects; any other errno would
- * make UCX close its listening socket. */
+ * make UCX close its listening socket. EAGAIN also ends a long run of
+ * refusals, so a flood does not hold UCX's async thread: UCX watches its
+ * listening sockets level-triggered and comes back for the rest. */
 #include "daemon.h"
 
 #include <dlfcn.h>
@@ -36,6 +38,8 @@
 #include <unistd.h>
 
 typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+
+enum { UCX_ACCEPT_REFUSALS_PER_CALL = 64 };
 
 static int
 ucx_accept_move(int fd)
@@ -72,7 +76,8 @@ accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		errno = ENOSYS;
 		return -1;
 	}
-	for (;;) {
+	for (int refused = 0; refused < UCX_ACCEPT_REFUSALS_PER_CALL;
+	     refused++) {
 		struct sockaddr_storage peer;
 		socklen_t len = sizeof(peer);
 
@@ -93,4 +98,6 @@ accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		errno = saved;
 		return fd;
 	}
+	errno = EAGAIN;
+	return -1;
 }

@@ -15,7 +15,8 @@
 # uct-raw (tests/adversary/raw_uct.c): A allows only 127.0.0.1/32, and
 # plain tcp from 127.0.0.2 to A's UCX tcp sockets, in UCX's own framing (a
 # put naming A's region by address, a fragment longer than UCX's buffer),
-# must be closed at accept and counted (rmactl status, "ucx sockets").
+# must be closed at accept and counted (rmactl status, "ucx sockets"),
+# 300 put connections and one long fragment.
 # uct-raw-reload: the same after SIGHUP narrowed A's peer_allow from
 # 127.0.0.0/8 (UCX's accept must take the new list). uct-raw-inside, not
 # run by default, sends the same from 127.0.0.1,
@@ -111,7 +112,7 @@ FAILED=()
 # One class; prints why it failed and returns 1, or returns 0.
 run_class() {
 	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss sampler
-	local why=() rc=0 extra=() aflags=() refused
+	local why=() rc=0 extra=() aflags=() refused sent
 	mkdir -p "$dir"
 	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
 	if [ "$class" = uct-raw-reload ]; then
@@ -160,7 +161,7 @@ run_class() {
 	uct-raw | uct-raw-reload | uct-raw-inside)
 		local src=127.0.0.2
 		[ "$class" = uct-raw-inside ] && src=127.0.0.1
-		{ timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack put &&
+		{ timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack put --count 300 &&
 			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize; } \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 		;;
@@ -175,11 +176,13 @@ run_class() {
 	echo "  $(grep -m1 -E '^(hostile_peer|raw_uct):' "$dir/hostile.out")"
 	[ "$rc" -eq 0 ] || why+=("attacker exit $rc: $(tail -1 "$dir/hostile.err")")
 	if [ "$class" != uct-raw-inside ] && [ "${class#uct-raw}" != "$class" ] && alive "$a"; then
-		grep -q ' [1-9][0-9]* ports closed at accept, 0 kept' "$dir/hostile.out" ||
+		grep -q ' [1-9][0-9]* connections closed at accept, 0 kept' "$dir/hostile.out" ||
 			why+=("UCX's sockets took the connection: $(grep -m2 'kept' "$dir/hostile.out" | tr '\n' ' ')")
+		sent=$(awk '/connections closed at accept/ {n += $2} END {print n + 0}' "$dir/hostile.out")
 		refused=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |
 			awk '/ucx sockets/ {print $3}')
-		[ "${refused:-0}" -ge 2 ] || why+=("rmactl status counts ${refused:-no} refusals at UCX's sockets")
+		[ "${refused:-0}" -ge "$sent" ] && [ "$sent" -ge 2 ] ||
+			why+=("rmactl status counts ${refused:-no} refusals at UCX's sockets, raw_uct saw $sent")
 	fi
 
 	if ! alive "$a"; then

@@ -16,9 +16,10 @@
  *             end of UCX's buffer.
  *
  * The sockets are the daemon's listening tcp ports other than its
- * listener's (`ss -ltnpH`). --bind picks our source address. Prints one
- * line per port: whether the daemon closed the connection before any
- * byte of ours (refused at accept) or kept it. Exit 0 when it ran. */
+ * listener's (`ss -ltnpH`). --bind picks our source address, --count how
+ * many connections each port gets (one after the other). Prints one line
+ * per port: whether the daemon closed the connections before any byte of
+ * ours (refused at accept) or kept them. Exit 0 when it ran. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -148,7 +149,7 @@ int
 main(int argc, char **argv)
 {
 	const char *bind_ip = "127.0.0.1", *attack = "put";
-	int pid = 0, refused = 0, kept = 0;
+	int pid = 0, refused = 0, kept = 0, count = 1;
 	uint16_t listener = 0, ports[RAW_UCT_PORTS];
 	uint64_t target;
 	size_t n;
@@ -159,6 +160,7 @@ main(int argc, char **argv)
 	    {"listener", required_argument, NULL, 'l'},
 	    {"bind", required_argument, NULL, 'b'},
 	    {"attack", required_argument, NULL, 'a'},
+	    {"count", required_argument, NULL, 'c'},
 	    {NULL, 0, NULL, 0},
 	};
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -175,14 +177,18 @@ main(int argc, char **argv)
 		case 'a':
 			attack = optarg;
 			break;
+		case 'c':
+			count = atoi(optarg);
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (pid <= 0 ||
 	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0)) {
-		fprintf(stderr, "usage: raw_uct --pid PID --listener PORT "
-				"[--bind IP] [--attack put|oversize]\n");
+		fprintf(stderr,
+			"usage: raw_uct --pid PID --listener PORT "
+			"[--bind IP] [--attack put|oversize] [--count N]\n");
 		return 2;
 	}
 	target = raw_uct_region(pid);
@@ -192,7 +198,8 @@ main(int argc, char **argv)
 			(unsigned long long)target);
 		return 1;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t k = 0; k < n * (size_t)count; k++) {
+		size_t i = k % n;
 		struct sockaddr_in src = {.sin_family = AF_INET};
 		struct sockaddr_in dst = {.sin_family = AF_INET,
 					  .sin_port = htons(ports[i])};
@@ -207,8 +214,9 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if (raw_uct_closed(fd, 1000)) {
-			printf("raw_uct: port %u: closed at accept\n",
-			       ports[i]);
+			if (k < n)
+				printf("raw_uct: port %u: closed at accept\n",
+				       ports[i]);
 			refused++;
 		} else {
 			raw_uct_attack(fd, attack, target);
@@ -221,6 +229,7 @@ main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	printf("raw_uct: %d ports closed at accept, %d kept\n", refused, kept);
+	printf("raw_uct: %d connections closed at accept, %d kept\n", refused,
+	       kept);
 	return 0;
 }

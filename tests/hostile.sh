@@ -13,16 +13,16 @@
 # daemon's behaviour is judged.
 #
 # uct-raw (tests/adversary/raw_uct.c): A allows only 127.0.0.1/32, and
-# plain tcp from 127.0.0.2 to A's UCX tcp sockets, in UCX's own framing (a
-# put naming A's region by address, a fragment longer than UCX's buffer),
-# must be closed at accept and counted (rmactl status, "ucx sockets"),
-# 300 put connections and one long fragment.
-# uct-raw-reload: the same after SIGHUP narrowed A's peer_allow from
-# 127.0.0.0/8 (UCX's accept must take the new list). uct-raw-inside, not
-# run by default, sends the same from 127.0.0.1,
-# inside peer_allow: with UCX 1.13 it FAILS (the put lands in the victim
-# region; the long fragment aborts A): that is the residual risk the
-# README's Security section states.
+# plain tcp from 127.0.0.2 in UCX's own framing must be closed at accept
+# and counted (rmactl status, "ucx sockets"): at A's UCX tcp sockets, 300
+# connections with a put naming A's region by address and one with a
+# fragment longer than UCX's buffer; at the listener's port (UCX's
+# sockcm), a bad private data header. uct-raw-reload: the same after
+# SIGHUP narrowed A's peer_allow from 127.0.0.0/8 (UCX's accept must take
+# the new list). uct-raw-inside, not run by default, sends the same from
+# 127.0.0.1, inside peer_allow: with UCX 1.13 it FAILS (the put lands in
+# the victim region, the long fragment aborts A): that is the residual
+# risk the README's Security section states.
 #
 # HOSTILE_CLASSES picks classes (default: all but uct-raw-inside); every
 # class is run even when an earlier one failed, and the failures are
@@ -162,7 +162,8 @@ run_class() {
 		local src=127.0.0.2
 		[ "$class" = uct-raw-inside ] && src=127.0.0.1
 		{ timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack put --count 300 &&
-			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize; } \
+			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize &&
+			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack sockcm; } \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 		;;
 	*)

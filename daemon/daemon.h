@@ -702,6 +702,14 @@ void handshake_on_done(struct peer *p, const struct am_msg *m);
 
 int listener_start(struct daemon *d);
 void listener_stop(struct daemon *d);
+/* The guard on UCX's own sockets (ucx_accept.c, UCX's async thread):
+ * peer_allow is published at start and on reload, daemons connected to
+ * are added; listener_guard_accept says whether a connection UCX accepted
+ * may stay, and counts the refused ones. */
+int listener_guard_publish(const struct config *cfg);
+void listener_guard_add_host(const struct sockaddr_storage *ss);
+bool listener_guard_accept(int fd, const struct sockaddr *peer);
+uint64_t listener_guard_refused(void);
 
 /* ---- resolve.c: descriptors resolved with their owner -------------------- */
 

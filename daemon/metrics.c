@@ -523,6 +523,11 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       "max_inbound_peers or max_inbound_per_address, shutting "
 		       "down, or older than a connection of the same origin.",
 		       sum.inbound_refused);
+	metrics_scalar(out, "rmad_ucx_accept_refused_total", "counter",
+		       "Connections to UCX's own sockets closed at accept: "
+		       "not from peer_allow, a daemon connected to, or this "
+		       "host.",
+		       listener_guard_refused());
 	metrics_scalar(out, "rmad_peer_auth_failures_total", "counter",
 		       "Daemon connections that failed the cluster key proof "
 		       "or held no key when one is required.",

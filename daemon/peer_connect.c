@@ -294,6 +294,8 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		}
 		p->sa = sa;
 		p->sa_len = len;
+		/* before UCX connects: its tcp may connect back to us */
+		listener_guard_add_host(&sa);
 		p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 		p->state_since = daemon_now();
 		if (peer_is_self(d, &sa)) {

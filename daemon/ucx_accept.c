@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A workaround for UCX 1.13, linked into rmad alone.
+/* UCX's accept(), for two faults of UCX 1.13; linked into rmad alone.
  *
  * UCX's async thread queues the events it cannot deliver while the worker
  * is busy, keyed by file descriptor, and never drops them when that
@@ -16,16 +16,30 @@
  * and moves every accepted descriptor to a number not handed out
  * recently: upward from the middle of the descriptor limit, in turn, so a
  * just-closed number is not reused until the others were. When no such
- * number is free the descriptor stays where the kernel put it. */
+ * number is free the descriptor stays where the kernel put it.
+ *
+ * It is also the guard on UCX's sockets (listener.c says who may stay):
+ * UCX 1.13's tcp trusts the bytes of any connection to them, so one from
+ * elsewhere is closed here, before UCX sees it, and the next is accepted
+ * in its place. UCX's listening sockets are non-blocking, so this ends
+ * with EAGAIN when none is left, as UCX expects; any other errno would
+ * make UCX close its listening socket. EAGAIN also ends a long run of
+ * refusals, so a flood does not hold UCX's async thread: UCX watches its
+ * listening sockets level-triggered and comes back for the rest. */
+#include "daemon.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+
+enum { UCX_ACCEPT_REFUSALS_PER_CALL = 64 };
 
 static int
 ucx_accept_move(int fd)
@@ -62,11 +76,28 @@ accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		errno = ENOSYS;
 		return -1;
 	}
-	fd = real(sockfd, addr, addrlen);
-	if (fd < 0)
+	for (int refused = 0; refused < UCX_ACCEPT_REFUSALS_PER_CALL;
+	     refused++) {
+		struct sockaddr_storage peer;
+		socklen_t len = sizeof(peer);
+
+		fd = real(sockfd, (struct sockaddr *)&peer, &len);
+		if (fd < 0)
+			return fd;
+		saved = errno;
+		if (!listener_guard_accept(fd, (struct sockaddr *)&peer)) {
+			close(fd); /* counted by the guard */
+			errno = saved;
+			continue;
+		}
+		if (addr != NULL && addrlen != NULL) {
+			memcpy(addr, &peer, len < *addrlen ? len : *addrlen);
+			*addrlen = len;
+		}
+		fd = ucx_accept_move(fd);
+		errno = saved;
 		return fd;
-	saved = errno;
-	fd = ucx_accept_move(fd);
-	errno = saved;
-	return fd;
+	}
+	errno = EAGAIN;
+	return -1;
 }

@@ -128,6 +128,9 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       " key proofs failed\n",
 		       k->peer_messages_dropped, k->peers_cut_off,
 		       k->inbound_refused, k->peer_auth_failures);
+		printf("  ucx sockets    %" PRIu64 " connections refused at "
+		       "accept\n",
+		       k->ucx_accept_refused);
 	}
 }
 

@@ -12,15 +12,28 @@
 # must end A with status 0. An attack need not "succeed": only the
 # daemon's behaviour is judged.
 #
-# HOSTILE_CLASSES picks classes (default: all); every class is run even
-# when an earlier one failed, and the failures are listed at the end.
-# Every wait has a deadline.
+# uct-raw (tests/adversary/raw_uct.c): A allows only 127.0.0.1/32, and
+# plain tcp from 127.0.0.2 in UCX's own framing must be closed at accept
+# and counted (rmactl status, "ucx sockets"): at A's UCX tcp sockets, 300
+# connections with a put naming A's region by address and one with a
+# fragment longer than UCX's buffer; at the listener's port (UCX's
+# sockcm), a bad private data header. uct-raw-reload: the same after
+# SIGHUP narrowed A's peer_allow from 127.0.0.0/8 (UCX's accept must take
+# the new list). uct-raw-inside, not run by default, sends the same from
+# 127.0.0.1, inside peer_allow: with UCX 1.13 it FAILS (the put lands in
+# the victim region, the long fragment aborts A): that is the residual
+# risk the README's Security section states.
+#
+# HOSTILE_CLASSES picks classes (default: all but uct-raw-inside); every
+# class is run even when an earlier one failed, and the failures are
+# listed at the end. Every wait has a deadline.
 set -uo pipefail
 
 RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs}
+RAW_UCT=${RAW_UCT:?}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -59,15 +72,16 @@ fi
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null)" != Z ]; }
 
-start_daemon() { # dir name; sets DPID and DPORT
+start_daemon() { # dir name [rmad flags]; sets DPID and DPORT
 	local dir=$1 name=$2 port
+	shift 2
 	port=$(free_port)
 	mkfifo "$dir/$name.ready"
 	# 1024 descriptors, soft and hard: rmad cannot raise it, and caps
 	# inbound peers to what fits (systemd's default soft limit is 1024)
 	(ulimit -n 1024 && exec "$RMAD" --socket "$dir/$name.sock" \
 		--listen "127.0.0.1:$port" --ready-fd 3 --log-level warn \
-		--connect-timeout 2 --op-timeout 5) \
+		--connect-timeout 2 --op-timeout 5 "$@") \
 		3>"$dir/$name.ready" >"$dir/$name.log" 2>&1 &
 	DPID=$!
 	PIDS+=($DPID)
@@ -98,9 +112,14 @@ FAILED=()
 # One class; prints why it failed and returns 1, or returns 0.
 run_class() {
 	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss sampler
-	local why=() rc=0 extra=()
+	local why=() rc=0 extra=() aflags=() refused sent
 	mkdir -p "$dir"
-	start_daemon "$dir" a || { echo "$class: A not ready"; return 1; }
+	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
+	if [ "$class" = uct-raw-reload ]; then
+		echo "peer_allow = 127.0.0.0/8" >"$dir/a.conf"
+		aflags=(--config "$dir/a.conf" --log-level info)
+	fi
+	start_daemon "$dir" a "${aflags[@]}" || { echo "$class: A not ready"; return 1; }
 	a=$DPID; aport=$DPORT
 	start_daemon "$dir" b || { echo "$class: B not ready"; return 1; }
 	b=$DPID
@@ -132,13 +151,40 @@ run_class() {
 	esac
 	[ "$class" = walkaround ] && extra+=(--pid "$a")
 	[ "$class" = silent-conns ] && extra+=(--count 800)
-	timeout 60 "$HOSTILE" --connect "127.0.0.1:$aport" --attack "$class" \
-		--seconds 3 "${extra[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+	if [ "$class" = uct-raw-reload ]; then
+		echo "peer_allow = 127.0.0.1/32" >"$dir/a.conf"
+		kill -HUP "$a"
+		wait_until 10 grep -q "config_reload: peer_allow: 127.0.0.0/8 -> 127.0.0.1/32" "$dir/a.log" ||
+			why+=("A did not reload peer_allow")
+	fi
+	case $class in
+	uct-raw | uct-raw-reload | uct-raw-inside)
+		local src=127.0.0.2
+		[ "$class" = uct-raw-inside ] && src=127.0.0.1
+		{ timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack put --count 300 &&
+			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize &&
+			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack sockcm; } \
+			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+		;;
+	*)
+		timeout 60 "$HOSTILE" --connect "127.0.0.1:$aport" --attack "$class" \
+			--seconds 3 "${extra[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+		;;
+	esac
 	touch "$dir/stop_sampler"
 	wait "$sampler" 2>/dev/null
 	# UCX logs to stdout: keep only our summary
-	echo "  $(grep -m1 '^hostile_peer:' "$dir/hostile.out")"
-	[ "$rc" -eq 0 ] || why+=("hostile_peer exit $rc: $(tail -1 "$dir/hostile.err")")
+	echo "  $(grep -m1 -E '^(hostile_peer|raw_uct):' "$dir/hostile.out")"
+	[ "$rc" -eq 0 ] || why+=("attacker exit $rc: $(tail -1 "$dir/hostile.err")")
+	if [ "$class" != uct-raw-inside ] && [ "${class#uct-raw}" != "$class" ] && alive "$a"; then
+		grep -q ' [1-9][0-9]* connections closed at accept, 0 kept' "$dir/hostile.out" ||
+			why+=("UCX's sockets took the connection: $(grep -m2 'kept' "$dir/hostile.out" | tr '\n' ' ')")
+		sent=$(awk '/connections closed at accept/ {n += $2} END {print n + 0}' "$dir/hostile.out")
+		refused=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |
+			awk '/ucx sockets/ {print $3}')
+		[ "${refused:-0}" -ge "$sent" ] && [ "$sent" -ge 2 ] ||
+			why+=("rmactl status counts ${refused:-no} refusals at UCX's sockets, raw_uct saw $sent")
+	fi
 
 	if ! alive "$a"; then
 		wait "$a"; rc=$?

@@ -5,7 +5,9 @@
 # addresses 10.231.0.1-3/24, one rmad per host. rmactl (in the root
 # namespace: the Unix sockets are paths) moves files all to all, then host
 # 3's daemon is killed and restarted, then host 2's is restarted with a
-# peer_allow that leaves host 1 out. Root only; exit 77 (skip) otherwise.
+# peer_allow that leaves host 1 out (host 2 can still connect out to host
+# 1: UCX's tcp may then connect back to host 2's own sockets, and the
+# guard in ucx_accept.c lets in a daemon host 2 connected to). Root only; exit 77 (skip) otherwise.
 # Every rmactl runs under `timeout 20`; every wait has a deadline.
 set -euo pipefail
 
@@ -266,6 +268,7 @@ start_daemon 2 --peer-allow 10.231.0.3/32
 expose 2 "$T/desc2b"
 expect_fail 68 1 put --peer "$(addr 2)" --descriptor "$T/desc2b" "$T/data.1.1"
 transfer 3 2 "$T/desc2b" 0 60000
-echo "netns: host 2 allows only host 3: host 1 refused, host 3 served"
+transfer 2 1 "$T/desc1" 200000 50000
+echo "netns: host 2 allows only host 3: host 1 refused, host 3 served, host 2 reaches host 1"
 for i in 1 2 3; do stop_daemon "$i" TERM; done
 echo "netns: all checks passed"

@@ -101,7 +101,7 @@ metric "$T/m1" 'rmad_clients 1'
 metric "$T/m1" 'rmad_regions 1'
 metric "$T/m1" 'rmad_region_bytes 1048576'
 # the door between daemons, all quiet here
-for name in peer_messages_dropped peers_cut_off inbound_refused peer_auth_failures; do
+for name in peer_messages_dropped peers_cut_off inbound_refused peer_auth_failures ucx_accept_refused; do
 	metric "$T/m1" "rmad_${name}_total 0"
 	grep -q "^# HELP rmad_${name}_total ." "$T/m1" || fail "no HELP for rmad_${name}_total"
 done

@@ -16,30 +16,21 @@ RMACTL=${RMACTL_BIN:?}
 PORT=13337
 SKIP_MSG="netns: skipped: needs root and network namespaces"
 
-[ "$(id -u)" -eq 0 ] || { echo "$SKIP_MSG"; exit 77; }
-command -v ip >/dev/null || { echo "$SKIP_MSG"; exit 77; }
+. "$(dirname "$0")/netns_lib.sh"
+netns_require
 
-SUF=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+SUF=$(netns_suffix)
 BR=rmadt-br-$SUF
 NS=("" rmadt-h1-$SUF rmadt-h2-$SUF rmadt-h3-$SUF)
 T=$(mktemp -d /tmp/rmad-netns.XXXXXX)
 declare -A DPID  # host -> rmad pid
 EXPOSE_PIDS=()
-CREATED=()
 
 cleanup() {
-	local pids=() deadline p
+	local pids=() p
 	for p in "${DPID[@]}" "${EXPOSE_PIDS[@]}"; do pids+=("$p"); done
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	deadline=$((SECONDS + 5))
-	for p in "${pids[@]}"; do
-		while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
-			sleep 0.05 # poll interval; bounded by the deadline above
-		done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	[ ${#pids[@]} -eq 0 ] || kill_wait "${pids[@]}"
+	netns_del_all
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -47,44 +38,13 @@ trap "exit 1" TERM INT HUP
 
 fail() {
 	echo "netns: FAIL: $*" >&2
-	for f in "$T"/h*.log; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
-	done
+	netns_show_logs "$T"/h*.log
 	exit 1
-}
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
 }
 
 # ---- the network ----------------------------------------------------------
 
-add_ns() {
-	ip netns add "$1" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
-	CREATED+=("$1")
-	ip -n "$1" link set lo up
-}
-
-add_ns "$BR"
-ip -n "$BR" link add br0 type bridge
-ip -n "$BR" link set br0 up
-for i in 1 2 3; do
-	add_ns "${NS[$i]}"
-	# Both ends are created inside namespaces: nothing in the root one.
-	ip -n "$BR" link add "veth$i" type veth peer name eth0 netns "${NS[$i]}"
-	ip -n "$BR" link set "veth$i" master br0 up
-	ip -n "${NS[$i]}" addr add "10.231.0.$i/24" dev eth0
-	ip -n "${NS[$i]}" link set eth0 up
-done
-link_up() { ip -n "$1" link show eth0 | grep -q 'state UP'; }
-for i in 1 2 3; do
-	wait_until 10 link_up "${NS[$i]}" || fail "eth0 of host $i not up"
-done
+netns_bridge "$BR" 10.231.0 "${NS[1]}" "${NS[2]}" "${NS[3]}"
 
 # ---- daemons and regions --------------------------------------------------
 
@@ -119,10 +79,10 @@ stop_daemon() { # host, signal
 	kill "-$2" "$pid"
 	# (bash reports a job killed by a signal on stderr: not news here)
 	{
-		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
+		while alive "$pid" && [ $SECONDS -lt $deadline ]; do
 			sleep 0.05 # poll interval; bounded by the deadline above
 		done
-		kill -0 "$pid" 2>/dev/null || gone=1
+		alive "$pid" || gone=1
 		[ $gone -eq 0 ] || wait "$pid" || rc=$?
 	} 2>/dev/null
 	[ $gone -eq 1 ] || fail "rmad on host $h did not exit"

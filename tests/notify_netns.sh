@@ -18,27 +18,17 @@ RMACTL=${RMACTL_BIN:?}
 PORT=13338
 SKIP_MSG="notify-netns: skipped: needs root and network namespaces"
 
-[ "$(id -u)" -eq 0 ] || { echo "$SKIP_MSG"; exit 77; }
-command -v ip >/dev/null || { echo "$SKIP_MSG"; exit 77; }
+. "$(dirname "$0")/netns_lib.sh"
+netns_require
 
-SUF=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+SUF=$(netns_suffix)
 NS=("" rmadt-notify1-$SUF rmadt-notify2-$SUF)
 T=$(mktemp -d /tmp/rmad-notify-netns.XXXXXX)
 PIDS=()
-CREATED=()
 
 cleanup() {
-	local deadline p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	deadline=$((SECONDS + 5))
-	for p in "${PIDS[@]}"; do
-		while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
-			sleep 0.05 # poll interval; bounded by the deadline above
-		done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	[ ${#PIDS[@]} -eq 0 ] || kill_wait "${PIDS[@]}"
+	netns_del_all
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -46,38 +36,15 @@ trap "exit 1" TERM INT HUP
 
 fail() {
 	echo "notify-netns: FAIL: $*" >&2
-	for f in "$T"/*.log "$T"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
-	done
+	netns_show_logs "$T"/*.log "$T"/*.err
 	exit 1
-}
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
 }
 
 # ---- the network ----------------------------------------------------------
 
-for i in 1 2; do
-	ip netns add "${NS[$i]}" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
-	CREATED+=("${NS[$i]}")
-	ip -n "${NS[$i]}" link set lo up
-done
-# Both ends are created inside the namespaces: nothing in the root one.
-ip -n "${NS[1]}" link add eth0 type veth peer name eth0 netns "${NS[2]}"
-for i in 1 2; do
-	ip -n "${NS[$i]}" addr add "10.232.0.$i/24" dev eth0
-	ip -n "${NS[$i]}" link set eth0 up
-done
-link_up() { ip -n "$1" link show eth0 | grep -q 'state UP'; }
-for i in 1 2; do
-	wait_until 10 link_up "${NS[$i]}" || fail "eth0 of host $i not up"
-done
+netns_add "${NS[1]}"
+netns_add "${NS[2]}"
+netns_cable "${NS[1]}" "${NS[2]}" 10.232.0
 
 # ---- daemons --------------------------------------------------------------
 

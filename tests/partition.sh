@@ -33,49 +33,23 @@ OBSERVE_S=6  # reads after B completed, for a late retransmission of A
 PUT_B_S=20   # deadline for B (or the old-descriptor put) to complete
 SKIP_MSG="partition: skipped: needs root, network namespaces and ss"
 
-[ "$(id -u)" -eq 0 ] || { echo "$SKIP_MSG"; exit 77; }
-command -v ip >/dev/null && command -v ss >/dev/null || {
-	echo "$SKIP_MSG"
-	exit 77
-}
+. "$(dirname "$0")/netns_lib.sh"
+netns_require ss
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "partition: bad PARTITION_RUNS" >&2; exit 1; }
 
 PFX=rpart-$$
 T=$(mktemp -d /tmp/rmad-partition.XXXXXX)
 declare -A DPID # host -> rmad pid
 declare -A XPID # host -> rmactl expose pid
-CREATED=()
 BR="" H=()
 RUN_DIR=""
-
-# A child that exited stays a zombie until reaped, and kill -0 still
-# finds it: look at its state instead.
-alive() {
-	local st=""
-	read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null || return 1
-	[ "$st" != Z ]
-}
-
-kill_wait() { # pids: TERM, a deadline, then KILL
-	local p deadline
-	for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
-	deadline=$((SECONDS + 5))
-	for p in "$@"; do
-		while alive "$p" && [ $SECONDS -lt $deadline ]; do
-			sleep 0.05 # poll interval; bounded by the deadline above
-		done
-		kill -KILL "$p" 2>/dev/null || true
-		{ wait "$p"; } 2>/dev/null || true
-	done
-}
 
 net_down() {
 	local ns pids=()
 	for p in "${DPID[@]}" "${XPID[@]}"; do pids+=("$p"); done
 	[ ${#pids[@]} -eq 0 ] || kill_wait "${pids[@]}"
 	DPID=() XPID=()
-	for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
-	CREATED=()
+	netns_del_all
 }
 
 cleanup() {
@@ -88,20 +62,9 @@ trap "exit 1" TERM INT HUP
 fail() {
 	echo "partition: FAIL: $*" >&2
 	if [ -n "$RUN_DIR" ]; then
-		for f in "$RUN_DIR"/h*.log; do
-			[ -s "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
-		done
+		netns_show_logs "$RUN_DIR"/h*.log
 	fi
 	exit 1
-}
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
 }
 
 now_ms() { local t=$EPOCHREALTIME; echo $((${t/./} / 1000)); }
@@ -110,31 +73,10 @@ now_ms() { local t=$EPOCHREALTIME; echo $((${t/./} / 1000)); }
 # (a run leaves orphaned TCP sockets behind in host 1's kernel: deleting the
 # namespaces is what ends them)
 
-add_ns() {
-	ip netns add "$1" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
-	CREATED+=("$1")
-	ip -n "$1" link set lo up
-}
-
-link_up() { ip -n "$1" link show "$2" | grep -q 'state UP'; }
-
 net_up() { # run name
-	local i
 	BR=$PFX-$1-br
 	H=("" "$PFX-$1-h1" "$PFX-$1-h2")
-	add_ns "$BR"
-	ip -n "$BR" link add br0 type bridge
-	ip -n "$BR" link set br0 up
-	for i in 1 2; do
-		add_ns "${H[$i]}"
-		ip -n "$BR" link add "veth$i" type veth peer name eth0 netns "${H[$i]}"
-		ip -n "$BR" link set "veth$i" master br0 up
-		ip -n "${H[$i]}" addr add "$NET.$i/24" dev eth0
-		ip -n "${H[$i]}" link set eth0 up
-	done
-	for i in 1 2; do
-		wait_until 10 link_up "${H[$i]}" eth0 || fail "eth0 of host $i not up"
-	done
+	netns_bridge "$BR" "$NET" "${H[1]}" "${H[2]}"
 }
 
 # Host 2's port on the bridge: down cuts host 2 off (host 1's own link
@@ -142,10 +84,10 @@ net_up() { # run name
 host2_link() { # up|down
 	ip -n "$BR" link set veth2 "$1"
 	if [ "$1" = up ]; then
-		wait_until 10 link_up "${H[2]}" eth0 || fail "eth0 of host 2 not back up"
-		wait_until 10 link_up "$BR" veth2 || fail "veth2 not back up"
+		wait_until 10 netns_link_up "${H[2]}" eth0 || fail "eth0 of host 2 not back up"
+		wait_until 10 netns_link_up "$BR" veth2 || fail "veth2 not back up"
 	else
-		wait_until 10 eval '! link_up "${H[2]}" eth0' || fail "eth0 of host 2 still up"
+		wait_until 10 eval '! netns_link_up "${H[2]}" eth0' || fail "eth0 of host 2 still up"
 	fi
 }
 

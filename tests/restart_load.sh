@@ -26,44 +26,22 @@ NET=10.234.0
 SKIP_MSG="restart_load: skipped: needs root and network namespaces"
 START=$SECONDS
 
-[ "$(id -u)" -eq 0 ] || { echo "$SKIP_MSG"; exit 77; }
-command -v ip >/dev/null || { echo "$SKIP_MSG"; exit 77; }
+. "$(dirname "$0")/netns_lib.sh"
+netns_require
 
-SUF=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+SUF=$(netns_suffix)
 NS=("" "rload-a-$SUF" "rload-b-$SUF")
 NAME=("" A B)
 T=$(mktemp -d /tmp/rmad-rload.XXXXXX)
 declare -A DPID # host -> rmad pid
 LOAD_PID=""
-CREATED=()
-
-# A child that exited stays a zombie until reaped, and kill -0 still
-# finds it: look at its state instead.
-alive() {
-	local st=""
-	read -r _ _ st _ 2>/dev/null <"/proc/$1/stat" || return 1
-	[ "$st" != Z ]
-}
-
-kill_wait() { # pids: TERM, a deadline, then KILL
-	local p deadline
-	for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
-	deadline=$((SECONDS + 5))
-	for p in "$@"; do
-		while alive "$p" && [ $SECONDS -lt $deadline ]; do
-			sleep 0.05 # poll interval; bounded by the deadline above
-		done
-		kill -KILL "$p" 2>/dev/null || true
-		{ wait "$p"; } 2>/dev/null || true
-	done
-}
 
 cleanup() {
-	local pids=() ns
+	local pids=()
 	[ -z "$LOAD_PID" ] || pids+=("$LOAD_PID")
 	for p in "${DPID[@]}"; do pids+=("$p"); done
 	[ ${#pids[@]} -eq 0 ] || kill_wait "${pids[@]}"
-	for ns in "${CREATED[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	netns_del_all
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -72,40 +50,15 @@ trap "exit 1" TERM INT HUP
 fail() {
 	echo "restart_load: FAIL: $*" >&2
 	[ ! -e "$T/progress" ] || echo "progress: $(cat "$T/progress")" >&2
-	for f in "$T"/h*.log "$T"/load.out; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -30 "$f" >&2; }
-	done
+	netns_show_logs "$T"/h*.log "$T"/load.out
 	exit 1
-}
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.02 # poll interval; bounded by the deadline above
-	done
 }
 
 # ---- the network: two hosts, one cable ----------------------------------
 
-add_ns() {
-	ip netns add "$1" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
-	CREATED+=("$1")
-	ip -n "$1" link set lo up
-}
-add_ns "${NS[1]}"
-add_ns "${NS[2]}"
-# Both ends are created inside the namespaces: nothing in the root one.
-ip -n "${NS[1]}" link add eth0 type veth peer name eth0 netns "${NS[2]}"
-for h in 1 2; do
-	ip -n "${NS[$h]}" addr add "$NET.$h/24" dev eth0
-	ip -n "${NS[$h]}" link set eth0 up
-done
-link_up() { ip -n "$1" link show eth0 | grep -q 'state UP'; }
-for h in 1 2; do
-	wait_until 10 link_up "${NS[$h]}" || fail "eth0 of host ${NAME[$h]} not up"
-done
+netns_add "${NS[1]}"
+netns_add "${NS[2]}"
+netns_cable "${NS[1]}" "${NS[2]}" "$NET"
 
 # ---- daemons ------------------------------------------------------------
 

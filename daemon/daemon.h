@@ -364,6 +364,8 @@ void region_copy(void *dst, const void *src, size_t n);
 /* A region an earlier process made (its memfd, id and generation, so its
  * descriptors stay valid), mapped and registered again; an orphan until
  * its owner comes back. Takes memfd on success. */
+int region_memfd_map(const char *name, size_t length, void **addr,
+		     char *detail, size_t detail_len);
 int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 uint64_t ro_generation, uint64_t length,
 		 struct region **region_p);

@@ -24,6 +24,42 @@ region_status_from_errno(int err)
 			     : RMA__V1__STATUS__ERR_INTERNAL;
 }
 
+/* A memory file of @length bytes, mapped shared at *@addr, its size sealed:
+ * nobody may shrink it under a write (SIGBUS here or in UCX). Regions and
+ * clients' rings are made so. The fd, or -1 with errno and @detail set. */
+int
+region_memfd_map(const char *name, size_t length, void **addr, char *detail,
+		 size_t detail_len)
+{
+	const char *step = "memfd_create";
+	int fd, err;
+
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		goto err;
+	step = "ftruncate";
+	if (ftruncate(fd, (off_t)length) < 0)
+		goto err_close;
+	step = "seal";
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+	    0)
+		goto err_close;
+	step = "mmap";
+	*addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*addr == MAP_FAILED)
+		goto err_close;
+	return fd;
+
+err_close:
+	err = errno;
+	close(fd);
+	errno = err;
+err:
+	snprintf(detail, detail_len, "%s of %zu bytes: %s", step, length,
+		 strerror(errno));
+	return -1;
+}
+
 static wire_status_t
 region_status_from_ucs(ucs_status_t st)
 {
@@ -77,32 +113,11 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	status = fdstore_reserve(d, &r->store_slot, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		goto err_free;
-	fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	fd = region_memfd_map("rmad-region", length, &r->addr, detail,
+			      detail_len);
 	if (fd < 0) {
 		status = region_status_from_errno(errno);
-		snprintf(detail, detail_len, "memfd_create: %s",
-			 strerror(errno));
 		goto err_slot;
-	}
-	if (ftruncate(fd, (off_t)length) < 0) {
-		status = region_status_from_errno(errno);
-		snprintf(detail, detail_len, "ftruncate %llu: %s",
-			 (unsigned long long)length, strerror(errno));
-		goto err_close;
-	}
-	/* Nobody may shrink it under a remote write (SIGBUS in UCX). */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
-	    0) {
-		status = region_status_from_errno(errno);
-		snprintf(detail, detail_len, "seal: %s", strerror(errno));
-		goto err_close;
-	}
-	r->addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r->addr == MAP_FAILED) {
-		status = region_status_from_errno(errno);
-		snprintf(detail, detail_len, "mmap %llu bytes: %s",
-			 (unsigned long long)length, strerror(errno));
-		goto err_close;
 	}
 	params.field_mask =
 	    UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -203,7 +218,6 @@ err_memh:
 	ucp_mem_unmap(d->ucp, r->memh);
 err_unmap:
 	munmap(r->addr, length);
-err_close:
 	close(fd);
 err_slot:
 	fdstore_release(d, r);

@@ -166,25 +166,10 @@ ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto err_nomem;
-	fd = memfd_create("rmad-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		snprintf(detail, detail_len, "memfd_create: %s",
-			 strerror(errno));
+	fd = region_memfd_map("rmad-ring", RINGREC_SIZE, &r->map, detail,
+			      detail_len);
+	if (fd < 0)
 		goto err_free;
-	}
-	/* Nobody may shrink it under us (SIGBUS in the daemon). */
-	if (ftruncate(fd, RINGREC_SIZE) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
-		0) {
-		snprintf(detail, detail_len, "ring memfd: %s", strerror(errno));
-		goto err_close;
-	}
-	r->map =
-	    mmap(NULL, RINGREC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r->map == MAP_FAILED) {
-		snprintf(detail, detail_len, "mmap ring: %s", strerror(errno));
-		goto err_close;
-	}
 	r->c = c;
 	r->h = r->map;
 	r->sub = (uint8_t *)r->map + RINGREC_HEADER_SIZE;
@@ -205,8 +190,6 @@ ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
 	*memfd_p = fd;
 	return RMA__V1__STATUS__OK;
 
-err_close:
-	close(fd);
 err_free:
 	free(r);
 	return RMA__V1__STATUS__ERR_NO_MEMORY;

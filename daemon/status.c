@@ -225,6 +225,7 @@ status_reply(struct conn *c, uint64_t req_id)
 			ci->in_flight = k->in_flight;
 			ci->ops = k->ops;
 			ci->worker = i;
+			ci->ring = k->ring != NULL;
 			client_ptrs[n_clients++] = ci;
 		}
 	}

@@ -34,7 +34,7 @@ static const struct {
     [VIEW_CLIENTS] = {"clients",
 		      "usage: rmactl [--socket PATH] clients [--json]\n"
 		      "  local clients: pid, uid, gid, name, worker thread,\n"
-		      "  regions, bytes, in flight, age of the oldest,\n"
+		      "  ring or socket, regions, bytes, in flight, age of the oldest,\n"
 		      "  operations\n",
 		      {"clients", NULL}},
     [VIEW_REGIONS] = {"regions",
@@ -178,9 +178,9 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 		printf("no clients\n");
 		return;
 	}
-	printf("%4s %7s %6s %6s %-24s %3s %7s %10s %8s %8s %10s\n", "ID", "PID",
-	       "UID", "GID", "NAME", "WKR", "REGIONS", "BYTES", "INFLIGHT",
-	       "OLDEST", "OPS");
+	printf("%4s %7s %6s %6s %-24s %3s %-6s %7s %10s %8s %8s %10s\n", "ID",
+	       "PID", "UID", "GID", "NAME", "WKR", "VIA", "REGIONS", "BYTES",
+	       "INFLIGHT", "OLDEST", "OPS");
 	for (size_t i = 0; i < s->n_clients; i++) {
 		const Rma__V1__ClientInfo *c = s->clients[i];
 		const Rma__V1__OpInfo *o =
@@ -188,10 +188,11 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 
 		rmactl_bytes(bytes, sizeof(bytes), c->region_bytes);
 		rmactl_ops_age(age, sizeof(age), o ? o->age_us : 0, o != NULL);
-		printf("%4u %7d %6u %6u %-24s %3u %7u %10s %8" PRIu64
+		printf("%4u %7d %6u %6u %-24s %3u %-6s %7u %10s %8" PRIu64
 		       " %8s %10" PRIu64 "\n",
 		       c->client_id, c->pid, c->uid, c->gid,
-		       rmactl_or_dash(c->name), c->worker, c->regions, bytes,
+		       rmactl_or_dash(c->name), c->worker,
+		       c->ring ? "ring" : "socket", c->regions, bytes,
 		       c->in_flight, age, c->ops);
 	}
 }

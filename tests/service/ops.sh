@@ -50,8 +50,13 @@ ctl peers >"$T/peers" || fail "peers"
 grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +0 +[0-9a-f]{32} +[1-9]" \
 	"$T/peers" || fail "peers: $(cat "$T/peers")"
 ctl clients >"$T/clients" || fail "clients"
-grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +1 +64\.0 KiB' \
+grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +ring +1 +64\.0 KiB' \
 	"$T/clients" || fail "clients: $(cat "$T/clients")"
+# a client without the ring (RMA_RING=0) is listed as on the socket: here
+# the asking rmactl itself, with no regions
+RMA_RING=0 ctl clients >"$T/clients.sock" || fail "clients with RMA_RING=0"
+grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +socket +0 ' \
+	"$T/clients.sock" || fail "clients via socket: $(cat "$T/clients.sock")"
 ctl regions >"$T/regions" || fail "regions"
 grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"
 for cmd in peers clients regions ops; do

@@ -22,6 +22,8 @@
  * room, else as Completions events over the socket (with its limits and
  * backpressure), and through the ring again only once the client took
  * all of those (socket_events_seen): they arrive in the order they came.
+ * Notifications to the client's regions (notification.c) take the same
+ * ring and the same rule, as Notifications events when it is full.
  *
  * Wake-ups: a ring with traffic is "hot": a zero timer polls it on every
  * loop turn until ring_spin (100 us by default; a client's next
@@ -316,26 +318,57 @@ ring_write_comp(struct ring *r, const Rma__V1__Completion *k, size_t dlen)
 	}
 }
 
-void
-ring_publish(struct conn *c)
+/* Completion slots free for us in *room_p; false if the ring may not be
+ * written now: events sent over the socket for want of room must all be
+ * taken by the client first, or newer records could overtake them. */
+static bool
+ring_room(struct conn *c, uint32_t *room_p)
 {
 	struct ring *r = c->ring;
-	uint32_t head, used, room;
-	size_t i;
+	uint32_t head, used;
 
-	/* Completions went over the socket for want of room: the ring
-	 * again only once the client took every one of those events, or
-	 * newer completions could overtake them. */
 	if (r->socket_events != 0 &&
 	    ringrec_load(&r->h->socket_events_seen) != r->socket_events)
-		return;
+		return false;
 	head = ringrec_load(&r->h->comp_head);
 	used = r->comp_tail - head;
 	if (used > RINGREC_COMP_SLOTS) {
 		ring_fail(c, "completion", head, r->comp_tail);
-		return;
+		return false;
 	}
-	room = RINGREC_COMP_SLOTS - used;
+	*room_p = RINGREC_COMP_SLOTS - used;
+	return true;
+}
+
+/* Slots written: published, and a client that sleeps hears it on the
+ * socket. */
+static void
+ring_announce(struct conn *c)
+{
+	struct ring *r = c->ring;
+
+	ringrec_store(&r->h->comp_tail, r->comp_tail);
+	ring_heat(r);
+	ringrec_fence();
+	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
+		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+
+		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
+		ev.ring_wake = &wake;
+		conn_send_event(c, &ev);
+	}
+}
+
+void
+ring_publish(struct conn *c)
+{
+	struct ring *r = c->ring;
+	uint32_t room;
+	size_t i;
+
+	if (!ring_room(c, &room))
+		return;
 	for (i = 0; i < c->done_len; i++) {
 		const Rma__V1__Completion *k = &c->done[i];
 		size_t dlen = strlen(k->detail);
@@ -351,24 +384,54 @@ ring_publish(struct conn *c)
 	}
 	if (i == 0)
 		return;
-	ringrec_store(&r->h->comp_tail, r->comp_tail);
 	c->done_len -= i;
 	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
-	ring_heat(r);
-	/* A client that sleeps hears it on the socket. */
-	ringrec_fence();
-	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
-		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
-		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+	ring_announce(c);
+}
 
-		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
-		ev.ring_wake = &wake;
-		conn_send_event(c, &ev);
+static void
+ring_write_notify(struct ring *r, const struct notifrec *n,
+		  const uint8_t *sender)
+{
+	struct ringrec_comp head = {
+	    .op_id = n->region_id,
+	    .bytes = n->offset,
+	    .value = n->length,
+	    .kind = RINGREC_KIND_NOTIFICATION,
+	};
+	struct ringrec_notify body = {.value = n->value};
+	uint32_t slot = r->comp_tail % RINGREC_COMP_SLOTS;
+
+	memcpy(body.sender, sender, RINGREC_SENDER_SIZE);
+	/* two slots, one at a time: the second may be the ring's first */
+	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &head, sizeof(head));
+	slot = (r->comp_tail + 1) % RINGREC_COMP_SLOTS;
+	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &body, sizeof(body));
+	r->comp_tail += RINGREC_NOTIFY_SLOTS;
+}
+
+size_t
+ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
+	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)
+{
+	uint32_t room;
+	size_t i;
+
+	if (c->ring == NULL || c->dead || c->closing || !ring_room(c, &room))
+		return 0;
+	for (i = 0; i < n && room >= RINGREC_NOTIFY_SLOTS; i++) {
+		if (recs[i].sender >= n_senders)
+			break;
+		ring_write_notify(c->ring, &recs[i], senders[recs[i].sender]);
+		room -= RINGREC_NOTIFY_SLOTS;
 	}
+	if (i > 0)
+		ring_announce(c);
+	return i;
 }
 
 void
-ring_socket_completions(struct conn *c, uint32_t events)
+ring_socket_events(struct conn *c, uint32_t events)
 {
 	if (c->ring != NULL)
 		c->ring->socket_events += events;

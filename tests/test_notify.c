@@ -3,7 +3,8 @@
  * tcp), the owner and the initiators through librma, each client in a
  * thread of its own (a handle is not thread-safe), and rmactl for the CLI.
  * Ordering per initiator over 100k notifications from a peer daemon and
- * from the owner's own daemon; a slow owner whose full queue makes puts
+ * from the owner's own daemon, also with an owner that stalls (the ring
+ * overflows onto the socket and back); a slow owner whose full queue makes puts
  * fail with LIMIT, their bytes not applied; an owner that dies under a
  * stream of puts; the lines of `rmactl expose --notifications`.
  * RMAD_PROTOCOL=ucx runs it all with rma_protocol = ucx. */
@@ -180,7 +181,11 @@ sender_run(void *arg)
 	return NULL;
 }
 
-START_TEST(test_order_100k)
+/* Both initiators stream N_PER notifying puts at the owner; it takes
+ * them with rma_notify_next, and every stall_every of them it stops for
+ * stall seconds (0: never) without touching its handle. */
+static void
+order_run(uint64_t stall_every, double stall)
 {
 	struct sender s[2] = {{.via = 1, .base = 0},
 			      {.via = 0, .base = SLOTS * 8}};
@@ -223,6 +228,8 @@ START_TEST(test_order_100k)
 			continue;
 		}
 		got++;
+		if (stall_every > 0 && got % stall_every == 0)
+			harness_pause(stall, deadline);
 		ck_assert_ptr_eq(n.region, region);
 		ck_assert_uint_eq(n.length, 8);
 		who = n.offset >= SLOTS * 8;
@@ -277,6 +284,24 @@ START_TEST(test_order_100k)
 	}
 	rma_disconnect(owner);
 	rma_disconnect(spare);
+}
+
+START_TEST(test_order_100k)
+{
+	order_run(0, 0);
+}
+END_TEST
+
+/* An owner with a shared ring (the default) is told through it while it
+ * has room: 256 notifications. An owner that stops for a while makes the
+ * daemon fall back to Notifications events over the socket, and then go
+ * back to the ring once those are taken; the stalls here (20 ms, a few
+ * thousand puts at these rates) force that many times over, under a
+ * stream that never stops, so a notification that overtook one sent the
+ * other way would break the order checked in order_run. */
+START_TEST(test_order_ring_and_socket)
+{
+	order_run(4000, 0.02);
 }
 END_TEST
 
@@ -633,6 +658,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_order_100k);
+	tcase_add_test(tc, test_order_ring_and_socket);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

@@ -234,6 +234,13 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 		return 0;
 	}
 	memcpy(k, r->comp + slot * RINGREC_COMP_SIZE, sizeof(*k));
+	if (k->kind != RINGREC_KIND_COMPLETION &&
+	    k->kind != RINGREC_KIND_NOTIFICATION) {
+		client_fail(c, RMA_ERR_PROTOCOL,
+			    "a record of unknown kind %u in the ring",
+			    (unsigned)k->kind);
+		return 0;
+	}
 	if (k->kind == RINGREC_KIND_NOTIFICATION) {
 		if (avail < RINGREC_NOTIFY_SLOTS) {
 			client_fail(c, RMA_ERR_PROTOCOL,
@@ -242,8 +249,7 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 			return 0;
 		}
 		slot = (r->comp_head + 1) % RINGREC_COMP_SLOTS;
-		memcpy(&body, r->comp + slot * RINGREC_COMP_SIZE,
-		       sizeof(body));
+		memcpy(&body, r->comp + slot * RINGREC_COMP_SIZE, sizeof(body));
 		n->region_id = k->op_id;
 		n->offset = k->bytes;
 		n->length = k->value;

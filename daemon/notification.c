@@ -121,8 +121,8 @@ notification_send(struct conn *owner, struct notification_job *job,
 	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
 	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
 	char *senders[NOTIFICATION_SENDERS_MAX];
-	size_t done = ring_notify(owner, recs, n, job->sender_ids,
-				  job->senders_raw);
+	size_t done =
+	    ring_notify(owner, recs, n, job->sender_ids, job->senders_raw);
 
 	if (done == n)
 		return;

@@ -341,14 +341,16 @@ ring_room(struct conn *c, uint32_t *room_p)
 }
 
 /* Slots written: published, and a client that sleeps hears it on the
- * socket. */
+ * socket. A client that got completions is likely to submit again soon:
+ * its ring is polled for a while (heat). */
 static void
-ring_announce(struct conn *c)
+ring_announce(struct conn *c, bool heat)
 {
 	struct ring *r = c->ring;
 
 	ringrec_store(&r->h->comp_tail, r->comp_tail);
-	ring_heat(r);
+	if (heat)
+		ring_heat(r);
 	ringrec_fence();
 	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
 		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
@@ -386,7 +388,7 @@ ring_publish(struct conn *c)
 		return;
 	c->done_len -= i;
 	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
-	ring_announce(c);
+	ring_announce(c, true);
 }
 
 static void
@@ -425,8 +427,11 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 		ring_write_notify(c->ring, &recs[i], senders[recs[i].sender]);
 		room -= RINGREC_NOTIFY_SLOTS;
 	}
+	/* Not heated: what an owner does with notifications (NotifyAck)
+	 * comes over the socket, and polling its ring would only take a
+	 * CPU from the processes that make the puts. */
 	if (i > 0)
-		ring_announce(c);
+		ring_announce(c, false);
 	return i;
 }
 

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,9 +184,10 @@ sender_run(void *arg)
 
 /* Both initiators stream N_PER notifying puts at the owner; it takes
  * them with rma_notify_next, and every stall_every of them it stops for
- * stall seconds (0: never) without touching its handle. */
+ * stall seconds (0: never) without touching its handle. An owner without
+ * ring (RMA_RING=0) is told over the socket only. */
 static void
-order_run(uint64_t stall_every, double stall)
+order_run(uint64_t stall_every, double stall, bool ring)
 {
 	struct sender s[2] = {{.via = 1, .base = 0},
 			      {.via = 0, .base = SLOTS * 8}};
@@ -203,7 +205,10 @@ order_run(uint64_t stall_every, double stall)
 	/* Clients go to the workers in turn: the owner on worker 1, away
 	 * from the inbound peers (worker 0), the local initiator on 0. */
 	ck_assert_int_eq(rma_connect(dp[0].socket, &spare), RMA_OK);
+	if (!ring)
+		ck_assert_int_eq(setenv("RMA_RING", "0", 1), 0);
 	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	unsetenv("RMA_RING");
 	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
 	memset(rma_region_ptr(region), 0xff, REGION_SIZE);
 	desc = rma_region_descriptor(region);
@@ -288,7 +293,7 @@ order_run(uint64_t stall_every, double stall)
 
 START_TEST(test_order_100k)
 {
-	order_run(0, 0);
+	order_run(0, 0, true);
 }
 END_TEST
 
@@ -301,7 +306,13 @@ END_TEST
  * other way would break the order checked in order_run. */
 START_TEST(test_order_ring_and_socket)
 {
-	order_run(4000, 0.02);
+	order_run(4000, 0.02, true);
+}
+END_TEST
+
+START_TEST(test_order_socket_only)
+{
+	order_run(4000, 0.02, false);
 }
 END_TEST
 
@@ -659,6 +670,7 @@ main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_order_100k);
 	tcase_add_test(tc, test_order_ring_and_socket);
+	tcase_add_test(tc, test_order_socket_only);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

@@ -22,6 +22,7 @@
  * connection (any worker may take it): a put over the bound fails with
  * ERR_LIMIT and its bytes are not applied, so nothing is lost silently. */
 #include "daemon.h"
+#include "descriptor.h"
 #include "oprec.h"
 
 #include <stdlib.h>
@@ -184,33 +185,6 @@ notification_deliver(struct daemon *d, void *arg)
 	notification_job_free(job);
 }
 
-static int
-notification_hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The daemon id of hex in out; false if hex is not one. */
-static bool
-notification_sender_id(const char *hex, uint8_t out[DAEMON_ID_SIZE])
-{
-	for (size_t i = 0; i < DAEMON_ID_SIZE; i++) {
-		int hi = notification_hex_digit(hex[2 * i]);
-		int lo = hi < 0 ? -1 : notification_hex_digit(hex[2 * i + 1]);
-
-		if (lo < 0)
-			return false;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return hex[2 * DAEMON_ID_SIZE] == '\0';
-}
-
 /* The open job for owner that names sender, opened if need be; its
  * sender's index in *sender_p. */
 static struct notification_job *
@@ -252,9 +226,9 @@ add_sender:
 	job->senders[job->n_senders][len] = '\0';
 	/* Senders [0, senders_raw) go through the ring: a record naming
 	 * one after an id that is not hex stops it there (ring_notify). */
-	if (job->senders_raw == job->n_senders &&
-	    notification_sender_id(job->senders[job->n_senders],
-				   job->sender_ids[job->n_senders]))
+	if (job->senders_raw == job->n_senders && len == 2 * DAEMON_ID_SIZE &&
+	    descriptor_unhex(sender, DAEMON_ID_SIZE,
+			     job->sender_ids[job->n_senders]) == 0)
 		job->senders_raw++;
 	*sender_p = job->n_senders++;
 	return job;

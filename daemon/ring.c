@@ -68,6 +68,11 @@ struct ring {
 	uint32_t socket_events;	 /* ours: Completions events sent instead */
 	bool hot;
 	TAILQ_ENTRY(ring) hot_link;
+	/* notifications published, the client's wake-up held back until
+	 * wake_due (daemon_now()): see ring_notify */
+	bool wake_held;
+	double wake_due;
+	TAILQ_ENTRY(ring) wake_link;
 };
 
 TAILQ_HEAD(ring_list, ring);
@@ -75,7 +80,8 @@ TAILQ_HEAD(ring_list, ring);
 struct ring_poller {
 	struct event *ev;
 	struct ring_list hot;
-	bool polling; /* in ring_poll: it flushes what completes */
+	struct ring_list waking; /* rings with a wake-up held back */
+	bool polling;		 /* in ring_poll: it flushes what completes */
 	/* The UCX worker is polled too while it had traffic lately:
 	 * daemon_now() of the last, and the counters that tell it. */
 	bool worker_hot;
@@ -97,6 +103,7 @@ ring_fail(struct conn *c, const char *what, uint32_t got, uint32_t ours)
 }
 
 static void ring_poll(evutil_socket_t fd, short what, void *arg);
+static void ring_wake(struct conn *c);
 
 static struct ring_poller *
 ring_poller_get(struct daemon *d)
@@ -114,6 +121,7 @@ ring_poller_get(struct daemon *d)
 		return NULL;
 	}
 	TAILQ_INIT(&rp->hot);
+	TAILQ_INIT(&rp->waking);
 	d->rings = rp;
 	return rp;
 }
@@ -225,6 +233,8 @@ ring_destroy(struct conn *c)
 	if (r == NULL)
 		return;
 	ring_cool(r);
+	if (r->wake_held)
+		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
 	/* after the socket's close (conn_close): see ringrec.h */
 	ringrec_store(&r->h->closed, 1);
 	munmap(r->map, RINGREC_SIZE);
@@ -351,6 +361,19 @@ ring_announce(struct conn *c, bool heat)
 	ringrec_store(&r->h->comp_tail, r->comp_tail);
 	if (heat)
 		ring_heat(r);
+	ring_wake(c);
+}
+
+/* A client that sleeps hears of what we published on the socket. */
+static void
+ring_wake(struct conn *c)
+{
+	struct ring *r = c->ring;
+
+	if (r->wake_held) {
+		r->wake_held = false;
+		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
+	}
 	ringrec_fence();
 	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
 		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
@@ -416,6 +439,7 @@ size_t
 ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)
 {
+	struct ring_poller *rp = c->d->rings;
 	uint32_t room;
 	size_t i;
 
@@ -427,11 +451,31 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 		ring_write_notify(c->ring, &recs[i], senders[recs[i].sender]);
 		room -= RINGREC_NOTIFY_SLOTS;
 	}
+	if (i == 0)
+		return 0;
 	/* Not heated: what an owner does with notifications (NotifyAck)
 	 * comes over the socket, and polling its ring would only take a
-	 * CPU from the processes that make the puts. */
-	if (i > 0)
-		ring_announce(c, false);
+	 * CPU from the processes that make the puts. Its wake-up waits up
+	 * to ring_spin while the poller runs anyway (traffic) and the ring
+	 * is less than half full: a wake-up per pass of the loop cost the
+	 * owner's CPU more than the notifications. Nobody waits on a
+	 * notification the way an initiator waits on a completion. */
+	ringrec_store(&c->ring->h->comp_tail, c->ring->comp_tail);
+	if (rp->polling || evtimer_pending(rp->ev, NULL)) {
+		if (room >= RINGREC_COMP_SLOTS / 2 &&
+		    c->d->cfg.ring_spin_us > 0) {
+			if (!c->ring->wake_held) {
+				c->ring->wake_held = true;
+				c->ring->wake_due =
+				    daemon_now() +
+				    c->d->cfg.ring_spin_us * 1e-6;
+				TAILQ_INSERT_TAIL(&rp->waking, c->ring,
+						  wake_link);
+			}
+			return i;
+		}
+	}
+	ring_wake(c);
 	return i;
 }
 
@@ -532,6 +576,23 @@ ring_yield(struct daemon *d, struct ring_poller *rp)
 }
 
 static void
+ring_wake_held(struct ring_poller *rp, bool all)
+{
+	double now = daemon_now();
+	struct ring *r;
+
+	/* in the order held: the first not due ends it */
+	while ((r = TAILQ_FIRST(&rp->waking)) != NULL &&
+	       (all || now >= r->wake_due)) {
+		struct conn *c = r->c;
+
+		conn_ref(c);
+		ring_wake(c);
+		conn_unref(c);
+	}
+}
+
+static void
 ring_poll(evutil_socket_t fd, short what, void *arg)
 {
 	static const struct timeval zero = {0, 0};
@@ -573,6 +634,8 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 	ring_poll_worker(d, rp, now);
 	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
 		ring_yield(d, rp);
+	/* Held wake-ups: those due, and all of them once we stop. */
+	ring_wake_held(rp, TAILQ_EMPTY(&rp->hot) && !rp->worker_hot);
 	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
 		evtimer_add(rp->ev, &zero);
 }

@@ -38,7 +38,9 @@
  * read and written with MSG_DONTWAIT, whatever the client does. The same
  * poller keeps polling the UCX worker for ring_spin after a progress pass
  * that had traffic (ring_after_pass), so that a target daemon under load
- * needs no wake-up per message either. */
+ * needs no wake-up per message either. For notifications alone the
+ * client's wake-up is held back while that poller runs, up to ring_spin
+ * (ring_notify): one wake-up then carries several passes' worth. */
 #include "daemon.h"
 #include "oprec.h"
 #include "ringrec.h"

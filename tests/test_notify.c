@@ -4,7 +4,8 @@
  * thread of its own (a handle is not thread-safe), and rmactl for the CLI.
  * Ordering per initiator over 100k notifications from a peer daemon and
  * from the owner's own daemon, also with an owner that stalls (the ring
- * overflows onto the socket and back); a slow owner whose full queue makes puts
+ * overflows onto the socket and back); an owner asleep in poll() woken
+ * for every notification; a slow owner whose full queue makes puts
  * fail with LIMIT, their bytes not applied; an owner that dies under a
  * stream of puts; the lines of `rmactl expose --notifications`.
  * RMAD_PROTOCOL=ucx runs it all with rma_protocol = ucx. */
@@ -400,6 +401,71 @@ START_TEST(test_slow_owner_local)
 }
 END_TEST
 
+/* ---- an owner asleep in poll() is woken for what came ---- */
+
+#define WOKEN_PUTS 2000
+#define WOKEN_WINDOW 64
+
+static void
+woken_done(rma_request_t *req, rma_status_t st, void *arg)
+{
+	uint64_t *done = arg;
+
+	(void)req;
+	ck_assert_int_eq(st, RMA_OK);
+	(*done)++;
+}
+
+/* The daemon may hold an owner's wake-up back while it is busy (ring.c);
+ * it must still come once the puts stop: the owner here only ever
+ * sleeps in poll() on rma_fd, and each sleep must end within seconds,
+ * not at the deadline, until every notification is taken. */
+START_TEST(test_owner_woken)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct user u;
+	rma_notification_t n;
+	uint64_t issued = 0, done = 0, taken = 0;
+	double deadline = harness_now() + 60;
+	rma_status_t st;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	user_open(&u, 1, rma_region_descriptor(region));
+	while (done < WOKEN_PUTS && harness_now() < deadline) {
+		while (issued < WOKEN_PUTS && issued - done < WOKEN_WINDOW) {
+			ck_assert_int_eq(rma_put_notify(u.c, u.src, 0, u.rem,
+							(issued % 512) * 8, 8,
+							issued, 0, woken_done,
+							&done, NULL),
+					 RMA_OK);
+			issued++;
+		}
+		st = rma_wait(u.c, 1000);
+		ck_assert_msg(st == RMA_OK || st == RMA_ERR_TIMEOUT, "wait: %s",
+			      rma_strerror(st));
+	}
+	ck_assert_uint_eq(done, WOKEN_PUTS);
+	while (taken < WOKEN_PUTS) {
+		int r = rma_notify_next(owner, &n);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 1) {
+			ck_assert_uint_eq(n.value, taken);
+			taken++;
+			continue;
+		}
+		ck_assert_msg(harness_wait_fd(rma_fd(owner), 5.0) == 1,
+			      "owner not woken with %" PRIu64
+			      " of %d notifications taken",
+			      taken, WOKEN_PUTS);
+	}
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
+}
+END_TEST
+
 /* ---- rmactl: expose --notifications, put --notify ---- */
 
 static pid_t
@@ -671,6 +737,7 @@ main(void)
 	tcase_add_test(tc, test_order_100k);
 	tcase_add_test(tc, test_order_ring_and_socket);
 	tcase_add_test(tc, test_order_socket_only);
+	tcase_add_test(tc, test_owner_woken);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

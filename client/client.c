@@ -218,7 +218,7 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 			request_complete_wire(c, k.op_id, k.status, k.bytes, 0,
 					      NULL);
 		}
-		ring_socket_completions(c);
+		ring_socket_event(c);
 		/* Callbacks may have queued submissions behind ops that
 		 * are now all complete: nothing would wake a poller to send
 		 * them. */
@@ -230,6 +230,7 @@ client_dispatch_event(rma_client_t *c, const Rma__V1__Event *ev)
 		break;
 	case RMA__V1__EVENT__BODY_NOTIFICATIONS:
 		notification_receive_all(c, ev->notifications);
+		ring_socket_event(c);
 		break;
 	case RMA__V1__EVENT__BODY_SHUTDOWN:
 		free(c->shutdown_detail);

@@ -65,14 +65,15 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 	return 0;
 }
 
-static void
-notification_receive(rma_client_t *c, rma_region_t *region,
-		     const struct notifrec *w, const char *daemon_id)
+void
+notification_receive(rma_client_t *c, const struct notifrec *w,
+		     const char *daemon_id)
 {
 	rma_notification_t n;
 	size_t len = strnlen(daemon_id, sizeof(n.daemon_id) - 1);
 
-	n.region = region;
+	/* Looked up again for each: a callback may free it. */
+	n.region = notification_region(c, w->region_id);
 	n.offset = w->offset;
 	n.length = w->length;
 	n.value = w->value;
@@ -105,8 +106,7 @@ notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 		rec.offset = w->offset;
 		rec.length = w->length;
 		rec.value = w->value;
-		notification_receive(c, notification_region(c, w->region_id),
-				     &rec,
+		notification_receive(c, &rec,
 				     w->daemon_id != NULL ? w->daemon_id : "");
 	}
 	for (size_t at = 0; at + NOTIFREC_SIZE <= ns->packed.len;
@@ -119,9 +119,7 @@ notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 		if (rec.sender < ns->n_daemon_ids &&
 		    ns->daemon_ids[rec.sender] != NULL)
 			sender = ns->daemon_ids[rec.sender];
-		/* Looked up again for each: a callback may free it. */
-		notification_receive(c, notification_region(c, rec.region_id),
-				     &rec, sender);
+		notification_receive(c, &rec, sender);
 	}
 }
 

@@ -12,8 +12,9 @@
  * Order: the ring is drained before every frame from the socket
  * (client.c), so completions are seen in the order the daemon sent them,
  * replies and events included; when the ring is full the daemon sends
- * completions as Completions events, and goes back to the ring only once
- * we took them (socket_events_seen). A batch the ring has
+ * completions as Completions events (notifications of our regions, which
+ * share the ring, as Notifications events), and goes back to the ring
+ * only once we took them (socket_events_seen). A batch the ring has
  * no room for goes as a Submit frame; the ring is used again only once
  * the daemon took every such frame (socket_submits), as it drains the
  * ring before each frame it reads.
@@ -25,6 +26,8 @@
  * caller sets it again and looks at the ring once more (ring_arm), so
  * rma_fd() stays the one thing an event loop has to watch. */
 #include "rma_internal.h"
+#include "descriptor.h"
+#include "oprec.h"
 #include "ringrec.h"
 
 #include <errno.h>
@@ -195,7 +198,7 @@ ring_submitted(rma_client_t *c)
 }
 
 void
-ring_socket_completions(rma_client_t *c)
+ring_socket_event(rma_client_t *c)
 {
 	struct client_ring *r = c->ring;
 
@@ -211,22 +214,56 @@ ring_socket_submit(rma_client_t *c)
 		c->ring->socket_submits++;
 }
 
-/* Takes one completion; 0 when the ring is empty. */
+/* Takes one record: 1 for a completion (in k, detail), 2 for a
+ * notification (in n, sender as hex), 0 when the ring is empty. */
 static int
-ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail)
+ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
+	  struct notifrec *n, char *sender)
 {
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
-	uint32_t n = tail - r->comp_head, need;
+	uint32_t avail = tail - r->comp_head, need;
 	uint32_t slot = r->comp_head % RINGREC_COMP_SLOTS;
+	struct ringrec_notify body;
 
-	if (n == 0)
+	if (avail == 0)
 		return 0;
+	if (avail > RINGREC_COMP_SLOTS) {
+		client_fail(c, RMA_ERR_PROTOCOL,
+			    "the ring's completion tail is impossible");
+		return 0;
+	}
 	memcpy(k, r->comp + slot * RINGREC_COMP_SIZE, sizeof(*k));
+	if (k->kind != RINGREC_KIND_COMPLETION &&
+	    k->kind != RINGREC_KIND_NOTIFICATION) {
+		client_fail(c, RMA_ERR_PROTOCOL,
+			    "a record of unknown kind %u in the ring",
+			    (unsigned)k->kind);
+		return 0;
+	}
+	if (k->kind == RINGREC_KIND_NOTIFICATION) {
+		if (avail < RINGREC_NOTIFY_SLOTS) {
+			client_fail(c, RMA_ERR_PROTOCOL,
+				    "a notification in the ring ends past its "
+				    "tail");
+			return 0;
+		}
+		slot = (r->comp_head + 1) % RINGREC_COMP_SLOTS;
+		memcpy(&body, r->comp + slot * RINGREC_COMP_SIZE, sizeof(body));
+		n->region_id = k->op_id;
+		n->offset = k->bytes;
+		n->length = k->value;
+		n->value = body.value;
+		n->sender = 0;
+		descriptor_hex(body.sender, RINGREC_SENDER_SIZE, sender);
+		r->comp_head += RINGREC_NOTIFY_SLOTS;
+		ringrec_store(&r->h->comp_head, r->comp_head);
+		return 2;
+	}
 	if (k->detail_len > RINGREC_DETAIL_MAX)
 		k->detail_len = RINGREC_DETAIL_MAX;
 	need = ringrec_comp_slots(k->detail_len);
-	if (need > n) {
+	if (need > avail) {
 		client_fail(c, RMA_ERR_PROTOCOL,
 			    "a completion in the ring ends past its tail");
 		return 0;
@@ -249,17 +286,23 @@ int
 ring_reap(rma_client_t *c)
 {
 	char detail[RINGREC_DETAIL_MAX + 1];
+	char sender[2 * RINGREC_SENDER_SIZE + 1];
 	struct ringrec_comp k;
-	int n = 0;
+	struct notifrec n;
+	int got, count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
-	 * each completion is taken before its callback runs. */
-	while (!c->gone && c->ring != NULL && ring_take(c, &k, detail)) {
-		n++;
-		request_complete_wire(c, k.op_id, k.status, k.bytes, k.value,
-				      detail);
+	 * each record is taken before its callback runs. */
+	while (!c->gone && c->ring != NULL &&
+	       (got = ring_take(c, &k, detail, &n, sender)) != 0) {
+		count++;
+		if (got == 2)
+			notification_receive(c, &n, sender);
+		else
+			request_complete_wire(c, k.op_id, k.status, k.bytes,
+					      k.value, detail);
 	}
-	return n;
+	return count;
 }
 
 bool

@@ -193,6 +193,10 @@ void notification_receive_all(rma_client_t *c,
 /* Tell the daemon what was consumed: always when force, otherwise only
  * once a batch of them is. */
 void notification_ack(rma_client_t *c, int force);
+/* One notification (its sender index unused) from daemon_id, as a
+ * Notifications event's: to the callback or the queue. */
+void notification_receive(rma_client_t *c, const struct notifrec *w,
+			  const char *daemon_id);
 void notification_free(rma_client_t *c);
 
 /* ---- ring.c ---- */
@@ -210,8 +214,9 @@ bool ring_push(rma_client_t *c, const uint8_t *recs, size_t n);
  * (over the socket, which may find it gone). */
 void ring_submitted(rma_client_t *c);
 void ring_socket_submit(rma_client_t *c);
-/* A Completions event came over the socket and was handled. */
-void ring_socket_completions(rma_client_t *c);
+/* A Completions or Notifications event came over the socket and was
+ * handled. */
+void ring_socket_event(rma_client_t *c);
 /* Completes what the ring holds (callbacks run); how many. */
 int ring_reap(rma_client_t *c);
 /* Before sleeping or returning to the caller: the daemon is to wake us

@@ -240,7 +240,7 @@ conn_flush_dirty(struct daemon *d)
 		if (!c->dead && c->done_len > 0 && c->ring != NULL)
 			ring_publish(c);
 		if (!c->dead && c->done_len > 0)
-			ring_socket_completions(c, conn_pack_completions(c));
+			ring_socket_events(c, conn_pack_completions(c));
 		if (!c->dead && !c->dirty)
 			conn_write(c);
 		conn_unref(c);

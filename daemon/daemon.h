@@ -277,9 +277,18 @@ void ring_socket_submit(struct conn *c);
 /* RingWake: the client published something while we slept. */
 void ring_woken(struct conn *c);
 /* c->done into the ring, as much as fits; conn.c sends the rest as
- * Completions events and says how many (ring_socket_completions). */
+ * Completions events and says how many (ring_socket_events). */
 void ring_publish(struct conn *c);
-void ring_socket_completions(struct conn *c, uint32_t events);
+/* Notifications recs[0, n) into c's ring (if it has one), as many as
+ * fit, in order; how many. The rest go as Notifications events, counted
+ * with ring_socket_events. */
+struct notifrec;
+size_t ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
+		   const uint8_t (*senders)[DAEMON_ID_SIZE],
+		   uint32_t n_senders);
+/* events Completions or Notifications events went to c for want of room
+ * in its ring (or while earlier ones were not taken). */
+void ring_socket_events(struct conn *c, uint32_t events);
 void ring_poller_free(struct daemon *d);
 /* The ring poller runs: it flushes completions itself (no kick needed). */
 bool ring_polling(const struct daemon *d);

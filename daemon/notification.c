@@ -9,9 +9,12 @@
  * the puts of one initiator reach the owner in the order they were applied.
  * An owner on the applying worker itself is told directly.
  * What one pass of the worker's loop applied for one owner goes as one
- * job, and to the client as Notifications events of packed 40-byte records
- * (proto/oprec.h): a job, an event or a protobuf message per put cost more
- * than the put.
+ * job, and to the client through its shared ring (ring.c: two slots a
+ * notification, the sender's id inline) while that has room, else as
+ * Notifications events of packed 40-byte records (proto/oprec.h): a job,
+ * an event or a protobuf message per put cost more than the put. The ring
+ * takes notifications again only once the client took every event sent
+ * instead, so one initiator's order holds across the two.
  *
  * The notifications a client holds (sent or waiting, not yet acknowledged
  * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX. The bound is
@@ -19,6 +22,7 @@
  * connection (any worker may take it): a put over the bound fails with
  * ERR_LIMIT and its bytes are not applied, so nothing is lost silently. */
 #include "daemon.h"
+#include "descriptor.h"
 #include "oprec.h"
 
 #include <stdlib.h>
@@ -47,6 +51,10 @@ struct notification_job {
 	struct notification_entry *entries;
 	uint32_t n_senders;
 	char senders[NOTIFICATION_SENDERS_MAX][2 * DAEMON_ID_SIZE + 1];
+	/* the same ids in binary, for the ring; senders_raw counts those
+	 * that are (an id that is not hex goes over the socket) */
+	uint8_t sender_ids[NOTIFICATION_SENDERS_MAX][DAEMON_ID_SIZE];
+	uint32_t senders_raw;
 };
 
 wire_status_t
@@ -104,24 +112,34 @@ notification_job_free(struct notification_job *job)
 	free(job);
 }
 
-/* Sends records [0, n) of packed as one event naming job's senders. */
+/* Records [0, n) of recs to owner: through its ring as far as it has one
+ * with room, the rest as one event naming job's senders. */
 static void
 notification_send(struct conn *owner, struct notification_job *job,
-		  uint8_t *packed, size_t n)
+		  const struct notifrec *recs, size_t n)
 {
+	uint8_t packed[NOTIFICATION_PER_EVENT * NOTIFREC_SIZE];
 	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
 	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
 	char *senders[NOTIFICATION_SENDERS_MAX];
+	size_t done =
+	    ring_notify(owner, recs, n, job->sender_ids, job->senders_raw);
 
+	if (done == n)
+		return;
+	for (size_t i = done; i < n; i++)
+		notifrec_encode(packed + (i - done) * NOTIFREC_SIZE, &recs[i]);
 	for (uint32_t i = 0; i < job->n_senders; i++)
 		senders[i] = job->senders[i];
 	ns.packed.data = packed;
-	ns.packed.len = n * NOTIFREC_SIZE;
+	ns.packed.len = (n - done) * NOTIFREC_SIZE;
 	ns.n_daemon_ids = job->n_senders;
 	ns.daemon_ids = senders;
 	ev.body_case = RMA__V1__EVENT__BODY_NOTIFICATIONS;
 	ev.notifications = &ns;
 	conn_send_event(owner, &ev);
+	/* the ring waits until the client took this one */
+	ring_socket_events(owner, 1);
 }
 
 /* On the owner's worker: each region is looked up again, since it may
@@ -130,14 +148,13 @@ static void
 notification_deliver(struct daemon *d, void *arg)
 {
 	struct notification_job *job = arg;
-	uint8_t packed[NOTIFICATION_PER_EVENT * NOTIFREC_SIZE];
+	struct notifrec recs[NOTIFICATION_PER_EVENT];
 	struct conn *alive = NULL;
 	size_t k = 0, gone = 0;
 
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
 		struct region *r = region_lookup(d, e->region_id);
-		struct notifrec rec;
 
 		if (r == NULL || r->generation != e->generation ||
 		    r->owner != job->owner || job->owner->dead) {
@@ -145,19 +162,18 @@ notification_deliver(struct daemon *d, void *arg)
 			continue;
 		}
 		alive = job->owner; /* owns a region: not freed */
-		rec.region_id = e->region_id;
-		rec.offset = e->offset;
-		rec.length = e->length;
-		rec.value = e->value;
-		rec.sender = e->sender;
-		notifrec_encode(packed + k * NOTIFREC_SIZE, &rec);
+		recs[k].region_id = e->region_id;
+		recs[k].offset = e->offset;
+		recs[k].length = e->length;
+		recs[k].value = e->value;
+		recs[k].sender = e->sender;
 		if (++k == NOTIFICATION_PER_EVENT) {
-			notification_send(alive, job, packed, k);
+			notification_send(alive, job, recs, k);
 			k = 0;
 		}
 	}
 	if (k > 0)
-		notification_send(alive, job, packed, k);
+		notification_send(alive, job, recs, k);
 	/* Nobody to tell for these; a client that is still here gets
 	 * their places in the bound back. */
 	if (gone > 0) {
@@ -208,6 +224,12 @@ add_sender:
 	len = strnlen(sender, sizeof(job->senders[0]) - 1);
 	memcpy(job->senders[job->n_senders], sender, len);
 	job->senders[job->n_senders][len] = '\0';
+	/* Senders [0, senders_raw) go through the ring: a record naming
+	 * one after an id that is not hex stops it there (ring_notify). */
+	if (job->senders_raw == job->n_senders && len == 2 * DAEMON_ID_SIZE &&
+	    descriptor_unhex(sender, DAEMON_ID_SIZE,
+			     job->sender_ids[job->n_senders]) == 0)
+		job->senders_raw++;
 	*sender_p = job->n_senders++;
 	return job;
 }

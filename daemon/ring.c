@@ -22,6 +22,8 @@
  * room, else as Completions events over the socket (with its limits and
  * backpressure), and through the ring again only once the client took
  * all of those (socket_events_seen): they arrive in the order they came.
+ * Notifications to the client's regions (notification.c) take the same
+ * ring and the same rule, as Notifications events when it is full.
  *
  * Wake-ups: a ring with traffic is "hot": a zero timer polls it on every
  * loop turn until ring_spin (100 us by default; a client's next
@@ -36,7 +38,9 @@
  * read and written with MSG_DONTWAIT, whatever the client does. The same
  * poller keeps polling the UCX worker for ring_spin after a progress pass
  * that had traffic (ring_after_pass), so that a target daemon under load
- * needs no wake-up per message either. */
+ * needs no wake-up per message either. For notifications alone the
+ * client's wake-up is held back while that poller runs, up to ring_spin
+ * (ring_notify): one wake-up then carries several passes' worth. */
 #include "daemon.h"
 #include "oprec.h"
 #include "ringrec.h"
@@ -66,6 +70,11 @@ struct ring {
 	uint32_t socket_events;	 /* ours: Completions events sent instead */
 	bool hot;
 	TAILQ_ENTRY(ring) hot_link;
+	/* notifications published, the client's wake-up held back until
+	 * wake_due (daemon_now()): see ring_notify */
+	bool wake_held;
+	double wake_due;
+	TAILQ_ENTRY(ring) wake_link;
 };
 
 TAILQ_HEAD(ring_list, ring);
@@ -73,7 +82,8 @@ TAILQ_HEAD(ring_list, ring);
 struct ring_poller {
 	struct event *ev;
 	struct ring_list hot;
-	bool polling; /* in ring_poll: it flushes what completes */
+	struct ring_list waking; /* rings with a wake-up held back */
+	bool polling;		 /* in ring_poll: it flushes what completes */
 	/* The UCX worker is polled too while it had traffic lately:
 	 * daemon_now() of the last, and the counters that tell it. */
 	bool worker_hot;
@@ -95,6 +105,7 @@ ring_fail(struct conn *c, const char *what, uint32_t got, uint32_t ours)
 }
 
 static void ring_poll(evutil_socket_t fd, short what, void *arg);
+static void ring_wake(struct conn *c);
 
 static struct ring_poller *
 ring_poller_get(struct daemon *d)
@@ -112,6 +123,7 @@ ring_poller_get(struct daemon *d)
 		return NULL;
 	}
 	TAILQ_INIT(&rp->hot);
+	TAILQ_INIT(&rp->waking);
 	d->rings = rp;
 	return rp;
 }
@@ -206,6 +218,8 @@ ring_destroy(struct conn *c)
 	if (r == NULL)
 		return;
 	ring_cool(r);
+	if (r->wake_held)
+		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
 	/* after the socket's close (conn_close): see ringrec.h */
 	ringrec_store(&r->h->closed, 1);
 	munmap(r->map, RINGREC_SIZE);
@@ -299,26 +313,72 @@ ring_write_comp(struct ring *r, const Rma__V1__Completion *k, size_t dlen)
 	}
 }
 
-void
-ring_publish(struct conn *c)
+/* Completion slots free for us in *room_p; false if the ring may not be
+ * written now: events sent over the socket for want of room must all be
+ * taken by the client first, or newer records could overtake them. */
+static bool
+ring_room(struct conn *c, uint32_t *room_p)
 {
 	struct ring *r = c->ring;
-	uint32_t head, used, room;
-	size_t i;
+	uint32_t head, used;
 
-	/* Completions went over the socket for want of room: the ring
-	 * again only once the client took every one of those events, or
-	 * newer completions could overtake them. */
 	if (r->socket_events != 0 &&
 	    ringrec_load(&r->h->socket_events_seen) != r->socket_events)
-		return;
+		return false;
 	head = ringrec_load(&r->h->comp_head);
 	used = r->comp_tail - head;
 	if (used > RINGREC_COMP_SLOTS) {
 		ring_fail(c, "completion", head, r->comp_tail);
-		return;
+		return false;
 	}
-	room = RINGREC_COMP_SLOTS - used;
+	*room_p = RINGREC_COMP_SLOTS - used;
+	return true;
+}
+
+/* Slots written: published, and a client that sleeps hears it on the
+ * socket. A client that got completions is likely to submit again soon:
+ * its ring is polled for a while (heat). */
+static void
+ring_announce(struct conn *c, bool heat)
+{
+	struct ring *r = c->ring;
+
+	ringrec_store(&r->h->comp_tail, r->comp_tail);
+	if (heat)
+		ring_heat(r);
+	ring_wake(c);
+}
+
+/* A client that sleeps hears of what we published on the socket. */
+static void
+ring_wake(struct conn *c)
+{
+	struct ring *r = c->ring;
+
+	if (r->wake_held) {
+		r->wake_held = false;
+		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
+	}
+	ringrec_fence();
+	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
+		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
+		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+
+		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
+		ev.ring_wake = &wake;
+		conn_send_event(c, &ev);
+	}
+}
+
+void
+ring_publish(struct conn *c)
+{
+	struct ring *r = c->ring;
+	uint32_t room;
+	size_t i;
+
+	if (!ring_room(c, &room))
+		return;
 	for (i = 0; i < c->done_len; i++) {
 		const Rma__V1__Completion *k = &c->done[i];
 		size_t dlen = strlen(k->detail);
@@ -334,24 +394,78 @@ ring_publish(struct conn *c)
 	}
 	if (i == 0)
 		return;
-	ringrec_store(&r->h->comp_tail, r->comp_tail);
 	c->done_len -= i;
 	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
-	ring_heat(r);
-	/* A client that sleeps hears it on the socket. */
-	ringrec_fence();
-	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
-		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
-		Rma__V1__RingWake wake = RMA__V1__RING_WAKE__INIT;
+	ring_announce(c, true);
+}
 
-		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
-		ev.ring_wake = &wake;
-		conn_send_event(c, &ev);
+static void
+ring_write_notify(struct ring *r, const struct notifrec *n,
+		  const uint8_t *sender)
+{
+	struct ringrec_comp head = {
+	    .op_id = n->region_id,
+	    .bytes = n->offset,
+	    .value = n->length,
+	    .kind = RINGREC_KIND_NOTIFICATION,
+	};
+	struct ringrec_notify body = {.value = n->value};
+	uint32_t slot = r->comp_tail % RINGREC_COMP_SLOTS;
+
+	memcpy(body.sender, sender, RINGREC_SENDER_SIZE);
+	/* two slots, one at a time: the second may be the ring's first */
+	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &head, sizeof(head));
+	slot = (r->comp_tail + 1) % RINGREC_COMP_SLOTS;
+	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &body, sizeof(body));
+	r->comp_tail += RINGREC_NOTIFY_SLOTS;
+}
+
+size_t
+ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
+	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)
+{
+	struct ring_poller *rp = c->d->rings;
+	uint32_t room;
+	size_t i;
+
+	if (c->ring == NULL || c->dead || c->closing || !ring_room(c, &room))
+		return 0;
+	for (i = 0; i < n && room >= RINGREC_NOTIFY_SLOTS; i++) {
+		if (recs[i].sender >= n_senders)
+			break;
+		ring_write_notify(c->ring, &recs[i], senders[recs[i].sender]);
+		room -= RINGREC_NOTIFY_SLOTS;
 	}
+	if (i == 0)
+		return 0;
+	/* Not heated: what an owner does with notifications (NotifyAck)
+	 * comes over the socket, and polling its ring would only take a
+	 * CPU from the processes that make the puts. Its wake-up waits up
+	 * to ring_spin while the poller runs anyway (traffic) and the ring
+	 * is less than half full: a wake-up per pass of the loop cost the
+	 * owner's CPU more than the notifications. Nobody waits on a
+	 * notification the way an initiator waits on a completion. */
+	ringrec_store(&c->ring->h->comp_tail, c->ring->comp_tail);
+	if (rp->polling || evtimer_pending(rp->ev, NULL)) {
+		if (room >= RINGREC_COMP_SLOTS / 2 &&
+		    c->d->cfg.ring_spin_us > 0) {
+			if (!c->ring->wake_held) {
+				c->ring->wake_held = true;
+				c->ring->wake_due =
+				    daemon_now() +
+				    c->d->cfg.ring_spin_us * 1e-6;
+				TAILQ_INSERT_TAIL(&rp->waking, c->ring,
+						  wake_link);
+			}
+			return i;
+		}
+	}
+	ring_wake(c);
+	return i;
 }
 
 void
-ring_socket_completions(struct conn *c, uint32_t events)
+ring_socket_events(struct conn *c, uint32_t events)
 {
 	if (c->ring != NULL)
 		c->ring->socket_events += events;
@@ -447,6 +561,23 @@ ring_yield(struct daemon *d, struct ring_poller *rp)
 }
 
 static void
+ring_wake_held(struct ring_poller *rp, bool all)
+{
+	double now = daemon_now();
+	struct ring *r;
+
+	/* in the order held: the first not due ends it */
+	while ((r = TAILQ_FIRST(&rp->waking)) != NULL &&
+	       (all || now >= r->wake_due)) {
+		struct conn *c = r->c;
+
+		conn_ref(c);
+		ring_wake(c);
+		conn_unref(c);
+	}
+}
+
+static void
 ring_poll(evutil_socket_t fd, short what, void *arg)
 {
 	static const struct timeval zero = {0, 0};
@@ -488,6 +619,8 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 	ring_poll_worker(d, rp, now);
 	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
 		ring_yield(d, rp);
+	/* Held wake-ups: those due, and all of them once we stop. */
+	ring_wake_held(rp, TAILQ_EMPTY(&rp->hot) && !rp->worker_hot);
 	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
 		evtimer_add(rp->ev, &zero);
 }

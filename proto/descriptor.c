@@ -60,6 +60,21 @@ hex_value(char c)
 	return -1;
 }
 
+int
+descriptor_unhex(const char *text, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		/* a NUL is no digit: text is never read past it */
+		int hi = hex_value(text[2 * i]);
+		int lo = hi < 0 ? -1 : hex_value(text[2 * i + 1]);
+
+		if (lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
 /* A full descriptor's checksum is over its body alone (as before there
  * were read-only ones); a read-only one's over a mode byte and the body. */
 static uint32_t
@@ -116,13 +131,8 @@ descriptor_parse(const char *text, size_t len, struct descriptor *d)
 	else
 		return -1;
 	text += prefix;
-	for (size_t i = 0; i < sizeof(raw); i++) {
-		int hi = hex_value(text[2 * i]);
-		int lo = hex_value(text[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		raw[i] = (uint8_t)(hi << 4 | lo);
-	}
+	if (descriptor_unhex(text, sizeof(raw), raw) < 0)
+		return -1;
 	crc = (uint32_t)raw[BODY_SIZE] << 24 |
 	      (uint32_t)raw[BODY_SIZE + 1] << 16 |
 	      (uint32_t)raw[BODY_SIZE + 2] << 8 | raw[BODY_SIZE + 3];

@@ -40,5 +40,8 @@ uint32_t descriptor_crc32(const uint8_t *p, size_t n);
 
 /* Hex for daemon ids in status and logs; out holds 2 * n + 1 bytes. */
 void descriptor_hex(const uint8_t *p, size_t n, char *out);
+/* The n bytes that 2 * n hex digits of text (either case) say, in out;
+ * -1 if text has fewer or another character among them. */
+int descriptor_unhex(const char *text, size_t n, uint8_t *out);
 
 #endif

@@ -17,8 +17,19 @@
  * socket (RingWake). While both sides spin nothing crosses the socket.
  *
  * A completion slot: op_id, bytes, value (8 each), status (wire Status,
- * 4), detail_len (2), reserved (2); a detail text of detail_len bytes
- * follows in the next slots, 32 bytes each, without a terminating NUL. */
+ * 4), detail_len (2), kind (2, RINGREC_KIND_COMPLETION); a detail text of
+ * detail_len bytes follows in the next slots, 32 bytes each, without a
+ * terminating NUL.
+ *
+ * A notification (what a Notifications event's packed record carries)
+ * takes two slots: the first is a completion slot of kind
+ * RINGREC_KIND_NOTIFICATION with region_id, offset, length in op_id,
+ * bytes, value (status and detail_len 0), the second a struct
+ * ringrec_notify: the value and the sender's daemon id, inline (a table of
+ * senders sent apart would need an order of its own between the socket
+ * and the ring). Notifications share the completion ring and its order
+ * with the socket: what went as a Notifications event for want of room
+ * counts as a socket event (socket_events_seen), like Completions. */
 #ifndef RMA_RINGREC_H
 #define RMA_RINGREC_H
 
@@ -27,7 +38,7 @@
 #include <stdint.h>
 
 #define RINGREC_MAGIC 0x31474e4952414d52ull /* "RMARING1" */
-#define RINGREC_VERSION 1
+#define RINGREC_VERSION 2
 #define RINGREC_HEADER_SIZE 4096
 #define RINGREC_SUB_SLOTS 256
 #define RINGREC_SUB_SIZE 64 /* OPREC_SIZE */
@@ -61,9 +72,10 @@ struct ringrec_header {
 	_Alignas(64) uint32_t daemon_cpu;    /* daemon: see client_cpu */
 	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
 	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
-	/* client: Completions events it took from the socket. The daemon
-	 * sends completions there when the ring is full, and comes back to
-	 * the ring once the client took them all, so order holds. */
+	/* client: Completions and Notifications events it took from the
+	 * socket. The daemon sends them there when the ring is full, and
+	 * comes back to the ring once the client took them all, so order
+	 * holds. */
 	uint32_t socket_events_seen;
 	_Alignas(64) uint32_t client_sleeps; /* client sets, daemon clears */
 	/* daemon: set once it closed the socket, after its last completion:
@@ -78,13 +90,31 @@ struct ringrec_comp {
 	uint64_t value;
 	int32_t status; /* Rma__V1__Status */
 	uint16_t detail_len;
-	uint16_t reserved;
+	uint16_t kind; /* enum ringrec_kind */
 };
+
+enum ringrec_kind {
+	RINGREC_KIND_COMPLETION = 0,
+	RINGREC_KIND_NOTIFICATION = 1,
+};
+
+#define RINGREC_SENDER_SIZE 16 /* DAEMON_ID_SIZE */
+
+/* The second slot of a notification. */
+struct ringrec_notify {
+	uint64_t value;
+	uint8_t sender[RINGREC_SENDER_SIZE];
+	uint64_t reserved;
+};
+
+#define RINGREC_NOTIFY_SLOTS 2
 
 _Static_assert(sizeof(struct ringrec_header) <= RINGREC_HEADER_SIZE,
 	       "ring header fits its page");
 _Static_assert(sizeof(struct ringrec_comp) == RINGREC_COMP_SIZE,
 	       "completion slot layout");
+_Static_assert(sizeof(struct ringrec_notify) == RINGREC_COMP_SIZE,
+	       "notification slot layout");
 
 /* Slots a completion with a detail of len bytes takes. */
 static inline uint32_t

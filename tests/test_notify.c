@@ -3,7 +3,9 @@
  * tcp), the owner and the initiators through librma, each client in a
  * thread of its own (a handle is not thread-safe), and rmactl for the CLI.
  * Ordering per initiator over 100k notifications from a peer daemon and
- * from the owner's own daemon; a slow owner whose full queue makes puts
+ * from the owner's own daemon, also with an owner that stalls (the ring
+ * overflows onto the socket and back); an owner asleep in poll() woken
+ * for every notification; a slow owner whose full queue makes puts
  * fail with LIMIT, their bytes not applied; an owner that dies under a
  * stream of puts; the lines of `rmactl expose --notifications`.
  * RMAD_PROTOCOL=ucx runs it all with rma_protocol = ucx. */
@@ -15,6 +17,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +183,12 @@ sender_run(void *arg)
 	return NULL;
 }
 
-START_TEST(test_order_100k)
+/* Both initiators stream N_PER notifying puts at the owner; it takes
+ * them with rma_notify_next, and every stall_every of them it stops for
+ * stall seconds (0: never) without touching its handle. An owner without
+ * ring (RMA_RING=0) is told over the socket only. */
+static void
+order_run(uint64_t stall_every, double stall, bool ring)
 {
 	struct sender s[2] = {{.via = 1, .base = 0},
 			      {.via = 0, .base = SLOTS * 8}};
@@ -198,7 +206,10 @@ START_TEST(test_order_100k)
 	/* Clients go to the workers in turn: the owner on worker 1, away
 	 * from the inbound peers (worker 0), the local initiator on 0. */
 	ck_assert_int_eq(rma_connect(dp[0].socket, &spare), RMA_OK);
+	if (!ring)
+		ck_assert_int_eq(setenv("RMA_RING", "0", 1), 0);
 	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	unsetenv("RMA_RING");
 	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
 	memset(rma_region_ptr(region), 0xff, REGION_SIZE);
 	desc = rma_region_descriptor(region);
@@ -223,6 +234,8 @@ START_TEST(test_order_100k)
 			continue;
 		}
 		got++;
+		if (stall_every > 0 && got % stall_every == 0)
+			harness_pause(stall, deadline);
 		ck_assert_ptr_eq(n.region, region);
 		ck_assert_uint_eq(n.length, 8);
 		who = n.offset >= SLOTS * 8;
@@ -277,6 +290,30 @@ START_TEST(test_order_100k)
 	}
 	rma_disconnect(owner);
 	rma_disconnect(spare);
+}
+
+START_TEST(test_order_100k)
+{
+	order_run(0, 0, true);
+}
+END_TEST
+
+/* An owner with a shared ring (the default) is told through it while it
+ * has room: 256 notifications. An owner that stops for a while makes the
+ * daemon fall back to Notifications events over the socket, and then go
+ * back to the ring once those are taken; the stalls here (20 ms, a few
+ * thousand puts at these rates) force that many times over, under a
+ * stream that never stops, so a notification that overtook one sent the
+ * other way would break the order checked in order_run. */
+START_TEST(test_order_ring_and_socket)
+{
+	order_run(4000, 0.02, true);
+}
+END_TEST
+
+START_TEST(test_order_socket_only)
+{
+	order_run(4000, 0.02, false);
 }
 END_TEST
 
@@ -361,6 +398,71 @@ END_TEST
 START_TEST(test_slow_owner_local)
 {
 	slow_owner(0);
+}
+END_TEST
+
+/* ---- an owner asleep in poll() is woken for what came ---- */
+
+#define WOKEN_PUTS 2000
+#define WOKEN_WINDOW 64
+
+static void
+woken_done(rma_request_t *req, rma_status_t st, void *arg)
+{
+	uint64_t *done = arg;
+
+	(void)req;
+	ck_assert_int_eq(st, RMA_OK);
+	(*done)++;
+}
+
+/* The daemon may hold an owner's wake-up back while it is busy (ring.c);
+ * it must still come once the puts stop: the owner here only ever
+ * sleeps in poll() on rma_fd, and each sleep must end within seconds,
+ * not at the deadline, until every notification is taken. */
+START_TEST(test_owner_woken)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct user u;
+	rma_notification_t n;
+	uint64_t issued = 0, done = 0, taken = 0;
+	double deadline = harness_now() + 60;
+	rma_status_t st;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	user_open(&u, 1, rma_region_descriptor(region));
+	while (done < WOKEN_PUTS && harness_now() < deadline) {
+		while (issued < WOKEN_PUTS && issued - done < WOKEN_WINDOW) {
+			ck_assert_int_eq(rma_put_notify(u.c, u.src, 0, u.rem,
+							(issued % 512) * 8, 8,
+							issued, 0, woken_done,
+							&done, NULL),
+					 RMA_OK);
+			issued++;
+		}
+		st = rma_wait(u.c, 1000);
+		ck_assert_msg(st == RMA_OK || st == RMA_ERR_TIMEOUT, "wait: %s",
+			      rma_strerror(st));
+	}
+	ck_assert_uint_eq(done, WOKEN_PUTS);
+	while (taken < WOKEN_PUTS) {
+		int r = rma_notify_next(owner, &n);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 1) {
+			ck_assert_uint_eq(n.value, taken);
+			taken++;
+			continue;
+		}
+		ck_assert_msg(harness_wait_fd(rma_fd(owner), 5.0) == 1,
+			      "owner not woken with %" PRIu64
+			      " of %d notifications taken",
+			      taken, WOKEN_PUTS);
+	}
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
 }
 END_TEST
 
@@ -633,6 +735,9 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_order_100k);
+	tcase_add_test(tc, test_order_ring_and_socket);
+	tcase_add_test(tc, test_order_socket_only);
+	tcase_add_test(tc, test_owner_woken);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

@@ -878,9 +878,8 @@ op_on_put_acks(struct peer *p, const struct am_msg *m)
 		return;
 	for (uint32_t i = 0; i < a.count; i++) {
 		uint32_t piece;
-		struct op *op = op_answered_token(p, RMA__V1__OP_KIND__PUT,
-						  a.token + i, a.status,
-						  &piece);
+		struct op *op = op_answered_token(
+		    p, RMA__V1__OP_KIND__PUT, a.token + i, a.status, &piece);
 		if (op != NULL)
 			op_piece_answered(op);
 	}

@@ -47,6 +47,10 @@ enum am_id {
  * this many of one operation's pieces are unanswered at a time, so that
  * one big operation never makes its target hold many answers. */
 #define AM_PIECES_IN_FLIGHT 32
+/* The most put pieces one answer covers (am_rma_answer_range): a fourth
+ * of AM_PIECES_IN_FLIGHT, so that one big put is never held up by its
+ * own answers held back. */
+#define AM_ACK_RANGE_MAX 8
 /* The pieces one ranged get asks for (am_rma_range). */
 #define AM_RANGE_PIECES 8
 
@@ -62,6 +66,10 @@ enum am_id {
 /* am_hello_reply.flags: this target answers ranged gets (am_rma_range);
  * a target of before does not set it, and gets one request per piece */
 #define AM_HELLO_GET_RANGES 2u
+/* am_hello.flags: this initiator takes one answer for several written
+ * pieces of puts (am_rma_answer_range); a target of before answers every
+ * piece alone, and an initiator of before gets that */
+#define AM_HELLO_PUT_ACK_RANGES 4u
 
 /* Initiator -> target, first message on a new endpoint. The target keeps,
  * per origin (source address + listen_port), lane and path, the connection
@@ -158,6 +166,17 @@ struct am_rma_answer {
 	uint32_t magic;
 	int32_t status; /* wire status */
 	uint64_t token;
+};
+/* Target -> initiator, an AM_PUT_ACK for count pieces of puts with
+ * consecutive tokens (token .. token + count - 1), every one written; a
+ * refusal is always an am_rma_answer of its own. Only to an initiator
+ * whose hello said AM_HELLO_PUT_ACK_RANGES. */
+struct am_rma_answer_range {
+	uint32_t magic;
+	int32_t status; /* always OK */
+	uint64_t token;
+	uint32_t count; /* 1 .. AM_ACK_RANGE_MAX */
+	uint32_t pad;
 };
 
 /* In a batch, after an am_rma of kind AM_ATOMIC (its length: the word's

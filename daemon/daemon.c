@@ -107,6 +107,9 @@ daemon_on_deadline(struct daemon *d)
 static void
 daemon_flush(struct daemon *d)
 {
+	/* put answers held back by a progress call made outside a pass
+	 * (ring.c polls UCX, then kicks the tick that ends here) */
+	target_flush_answers(d);
 	notification_flush(d);
 	conn_flush_dirty(d);
 	ring_after_pass(d);
@@ -116,6 +119,7 @@ daemon_flush(struct daemon *d)
 static const struct worker_hooks daemon_hooks = {
     .after_progress = peer_close_failed,
     .flush = daemon_flush,
+    .progressed = target_flush_answers,
     .deadline = daemon_on_deadline,
     .drained = peer_all_closed,
     .begin_shutdown = daemon_begin_shutdown,

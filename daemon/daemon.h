@@ -591,6 +591,9 @@ struct peer {
 	/* Outbound: the target answers gets of several pieces in one
 	 * request (its hello reply said AM_HELLO_GET_RANGES). */
 	bool get_ranges;
+	/* Inbound: the initiator takes one answer for several put pieces
+	 * (its hello said AM_HELLO_PUT_ACK_RANGES; target.c). */
+	bool put_ack_ranges;
 	struct am_hello hello; /* keyed: what the proofs are computed over */
 	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
 	/* am.c: answers UCX has not sent yet */
@@ -846,6 +849,11 @@ void op_on_get_reply(struct peer *p, const struct am_msg *m);
 void target_on_put(struct peer *p, const struct am_msg *m);
 void target_on_batch(struct peer *p, const struct am_msg *m);
 void target_on_get(struct peer *p, const struct am_msg *m);
+/* Put answers held back (one for several pieces) go out now: called once
+ * UCX has no more to progress, and at the end of every pass;
+ * target_forget drops them with their peer. */
+void target_flush_answers(struct daemon *d);
+void target_forget(struct peer *p);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
 wire_status_t op_status_from_ucs(ucs_status_t st);
@@ -861,6 +869,10 @@ struct worker_hooks {
 	int (*after_progress)(struct daemon *d);
 	/* End of a pass: what it completed goes out to the clients. */
 	void (*flush)(struct daemon *d);
+	/* Once UCX has nothing more (or the bound of one go is reached):
+	 * what was held back for the rest of the go goes out (target.c's
+	 * put answers). */
+	void (*progressed)(struct daemon *d);
 	/* Every op_timeout / 10, within [50 ms, 1 s]. */
 	void (*deadline)(struct daemon *d);
 	/* Draining: true once no endpoint close is still under way. */
@@ -1010,6 +1022,11 @@ struct daemon {
 	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
 	uint32_t notify_open_n;
 	uint64_t next_token;
+	/* target.c: put pieces written and not yet answered, all of one
+	 * peer, tokens ack_token .. ack_token + ack_count - 1 */
+	struct peer *ack_peer;
+	uint64_t ack_token;
+	uint32_t ack_count;
 	/* The largest put or get one message carries: what fits in one
 	 * fragment of UCX's tcp transport (op_send_am). */
 	size_t am_piece;

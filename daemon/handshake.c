@@ -56,8 +56,9 @@ handshake_start(struct peer *p)
 	hello->lane = p->lane = (uint16_t)d->index;
 	hello->path = p->path = p->id;
 	hello->listen_port = d->cfg.listen_port;
+	hello->flags = AM_HELLO_PUT_ACK_RANGES;
 	if (d->cfg.peer_key_set) {
-		hello->flags = AM_HELLO_KEYED;
+		hello->flags |= AM_HELLO_KEYED;
 		randombytes_buf(hello->nonce, sizeof(hello->nonce));
 	}
 	return am_send(p, AM_HELLO, NULL, 0, hello, sizeof(*hello), NULL);
@@ -302,6 +303,7 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 	p->lane = in.lane;
 	p->path = in.path;
 	p->origin_port = in.listen_port;
+	p->put_ack_ranges = (in.flags & AM_HELLO_PUT_ACK_RANGES) != 0;
 	if (!d->cfg.peer_key_set) {
 		handshake_accept(p, AM_HELLO_REPLY);
 		return;

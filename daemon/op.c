@@ -819,25 +819,31 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
  * waiting and the answer came over that op's own endpoint, and which of
  * its pieces it answers (each only once). */
 static struct op *
+op_answered_token(struct peer *p, Rma__V1__OpKind kind, uint64_t token,
+		  int32_t status, uint32_t *piece_p)
+{
+	struct op *op = idmap_get(&p->d->ops_by_token, token);
+
+	if (op == NULL || !op->awaiting_answer || op->peer != p ||
+	    op->kind != kind)
+		return NULL; /* late, or not for us */
+	*piece_p = (uint32_t)(token - op->token);
+	idmap_remove(&p->d->ops_by_token, token);
+	if (status != RMA__V1__STATUS__OK)
+		op_set_refused(op, status);
+	return op;
+}
+
+static struct op *
 op_answered(struct peer *p, const struct am_msg *m, Rma__V1__OpKind kind,
 	    struct am_rma_answer *a, uint32_t *piece_p)
 {
-	struct op *op;
-
 	if (m->header_length != sizeof(*a))
 		return NULL;
 	memcpy(a, m->header, sizeof(*a));
 	if (a->magic != AM_MAGIC)
 		return NULL;
-	op = idmap_get(&p->d->ops_by_token, a->token);
-	if (op == NULL || !op->awaiting_answer || op->peer != p ||
-	    op->kind != kind)
-		return NULL; /* late, or not for us */
-	*piece_p = (uint32_t)(a->token - op->token);
-	idmap_remove(&p->d->ops_by_token, a->token);
-	if (a->status != RMA__V1__STATUS__OK)
-		op_set_refused(op, a->status);
-	return op;
+	return op_answered_token(p, kind, a->token, a->status, piece_p);
 }
 
 /* One more piece answered: done once all are, or at the first refusal
@@ -856,13 +862,41 @@ op_piece_answered(struct op *op)
 	op_end_submit(op);
 }
 
+/* One answer for several written pieces (am_rma_answer_range): each token
+ * is checked as if it came alone, so a target can answer only what it
+ * was sent, each piece once. An op finished by one of them has forgotten
+ * its other tokens. */
+static void
+op_on_put_acks(struct peer *p, const struct am_msg *m)
+{
+	struct am_rma_answer_range a;
+
+	memcpy(&a, m->header, sizeof(a));
+	if (a.magic != AM_MAGIC || a.status != RMA__V1__STATUS__OK ||
+	    a.count == 0 || a.count > AM_ACK_RANGE_MAX ||
+	    a.token > UINT64_MAX - a.count)
+		return;
+	for (uint32_t i = 0; i < a.count; i++) {
+		uint32_t piece;
+		struct op *op = op_answered_token(
+		    p, RMA__V1__OP_KIND__PUT, a.token + i, a.status, &piece);
+		if (op != NULL)
+			op_piece_answered(op);
+	}
+}
+
 void
 op_on_put_ack(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_answer a;
 	uint32_t piece;
-	struct op *op = op_answered(p, m, RMA__V1__OP_KIND__PUT, &a, &piece);
+	struct op *op;
 
+	if (m->header_length == sizeof(struct am_rma_answer_range)) {
+		op_on_put_acks(p, m);
+		return;
+	}
+	op = op_answered(p, m, RMA__V1__OP_KIND__PUT, &a, &piece);
 	if (op != NULL)
 		op_piece_answered(op);
 }

@@ -178,6 +178,7 @@ peer_destroy(struct peer *p)
 		TAILQ_REMOVE(&p->ops, op, link);
 		op->peer = NULL;
 	}
+	target_forget(p);
 	am_detach(p);
 	am_peer_gone(p);
 	peer_probe_stop(p);

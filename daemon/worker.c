@@ -41,6 +41,7 @@ worker_progress_idle(struct daemon *d)
 	/* Bounded, so a flood from one peer cannot starve the clients. */
 	for (int i = 0; i < 4096 && ucp_worker_progress(d->worker) != 0; i++)
 		;
+	d->hooks->progressed(d);
 }
 
 /* Polling mode: progress on every loop turn. A zero timer (not

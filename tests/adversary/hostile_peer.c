@@ -691,6 +691,19 @@ hostile_spoof_answers(struct hostile *h, struct hostile_ep *e)
 			     hostile_pattern, 100, f);
 		hostile_flush(h, e, 1.0);
 	}
+	/* one answer for several put pieces: tokens nobody sent, counts
+	 * of none and of more than any range, a count past the last token,
+	 * and refusals (never ranged) */
+	for (uint64_t t = 0; t < 64; t++) {
+		struct am_rma_answer_range rg = {
+		    .magic = AM_MAGIC,
+		    .status = t % 5 == 0 ? -1 : 0,
+		    .token = t == 63 ? UINT64_MAX - 1 : t,
+		    .count = t % 3 == 0 ? 0xffffffffu : (uint32_t)(t % 9),
+		};
+		hostile_send(h, e, AM_PUT_ACK, &rg, sizeof(rg), NULL, 0, f);
+		hostile_flush(h, e, 1.0);
+	}
 	/* a batch reply whose length field runs past the message */
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, &ra, sizeof(ra));

@@ -753,6 +753,17 @@ make_peer(void)
 	freed.region_id = 1;
 	peer_rec(&b, C, AM_FREED, NULL, 0, &freed, sizeof(freed));
 	peer_rec(&b, C, AM_PUT_ACK, &ans, sizeof(ans), NULL, 0);
+	{
+		/* one answer for several put pieces: none asked for, one
+		 * counting past the largest token, one with no pieces */
+		struct am_rma_answer_range rg = {
+		    .magic = AM_MAGIC, .token = 99, .count = 8};
+		peer_rec(&b, C, AM_PUT_ACK, &rg, sizeof(rg), NULL, 0);
+		rg.token = UINT64_MAX - 2;
+		peer_rec(&b, C, AM_PUT_ACK, &rg, sizeof(rg), NULL, 0);
+		rg.count = 0;
+		peer_rec(&b, C, AM_PUT_ACK, &rg, sizeof(rg), NULL, 0);
+	}
 	peer_rec(&b, C, AM_GET_REPLY, &ans, sizeof(ans), "abcd", 4);
 	{
 		uint8_t rep[sizeof(ans) + 8 + 4];

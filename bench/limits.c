@@ -4,8 +4,9 @@
  * read against it (a ratio to a limit measured another day says little on
  * a shared, noisy machine):
  *
- * - one TCP loopback stream of 1 MiB writes (what a big transfer between
- *   two daemons over tcp could reach);
+ * - one TCP loopback stream of 1 MiB writes read 64 KiB at a time, the
+ *   best of three (what a big transfer between two daemons over tcp could
+ *   reach);
  * - memcpy of 1 MiB and of 16 MiB (what a same-daemon copy could reach);
  * - an 8-byte ping-pong round trip over a Unix socket and over tcp
  *   loopback, with both sides blocking in read() and with both spinning
@@ -35,6 +36,13 @@
 #include <unistd.h>
 
 #define LIMITS_CHUNK (1u << 20)
+/* The stream's reader takes what fits in a core's cache at a time, as
+ * UCX's tcp receive buffer (64 KiB) does: reading 1 MiB at a time makes
+ * the kernel's copy miss the cache and measures the reader, not TCP. */
+#define LIMITS_READ (64u << 10)
+/* The stream is measured this many times and the best kept: a limit is
+ * what the machine can do, and a neighbour's burst only lowers it. */
+#define LIMITS_STREAM_TRIES 3
 #define LIMITS_PING 8
 #define LIMITS_PINGS_MAX 2000000
 
@@ -168,12 +176,12 @@ limits_reap(pid_t pid)
 static int
 limits_sink(int fd, bool spin)
 {
-	char *buf = malloc(LIMITS_CHUNK);
+	char *buf = malloc(LIMITS_READ);
 	ssize_t r;
 
 	if (buf == NULL)
 		return -1;
-	while ((r = read(fd, buf, LIMITS_CHUNK)) > 0 ||
+	while ((r = read(fd, buf, LIMITS_READ)) > 0 ||
 	       (r < 0 && errno == EINTR))
 		;
 	free(buf);
@@ -368,9 +376,16 @@ main(int argc, char **argv)
 	if (smoke)
 		seconds = 0.005;
 	signal(SIGPIPE, SIG_IGN);
-	if (limits_tcp_stream(seconds, &stream) < 0) {
-		perror("limits: tcp stream");
-		return EX_OSERR;
+	stream = 0;
+	for (int i = 0; i < LIMITS_STREAM_TRIES; i++) {
+		double once;
+
+		if (limits_tcp_stream(seconds, &once) < 0) {
+			perror("limits: tcp stream");
+			return EX_OSERR;
+		}
+		if (once > stream)
+			stream = once;
 	}
 	if (limits_memcpy(1u << 20, seconds, &copy_1m) < 0 ||
 	    limits_memcpy(16u << 20, seconds, &copy_16m) < 0) {

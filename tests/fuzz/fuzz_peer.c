@@ -29,10 +29,11 @@
  * are copied to buffers of their exact size, so that ASan sees reads past
  * either.
  *
- * Aborts when a region's bytes change other than by a well-formed put (or
- * batch put) of an inbound peer that is UP naming that region's id and
- * generation within its bounds (a model of target.c below, kept in a
- * shadow copy), when a peer's unsent answers pass am.c's bounds, when the
+ * Aborts when a region's bytes change other than by a well-formed put
+ * (single or in a batch, notifying or not: a notifying one only while the
+ * owner's queue has room) or a batch's atomic of an inbound peer that is
+ * UP naming that region's id and generation within its bounds (a model of
+ * target.c below, kept in a shadow copy), when a peer's unsent answers pass am.c's bounds, when the
  * daemon sends far anything but an answer or a handshake message starting
  * with the magic, or when a peer cannot be made within FUZZ_PATIENCE. */
 #include <errno.h>
@@ -46,6 +47,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "atomic.h"
 #include "bounds.h"
 #include "fuzz.h"
 
@@ -636,37 +638,85 @@ victim(uint64_t id, uint64_t generation)
 	return NULL;
 }
 
-static void
-model_put(const struct am_rma *h, const uint8_t *data, size_t len)
+/* notification_reserve's test: the owner has room for one more (held:
+ * the ones this message reserved already). */
+static bool
+model_owner_has_room(const struct fuzz_region *v, uint32_t held)
+{
+	const struct conn *owner = v->r->owner;
+
+	return owner != NULL &&
+	       __atomic_load_n(&owner->notify_held, __ATOMIC_RELAXED) + held <
+		   NOTIFICATION_QUEUE_MAX;
+}
+
+/* A put (notify: one that notifies the owner, refused when the owner's
+ * queue is full); true when it writes. */
+static bool
+model_put(const struct am_rma *h, const uint8_t *data, size_t len,
+	  bool notify, uint32_t notified)
 {
 	struct fuzz_region *v = victim(h->region_id, h->generation);
 
-	if (v != NULL && bounds_within(h->offset, h->length, v->r->length) &&
-	    h->length == len)
-		memcpy(v->shadow + h->offset, data, len);
+	if (v == NULL || !bounds_within(h->offset, h->length, v->r->length) ||
+	    h->length != len ||
+	    (notify && !model_owner_has_room(v, notified)))
+		return false;
+	memcpy(v->shadow + h->offset, data, len);
+	return true;
+}
+
+/* An atomic of a batch, applied to the shadow as target.c applies it. */
+static void
+model_atomic(const struct am_rma *h, const struct am_batch_atomic *a)
+{
+	struct fuzz_region *v = victim(h->region_id, h->generation);
+
+	if (v != NULL && atomic_valid((Rma__V1__AtomicOp)a->op, h->length) &&
+	    atomic_fits(h->offset, h->length, v->r->length))
+		atomic_apply(v->shadow + h->offset, (Rma__V1__AtomicOp)a->op,
+			     h->length, a->operand, a->compare);
 }
 
 static void
 model_batch(const uint8_t *data, size_t len)
 {
+	uint32_t notified = 0;
 	size_t at = 0;
 
 	if (len > AM_BATCH_BYTES)
 		return;
 	while (at + sizeof(struct am_rma) <= len) {
+		struct am_batch_atomic a;
 		struct am_rma h;
-		bool put;
+		bool put, notify;
 
 		memcpy(&h, data + at, sizeof(h));
 		at += sizeof(h);
-		put = h.kind == AM_PUT;
+		if (h.magic == AM_MAGIC && h.kind == AM_ATOMIC) {
+			if (sizeof(a) > len - at)
+				return;
+			memcpy(&a, data + at, sizeof(a));
+			at += sizeof(a);
+			model_atomic(&h, &a);
+			continue;
+		}
+		notify = h.kind == AM_PUT_NOTIFY;
+		if (notify) {
+			if (sizeof(uint64_t) > len - at)
+				return;
+			at += sizeof(uint64_t);
+		}
+		put = h.kind == AM_PUT || notify;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > len - at))
 			return;
 		if (!put)
 			continue;
-		if (h.length <= AM_BATCH_SMALL)
-			model_put(&h, data + at, h.length);
+		if (h.length <= AM_BATCH_SMALL &&
+		    model_put(&h, data + at, h.length, notify, notified) &&
+		    notify)
+			notified++;
 		at += h.length;
 	}
 }
@@ -681,10 +731,12 @@ model(const struct peer *p, unsigned id, bool rndv, const uint8_t *header,
 	if (p == NULL || rndv || !p->inbound ||
 	    p->state != RMA__V1__PEER_STATE__PEER_UP)
 		return;
-	if (id == AM_PUT && hlen == sizeof(h)) {
+	if (id == AM_PUT &&
+	    (hlen == sizeof(h) || hlen == sizeof(struct am_rma_notify))) {
 		memcpy(&h, header, sizeof(h));
 		if (h.magic == AM_MAGIC)
-			model_put(&h, data, len);
+			model_put(&h, data, len,
+				  hlen == sizeof(struct am_rma_notify), 0);
 	} else if (id == AM_BATCH) {
 		model_batch(data, len);
 	}

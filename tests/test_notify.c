@@ -466,6 +466,49 @@ START_TEST(test_owner_woken)
 }
 END_TEST
 
+/* Bursts of puts, each ending with one notifying put, the owner asleep
+ * in poll() after each: the notification comes while the target daemon
+ * polls (a burst's traffic), so it may hold the owner's wake-up back;
+ * the burst then stops, and the held wake-up must go out when the daemon
+ * stops polling, or the owner sleeps on. */
+START_TEST(test_owner_woken_one_by_one)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct user u;
+	rma_notification_t n;
+	uint64_t done = 0;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	user_open(&u, 1, rma_region_descriptor(region));
+	for (uint64_t i = 0; i < 20; i++) {
+		double deadline = harness_now() + 10;
+		int r;
+
+		for (int k = 0; k < WOKEN_WINDOW - 1; k++)
+			ck_assert_int_eq(rma_put(u.c, u.src, 0, u.rem,
+						 4096 + (uint64_t)k * 8, 8, 0,
+						 woken_done, &done, NULL),
+					 RMA_OK);
+		ck_assert_int_eq(rma_put_notify(u.c, u.src, 0, u.rem, i * 8, 8,
+						i, 0, woken_done, &done, NULL),
+				 RMA_OK);
+		while (done < (i + 1) * WOKEN_WINDOW && harness_now() < deadline)
+			rma_wait(u.c, 1000);
+		ck_assert_uint_eq(done, (i + 1) * WOKEN_WINDOW);
+		while ((r = rma_notify_next(owner, &n)) == 0)
+			ck_assert_msg(harness_wait_fd(rma_fd(owner), 5.0) == 1,
+				      "owner not woken for notification %" PRIu64,
+				      i);
+		ck_assert_int_eq(r, 1);
+		ck_assert_uint_eq(n.value, i);
+	}
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
+}
+END_TEST
+
 /* ---- rmactl: expose --notifications, put --notify ---- */
 
 static pid_t
@@ -738,6 +781,7 @@ main(void)
 	tcase_add_test(tc, test_order_ring_and_socket);
 	tcase_add_test(tc, test_order_socket_only);
 	tcase_add_test(tc, test_owner_woken);
+	tcase_add_test(tc, test_owner_woken_one_by_one);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

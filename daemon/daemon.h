@@ -266,9 +266,8 @@ struct ring_poller;
 
 /* Makes c's ring: *memfd_p goes to the client with info in the
  * HelloReply. */
-wire_status_t ring_create(struct conn *c, int *memfd_p,
-			  Rma__V1__RingInfo *info, char *detail,
-			  size_t detail_len);
+wire_status_t ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info,
+			  char *detail, size_t detail_len);
 void ring_destroy(struct conn *c);
 /* Runs what the client put in its ring (before each socket frame). */
 void ring_drain(struct conn *c);
@@ -373,8 +372,8 @@ void region_copy(void *dst, const void *src, size_t n);
 /* A region an earlier process made (its memfd, id and generation, so its
  * descriptors stay valid), mapped and registered again; an orphan until
  * its owner comes back. Takes memfd on success. */
-int region_memfd_map(const char *name, size_t length, void **addr,
-		     char *detail, size_t detail_len);
+int region_memfd_map(const char *name, size_t length, void **addr, char *detail,
+		     size_t detail_len);
 int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 		 uint64_t ro_generation, uint64_t length,
 		 struct region **region_p);
@@ -1039,9 +1038,9 @@ struct daemon {
 	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
 
 	struct ring_poller *rings; /* ring.c: hot client rings */
-	struct op *op_free;   /* free list of operation records */
-	void *decode_arena;   /* request.c: requests are decoded here */
-	uint8_t *batch_reply; /* target.c: scratch for batch answers */
+	struct op *op_free;	   /* free list of operation records */
+	void *decode_arena;	   /* request.c: requests are decoded here */
+	uint8_t *batch_reply;	   /* target.c: scratch for batch answers */
 	size_t batch_reply_cap;
 	struct idmap ops_by_token; /* ops waiting for a target's answer */
 	uint64_t ops_in_flight;

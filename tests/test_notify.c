@@ -494,13 +494,14 @@ START_TEST(test_owner_woken_one_by_one)
 		ck_assert_int_eq(rma_put_notify(u.c, u.src, 0, u.rem, i * 8, 8,
 						i, 0, woken_done, &done, NULL),
 				 RMA_OK);
-		while (done < (i + 1) * WOKEN_WINDOW && harness_now() < deadline)
+		while (done < (i + 1) * WOKEN_WINDOW &&
+		       harness_now() < deadline)
 			rma_wait(u.c, 1000);
 		ck_assert_uint_eq(done, (i + 1) * WOKEN_WINDOW);
 		while ((r = rma_notify_next(owner, &n)) == 0)
-			ck_assert_msg(harness_wait_fd(rma_fd(owner), 5.0) == 1,
-				      "owner not woken for notification %" PRIu64,
-				      i);
+			ck_assert_msg(
+			    harness_wait_fd(rma_fd(owner), 5.0) == 1,
+			    "owner not woken for notification %" PRIu64, i);
 		ck_assert_int_eq(r, 1);
 		ck_assert_uint_eq(n.value, i);
 	}

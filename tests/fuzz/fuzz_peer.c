@@ -33,9 +33,10 @@
  * (single or in a batch, notifying or not: a notifying one only while the
  * owner's queue has room) or a batch's atomic of an inbound peer that is
  * UP naming that region's id and generation within its bounds (a model of
- * target.c below, kept in a shadow copy), when a peer's unsent answers pass am.c's bounds, when the
- * daemon sends far anything but an answer or a handshake message starting
- * with the magic, or when a peer cannot be made within FUZZ_PATIENCE. */
+ * target.c below, kept in a shadow copy), when a peer's unsent answers pass
+ * am.c's bounds, when the daemon sends far anything but an answer or a
+ * handshake message starting with the magic, or when a peer cannot be made
+ * within FUZZ_PATIENCE. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -653,14 +654,13 @@ model_owner_has_room(const struct fuzz_region *v, uint32_t held)
 /* A put (notify: one that notifies the owner, refused when the owner's
  * queue is full); true when it writes. */
 static bool
-model_put(const struct am_rma *h, const uint8_t *data, size_t len,
-	  bool notify, uint32_t notified)
+model_put(const struct am_rma *h, const uint8_t *data, size_t len, bool notify,
+	  uint32_t notified)
 {
 	struct fuzz_region *v = victim(h->region_id, h->generation);
 
 	if (v == NULL || !bounds_within(h->offset, h->length, v->r->length) ||
-	    h->length != len ||
-	    (notify && !model_owner_has_room(v, notified)))
+	    h->length != len || (notify && !model_owner_has_room(v, notified)))
 		return false;
 	memcpy(v->shadow + h->offset, data, len);
 	return true;

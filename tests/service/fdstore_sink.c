@@ -21,14 +21,13 @@
  * are read before a death is handled (systemd reads its notify socket at
  * a higher priority than SIGCHLD), and from the main PID only. A death
  * by a signal other than TERM/INT/HUP/PIPE, or an exit status other than
- * 0 and 78 (RestartPreventExitStatus), restarts COMMAND after RestartSec
- * (100 ms) with the store passed as systemd passes it: fds from 3,
- * LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID. Otherwise the store is
- * released. SIGUSR1 is "systemctl restart" (SIGTERM, then start again,
- * the store kept: a job is queued); SIGTERM is "systemctl stop" (SIGTERM,
- * the store released, then exit). FDSTORE=MAX is set, as systemd 254
- * does. Exits after LIFETIME seconds (default
- * 120) so that a broken test never leaves it behind. */
+ * 0 and 78 (RestartPreventExitStatus), restarts COMMAND at once (systemd
+ * would wait RestartSec=) with the store passed as systemd passes it: fds from
+ * 3, LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID. Otherwise the store is released.
+ * SIGUSR1 is "systemctl restart" (SIGTERM, then start again, the store kept: a
+ * job is queued); SIGTERM is "systemctl stop" (SIGTERM, the store released,
+ * then exit). FDSTORE=MAX is set, as systemd 254 does. Exits after LIFETIME
+ * seconds (default 120) so that a broken test never leaves it behind. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -46,7 +45,6 @@
 #include <unistd.h>
 
 #define SINK_MSG_FDS 253 /* SCM_MAX_FD */
-#define SINK_RESTART_SEC 0.1
 
 struct stored {
 	int fd;
@@ -354,10 +352,9 @@ main(int argc, char **argv)
 				goto out;
 			}
 			if (restart_job || sink_should_restart(status)) {
-				struct timespec ts = {
-				    0, (long)(SINK_RESTART_SEC * 1e9)};
+				/* at once: systemd's RestartSec= pause
+				 * would only slow the tests */
 				restart_job = false;
-				nanosleep(&ts, NULL); /* RestartSec= */
 				main_pid = sink_start(argv + optind + 2,
 						      argv[optind], &old_mask);
 			} else {

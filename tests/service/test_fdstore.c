@@ -8,7 +8,6 @@
  * refuses the next region with RMA_ERR_LIMIT. */
 #include <check.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -646,18 +645,6 @@ burst_count(rma_status_t st)
 		fprintf(stderr, "a call cut by a kill: %s\n", rma_strerror(st));
 }
 
-static void *
-killer(void *arg)
-{
-	pid_t pid = *(pid_t *)arg;
-	struct timespec ts = {0, (rand() % 40) * 1000000L};
-
-	/* the random point of the burst the kill falls on */
-	nanosleep(&ts, NULL);
-	kill(pid, SIGKILL);
-	return NULL;
-}
-
 /* One step of the burst: allocate (and write a pattern) or free. */
 static void
 burst_step(rma_client_t *c, uint32_t *seed)
@@ -721,18 +708,20 @@ START_TEST(test_kills_during_burst)
 		pid_t pid = sup_main_pid(&sa);
 		struct ready_arg a = {&sa, round + 2};
 		double deadline = harness_now() + 20.0;
-		pthread_t t;
-		int steps = 0;
+		/* the random point of the burst the kill falls on: after
+		 * that many steps, while the next ones are under way (the
+		 * signal is not waited for) */
+		int kill_at = rand() % 40, steps = 0;
 
-		ck_assert_int_eq(pthread_create(&t, NULL, killer, &pid), 0);
 		/* the burst goes on through the kill and the re-attach */
-		while (!sup_ready_cond(&a) || steps < 5) {
+		while (steps <= kill_at + 5 || !sup_ready_cond(&a)) {
+			if (steps == kill_at)
+				kill(pid, SIGKILL);
 			burst_step(ca, &seed);
 			steps++;
 			ck_assert_msg(harness_now() < deadline,
 				      "round %d: no restart", round);
 		}
-		pthread_join(t, NULL);
 	}
 
 	/* Every region the client saw made and not freed is there with its

@@ -631,7 +631,11 @@ size_t rma_in_flight(const rma_client_t *client);
  * owner), so their completion always means the data is at the target.
  * A notification vouches for its own put's bytes only: to publish data
  * written by earlier plain puts, complete them first (rma_flush()), then
- * put the notifying one.
+ * put the notifying one. Timing: an owner asleep in its event loop is
+ * woken at once, but under a stream (its last wake-up found 8 or more)
+ * the daemon lets the next 500 us pass after that one, so that a wake-up
+ * carries many: a notification may then come up to that much after its
+ * put completed. One at a time is never held back.
  *
  * The target daemon holds at most 4096 notifications per owning client
  * that the client has not consumed (taken with rma_notify_next() or

@@ -972,6 +972,12 @@ struct counters {
 	uint64_t target_refused; /* peer requests answered with an error */
 	uint64_t peers_evicted;	 /* failed peers dropped for room */
 	uint64_t ops_atomic, target_atomics;
+	/* notifications handed to owners: through their ring, or as
+	 * Notifications events over the socket */
+	uint64_t notify_ring, notify_socket;
+	/* owners woken (RingWake) for notifications in their ring: at once,
+	 * or after the wake-up was held back (ring_notify) */
+	uint64_t notify_wakeups, notify_wakeups_held;
 };
 
 /* One worker: with --workers 1 (the default), the whole daemon. */

@@ -276,6 +276,10 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		sum.target_puts += k->target_puts;
 		sum.target_gets += k->target_gets;
 		sum.target_atomics += k->target_atomics;
+		sum.notify_ring += k->notify_ring;
+		sum.notify_socket += k->notify_socket;
+		sum.notify_wakeups += k->notify_wakeups;
+		sum.notify_wakeups_held += k->notify_wakeups_held;
 		sum.am_dropped += k->am_dropped;
 		sum.peers_cut_off += k->peers_cut_off;
 		sum.inbound_refused += k->inbound_refused;
@@ -509,6 +513,24 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	metrics_scalar(out, "rmad_target_atomics_total", "counter",
 		       "Atomics applied (or refused) for other daemons.",
 		       sum.target_atomics);
+	metrics_head(out, "rmad_notifications_total", "counter",
+		     "Notifications handed to the owners of this daemon's "
+		     "regions, by path: the owner's shared ring, or events "
+		     "over its socket (ring full, or no ring).");
+	evbuffer_add_printf(out,
+			    "rmad_notifications_total{path=\"ring\"} %llu\n"
+			    "rmad_notifications_total{path=\"socket\"} %llu\n",
+			    (unsigned long long)sum.notify_ring,
+			    (unsigned long long)sum.notify_socket);
+	metrics_head(out, "rmad_notify_wakeups_total", "counter",
+		     "Owners asleep woken for notifications in their ring: "
+		     "at once, or after the wake-up was held back to carry "
+		     "more (up to ring_spin, while the daemon polls).");
+	evbuffer_add_printf(out,
+			    "rmad_notify_wakeups_total{when=\"at_once\"} %llu\n"
+			    "rmad_notify_wakeups_total{when=\"held\"} %llu\n",
+			    (unsigned long long)sum.notify_wakeups,
+			    (unsigned long long)sum.notify_wakeups_held);
 	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
 		       "Messages from other daemons refused unread: unknown "
 		       "id, rendezvous, an endpoint rmad did not accept, the "

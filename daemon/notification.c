@@ -125,8 +125,10 @@ notification_send(struct conn *owner, struct notification_job *job,
 	size_t done =
 	    ring_notify(owner, recs, n, job->sender_ids, job->senders_raw);
 
+	owner->d->counters.notify_ring += done;
 	if (done == n)
 		return;
+	owner->d->counters.notify_socket += n - done;
 	for (size_t i = done; i < n; i++)
 		notifrec_encode(packed + (i - done) * NOTIFREC_SIZE, &recs[i]);
 	for (uint32_t i = 0; i < job->n_senders; i++)

@@ -38,9 +38,10 @@
  * read and written with MSG_DONTWAIT, whatever the client does. The same
  * poller keeps polling the UCX worker for ring_spin after a progress pass
  * that had traffic (ring_after_pass), so that a target daemon under load
- * needs no wake-up per message either. For notifications alone the
- * client's wake-up is held back while that poller runs, up to ring_spin
- * (ring_notify): one wake-up then carries several passes' worth. */
+ * needs no wake-up per message either. For notifications alone an
+ * owner's wake-up may be held back (ring_notify): once a wake-up found a
+ * stream of them, the next comes RING_NOTIFY_HOLD later at the earliest,
+ * carrying all that came meanwhile. */
 #include "daemon.h"
 #include "oprec.h"
 #include "ringrec.h"
@@ -57,6 +58,12 @@
 /* A yield that took this long (seconds) gave the CPU to a process that
  * was not waiting for us: a scheduler slice is milliseconds. */
 #define RING_CROWDED 20e-6
+/* Notifications one wake-up of their owner must find to call what
+ * follows a stream, and how long (seconds) after such a wake-up the next
+ * may wait (ring_notify): at a few hundred thousand a second, the ring
+ * is half full sooner. */
+#define RING_NOTIFY_STREAM 8
+#define RING_NOTIFY_HOLD 500e-6
 
 struct ring {
 	struct conn *c;
@@ -70,11 +77,13 @@ struct ring {
 	uint32_t socket_events;	 /* ours: Completions events sent instead */
 	bool hot;
 	TAILQ_ENTRY(ring) hot_link;
-	/* notifications published, the client's wake-up held back until
-	 * wake_due (daemon_now()): see ring_notify */
-	bool wake_held;
-	double wake_due;
-	TAILQ_ENTRY(ring) wake_link;
+	/* Notifications: how many since the client's last wake-up, when
+	 * that was (daemon_now()), whether it found a stream of them, and
+	 * the timer of a wake-up held back (ring_notify). */
+	uint32_t since_wake;
+	double last_wake;
+	bool stream;
+	struct event *wake_ev;
 };
 
 TAILQ_HEAD(ring_list, ring);
@@ -82,8 +91,7 @@ TAILQ_HEAD(ring_list, ring);
 struct ring_poller {
 	struct event *ev;
 	struct ring_list hot;
-	struct ring_list waking; /* rings with a wake-up held back */
-	bool polling;		 /* in ring_poll: it flushes what completes */
+	bool polling; /* in ring_poll: it flushes what completes */
 	/* The UCX worker is polled too while it had traffic lately:
 	 * daemon_now() of the last, and the counters that tell it. */
 	bool worker_hot;
@@ -105,7 +113,7 @@ ring_fail(struct conn *c, const char *what, uint32_t got, uint32_t ours)
 }
 
 static void ring_poll(evutil_socket_t fd, short what, void *arg);
-static void ring_wake(struct conn *c);
+static bool ring_wake(struct conn *c);
 
 static struct ring_poller *
 ring_poller_get(struct daemon *d)
@@ -123,7 +131,6 @@ ring_poller_get(struct daemon *d)
 		return NULL;
 	}
 	TAILQ_INIT(&rp->hot);
-	TAILQ_INIT(&rp->waking);
 	d->rings = rp;
 	return rp;
 }
@@ -218,8 +225,8 @@ ring_destroy(struct conn *c)
 	if (r == NULL)
 		return;
 	ring_cool(r);
-	if (r->wake_held)
-		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
+	if (r->wake_ev != NULL)
+		event_free(r->wake_ev);
 	/* after the socket's close (conn_close): see ringrec.h */
 	ringrec_store(&r->h->closed, 1);
 	munmap(r->map, RINGREC_SIZE);
@@ -350,15 +357,14 @@ ring_announce(struct conn *c, bool heat)
 }
 
 /* A client that sleeps hears of what we published on the socket. */
-static void
+/* Returns whether the client slept and was woken. */
+static bool
 ring_wake(struct conn *c)
 {
 	struct ring *r = c->ring;
 
-	if (r->wake_held) {
-		r->wake_held = false;
-		TAILQ_REMOVE(&c->d->rings->waking, r, wake_link);
-	}
+	if (r->wake_ev != NULL)
+		evtimer_del(r->wake_ev);
 	ringrec_fence();
 	if (ringrec_take_sleeper(&r->h->client_sleeps)) {
 		Rma__V1__Event ev = RMA__V1__EVENT__INIT;
@@ -367,7 +373,48 @@ ring_wake(struct conn *c)
 		ev.body_case = RMA__V1__EVENT__BODY_RING_WAKE;
 		ev.ring_wake = &wake;
 		conn_send_event(c, &ev);
+		r->stream = r->since_wake >= RING_NOTIFY_STREAM;
+		r->since_wake = 0;
+		r->last_wake = daemon_now();
+		return true;
 	}
+	return false;
+}
+
+/* A held wake-up is due. */
+static void
+ring_wake_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	conn_ref(c);
+	if (c->ring != NULL && ring_wake(c))
+		c->d->counters.notify_wakeups_held++;
+	conn_unref(c);
+}
+
+/* Whether the owner's wake-up for the notifications just published may
+ * wait, and if so, its timer set. */
+static bool
+ring_hold_wake(struct conn *c, uint32_t room)
+{
+	struct ring *r = c->ring;
+	double now = daemon_now(), due = r->last_wake + RING_NOTIFY_HOLD;
+	struct timeval tv;
+
+	if (!r->stream || now >= due || room < RINGREC_COMP_SLOTS / 2 ||
+	    c->d->cfg.ring_spin_us == 0 || !ringrec_load(&r->h->client_sleeps))
+		return false;
+	if (r->wake_ev == NULL &&
+	    (r->wake_ev = evtimer_new(c->d->base, ring_wake_due, c)) == NULL)
+		return false;
+	if (!evtimer_pending(r->wake_ev, NULL)) {
+		tv.tv_sec = 0;
+		tv.tv_usec = (suseconds_t)((due - now) * 1e6) + 1;
+		if (evtimer_add(r->wake_ev, &tv) < 0)
+			return false;
+	}
+	return true;
 }
 
 void
@@ -424,7 +471,6 @@ size_t
 ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)
 {
-	struct ring_poller *rp = c->d->rings;
 	uint32_t room;
 	size_t i;
 
@@ -440,27 +486,20 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 		return 0;
 	/* Not heated: what an owner does with notifications (NotifyAck)
 	 * comes over the socket, and polling its ring would only take a
-	 * CPU from the processes that make the puts. Its wake-up waits up
-	 * to ring_spin while the poller runs anyway (traffic) and the ring
-	 * is less than half full: a wake-up per pass of the loop cost the
-	 * owner's CPU more than the notifications. Nobody waits on a
-	 * notification the way an initiator waits on a completion. */
+	 * CPU from the processes that make the puts. An owner asleep is
+	 * woken at once, unless its last wake-up found a stream (it slept
+	 * through RING_NOTIFY_STREAM or more): then not again within
+	 * RING_NOTIFY_HOLD of that one while the ring is less than half
+	 * full. A wake-up per pass of the loop cost the owner (and the
+	 * processes it took a CPU from) more than the notifications did;
+	 * one notification at a time, as a ping-pong sends them, is never
+	 * held. */
+	c->ring->since_wake += (uint32_t)i;
 	ringrec_store(&c->ring->h->comp_tail, c->ring->comp_tail);
-	if (rp->polling || evtimer_pending(rp->ev, NULL)) {
-		if (room >= RINGREC_COMP_SLOTS / 2 &&
-		    c->d->cfg.ring_spin_us > 0) {
-			if (!c->ring->wake_held) {
-				c->ring->wake_held = true;
-				c->ring->wake_due =
-				    daemon_now() +
-				    c->d->cfg.ring_spin_us * 1e-6;
-				TAILQ_INSERT_TAIL(&rp->waking, c->ring,
-						  wake_link);
-			}
-			return i;
-		}
-	}
-	ring_wake(c);
+	if (ring_hold_wake(c, room))
+		return i;
+	if (ring_wake(c))
+		c->d->counters.notify_wakeups++;
 	return i;
 }
 
@@ -561,23 +600,6 @@ ring_yield(struct daemon *d, struct ring_poller *rp)
 }
 
 static void
-ring_wake_held(struct ring_poller *rp, bool all)
-{
-	double now = daemon_now();
-	struct ring *r;
-
-	/* in the order held: the first not due ends it */
-	while ((r = TAILQ_FIRST(&rp->waking)) != NULL &&
-	       (all || now >= r->wake_due)) {
-		struct conn *c = r->c;
-
-		conn_ref(c);
-		ring_wake(c);
-		conn_unref(c);
-	}
-}
-
-static void
 ring_poll(evutil_socket_t fd, short what, void *arg)
 {
 	static const struct timeval zero = {0, 0};
@@ -619,8 +641,6 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 	ring_poll_worker(d, rp, now);
 	if (!work && (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot))
 		ring_yield(d, rp);
-	/* Held wake-ups: those due, and all of them once we stop. */
-	ring_wake_held(rp, TAILQ_EMPTY(&rp->hot) && !rp->worker_hot);
 	if (!TAILQ_EMPTY(&rp->hot) || rp->worker_hot)
 		evtimer_add(rp->ev, &zero);
 }

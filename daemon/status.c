@@ -93,6 +93,10 @@ status_add_counters(Rma__V1__Counters *sum, const struct counters *c)
 	sum->target_refused += c->target_refused;
 	sum->ops_atomic += c->ops_atomic;
 	sum->target_atomics += c->target_atomics;
+	sum->notifications_ring += c->notify_ring;
+	sum->notifications_socket += c->notify_socket;
+	sum->notify_wakeups += c->notify_wakeups;
+	sum->notify_wakeups_held += c->notify_wakeups_held;
 }
 
 /* Called with the world stopped. */

@@ -120,6 +120,11 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       " refused\n",
 		       k->target_puts, k->target_gets, k->target_atomics,
 		       k->target_refused);
+		printf("  notifications  %" PRIu64 " through rings, %" PRIu64
+		       " over sockets; owners woken %" PRIu64
+		       " at once, %" PRIu64 " held\n",
+		       k->notifications_ring, k->notifications_socket,
+		       k->notify_wakeups, k->notify_wakeups_held);
 		printf("  connects       %" PRIu64 " started, %" PRIu64
 		       " never came up\n",
 		       k->peer_connect_attempts, k->peer_connect_failures);

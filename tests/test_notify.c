@@ -28,6 +28,7 @@
 
 #include "harness.h"
 #include "rma.h"
+#include "status_call.h"
 
 extern char **environ;
 
@@ -510,6 +511,162 @@ START_TEST(test_owner_woken_one_by_one)
 }
 END_TEST
 
+/* The notification counters of daemon 0 (status). */
+struct notify_counts {
+	uint64_t ring, socket, at_once, held;
+};
+
+static struct notify_counts
+notify_counts(rma_client_t *c)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	const Rma__V1__Counters *k = reply->status_reply->counters;
+	struct notify_counts n = {k->notifications_ring,
+				  k->notifications_socket, k->notify_wakeups,
+				  k->notify_wakeups_held};
+
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return n;
+}
+
+/* Takes want notifications, sleeping in poll() on rma_fd between them:
+ * each sleep must end within seconds (a wake-up held back still comes). */
+static void
+owner_take(rma_client_t *owner, uint64_t first, uint64_t want)
+{
+	rma_notification_t n;
+	uint64_t taken = 0;
+
+	while (taken < want) {
+		int r = rma_notify_next(owner, &n);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 1) {
+			ck_assert_uint_eq(n.value, first + taken);
+			taken++;
+			continue;
+		}
+		ck_assert_msg(harness_wait_fd(rma_fd(owner), 5.0) == 1,
+			      "owner not woken with %" PRIu64 " of %" PRIu64
+			      " notifications taken",
+			      taken, want);
+	}
+}
+
+struct stream_sender {
+	struct user u;
+	uint64_t first, count, issued, done;
+};
+
+static void *
+stream_sender_run(void *arg)
+{
+	struct stream_sender *s = arg;
+	double deadline = harness_now() + 60;
+
+	while (s->done < s->count && harness_now() < deadline) {
+		while (s->issued < s->count &&
+		       s->issued - s->done < WOKEN_WINDOW) {
+			uint64_t v = s->first + s->issued;
+
+			ck_assert_int_eq(rma_put_notify(s->u.c, s->u.src, 0,
+							s->u.rem, (v % 512) * 8,
+							8, v, 0, woken_done,
+							&s->done, NULL),
+					 RMA_OK);
+			s->issued++;
+		}
+		rma_wait(s->u.c, 1000);
+	}
+	return NULL;
+}
+
+#define STREAM_PUTS 20000
+#define STREAM_ROUNDS 3
+
+/* A stream of notifying puts from a peer to an owner that sleeps in
+ * poll() whenever it has taken everything: once a wake-up found a
+ * stream, the next is held back (ring.c, RING_NOTIFY_HOLD), so wake-ups
+ * are far fewer than notifications and some were held; every
+ * notification still arrives, in order. Up to STREAM_ROUNDS streams
+ * until one held a wake-up (a machine slow enough spaces every batch
+ * past the hold). */
+START_TEST(test_owner_wakeups_held)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct notify_counts before, after;
+	struct stream_sender s = {.count = STREAM_PUTS};
+	uint64_t wakeups = 0, delivered = 0;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	user_open(&s.u, 1, rma_region_descriptor(region));
+	for (int round = 0; round < STREAM_ROUNDS; round++) {
+		pthread_t th;
+
+		s.first = (uint64_t)round * STREAM_PUTS;
+		s.issued = s.done = 0;
+		before = notify_counts(owner);
+		ck_assert_int_eq(
+		    pthread_create(&th, NULL, stream_sender_run, &s), 0);
+		owner_take(owner, s.first, STREAM_PUTS);
+		pthread_join(th, NULL);
+		ck_assert_uint_eq(s.done, STREAM_PUTS);
+		after = notify_counts(owner);
+		delivered =
+		    (after.ring - before.ring) + (after.socket - before.socket);
+		wakeups = (after.at_once - before.at_once) +
+			  (after.held - before.held);
+		fprintf(stderr,
+			"stream %d: %" PRIu64 " notifications (%" PRIu64
+			" through the ring), owner woken %" PRIu64
+			" times at once, %" PRIu64 " held\n",
+			round, delivered, after.ring - before.ring,
+			after.at_once - before.at_once,
+			after.held - before.held);
+		ck_assert_uint_eq(delivered, STREAM_PUTS);
+		if (after.held > before.held)
+			break;
+	}
+	ck_assert_msg(after.held > before.held,
+		      "no wake-up held back in %d streams of %d", STREAM_ROUNDS,
+		      STREAM_PUTS);
+	/* several notifications a wake-up, not one each */
+	ck_assert_uint_le(wakeups * 4, delivered);
+	rma_disconnect(s.u.c);
+	rma_disconnect(owner);
+}
+END_TEST
+
+#define PING_PONGS 200
+
+/* One notification at a time, the next put only once the owner took the
+ * last (a ping-pong): never held back, each wakes the owner at once. */
+START_TEST(test_ping_pong_not_held)
+{
+	rma_client_t *owner;
+	rma_region_t *region;
+	struct notify_counts before, after;
+	struct user u;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	user_open(&u, 1, rma_region_descriptor(region));
+	before = notify_counts(owner);
+	for (uint64_t i = 0; i < PING_PONGS; i++) {
+		ck_assert_int_eq(put_notify_sync(&u, 0, i * 8, 8, i), RMA_OK);
+		owner_take(owner, i, 1);
+	}
+	after = notify_counts(owner);
+	ck_assert_uint_eq(after.ring - before.ring, PING_PONGS);
+	ck_assert_uint_eq(after.held, before.held);
+	ck_assert_uint_gt(after.at_once, before.at_once);
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
+}
+END_TEST
+
 /* ---- rmactl: expose --notifications, put --notify ---- */
 
 static pid_t
@@ -783,6 +940,8 @@ main(void)
 	tcase_add_test(tc, test_order_socket_only);
 	tcase_add_test(tc, test_owner_woken);
 	tcase_add_test(tc, test_owner_woken_one_by_one);
+	tcase_add_test(tc, test_owner_wakeups_held);
+	tcase_add_test(tc, test_ping_pong_not_held);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_cli_lines);

@@ -106,6 +106,10 @@ for name in peer_messages_dropped peers_cut_off inbound_refused peer_auth_failur
 	grep -q "^# HELP rmad_${name}_total ." "$T/m1" || fail "no HELP for rmad_${name}_total"
 done
 metric "$T/m1" 'rmad_target_puts_total 0'
+metric "$T/m1" 'rmad_notifications_total\{path="ring"\} 0'
+metric "$T/m1" 'rmad_notifications_total\{path="socket"\} 0'
+metric "$T/m1" 'rmad_notify_wakeups_total\{when="at_once"\} 0'
+metric "$T/m1" 'rmad_notify_wakeups_total\{when="held"\} 0'
 metric "$T/m1" 'rmad_peer_connect_failures_total 0'
 metric "$T/m1" 'rmad_peer_connect_attempts_total [1-9][0-9]*'
 metric "$T/m1" 'rmad_info\{version="[^"]+",ucx_version="[^"]+",daemon_id="[0-9a-f]+"\} 1'

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <time.h>
 
 double
@@ -54,6 +55,12 @@ worker_poll(evutil_socket_t fd, short what, void *arg)
 	static const struct timeval zero = {0, 0};
 	struct daemon *d = arg;
 
+	/* Nothing from UCX: let whoever waits for this CPU run first (a
+	 * client or another daemon polling too: on a machine with fewer
+	 * cores than pollers, measured 16-29 us against 24-29 us for an
+	 * 8-byte put, window 1, and 3x the operations per second). */
+	if (ucp_worker_progress(d->worker) == 0)
+		sched_yield();
 	worker_progress_idle(d);
 	d->hooks->after_progress(d);
 	d->hooks->flush(d);

@@ -399,11 +399,13 @@ static bool
 ring_hold_wake(struct conn *c, uint32_t room)
 {
 	struct ring *r = c->ring;
-	double now = daemon_now(), due = r->last_wake + RING_NOTIFY_HOLD;
+	double now, due = r->last_wake + RING_NOTIFY_HOLD;
 	struct timeval tv;
 
-	if (!r->stream || now >= due || room < RINGREC_COMP_SLOTS / 2 ||
-	    c->d->cfg.ring_spin_us == 0 || !ringrec_load(&r->h->client_sleeps))
+	/* a clock read only when the rest allows holding */
+	if (!r->stream || room < RINGREC_COMP_SLOTS / 2 ||
+	    c->d->cfg.ring_spin_us == 0 ||
+	    !ringrec_load(&r->h->client_sleeps) || (now = daemon_now()) >= due)
 		return false;
 	if (r->wake_ev == NULL &&
 	    (r->wake_ev = evtimer_new(c->d->base, ring_wake_due, c)) == NULL)

@@ -347,10 +347,13 @@ ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	    c->ring->spin_ns == 0)
 		return false;
 	spin = c->ring->spin_ns;
-	/* The daemon on our CPU: spinning would only keep it off. */
-	if (ringrec_note_cpu(&c->ring->h->client_cpu) ==
-	    ringrec_load(&c->ring->h->daemon_cpu))
-		return false;
+	/* Even with the daemon on our CPU (which then does not poll for
+	 * us, see ringrec.h): each yield lets it run, a long one ends the
+	 * spin (ring_crowded), and while we are runnable beside it the
+	 * scheduler may move one of us to a CPU of its own. Sleeping there
+	 * at once kept the two together: an 8-byte put, window 1, took
+	 * 23 us against 28 (median of 18 runs each, 2 CPUs). */
+	ringrec_note_cpu(&c->ring->h->client_cpu);
 	ringrec_store(&c->ring->h->client_sleeps, 0);
 	end = ring_now_ns() + spin;
 	while (!c->gone && c->ring != NULL) {
@@ -367,11 +370,9 @@ ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 			if (poll(&pfd, 1, 0) != 0)
 				return true;
 			if (ring_now_ns() >= end ||
-			    client_remaining(deadline) == 0 ||
-			    ringrec_note_cpu(&c->ring->h->client_cpu) ==
-				ringrec_load(&c->ring->h->daemon_cpu) ||
-			    ring_crowded())
+			    client_remaining(deadline) == 0 || ring_crowded())
 				break;
+			ringrec_note_cpu(&c->ring->h->client_cpu);
 		}
 		ringrec_pause();
 	}

@@ -59,9 +59,10 @@ struct ringrec_header {
 	uint32_t sub_offset, comp_offset;
 	uint32_t size;
 	_Alignas(64) uint32_t sub_tail; /* client: operations written */
-	/* client: the CPU it last ran on. Each side spins only while the
-	 * other runs on another CPU: on the same one, spinning only keeps
-	 * the other from running, and sleeping (a wake-up) is faster. */
+	/* client: the CPU it last ran on. The daemon polls a ring only
+	 * while its client runs on another CPU: on the same one, polling
+	 * only keeps the client from running. (The client spins either
+	 * way, yielding: see ring_spin in client/ring.c.) */
 	uint32_t client_cpu;
 	_Alignas(64) uint32_t sub_head; /* daemon: operations taken */
 	/* daemon: Submit frames it took from the socket. The client goes

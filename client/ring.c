@@ -54,6 +54,10 @@ struct client_ring {
 	uint32_t socket_submits;     /* Submit frames sent while it is on */
 	uint32_t socket_events_seen; /* Completions events taken */
 	int64_t spin_ns;	     /* RMA_RING_SPIN_US */
+	/* the last notification's sender, in binary and as hex: a stream
+	 * comes from few daemons, and hex per notification showed */
+	uint8_t sender[RINGREC_SENDER_SIZE];
+	char sender_hex[2 * RINGREC_SENDER_SIZE + 1];
 };
 
 bool
@@ -255,7 +259,13 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 		n->length = k->value;
 		n->value = body.value;
 		n->sender = 0;
-		descriptor_hex(body.sender, RINGREC_SENDER_SIZE, sender);
+		if (r->sender_hex[0] == '\0' ||
+		    memcmp(body.sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
+			memcpy(r->sender, body.sender, RINGREC_SENDER_SIZE);
+			descriptor_hex(body.sender, RINGREC_SENDER_SIZE,
+				       r->sender_hex);
+		}
+		memcpy(sender, r->sender_hex, sizeof(r->sender_hex));
 		r->comp_head += RINGREC_NOTIFY_SLOTS;
 		ringrec_store(&r->h->comp_head, r->comp_head);
 		return 2;

@@ -1052,6 +1052,9 @@ struct daemon {
 	uint64_t ops_in_flight;
 
 	struct counters counters;
+	/* daemon_now() of the batch of operations being started or
+	 * answered (0: none): see daemon_op_clock */
+	double op_clock;
 
 	struct notify notify;		/* notify.c: systemd */
 	struct metrics *metrics;	/* metrics.c: NULL when off */
@@ -1067,6 +1070,16 @@ struct daemon {
 	int mail_fd;
 	struct event *mail_ev;
 };
+
+/* The time an operation starts or ends, for its deadline and latency:
+ * one clock read serves a whole batch (a frame's operations, the answers
+ * of one message), which at millions of operations a second is a few
+ * percent of the daemon's time. */
+static inline double
+daemon_op_clock(const struct daemon *d)
+{
+	return d->op_clock != 0 ? d->op_clock : daemon_now();
+}
 
 /* daemon.c: the world and its workers, d being worker 0 (the caller's
  * thread); the client socket apart. Extra workers run from here on. */

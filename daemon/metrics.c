@@ -96,7 +96,7 @@ metrics_observe_op(struct daemon *d, const struct op *op,
 	if (op->kind < 0 || op->kind >= METRICS_KINDS)
 		return;
 	k = (int)op->kind;
-	secs = daemon_now() - op->started;
+	secs = daemon_op_clock(d) - op->started;
 	if (secs < 0)
 		secs = 0;
 	for (b = 0; b < METRICS_BUCKETS && secs > metrics_bounds[b]; b++)

@@ -296,7 +296,7 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	op->notify = o->kind == RMA__V1__OP_KIND__PUT &&
 		     (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
 	op->notify_value = o->notify_value;
-	op->started = daemon_now();
+	op->started = daemon_op_clock(d);
 	op->deadline = op->started + d->cfg.op_timeout;
 	/* Held until UCX is done, so the pending request never dangles. */
 	op->pending = 1;
@@ -989,8 +989,11 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 static void
 op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 {
+	struct daemon *d = c->d;
+	double outer = d->op_clock;
 	Rma__V1__Op o;
 
+	d->op_clock = daemon_now();
 	for (size_t i = 0; i < n && !c->dead; i++, rec += OPREC_SIZE) {
 		if (oprec_decode(rec, &o) < 0)
 			op_fail(c, &o, RMA__V1__STATUS__ERR_PROTOCOL,
@@ -999,6 +1002,7 @@ op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 		else
 			op_submit_one(c, &o, false);
 	}
+	d->op_clock = outer;
 }
 
 void

@@ -169,7 +169,9 @@ op_on_batch_reply(struct peer *p, const struct am_msg *m)
 	struct daemon *d = p->d;
 	const uint8_t *data = m->data;
 	size_t at = 0, length = m->length;
+	double outer = d->op_clock;
 
+	d->op_clock = daemon_now();
 	while (at + sizeof(struct am_rma_answer) + 8 <= length) {
 		struct am_rma_answer a;
 		uint64_t n;
@@ -201,4 +203,5 @@ op_on_batch_reply(struct peer *p, const struct am_msg *m)
 		}
 		at += n;
 	}
+	d->op_clock = outer;
 }

@@ -356,8 +356,8 @@ ring_announce(struct conn *c, bool heat)
 	ring_wake(c);
 }
 
-/* A client that sleeps hears of what we published on the socket. */
-/* Returns whether the client slept and was woken. */
+/* A client that sleeps hears of what we published on the socket.
+ * Returns whether it slept (and was woken). */
 static bool
 ring_wake(struct conn *c)
 {

@@ -166,6 +166,17 @@ metrics_scalar(struct evbuffer *out, const char *name, const char *type,
 	evbuffer_add_printf(out, "%s %llu\n", name, v);
 }
 
+/* A counter split in two by one label. */
+static void
+metrics_split(struct evbuffer *out, const char *name, const char *help,
+	      const char *label, const char *a, unsigned long long va,
+	      const char *b, unsigned long long vb)
+{
+	metrics_head(out, name, "counter", help);
+	evbuffer_add_printf(out, "%s{%s=\"%s\"} %llu\n%s{%s=\"%s\"} %llu\n",
+			    name, label, a, va, name, label, b, vb);
+}
+
 /* One worker's series added into the scrape's merged ones, by peer. */
 static void
 metrics_merge_series(struct metrics *into, const struct metrics *m)
@@ -513,24 +524,19 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 	metrics_scalar(out, "rmad_target_atomics_total", "counter",
 		       "Atomics applied (or refused) for other daemons.",
 		       sum.target_atomics);
-	metrics_head(out, "rmad_notifications_total", "counter",
-		     "Notifications handed to the owners of this daemon's "
-		     "regions, by path: the owner's shared ring, or events "
-		     "over its socket (ring full, or no ring).");
-	evbuffer_add_printf(out,
-			    "rmad_notifications_total{path=\"ring\"} %llu\n"
-			    "rmad_notifications_total{path=\"socket\"} %llu\n",
-			    (unsigned long long)sum.notify_ring,
-			    (unsigned long long)sum.notify_socket);
-	metrics_head(out, "rmad_notify_wakeups_total", "counter",
-		     "Owners asleep woken for notifications in their ring: "
-		     "at once, or after the wake-up was held back to carry "
-		     "more (up to ring_spin, while the daemon polls).");
-	evbuffer_add_printf(out,
-			    "rmad_notify_wakeups_total{when=\"at_once\"} %llu\n"
-			    "rmad_notify_wakeups_total{when=\"held\"} %llu\n",
-			    (unsigned long long)sum.notify_wakeups,
-			    (unsigned long long)sum.notify_wakeups_held);
+	metrics_split(out, "rmad_notifications_total",
+		      "Notifications handed to the owners of this daemon's "
+		      "regions, by path: the owner's shared ring, or events "
+		      "over its socket (ring full, or no ring).",
+		      "path", "ring", sum.notify_ring, "socket",
+		      sum.notify_socket);
+	metrics_split(out, "rmad_notify_wakeups_total",
+		      "Owners asleep woken for notifications in their ring: "
+		      "at once, or held back to carry more (after a wake-up "
+		      "that found a stream, the next comes 500 us later at "
+		      "the earliest).",
+		      "when", "at_once", sum.notify_wakeups, "held",
+		      sum.notify_wakeups_held);
 	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
 		       "Messages from other daemons refused unread: unknown "
 		       "id, rendezvous, an endpoint rmad did not accept, the "

@@ -711,6 +711,7 @@ client_hello(rma_client_t *c, const char *name, int timeout_ms)
 	hello.protocol_version = RMA_PROTOCOL_VERSION;
 	hello.client_name = (char *)name;
 	hello.ring = ring_wanted();
+	hello.ring_comp_slots = hello.ring ? ring_comp_slots_wanted() : 0;
 	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	/* a ring of an earlier connection (a take-over) is of no use now */

@@ -204,6 +204,8 @@ void notification_free(rma_client_t *c);
 struct client_ring;
 /* Whether to ask for a ring at hello (RMA_RING=0: no). */
 bool ring_wanted(void);
+/* Completion slots to ask for at hello (Hello.ring_comp_slots). */
+uint32_t ring_comp_slots_wanted(void);
 /* Maps the daemon's ring (takes fd); replaces the one before. */
 rma_status_t ring_open(rma_client_t *c, int fd, const Rma__V1__RingInfo *info);
 void ring_close(rma_client_t *c);

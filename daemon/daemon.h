@@ -264,10 +264,12 @@ void notification_flush(struct daemon *d);
 struct ring;
 struct ring_poller;
 
-/* Makes c's ring: *memfd_p goes to the client with info in the
- * HelloReply. */
-wire_status_t ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info,
-			  char *detail, size_t detail_len);
+/* Makes c's ring, of comp_slots completion slots if the client asked
+ * for a valid number (else RINGREC_COMP_SLOTS): *memfd_p goes to the
+ * client with info in the HelloReply. */
+wire_status_t ring_create(struct conn *c, uint32_t comp_slots, int *memfd_p,
+			  Rma__V1__RingInfo *info, char *detail,
+			  size_t detail_len);
 void ring_destroy(struct conn *c);
 /* Runs what the client put in its ring (before each socket frame). */
 void ring_drain(struct conn *c);

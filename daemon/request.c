@@ -42,8 +42,8 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	if (h->ring && c->ring == NULL && c->d->cfg.ring) {
 		char detail[160];
 
-		if (ring_create(c, &ring_fd, &ring, detail, sizeof(detail)) ==
-		    RMA__V1__STATUS__OK)
+		if (ring_create(c, h->ring_comp_slots, &ring_fd, &ring, detail,
+				sizeof(detail)) == RMA__V1__STATUS__OK)
 			hello.ring = &ring;
 		else
 			log_warn("request_handle_hello: client %u: no ring: %s",

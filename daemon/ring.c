@@ -70,6 +70,7 @@ struct ring {
 	void *map;
 	struct ringrec_header *h;
 	uint8_t *sub, *comp;
+	uint32_t comp_slots;	 /* asked for at hello, or the default */
 	uint32_t sub_head;	 /* ours: operations taken */
 	uint32_t comp_tail;	 /* ours: completion slots written */
 	uint32_t socket_submits; /* ours: Submit frames taken */
@@ -174,19 +175,22 @@ ring_cool(struct ring *r)
 }
 
 wire_status_t
-ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
-	    size_t detail_len)
+ring_create(struct conn *c, uint32_t comp_slots, int *memfd_p,
+	    Rma__V1__RingInfo *info, char *detail, size_t detail_len)
 {
 	struct ring *r;
 	int fd;
+
+	if (!ringrec_comp_slots_valid(comp_slots))
+		comp_slots = RINGREC_COMP_SLOTS;
 
 	if (ring_poller_get(c->d) == NULL)
 		goto err_nomem;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		goto err_nomem;
-	fd = region_memfd_map("rmad-ring", RINGREC_SIZE, &r->map, detail,
-			      detail_len);
+	fd = region_memfd_map("rmad-ring", RINGREC_SIZE_FOR(comp_slots),
+			      &r->map, detail, detail_len);
 	if (fd < 0)
 		goto err_free;
 	r->c = c;
@@ -196,15 +200,16 @@ ring_create(struct conn *c, int *memfd_p, Rma__V1__RingInfo *info, char *detail,
 	r->h->magic = RINGREC_MAGIC;
 	r->h->version = RINGREC_VERSION;
 	r->h->sub_slots = RINGREC_SUB_SLOTS;
-	r->h->comp_slots = RINGREC_COMP_SLOTS;
+	r->comp_slots = comp_slots;
+	r->h->comp_slots = comp_slots;
 	r->h->sub_offset = RINGREC_HEADER_SIZE;
 	r->h->comp_offset = (uint32_t)(r->comp - (uint8_t *)r->map);
-	r->h->size = RINGREC_SIZE;
+	r->h->size = RINGREC_SIZE_FOR(comp_slots);
 	/* the client rings until we are polling */
 	r->h->daemon_sleeps = 1;
-	info->size = RINGREC_SIZE;
+	info->size = RINGREC_SIZE_FOR(comp_slots);
 	info->sub_slots = RINGREC_SUB_SLOTS;
-	info->comp_slots = RINGREC_COMP_SLOTS;
+	info->comp_slots = comp_slots;
 	c->ring = r;
 	*memfd_p = fd;
 	return RMA__V1__STATUS__OK;
@@ -229,7 +234,7 @@ ring_destroy(struct conn *c)
 		event_free(r->wake_ev);
 	/* after the socket's close (conn_close): see ringrec.h */
 	ringrec_store(&r->h->closed, 1);
-	munmap(r->map, RINGREC_SIZE);
+	munmap(r->map, RINGREC_SIZE_FOR(r->comp_slots));
 	free(r);
 	c->ring = NULL;
 }
@@ -307,14 +312,14 @@ ring_write_comp(struct ring *r, const Rma__V1__Completion *k, size_t dlen)
 	    .status = (int32_t)k->status,
 	    .detail_len = (uint16_t)dlen,
 	};
-	uint32_t slot = r->comp_tail % RINGREC_COMP_SLOTS;
+	uint32_t slot = r->comp_tail % r->comp_slots;
 
 	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &rec, sizeof(rec));
 	r->comp_tail++;
 	for (size_t at = 0; at < dlen; at += RINGREC_COMP_SIZE) {
 		size_t len = dlen - at < RINGREC_COMP_SIZE ? dlen - at
 							   : RINGREC_COMP_SIZE;
-		slot = r->comp_tail % RINGREC_COMP_SLOTS;
+		slot = r->comp_tail % r->comp_slots;
 		memcpy(r->comp + slot * RINGREC_COMP_SIZE, k->detail + at, len);
 		r->comp_tail++;
 	}
@@ -334,11 +339,11 @@ ring_room(struct conn *c, uint32_t *room_p)
 		return false;
 	head = ringrec_load(&r->h->comp_head);
 	used = r->comp_tail - head;
-	if (used > RINGREC_COMP_SLOTS) {
+	if (used > r->comp_slots) {
 		ring_fail(c, "completion", head, r->comp_tail);
 		return false;
 	}
-	*room_p = RINGREC_COMP_SLOTS - used;
+	*room_p = r->comp_slots - used;
 	return true;
 }
 
@@ -403,7 +408,7 @@ ring_hold_wake(struct conn *c, uint32_t room)
 	struct timeval tv;
 
 	/* a clock read only when the rest allows holding */
-	if (!r->stream || room < RINGREC_COMP_SLOTS / 2 ||
+	if (!r->stream || room < r->comp_slots / 2 ||
 	    c->d->cfg.ring_spin_us == 0 ||
 	    !ringrec_load(&r->h->client_sleeps) || (now = daemon_now()) >= due)
 		return false;
@@ -459,12 +464,12 @@ ring_write_notify(struct ring *r, const struct notifrec *n,
 	    .kind = RINGREC_KIND_NOTIFICATION,
 	};
 	struct ringrec_notify body = {.value = n->value};
-	uint32_t slot = r->comp_tail % RINGREC_COMP_SLOTS;
+	uint32_t slot = r->comp_tail % r->comp_slots;
 
 	memcpy(body.sender, sender, RINGREC_SENDER_SIZE);
 	/* two slots, one at a time: the second may be the ring's first */
 	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &head, sizeof(head));
-	slot = (r->comp_tail + 1) % RINGREC_COMP_SLOTS;
+	slot = (r->comp_tail + 1) % r->comp_slots;
 	memcpy(r->comp + slot * RINGREC_COMP_SIZE, &body, sizeof(body));
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }

@@ -42,13 +42,21 @@
 #define RINGREC_HEADER_SIZE 4096
 #define RINGREC_SUB_SLOTS 256
 #define RINGREC_SUB_SIZE 64 /* OPREC_SIZE */
+/* Completion slots: RINGREC_COMP_SLOTS unless the client asked for more
+ * at hello (Hello.ring_comp_slots: a power of two up to
+ * RINGREC_COMP_SLOTS_MAX), which librma does: a stream of notifications
+ * then wakes its owner a quarter as often and seldom overflows onto the
+ * socket. */
 #define RINGREC_COMP_SLOTS 512
+#define RINGREC_COMP_SLOTS_MAX 4096
 #define RINGREC_COMP_SIZE 32
 /* A longer detail is cut: 7 slots of text at most. */
 #define RINGREC_DETAIL_MAX 224
-#define RINGREC_SIZE                                                           \
+/* The memfd's size for a ring of comp_slots completion slots. */
+#define RINGREC_SIZE_FOR(comp_slots)                                           \
 	(RINGREC_HEADER_SIZE + RINGREC_SUB_SLOTS * RINGREC_SUB_SIZE +          \
-	 RINGREC_COMP_SLOTS * RINGREC_COMP_SIZE)
+	 (comp_slots)*RINGREC_COMP_SIZE)
+#define RINGREC_SIZE RINGREC_SIZE_FOR(RINGREC_COMP_SLOTS)
 
 /* Each counter on a cache line of its own: the two sides write
  * different lines, so polling one costs the other nothing. */
@@ -116,6 +124,15 @@ _Static_assert(sizeof(struct ringrec_comp) == RINGREC_COMP_SIZE,
 	       "completion slot layout");
 _Static_assert(sizeof(struct ringrec_notify) == RINGREC_COMP_SIZE,
 	       "notification slot layout");
+
+/* Whether n completion slots make a ring: a power of two (slot numbers
+ * wrap with the counters) from RINGREC_COMP_SLOTS to the maximum. */
+static inline int
+ringrec_comp_slots_valid(uint32_t n)
+{
+	return n >= RINGREC_COMP_SLOTS && n <= RINGREC_COMP_SLOTS_MAX &&
+	       (n & (n - 1)) == 0;
+}
 
 /* Slots a completion with a detail of len bytes takes. */
 static inline uint32_t

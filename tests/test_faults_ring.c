@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -307,6 +308,104 @@ START_TEST(test_ring_negotiated)
 }
 END_TEST
 
+/* A raw hello asking for asked completion slots: the slots the ring got,
+ * checked against its size, its header and its memfd. */
+static uint32_t
+hello_comp_slots(const struct daemon_proc *d, uint32_t asked)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__Hello hello = RMA__V1__HELLO__INIT;
+	Rma__V1__DaemonMessage *m;
+	struct ringrec_header *h;
+	struct stat st;
+	uint32_t slots;
+	int fd, memfd;
+	void *map;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	hello.protocol_version = RMA_PROTOCOL_VERSION;
+	hello.client_name = "ring-slots";
+	hello.ring = 1;
+	hello.ring_comp_slots = asked;
+	req.id = 1;
+	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	{
+		struct hostile x = {.fd = fd};
+		hostile_send(&x, &req);
+	}
+	ck_assert_int_eq(raw_frame_recv(fd, hostile_wait, NULL, &memfd, &m), 1);
+	ck_assert_ptr_nonnull(m->reply->hello->ring);
+	slots = m->reply->hello->ring->comp_slots;
+	ck_assert_uint_eq(m->reply->hello->ring->size, RINGREC_SIZE_FOR(slots));
+	ck_assert_int_ge(memfd, 0);
+	ck_assert_int_eq(fstat(memfd, &st), 0);
+	ck_assert_int_eq(st.st_size, RINGREC_SIZE_FOR(slots));
+	map = mmap(NULL, RINGREC_SIZE_FOR(slots), PROT_READ, MAP_SHARED, memfd,
+		   0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	h = map;
+	ck_assert_uint_eq(h->comp_slots, slots);
+	ck_assert_uint_eq(h->size, RINGREC_SIZE_FOR(slots));
+	munmap(map, RINGREC_SIZE_FOR(slots));
+	rma__v1__daemon_message__free_unpacked(m, NULL);
+	close(memfd);
+	close(fd);
+	return slots;
+}
+
+/* Whether d maps a ring memfd of size bytes (/proc/PID/maps). */
+static bool
+daemon_maps_ring(const struct daemon_proc *d, size_t size)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)d->pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "rmad-ring") != NULL &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == size)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The completion ring's size: what the client asks for when it is a
+ * power of two from 512 to 4096, the default 512 for anything else or
+ * nothing (an older librma); librma asks for 2048. */
+START_TEST(test_ring_comp_slots)
+{
+	static const uint32_t wrong[] = {1,    256,   1000,	  2047,
+					 8192, 65536, 0x80000000, 0xffffffff};
+	rma_client_t *c;
+	rma_region_t *r;
+
+	harness_daemon_start(&da, NULL);
+	ck_assert_uint_eq(hello_comp_slots(&da, 0), RINGREC_COMP_SLOTS);
+	ck_assert_uint_eq(hello_comp_slots(&da, 512), 512);
+	ck_assert_uint_eq(hello_comp_slots(&da, 2048), 2048);
+	ck_assert_uint_eq(hello_comp_slots(&da, 4096), 4096);
+	for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
+		ck_assert_uint_eq(hello_comp_slots(&da, wrong[i]),
+				  RINGREC_COMP_SLOTS);
+	/* librma's: the daemon maps a ring of 2048 slots */
+	client_with_region(&da, &c, &r);
+	ck_assert_ptr_nonnull(c->ring);
+	ck_assert_msg(daemon_maps_ring(&da, RINGREC_SIZE_FOR(2048)),
+		      "no ring of 2048 completion slots in the daemon");
+}
+END_TEST
+
 /* ---- a hostile client ---------------------------------------------------- */
 
 /* Garbage and other clients' regions in the ring: each record is refused
@@ -494,6 +593,7 @@ main(void)
 	Suite *s = suite_create("faults-ring");
 
 	FAULTS_ADD(s, test_ring_negotiated);
+	FAULTS_ADD(s, test_ring_comp_slots);
 	FAULTS_ADD(s, test_ring_garbage_records);
 	FAULTS_ADD(s, test_ring_wild_tail);
 	FAULTS_ADD(s, test_ring_wild_comp_head);

@@ -229,8 +229,8 @@ bool ring_closed(const rma_client_t *c);
 /* While operations are in flight: polls the ring until done(arg), a
  * quiet RMA_RING_SPIN_US, the deadline, or data on the socket. True if
  * anything happened (the caller then reads the socket). */
-bool ring_spin(rma_client_t *c, int64_t deadline,
-	       int (*done)(const void *arg), const void *arg);
+bool ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
+	       const void *arg);
 
 /* ---- client.c ---- */
 

@@ -70,6 +70,10 @@ if ldd "$RMAD" 2>/dev/null | grep -q libasan || [ -n "${ASAN_OPTIONS:-}" ]; then
 fi
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The peak since the last peak_reset: the kernel keeps it (VmHWM), so
+# nothing has to sample the daemon while the attack runs.
+peak_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+peak_reset() { echo 5 >"/proc/$1/clear_refs"; }
 alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null)" != Z ]; }
 
 start_daemon() { # dir name [rmad flags]; sets DPID and DPORT
@@ -111,7 +115,7 @@ FAILED=()
 
 # One class; prints why it failed and returns 1, or returns 0.
 run_class() {
-	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss sampler
+	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss
 	local why=() rc=0 extra=() aflags=() refused sent
 	mkdir -p "$dir"
 	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
@@ -134,18 +138,9 @@ run_class() {
 		cmp -s "$T/fill" "$dir/before" || { echo "$class: legit get before the attack failed"; return 1; }
 
 	rss0=$(rss_kib "$a")
-	# Sample A's memory while the attack runs: a pile of answers may be
-	# freed once the attacker goes, but the peak is what hurts.
-	(
-		max=0
-		while alive "$a"; do
-			r=$(rss_kib "$a")
-			[ "${r:-0}" -gt "$max" ] && { max=$r; echo "$max" >"$dir/rss_max"; }
-			[ -e "$dir/stop_sampler" ] && break
-			sleep 0.05 # sampling interval; ends with the attack
-		done
-	) &
-	sampler=$!
+	# A pile of answers may be freed once the attacker goes, but the
+	# peak is what hurts: the kernel's high-water mark from here on.
+	peak_reset "$a"
 	case $class in
 	get-flood | batch-amp | spoof | rndv | walkaround | epochs) extra+=(--descriptor "$dir/desc") ;;
 	esac
@@ -171,8 +166,6 @@ run_class() {
 			--seconds 3 "${extra[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 		;;
 	esac
-	touch "$dir/stop_sampler"
-	wait "$sampler" 2>/dev/null
 	# UCX logs to stdout: keep only our summary
 	echo "  $(grep -m1 -E '^(hostile_peer|raw_uct):' "$dir/hostile.out")"
 	[ "$rc" -eq 0 ] || why+=("attacker exit $rc: $(tail -1 "$dir/hostile.err")")
@@ -193,7 +186,7 @@ run_class() {
 		echo "$class: FAIL: ${why[*]}"
 		return 1
 	fi
-	rss_max=$(cat "$dir/rss_max" 2>/dev/null || echo 0)
+	rss_max=$(peak_kib "$a")
 	rss=$(rss_kib "$a")
 	[ "$rss" -gt "$rss_max" ] && rss_max=$rss
 	echo "  A VmRSS: $rss0 KiB before, peak $rss_max KiB, $rss KiB after"

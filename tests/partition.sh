@@ -226,7 +226,6 @@ observe() { # descriptor on host 2, bytes B was put at (ms)
 			other) fail "read via host $h is neither A nor B: corrupt bytes" ;;
 			esac
 		done
-		sleep 0.1 # poll interval; bounded by the end above
 	done
 	# The last word after the window, from host 1, must succeed.
 	read_back 1 "$desc"

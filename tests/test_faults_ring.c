@@ -52,8 +52,12 @@ hostile_send(struct hostile *x, const Rma__V1__Request *req)
 	free(buf);
 }
 
-static void
-hostile_connect(const struct daemon_proc *d, struct hostile *x)
+/* A raw client's hello asking for a ring (of comp_slots completion
+ * slots; 0: as an older librma, none said): x->fd connected, the reply in
+ * *m_p (checked: a ring came), the ring's memfd returned. */
+static int
+hostile_hello(const struct daemon_proc *d, struct hostile *x,
+	      uint32_t comp_slots, Rma__V1__DaemonMessage **m_p)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
@@ -69,6 +73,7 @@ hostile_connect(const struct daemon_proc *d, struct hostile *x)
 	hello.protocol_version = RMA_PROTOCOL_VERSION;
 	hello.client_name = "hostile-ring";
 	hello.ring = 1;
+	hello.ring_comp_slots = comp_slots;
 	req.id = 1;
 	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
 	req.hello = &hello;
@@ -78,9 +83,19 @@ hostile_connect(const struct daemon_proc *d, struct hostile *x)
 	ck_assert_int_eq(m->kind_case, RMA__V1__DAEMON_MESSAGE__KIND_REPLY);
 	ck_assert_int_eq(m->reply->status, RMA__V1__STATUS__OK);
 	ck_assert_ptr_nonnull(m->reply->hello->ring);
+	ck_assert_int_ge(memfd, 0);
+	*m_p = m;
+	return memfd;
+}
+
+static void
+hostile_connect(const struct daemon_proc *d, struct hostile *x)
+{
+	Rma__V1__DaemonMessage *m;
+	int memfd = hostile_hello(d, x, 0, &m);
+
 	ck_assert_uint_eq(m->reply->hello->ring->size, RINGREC_SIZE);
 	rma__v1__daemon_message__free_unpacked(m, NULL);
-	ck_assert_int_ge(memfd, 0);
 	x->map = mmap(NULL, RINGREC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      memfd, 0);
 	ck_assert_ptr_ne(x->map, MAP_FAILED);
@@ -313,36 +328,15 @@ END_TEST
 static uint32_t
 hello_comp_slots(const struct daemon_proc *d, uint32_t asked)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__Hello hello = RMA__V1__HELLO__INIT;
 	Rma__V1__DaemonMessage *m;
 	struct ringrec_header *h;
+	struct hostile x;
 	struct stat st;
-	uint32_t slots;
-	int fd, memfd;
+	int memfd = hostile_hello(d, &x, asked, &m);
+	uint32_t slots = m->reply->hello->ring->comp_slots;
 	void *map;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(fd, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	hello.protocol_version = RMA_PROTOCOL_VERSION;
-	hello.client_name = "ring-slots";
-	hello.ring = 1;
-	hello.ring_comp_slots = asked;
-	req.id = 1;
-	req.body_case = RMA__V1__REQUEST__BODY_HELLO;
-	req.hello = &hello;
-	{
-		struct hostile x = {.fd = fd};
-		hostile_send(&x, &req);
-	}
-	ck_assert_int_eq(raw_frame_recv(fd, hostile_wait, NULL, &memfd, &m), 1);
-	ck_assert_ptr_nonnull(m->reply->hello->ring);
-	slots = m->reply->hello->ring->comp_slots;
 	ck_assert_uint_eq(m->reply->hello->ring->size, RINGREC_SIZE_FOR(slots));
-	ck_assert_int_ge(memfd, 0);
 	ck_assert_int_eq(fstat(memfd, &st), 0);
 	ck_assert_int_eq(st.st_size, RINGREC_SIZE_FOR(slots));
 	map = mmap(NULL, RINGREC_SIZE_FOR(slots), PROT_READ, MAP_SHARED, memfd,
@@ -354,7 +348,7 @@ hello_comp_slots(const struct daemon_proc *d, uint32_t asked)
 	munmap(map, RINGREC_SIZE_FOR(slots));
 	rma__v1__daemon_message__free_unpacked(m, NULL);
 	close(memfd);
-	close(fd);
+	close(x.fd);
 	return slots;
 }
 

@@ -67,10 +67,11 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 
 void
 notification_receive(rma_client_t *c, const struct notifrec *w,
-		     const char *daemon_id)
+		     const char *daemon_id, size_t id_len)
 {
 	rma_notification_t n;
-	size_t len = strnlen(daemon_id, sizeof(n.daemon_id) - 1);
+	size_t len =
+	    id_len < sizeof(n.daemon_id) - 1 ? id_len : sizeof(n.daemon_id) - 1;
 
 	/* Looked up again for each: a callback may free it. */
 	n.region = notification_region(c, w->region_id);
@@ -101,13 +102,13 @@ notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 
 	for (size_t i = 0; i < ns->n_notifications; i++) {
 		const Rma__V1__Notification *w = ns->notifications[i];
+		const char *id = w->daemon_id != NULL ? w->daemon_id : "";
 
 		rec.region_id = w->region_id;
 		rec.offset = w->offset;
 		rec.length = w->length;
 		rec.value = w->value;
-		notification_receive(c, &rec,
-				     w->daemon_id != NULL ? w->daemon_id : "");
+		notification_receive(c, &rec, id, strlen(id));
 	}
 	for (size_t at = 0; at + NOTIFREC_SIZE <= ns->packed.len;
 	     at += NOTIFREC_SIZE) {
@@ -119,7 +120,7 @@ notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 		if (rec.sender < ns->n_daemon_ids &&
 		    ns->daemon_ids[rec.sender] != NULL)
 			sender = ns->daemon_ids[rec.sender];
-		notification_receive(c, &rec, sender);
+		notification_receive(c, &rec, sender, strlen(sender));
 	}
 }
 

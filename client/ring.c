@@ -234,10 +234,11 @@ ring_socket_submit(rma_client_t *c)
 }
 
 /* Takes one record: 1 for a completion (in k, detail), 2 for a
- * notification (in n, sender as hex), 0 when the ring is empty. */
+ * notification (in n; *sender its sender as hex, until the next take),
+ * 0 when the ring is empty. */
 static int
 ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
-	  struct notifrec *n, char *sender)
+	  struct notifrec *n, const char **sender)
 {
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
@@ -280,7 +281,7 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 			descriptor_hex(body.sender, RINGREC_SENDER_SIZE,
 				       r->sender_hex);
 		}
-		memcpy(sender, r->sender_hex, sizeof(r->sender_hex));
+		*sender = r->sender_hex;
 		r->comp_head += RINGREC_NOTIFY_SLOTS;
 		ringrec_store(&r->h->comp_head, r->comp_head);
 		return 2;
@@ -311,7 +312,7 @@ int
 ring_reap(rma_client_t *c)
 {
 	char detail[RINGREC_DETAIL_MAX + 1];
-	char sender[2 * RINGREC_SENDER_SIZE + 1];
+	const char *sender = NULL;
 	struct ringrec_comp k;
 	struct notifrec n;
 	int got, count = 0;
@@ -319,10 +320,11 @@ ring_reap(rma_client_t *c)
 	/* A callback may wait, and so reap, or re-attach (a new ring):
 	 * each record is taken before its callback runs. */
 	while (!c->gone && c->ring != NULL &&
-	       (got = ring_take(c, &k, detail, &n, sender)) != 0) {
+	       (got = ring_take(c, &k, detail, &n, &sender)) != 0) {
 		count++;
 		if (got == 2)
-			notification_receive(c, &n, sender);
+			notification_receive(c, &n, sender,
+					     2 * RINGREC_SENDER_SIZE);
 		else
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);

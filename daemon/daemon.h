@@ -251,7 +251,8 @@ wire_status_t notification_reserve(struct region *r);
 /* After the bytes are in r: tells its owner, on the owner's worker. The
  * place taken by notification_reserve() goes with it. */
 void notification_post(struct daemon *d, struct region *r, uint64_t offset,
-		       uint64_t length, uint64_t value, const char *daemon_id);
+		       uint64_t length, uint64_t value,
+		       const uint8_t sender_id[DAEMON_ID_SIZE]);
 /* The client acknowledged n notifications (or a place is given back). */
 void notification_release(struct conn *owner, uint32_t n);
 /* Posts what notification_post() gathered on d: at the end of each pass

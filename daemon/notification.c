@@ -50,11 +50,7 @@ struct notification_job {
 	size_t n, cap;
 	struct notification_entry *entries;
 	uint32_t n_senders;
-	char senders[NOTIFICATION_SENDERS_MAX][2 * DAEMON_ID_SIZE + 1];
-	/* the same ids in binary, for the ring; senders_raw counts those
-	 * that are (an id that is not hex goes over the socket) */
-	uint8_t sender_ids[NOTIFICATION_SENDERS_MAX][DAEMON_ID_SIZE];
-	uint32_t senders_raw;
+	uint8_t senders[NOTIFICATION_SENDERS_MAX][DAEMON_ID_SIZE];
 };
 
 wire_status_t
@@ -121,9 +117,9 @@ notification_send(struct conn *owner, struct notification_job *job,
 	uint8_t packed[NOTIFICATION_PER_EVENT * NOTIFREC_SIZE];
 	Rma__V1__Event ev = RMA__V1__EVENT__INIT;
 	Rma__V1__Notifications ns = RMA__V1__NOTIFICATIONS__INIT;
+	char hex[NOTIFICATION_SENDERS_MAX][2 * DAEMON_ID_SIZE + 1];
 	char *senders[NOTIFICATION_SENDERS_MAX];
-	size_t done =
-	    ring_notify(owner, recs, n, job->sender_ids, job->senders_raw);
+	size_t done = ring_notify(owner, recs, n, job->senders, job->n_senders);
 
 	owner->d->counters.notify_ring += done;
 	if (done == n)
@@ -131,8 +127,10 @@ notification_send(struct conn *owner, struct notification_job *job,
 	owner->d->counters.notify_socket += n - done;
 	for (size_t i = done; i < n; i++)
 		notifrec_encode(packed + (i - done) * NOTIFREC_SIZE, &recs[i]);
-	for (uint32_t i = 0; i < job->n_senders; i++)
-		senders[i] = job->senders[i];
+	for (uint32_t i = 0; i < job->n_senders; i++) {
+		descriptor_hex(job->senders[i], DAEMON_ID_SIZE, hex[i]);
+		senders[i] = hex[i];
+	}
 	ns.packed.data = packed;
 	ns.packed.len = (n - done) * NOTIFREC_SIZE;
 	ns.n_daemon_ids = job->n_senders;
@@ -190,11 +188,10 @@ notification_deliver(struct daemon *d, void *arg)
 /* The open job for owner that names sender, opened if need be; its
  * sender's index in *sender_p. */
 static struct notification_job *
-notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
-		      uint32_t *sender_p)
+notification_open_job(struct daemon *d, struct conn *owner,
+		      const uint8_t *sender, uint32_t *sender_p)
 {
 	struct notification_job *job = NULL;
-	size_t len;
 
 	/* the newest job of this owner: older ones are already behind it */
 	for (uint32_t i = d->notify_open_n; i-- > 0;) {
@@ -205,7 +202,8 @@ notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
 	}
 	if (job != NULL) {
 		for (uint32_t i = job->n_senders; i-- > 0;) {
-			if (strcmp(job->senders[i], sender) == 0) {
+			if (memcmp(job->senders[i], sender, DAEMON_ID_SIZE) ==
+			    0) {
 				*sender_p = i;
 				return job;
 			}
@@ -222,30 +220,22 @@ notification_open_job(struct daemon *d, struct conn *owner, const char *sender,
 	job->owner_id = owner->id;
 	d->notify_open[d->notify_open_n++] = job;
 add_sender:
-	/* a hex id: never longer than the slot, cut rather than overrun */
-	len = strnlen(sender, sizeof(job->senders[0]) - 1);
-	memcpy(job->senders[job->n_senders], sender, len);
-	job->senders[job->n_senders][len] = '\0';
-	/* Senders [0, senders_raw) go through the ring: a record naming
-	 * one after an id that is not hex stops it there (ring_notify). */
-	if (job->senders_raw == job->n_senders && len == 2 * DAEMON_ID_SIZE &&
-	    descriptor_unhex(sender, DAEMON_ID_SIZE,
-			     job->sender_ids[job->n_senders]) == 0)
-		job->senders_raw++;
+	memcpy(job->senders[job->n_senders], sender, DAEMON_ID_SIZE);
 	*sender_p = job->n_senders++;
 	return job;
 }
 
 void
 notification_post(struct daemon *d, struct region *r, uint64_t offset,
-		  uint64_t length, uint64_t value, const char *daemon_id)
+		  uint64_t length, uint64_t value,
+		  const uint8_t sender_id[DAEMON_ID_SIZE])
 {
 	struct conn *owner = r->owner;
 	struct notification_entry *e;
 	struct notification_job *job;
 	uint32_t sender;
 
-	job = notification_open_job(d, owner, daemon_id, &sender);
+	job = notification_open_job(d, owner, sender_id, &sender);
 	if (job == NULL)
 		goto fail;
 	if (job->n == job->cap) {

@@ -511,7 +511,7 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 			    (char *)local->addr + o->offset, o->length);
 	if (notify)
 		notification_post(c->d, target, o->remote_offset, o->length,
-				  o->notify_value, c->d->id_hex);
+				  o->notify_value, c->d->id);
 	else
 		region_copy((char *)local->addr + o->offset,
 			    (char *)target->addr + o->remote_offset, o->length);

@@ -107,7 +107,7 @@ target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
 	region_copy((char *)r->addr + h->offset, data, h->length);
 	if (notify)
 		notification_post(p->d, r, h->offset, h->length, value,
-				  p->remote_id_hex);
+				  p->remote_id);
 	return st;
 }
 

@@ -45,7 +45,7 @@
 /* Completion slots: RINGREC_COMP_SLOTS unless the client asked for more
  * at hello (Hello.ring_comp_slots: a power of two up to
  * RINGREC_COMP_SLOTS_MAX), which librma does: a stream of notifications
- * then wakes its owner a quarter as often and seldom overflows onto the
+ * then wakes its owner an eighth as often and seldom overflows onto the
  * socket. */
 #define RINGREC_COMP_SLOTS 512
 #define RINGREC_COMP_SLOTS_MAX 4096

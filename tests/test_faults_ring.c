@@ -376,7 +376,7 @@ daemon_maps_ring(const struct daemon_proc *d, size_t size)
 
 /* The completion ring's size: what the client asks for when it is a
  * power of two from 512 to 4096, the default 512 for anything else or
- * nothing (an older librma); librma asks for 2048. */
+ * nothing (an older librma); librma asks for 4096. */
 START_TEST(test_ring_comp_slots)
 {
 	static const uint32_t wrong[] = {1,    256,   1000,	  2047,
@@ -392,11 +392,11 @@ START_TEST(test_ring_comp_slots)
 	for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
 		ck_assert_uint_eq(hello_comp_slots(&da, wrong[i]),
 				  RINGREC_COMP_SLOTS);
-	/* librma's: the daemon maps a ring of 2048 slots */
+	/* librma's: the daemon maps a ring of 4096 slots */
 	client_with_region(&da, &c, &r);
 	ck_assert_ptr_nonnull(c->ring);
-	ck_assert_msg(daemon_maps_ring(&da, RINGREC_SIZE_FOR(2048)),
-		      "no ring of 2048 completion slots in the daemon");
+	ck_assert_msg(daemon_maps_ring(&da, RINGREC_SIZE_FOR(4096)),
+		      "no ring of 4096 completion slots in the daemon");
 }
 END_TEST
 

@@ -66,28 +66,25 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 }
 
 void
-notification_receive(rma_client_t *c, const struct notifrec *w,
+notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 		     const char *daemon_id, size_t id_len)
 {
-	rma_notification_t n;
-	size_t len =
-	    id_len < sizeof(n.daemon_id) - 1 ? id_len : sizeof(n.daemon_id) - 1;
+	size_t len = id_len < sizeof(n->daemon_id) - 1
+			 ? id_len
+			 : sizeof(n->daemon_id) - 1;
 
 	/* Looked up again for each: a callback may free it. */
-	n.region = notification_region(c, w->region_id);
-	n.offset = w->offset;
-	n.length = w->length;
-	n.value = w->value;
+	n->region = notification_region(c, region_id);
 	/* per notification: a copy, not a printf */
-	memcpy(n.daemon_id, daemon_id, len);
-	n.daemon_id[len] = '\0';
+	memcpy(n->daemon_id, daemon_id, len);
+	n->daemon_id[len] = '\0';
 	if (c->notify_cb != NULL) {
-		c->notify_cb(c, &n, c->notify_user_data);
+		c->notify_cb(c, n, c->notify_user_data);
 		c->notify_unacked++;
 		notification_ack(c, 0);
 		return;
 	}
-	if (notification_push(c, &n) < 0) {
+	if (notification_push(c, n) < 0) {
 		/* Dropped here: acknowledged, so the daemon's bound is not
 		 * held by what nobody will ever see. */
 		c->notify_unacked++;
@@ -98,17 +95,17 @@ notification_receive(rma_client_t *c, const struct notifrec *w,
 void
 notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 {
+	rma_notification_t n;
 	struct notifrec rec;
 
 	for (size_t i = 0; i < ns->n_notifications; i++) {
 		const Rma__V1__Notification *w = ns->notifications[i];
 		const char *id = w->daemon_id != NULL ? w->daemon_id : "";
 
-		rec.region_id = w->region_id;
-		rec.offset = w->offset;
-		rec.length = w->length;
-		rec.value = w->value;
-		notification_receive(c, &rec, id, strlen(id));
+		n.offset = w->offset;
+		n.length = w->length;
+		n.value = w->value;
+		notification_receive(c, w->region_id, &n, id, strlen(id));
 	}
 	for (size_t at = 0; at + NOTIFREC_SIZE <= ns->packed.len;
 	     at += NOTIFREC_SIZE) {
@@ -120,7 +117,11 @@ notification_receive_all(rma_client_t *c, const Rma__V1__Notifications *ns)
 		if (rec.sender < ns->n_daemon_ids &&
 		    ns->daemon_ids[rec.sender] != NULL)
 			sender = ns->daemon_ids[rec.sender];
-		notification_receive(c, &rec, sender, strlen(sender));
+		n.offset = rec.offset;
+		n.length = rec.length;
+		n.value = rec.value;
+		notification_receive(c, rec.region_id, &n, sender,
+				     strlen(sender));
 	}
 }
 

@@ -235,11 +235,12 @@ ring_socket_submit(rma_client_t *c)
 }
 
 /* Takes one record: 1 for a completion (in k, detail), 2 for a
- * notification (in n; *sender its sender as hex, until the next take),
+ * notification (offset, length and value in n, its region in k->op_id;
+ * *sender its sender as hex, until the next take),
  * 0 when the ring is empty. */
 static int
 ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
-	  struct notifrec *n, const char **sender)
+	  rma_notification_t *n, const char **sender)
 {
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
@@ -271,11 +272,10 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 		}
 		slot = (r->comp_head + 1) % r->comp_slots;
 		memcpy(&body, r->comp + slot * RINGREC_COMP_SIZE, sizeof(body));
-		n->region_id = k->op_id;
+		/* its region is k->op_id */
 		n->offset = k->bytes;
 		n->length = k->value;
 		n->value = body.value;
-		n->sender = 0;
 		if (r->sender_hex[0] == '\0' ||
 		    memcmp(body.sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
 			memcpy(r->sender, body.sender, RINGREC_SENDER_SIZE);
@@ -315,7 +315,7 @@ ring_reap(rma_client_t *c)
 	char detail[RINGREC_DETAIL_MAX + 1];
 	const char *sender = NULL;
 	struct ringrec_comp k;
-	struct notifrec n;
+	rma_notification_t n;
 	int got, count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
@@ -324,7 +324,7 @@ ring_reap(rma_client_t *c)
 	       (got = ring_take(c, &k, detail, &n, &sender)) != 0) {
 		count++;
 		if (got == 2)
-			notification_receive(c, &n, sender,
+			notification_receive(c, k.op_id, &n, sender,
 					     2 * RINGREC_SENDER_SIZE);
 		else
 			request_complete_wire(c, k.op_id, k.status, k.bytes,

@@ -193,10 +193,11 @@ void notification_receive_all(rma_client_t *c,
 /* Tell the daemon what was consumed: always when force, otherwise only
  * once a batch of them is. */
 void notification_ack(rma_client_t *c, int force);
-/* One notification (its sender index unused) from daemon_id (id_len
- * characters), as a Notifications event's: to the callback or the queue. */
-void notification_receive(rma_client_t *c, const struct notifrec *w,
-			  const char *daemon_id, size_t id_len);
+/* One notification into region_id, its offset, length and value in *n,
+ * from daemon_id (id_len characters): to the callback or the queue. */
+void notification_receive(rma_client_t *c, uint64_t region_id,
+			  rma_notification_t *n, const char *daemon_id,
+			  size_t id_len);
 void notification_free(rma_client_t *c);
 
 /* ---- ring.c ---- */

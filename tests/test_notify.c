@@ -282,6 +282,7 @@ order_run(uint64_t stall_every, double stall, bool ring)
 	ck_assert_uint_eq(bad_bytes, 0);
 	/* the peer's id and our own daemon's */
 	ck_assert_str_ne(ids[0], ids[1]);
+	ck_assert_str_eq(ids[0], rma_daemon_id(s[0].u.c));
 	ck_assert_str_eq(ids[1], rma_daemon_id(owner));
 	for (int i = 0; i < 2; i++) {
 		rma_disconnect(s[i].u.c);

@@ -109,6 +109,47 @@ stop_daemon() {
 	return $rc
 }
 
+# Two of daemon A's counters from rmactl status: gets served for other
+# daemons, peers cut off for not reading their answers.
+served_gets() {
+	"$RMACTL" --socket "$1" status 2>/dev/null | awk '$1 == "served" {gsub(",", ""); print $5}'
+}
+cut_off() {
+	"$RMACTL" --socket "$1" status 2>/dev/null | awk '$1 == "peers" {print $4}'
+}
+# batch-amp is over once A took every get the attacker sent, or cut it off.
+batch_amp_done() { # socket gets-wanted cut-off-before
+	local gets cut
+	gets=$(served_gets "$1")
+	cut=$(cut_off "$1")
+	[ "${gets:-0}" -ge "$2" ] || [ "${cut:-0}" -gt "$3" ]
+}
+
+# batch-amp: the attacker leaves A's answers unread until A has taken
+# every get it sent (its counters say so), told through a fifo on the
+# attacker's standard input; then it sends one batch over the size.
+run_batch_amp() { # dir port extra-args...
+	local dir=$1 port=$2 gets0 cut0 want pid rc=0
+	shift 2
+	gets0=$(served_gets "$dir/a.sock")
+	cut0=$(cut_off "$dir/a.sock")
+	mkfifo "$dir/release"
+	timeout 60 "$HOSTILE" --connect "127.0.0.1:$port" --attack batch-amp \
+		--seconds 30 "$@" <"$dir/release" >"$dir/hostile.out" 2>"$dir/hostile.err" &
+	pid=$!
+	exec 9>"$dir/release"
+	if wait_until 30 grep -q 'batch-amp: holding' "$dir/hostile.out"; then
+		want=$(sed -n 's/.*batch-amp: holding, \([0-9]*\) gets sent.*/\1/p' "$dir/hostile.out")
+		wait_until 30 batch_amp_done "$dir/a.sock" $((gets0 + want)) "${cut0:-0}" ||
+			why+=("A took $(($(served_gets "$dir/a.sock") - gets0)) of $want gets in 30 s")
+	else
+		why+=("the attacker never held its answers")
+	fi
+	exec 9>&-
+	wait "$pid" || rc=$?
+	return $rc
+}
+
 head -c 65536 /dev/urandom >"$T/fill"
 head -c 4096 /dev/urandom >"$T/legit"
 FAILED=()
@@ -160,6 +201,9 @@ run_class() {
 			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize &&
 			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack sockcm; } \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+		;;
+	batch-amp)
+		run_batch_amp "$dir" "$aport" "${extra[@]}" || rc=$?
 		;;
 	*)
 		timeout 60 "$HOSTILE" --connect "127.0.0.1:$aport" --attack "$class" \

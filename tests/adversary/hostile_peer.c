@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -234,16 +235,20 @@ hostile_flush(struct hostile *h, struct hostile_ep *e, double seconds)
 		ucp_worker_progress(h->worker);
 }
 
-/* Keeps our endpoints open without progressing: nothing is read, so what
- * the daemon answers stays with it. */
+/* Keeps our endpoints open without progressing (nothing is read, so what
+ * the daemon answers stays with it) until standard input is readable or
+ * closed: whoever runs us says when the daemon has done what we asked
+ * (tests/hostile.sh watches its counters). At most seconds. */
 static void
 hostile_hold(double seconds)
 {
+	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
 	double deadline = hostile_now() + seconds;
-	struct timespec ts = {0, 10 * 1000 * 1000};
+	double left;
 
-	while (hostile_now() < deadline)
-		nanosleep(&ts, NULL);
+	while ((left = deadline - hostile_now()) > 0 &&
+	       poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno == EINTR)
+		;
 }
 
 /* Progresses for a while, reading whatever comes. */
@@ -567,11 +572,16 @@ hostile_attack_flood(struct hostile *h, bool get)
 
 /* ---- batch-amp ----------------------------------------------------- */
 
+/* Batches as big as the daemon takes (AM_BATCH_BYTES), each of gets of
+ * AM_BATCH_SMALL bytes: 200 times what we send asked back, of which the
+ * daemon answers AM_BATCH_REPLY_BYTES a batch. Then one batch over the
+ * size, which costs us the endpoint. */
 static int
 hostile_attack_batch_amp(struct hostile *h)
 {
-	static uint8_t batch[HOSTILE_BIG];
-	long n = h->count > 0 ? h->count : 3;
+	static uint8_t batch[AM_BATCH_BYTES];
+	static uint8_t oversize[2 * AM_BATCH_BYTES];
+	long n = h->count > 0 ? h->count : 400;
 	uint64_t span = h->have_desc ? h->desc.length : 8192;
 	size_t records = sizeof(batch) / sizeof(struct am_rma);
 	struct hostile_ep e;
@@ -592,8 +602,19 @@ hostile_attack_batch_amp(struct hostile *h)
 			     records * sizeof(struct am_rma),
 			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
 	hostile_flush(h, &e, h->seconds);
-	/* the answers are the attack: leave them unread a while */
-	hostile_hold(1.0);
+	/* The answers are the attack: left unread until the daemon has
+	 * taken every get (hostile.sh waits for this line, then for its
+	 * counters). */
+	printf("batch-amp: holding, %ld gets sent\n", n * (long)records);
+	fflush(stdout);
+	hostile_hold(h->seconds);
+	memcpy(oversize, batch, sizeof(batch));
+	memcpy(oversize + sizeof(batch), batch, sizeof(batch));
+	if (!e.failed)
+		hostile_send(h, &e, AM_BATCH, NULL, 0, oversize,
+			     sizeof(oversize),
+			     UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
+	hostile_flush(h, &e, h->seconds);
 	hostile_note(h, "%ld batches of %zu gets of %d bytes (%.0f MiB asked)",
 		     n, records, AM_BATCH_SMALL,
 		     (double)n * (double)records * AM_BATCH_SMALL / 1048576.0);

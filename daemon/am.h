@@ -55,11 +55,17 @@ enum am_id {
 #define AM_RANGE_PIECES 8
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */
-#define AM_VERSION 2
+/* 3: the handshake binds both nonces, both ids, the roles and the address
+ * dialed (am_hello.dialed), and a HELLO of another version is answered
+ * with ERR_VERSION. A daemon of 2 closes a version 3 connection
+ * unanswered; one of 3 refuses a version 2 hello with ERR_VERSION (the
+ * protocol 2 initiator reports "refused the connection"). */
+#define AM_VERSION 3
 #define AM_RKEY_MAX 4096
 
 #define AM_NONCE_SIZE 32
 #define AM_PROOF_SIZE 32
+#define AM_TRANSCRIPT_SIZE 32 /* the handshake's hash, BLAKE2b-256 */
 
 /* am_hello.flags and am_hello_reply.flags */
 #define AM_HELLO_KEYED 1u /* the initiator holds a cluster key */
@@ -71,13 +77,32 @@ enum am_id {
  * piece alone, and an initiator of before gets that */
 #define AM_HELLO_PUT_ACK_RANGES 4u
 
+/* An address as the handshake binds it: the target's listen address as
+ * the initiator dialed it. An IPv4-mapped IPv6 address is IPv4. */
+struct am_addr {
+	uint16_t family; /* 4 or 6 */
+	uint16_t port;	 /* host order */
+	uint8_t addr[16];
+};
+
+/* The first 16 bytes of every hello, of every version: what a version
+ * mismatch is answered from. */
+struct am_hello_head {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t token;
+};
+
 /* Initiator -> target, first message on a new endpoint. The target keeps,
  * per origin (source address + listen_port), lane and path, the connection
  * of the highest epoch: a newer one closes the older at the target before
  * anything is served on it, so data still on an old connection can never
  * land after operations on the new one. A different daemon_id from the
  * same origin is a restarted daemon: every connection of the old one
- * closes. */
+ * closes. A target refuses a hello with its own daemon_id or a nonce it
+ * issued itself (a hello of its own, reflected), and, keyed, one whose
+ * dialed is not the address the connection reached (a hello relayed from
+ * somewhere else). */
 struct am_hello {
 	uint32_t magic;
 	uint32_t version;
@@ -91,25 +116,31 @@ struct am_hello {
 	 * two addresses of one target are two connections, not one
 	 * replacing the other. */
 	uint32_t path;
-	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the target's challenge */
+	uint8_t nonce[AM_NONCE_SIZE]; /* fresh random bytes, every hello */
+	struct am_addr dialed;	      /* the target's address, as dialed */
 };
 
-/* Target -> initiator. Keyed: proof = MAC(key, "rmad-target" | hello |
- * this reply's nonce), and the initiator answers with am_hello_proof;
- * the target serves nothing on the endpoint until that proof is right. */
+/* Target -> initiator. Keyed, the handshake is a transcript hash in the
+ * manner of Noise (NNpsk0 without its Diffie-Hellman; handshake.c):
+ *   h = H(name), h = H(h | "hello" | am_hello), h = H(h | "reply" |
+ *   this reply with proof zeroed), k = MAC(cluster key, h),
+ *   proof = MAC(k, "target"), am_hello_proof.proof = MAC(k, "initiator"),
+ * so that each proof covers both nonces, both daemon ids, the address
+ * dialed and its own role. The target serves nothing on the endpoint
+ * until the initiator's proof is right. */
 struct am_hello_reply {
 	uint32_t magic;
 	int32_t status; /* wire status: OK, or why the connection is refused */
 	uint64_t token;
 	uint8_t daemon_id[DAEMON_ID_SIZE];
-	uint32_t flags; /* AM_HELLO_KEYED: a proof is required */
-	uint32_t pad;
+	uint32_t flags;	  /* AM_HELLO_KEYED: a proof is required */
+	uint32_t version; /* AM_VERSION of the target (0 from protocol 2) */
 	uint8_t nonce[AM_NONCE_SIZE];
 	uint8_t proof[AM_PROOF_SIZE];
 };
 
-/* Initiator -> target, keyed handshake only: proof = MAC(key,
- * "rmad-initiator" | hello | reply nonce). */
+/* Initiator -> target, keyed handshake only: the initiator's proof (see
+ * am_hello_reply). */
 struct am_hello_proof {
 	uint32_t magic;
 	uint32_t pad;

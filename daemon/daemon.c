@@ -234,6 +234,7 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 	}
 	idmap_init(&w->regions);
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->issued.lock, NULL);
 	pthread_cond_init(&w->parked_cv, NULL);
 	pthread_cond_init(&w->resume_cv, NULL);
 	/* before UCX opens a socket: ucx_accept.c refuses all until then */
@@ -276,6 +277,7 @@ daemon_stop(struct daemon *d)
 		ucp_cleanup(w->ucp);
 	idmap_cleanup(&w->regions);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->issued.lock);
 	pthread_cond_destroy(&w->parked_cv);
 	pthread_cond_destroy(&w->resume_cv);
 	free(w->workers);

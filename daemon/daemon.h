@@ -596,8 +596,9 @@ struct peer {
 	/* Inbound: the initiator takes one answer for several put pieces
 	 * (its hello said AM_HELLO_PUT_ACK_RANGES; target.c). */
 	bool put_ack_ranges;
-	struct am_hello hello; /* keyed: what the proofs are computed over */
-	uint8_t nonce[AM_NONCE_SIZE]; /* keyed: the challenge we sent */
+	struct am_hello hello; /* outbound: ours; inbound: the initiator's */
+	/* keyed: the handshake's transcript hash so far (handshake.c) */
+	uint8_t transcript[AM_TRANSCRIPT_SIZE];
 	/* am.c: answers UCX has not sent yet */
 	struct am_tx_list tx;
 	uint32_t tx_msgs;
@@ -910,6 +911,17 @@ void status_handle(struct conn *c, uint64_t req_id);
 #define NOTIFICATION_OPEN_MAX 8
 struct notification_job;
 
+/* handshake.c: the nonces of this daemon's latest hellos, shared by its
+ * workers (each dials; worker 0 answers), so that a hello of its own
+ * relayed back to it is known. A ring under its own lock: the oldest
+ * gives way; a hello answered leaves at once. */
+#define HANDSHAKE_ISSUED 256
+struct handshake_issued {
+	pthread_mutex_t lock;
+	uint32_t next;
+	uint8_t nonce[HANDSHAKE_ISSUED][AM_NONCE_SIZE];
+};
+
 struct world {
 	uint32_t n;		 /* workers, the main thread's included */
 	struct daemon **workers; /* [0] is the main thread's */
@@ -918,6 +930,7 @@ struct world {
 	uint64_t next_region_id;
 	uint32_t next_conn_id, next_peer_id;
 	uint64_t next_epoch;  /* atomic: connections this daemon opens */
+	struct handshake_issued issued; /* nonces of our latest hellos */
 	uint32_t next_accept; /* round robin of new clients */
 	bool handed_over;     /* a successor has the regions: make none */
 	uint32_t restarts;    /* hand-overs this identity went through */

@@ -7,16 +7,29 @@
  * its origin (source address and the initiator's listen port), lane and
  * path; a newer one closes the older at the target before anything on it
  * is served, so a put that failed with the old connection can never land
- * after one made over the new. With a cluster key both sides prove they
- * hold it (challenge and response, keyed BLAKE2b) before anything else
- * is served:
+ * after one made over the new.
  *
- *   initiator                          target
- *   HELLO (id, lane, epoch, nonce) -->
- *                                  <-- HELLO_REPLY (id, nonce', proof)
- *   HELLO_PROOF (proof')           -->   keyed only
- *                                  <-- HELLO_DONE                keyed only
- */
+ *   initiator                             target
+ *   HELLO (id, lane, epoch, nonce, dialed) -->
+ *                                     <-- HELLO_REPLY (id, nonce', proof)
+ *   HELLO_PROOF (proof')              -->   keyed only
+ *                                     <-- HELLO_DONE           keyed only
+ *
+ * With a cluster key both sides prove they hold it before anything else
+ * is served. The model is Noise's NNpsk0 (and WireGuard, built on Noise):
+ * one transcript hash chains every byte both sides sent, and each proof
+ * is a MAC, under a key drawn from the cluster key and that hash, of its
+ * own role. So a proof is good only for this pair of nonces, these two
+ * daemon ids, this address dialed and this direction: a process without
+ * the key that relays a daemon's hello back to it, or to another daemon,
+ * learns no proof it can use. Noise's ephemeral Diffie-Hellman is left
+ * out: it would protect a session key, and no later message is keyed (the
+ * transport below rmad's messages takes unauthenticated writes from any
+ * connection it accepted, so a MAC on rmad's messages would stop no one
+ * who can reach UCX; the README's Security section says what can).
+ *
+ * A daemon also refuses outright a hello carrying its own daemon id, or
+ * a nonce of a hello it sent itself (world->issued), keyed or not. */
 #include "daemon.h"
 #include "am.h"
 
@@ -25,9 +38,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A failed proof is logged at most this often: strangers may try
+/* A refused handshake is logged at most this often: strangers may try
  * without end. */
 #define HANDSHAKE_LOG_INTERVAL 30.0
+
+/* The name the transcript starts from: another protocol, or another
+ * version of this one, never shares a proof with it. */
+#define HANDSHAKE_NAME "rmad handshake 3: NNpsk0-like, BLAKE2b, no DH"
 
 static void handshake_send_reply(struct peer *p, unsigned id,
 				 wire_status_t status);
@@ -38,6 +55,146 @@ static uint64_t
 handshake_next_epoch(struct daemon *d)
 {
 	return __atomic_fetch_add(&d->world->next_epoch, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the nonces of our own hellos ---------------------------------------- */
+
+static void
+handshake_issued_add(struct world *w, const uint8_t *nonce)
+{
+	struct handshake_issued *s = &w->issued;
+
+	pthread_mutex_lock(&s->lock);
+	memcpy(s->nonce[s->next % HANDSHAKE_ISSUED], nonce, AM_NONCE_SIZE);
+	s->next++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Is nonce one of ours? Forgets it too when forget is set (its hello was
+ * answered). An all-zero nonce is never ours: free slots are zero. */
+static bool
+handshake_issued_find(struct world *w, const uint8_t *nonce, bool forget)
+{
+	struct handshake_issued *s = &w->issued;
+	bool found = false;
+	uint32_t n;
+
+	if (sodium_is_zero(nonce, AM_NONCE_SIZE))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	n = s->next < HANDSHAKE_ISSUED ? s->next : HANDSHAKE_ISSUED;
+	for (uint32_t i = 0; i < n && !found; i++) {
+		if (sodium_memcmp(s->nonce[i], nonce, AM_NONCE_SIZE) != 0)
+			continue;
+		found = true;
+		if (forget)
+			sodium_memzero(s->nonce[i], AM_NONCE_SIZE);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+/* ---- the transcript and the proofs --------------------------------------- */
+
+/* The address as the handshake binds it; false for another family. */
+static bool
+handshake_addr(const struct sockaddr_storage *ss, struct am_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+		out->family = 4;
+		out->port = ntohs(in->sin_port);
+		memcpy(out->addr, &in->sin_addr, 4);
+		return true;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+		out->port = ntohs(in6->sin6_port);
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			out->family = 4;
+			memcpy(out->addr, in6->sin6_addr.s6_addr + 12, 4);
+		} else {
+			out->family = 6;
+			memcpy(out->addr, in6->sin6_addr.s6_addr, 16);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Target: did the initiator dial the address this connection reached?
+ * UCX gives the local address of the endpoint's connection (the
+ * accepted socket of its listener). */
+static bool
+handshake_dialed_here(const struct peer *p, const struct am_addr *dialed)
+{
+	ucp_ep_attr_t attr = {.field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR};
+	struct am_addr here;
+
+	if (p->ep == NULL || ucp_ep_query(p->ep, &attr) != UCS_OK ||
+	    !handshake_addr(&attr.local_sockaddr, &here))
+		return false;
+	return memcmp(&here, dialed, sizeof(here)) == 0;
+}
+
+/* h = H(h | label | msg): one message more in the transcript. */
+static void
+handshake_mix(uint8_t *h, const char *label, const void *msg, size_t len)
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, NULL, 0, AM_TRANSCRIPT_SIZE);
+	crypto_generichash_update(&st, h, AM_TRANSCRIPT_SIZE);
+	crypto_generichash_update(&st, (const uint8_t *)label,
+				  strlen(label) + 1);
+	crypto_generichash_update(&st, msg, len);
+	crypto_generichash_final(&st, h, AM_TRANSCRIPT_SIZE);
+}
+
+/* The transcript of a hello: from the protocol's name, then the hello,
+ * every byte of it (both ids come with the reply's). */
+static void
+handshake_transcript_hello(const struct am_hello *hello, uint8_t *h)
+{
+	crypto_generichash(h, AM_TRANSCRIPT_SIZE,
+			   (const uint8_t *)HANDSHAKE_NAME,
+			   strlen(HANDSHAKE_NAME), NULL, 0);
+	handshake_mix(h, "hello", hello, sizeof(*hello));
+}
+
+/* The reply joins the transcript without its proof. */
+static void
+handshake_transcript_reply(const struct am_hello_reply *reply, uint8_t *h)
+{
+	struct am_hello_reply r = *reply;
+
+	memset(r.proof, 0, sizeof(r.proof));
+	handshake_mix(h, "reply", &r, sizeof(r));
+}
+
+/* The proof of one role: MAC(MAC(cluster key, h), role). */
+static void
+handshake_proof(const struct daemon *d, const uint8_t *h, const char *role,
+		uint8_t *out)
+{
+	uint8_t k[AM_TRANSCRIPT_SIZE];
+
+	crypto_generichash(k, sizeof(k), h, AM_TRANSCRIPT_SIZE, d->cfg.peer_key,
+			   sizeof(d->cfg.peer_key));
+	crypto_generichash(out, AM_PROOF_SIZE, (const uint8_t *)role,
+			   strlen(role), k, sizeof(k));
+	sodium_memzero(k, sizeof(k));
+}
+
+static bool
+handshake_proof_ok(const struct daemon *d, const uint8_t *h, const char *role,
+		   const uint8_t *proof)
+{
+	uint8_t want[AM_PROOF_SIZE];
+
+	handshake_proof(d, h, role, want);
+	return sodium_memcmp(want, proof, AM_PROOF_SIZE) == 0;
 }
 
 /* Initiator: the first message on a new endpoint. */
@@ -57,38 +214,13 @@ handshake_start(struct peer *p)
 	hello->path = p->path = p->id;
 	hello->listen_port = d->cfg.listen_port;
 	hello->flags = AM_HELLO_PUT_ACK_RANGES;
-	if (d->cfg.peer_key_set) {
+	if (d->cfg.peer_key_set)
 		hello->flags |= AM_HELLO_KEYED;
-		randombytes_buf(hello->nonce, sizeof(hello->nonce));
-	}
+	handshake_addr(&p->sa, &hello->dialed);
+	randombytes_buf(hello->nonce, sizeof(hello->nonce));
+	handshake_issued_add(d->world, hello->nonce);
+	handshake_transcript_hello(hello, p->transcript);
 	return am_send(p, AM_HELLO, NULL, 0, hello, sizeof(*hello), NULL);
-}
-
-/* MAC(key, label | hello | nonce): what each side proves with. */
-static void
-handshake_proof(const struct daemon *d, const char *label,
-		const struct am_hello *hello, const uint8_t *nonce,
-		uint8_t *out)
-{
-	crypto_generichash_state st;
-
-	crypto_generichash_init(&st, d->cfg.peer_key, sizeof(d->cfg.peer_key),
-				AM_PROOF_SIZE);
-	crypto_generichash_update(&st, (const uint8_t *)label, strlen(label));
-	crypto_generichash_update(&st, (const uint8_t *)hello, sizeof(*hello));
-	crypto_generichash_update(&st, nonce, AM_NONCE_SIZE);
-	crypto_generichash_final(&st, out, AM_PROOF_SIZE);
-}
-
-static bool
-handshake_proof_ok(const struct daemon *d, const char *label,
-		   const struct am_hello *hello, const uint8_t *nonce,
-		   const uint8_t *proof)
-{
-	uint8_t want[AM_PROOF_SIZE];
-
-	handshake_proof(d, label, hello, nonce, want);
-	return sodium_memcmp(want, proof, AM_PROOF_SIZE) == 0;
 }
 
 /* Initiator: the target accepted; learn who it is. */
@@ -114,6 +246,22 @@ handshake_refuse(struct peer *p, const char *detail)
 	peer_fail(p, UCS_ERR_REJECTED, detail);
 }
 
+/* Initiator: why a refusal came, in words for the client. */
+static const char *
+handshake_refusal_detail(const struct am_hello_reply *in)
+{
+	if (in->status == RMA__V1__STATUS__ERR_VERSION)
+		return "refused: it speaks another daemon protocol version "
+		       "(rmad versions differ)";
+	if (in->status == RMA__V1__STATUS__ERR_PERMISSION)
+		return "refused: it took our hello for a reflected or relayed "
+		       "one (its own daemon id, or an address it was not "
+		       "reached at: address translation between the two?)";
+	if (in->flags & AM_HELLO_KEYED)
+		return "refused: it requires a cluster key (peer_key_file)";
+	return "refused the connection";
+}
+
 void
 handshake_on_reply(struct peer *p, const struct am_msg *m)
 {
@@ -129,12 +277,9 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 		return;
 	p->answered = true; /* an rmad, whatever it says next */
 	p->get_ranges = (in.flags & AM_HELLO_GET_RANGES) != 0;
+	handshake_issued_find(d->world, p->hello.nonce, true);
 	if (in.status != RMA__V1__STATUS__OK) {
-		peer_fail(p, UCS_ERR_REJECTED,
-			  in.flags & AM_HELLO_KEYED
-			      ? "refused: it requires a cluster key "
-				"(peer_key_file)"
-			      : "refused the connection");
+		peer_fail(p, UCS_ERR_REJECTED, handshake_refusal_detail(&in));
 		return;
 	}
 	if (!(in.flags & AM_HELLO_KEYED) != !d->cfg.peer_key_set) {
@@ -145,6 +290,15 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 			      : "requires a cluster key (peer_key_file)");
 		return;
 	}
+	/* Our own reply, or our own nonce, come back: a reflection. */
+	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0 ||
+	    (d->cfg.peer_key_set &&
+	     handshake_issued_find(d->world, in.nonce, false))) {
+		d->counters.auth_failures++;
+		handshake_refuse(p, "answered with this daemon's own id or "
+				    "nonce (a reflected connection)");
+		return;
+	}
 	if (!d->cfg.peer_key_set) {
 		handshake_up_as(p, in.daemon_id);
 		return;
@@ -152,8 +306,8 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	memset(&proof, 0, sizeof(proof));
 	proof.magic = AM_MAGIC;
 	proof.token = p->hello.token;
-	if (!handshake_proof_ok(d, "rmad-target", &p->hello, in.nonce,
-				in.proof)) {
+	handshake_transcript_reply(&in, p->transcript);
+	if (!handshake_proof_ok(d, p->transcript, "target", in.proof)) {
 		/* An empty proof, so that the target counts the failure
 		 * too, and hears it before the endpoint closes. */
 		d->counters.auth_failures++;
@@ -163,7 +317,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 				 "failed the cluster key proof (another key?)");
 		return;
 	}
-	handshake_proof(d, "rmad-initiator", &p->hello, in.nonce, proof.proof);
+	handshake_proof(d, p->transcript, "initiator", proof.proof);
 	p->await_proof = true; /* ours is sent: wait for HELLO_DONE */
 	am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof), NULL);
 }
@@ -197,14 +351,15 @@ handshake_send_reply(struct peer *p, unsigned id, wire_status_t status)
 	out.magic = AM_MAGIC;
 	out.status = status;
 	out.token = p->hello.token;
+	out.version = AM_VERSION;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
 	out.flags = AM_HELLO_GET_RANGES;
-	if (d->cfg.peer_key_set) {
+	if (d->cfg.peer_key_set && status != RMA__V1__STATUS__ERR_VERSION) {
 		out.flags |= AM_HELLO_KEYED;
 		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
-			memcpy(out.nonce, p->nonce, AM_NONCE_SIZE);
-			handshake_proof(d, "rmad-target", &p->hello, p->nonce,
-					out.proof);
+			randombytes_buf(out.nonce, sizeof(out.nonce));
+			handshake_transcript_reply(&out, p->transcript);
+			handshake_proof(d, p->transcript, "target", out.proof);
 		}
 	}
 	am_send(p, id, NULL, 0, &out, sizeof(out), NULL);
@@ -281,23 +436,94 @@ handshake_accept(struct peer *p, unsigned reply_id)
 	handshake_send_reply(p, reply_id, RMA__V1__STATUS__OK);
 }
 
+/* Target: a refused hello is answered (so that the initiator hears why
+ * before the endpoint closes), counted, and logged now and then. */
+static void
+handshake_refuse_hello(struct peer *p, wire_status_t status, const char *why)
+{
+	struct daemon *d = p->d;
+	static double last_logged;
+
+	d->counters.auth_failures++;
+	if (daemon_now() - last_logged > HANDSHAKE_LOG_INTERVAL) {
+		last_logged = daemon_now();
+		log_warn("handshake_on_hello: %s: hello refused: %s (%llu "
+			 "handshakes refused so far)",
+			 p->address, why,
+			 (unsigned long long)d->counters.auth_failures);
+	}
+	handshake_send_reply(p, AM_HELLO_REPLY, status);
+	handshake_refuse(p, why);
+}
+
+/* Target: why the hello in must be refused, with the status to answer,
+ * or NULL. ERR_PERMISSION says "not from you": a hello of our own come
+ * back, or one sent to another address. */
+static const char *
+handshake_hello_refusal(const struct peer *p, const struct am_hello *in,
+			wire_status_t *status_p)
+{
+	struct daemon *d = p->d;
+
+	*status_p = RMA__V1__STATUS__ERR_PERMISSION;
+	if (memcmp(in->daemon_id, d->id, DAEMON_ID_SIZE) == 0)
+		return "it carries this daemon's own id (a reflected hello)";
+	if (handshake_issued_find(d->world, in->nonce, false))
+		return "it carries a nonce this daemon issued (a reflected "
+		       "hello)";
+	if (!d->cfg.peer_key_set)
+		return NULL;
+	if (!(in->flags & AM_HELLO_KEYED)) {
+		*status_p = RMA__V1__STATUS__ERR_REJECTED;
+		return "holds no cluster key";
+	}
+	if (!handshake_dialed_here(p, &in->dialed))
+		return "it was dialed to another address (a relayed hello, "
+		       "or address translation between the daemons)";
+	return NULL;
+}
+
 void
 handshake_on_hello(struct peer *p, const struct am_msg *m)
 {
 	struct daemon *d = p->d;
+	struct am_hello_head head;
 	struct am_hello in;
+	wire_status_t status;
+	const char *why;
 
-	if (m->length < sizeof(in) ||
+	if (m->length < sizeof(head) ||
 	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING ||
 	    p->await_proof || p->known)
 		return;
-	memcpy(&in, m->data, sizeof(in));
-	if (in.magic != AM_MAGIC || in.version != AM_VERSION) {
-		peer_fail(p, UCS_ERR_UNSUPPORTED,
-			  "not an rmad of protocol version 2");
+	memcpy(&head, m->data, sizeof(head));
+	if (head.magic != AM_MAGIC) {
+		peer_fail(p, UCS_ERR_UNSUPPORTED, "not an rmad");
 		return;
 	}
+	if (head.version != AM_VERSION) {
+		char detail[96];
+
+		/* Answered, so that the initiator can say so: a protocol 2
+		 * one reads the reply's first fields as its own. */
+		p->hello.token = head.token;
+		snprintf(detail, sizeof(detail),
+			 "it speaks daemon protocol %u, this rmad %u",
+			 head.version, AM_VERSION);
+		handshake_refuse_hello(p, RMA__V1__STATUS__ERR_VERSION, detail);
+		return;
+	}
+	if (m->length < sizeof(in)) {
+		peer_fail(p, UCS_ERR_UNSUPPORTED, "a short hello");
+		return;
+	}
+	memcpy(&in, m->data, sizeof(in));
 	p->hello = in;
+	why = handshake_hello_refusal(p, &in, &status);
+	if (why != NULL) {
+		handshake_refuse_hello(p, status, why);
+		return;
+	}
 	memcpy(p->remote_id, in.daemon_id, DAEMON_ID_SIZE);
 	p->epoch = in.epoch;
 	p->lane = in.lane;
@@ -308,14 +534,7 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 		handshake_accept(p, AM_HELLO_REPLY);
 		return;
 	}
-	if (!(in.flags & AM_HELLO_KEYED)) {
-		handshake_send_reply(p, AM_HELLO_REPLY,
-				     RMA__V1__STATUS__ERR_REJECTED);
-		d->counters.auth_failures++;
-		handshake_refuse(p, "holds no cluster key");
-		return;
-	}
-	randombytes_buf(p->nonce, sizeof(p->nonce));
+	handshake_transcript_hello(&in, p->transcript);
 	p->await_proof = true;
 	handshake_send_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
 }
@@ -333,8 +552,7 @@ handshake_on_proof(struct peer *p, const struct am_msg *m)
 	memcpy(&in, m->data, sizeof(in));
 	p->await_proof = false;
 	if (in.magic != AM_MAGIC || in.token != p->hello.token ||
-	    !handshake_proof_ok(d, "rmad-initiator", &p->hello, p->nonce,
-				in.proof)) {
+	    !handshake_proof_ok(d, p->transcript, "initiator", in.proof)) {
 		d->counters.auth_failures++;
 		/* Rate-limited: a stranger may try without end. */
 		if (daemon_now() - last_logged > HANDSHAKE_LOG_INTERVAL) {

@@ -606,6 +606,8 @@ client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 	struct client_call call = {.fd = -1};
 	rma_status_t st;
 
+	if (fork_inherited(c))
+		return fork_error(c);
 	if (c->gone) {
 		client_reap(c);
 		return client_gone_error(c);
@@ -677,7 +679,7 @@ rma_client_call(rma_client_t *c, Rma__V1__Request *req,
 
 /* ---- connect and disconnect ---- */
 
-static void
+void
 client_free(rma_client_t *c)
 {
 	int fd;
@@ -768,6 +770,7 @@ client_attach(int fd, const char *name, const char *path, int timeout_ms,
 				    "no memory for a client");
 	}
 	c->fd = fd;
+	c->fork_generation = fork_watch();
 	c->next_id = 1;
 	c->op_seq = 1;
 	c->max_frame = FRAME_MAX_DEFAULT;
@@ -819,6 +822,11 @@ rma_disconnect(rma_client_t *client)
 {
 	if (client == NULL)
 		return;
+	if (fork_inherited(client)) {
+		/* the parent's connection: only this copy goes */
+		fork_release(client);
+		return;
+	}
 	client_fail(client, RMA_ERR_DAEMON_GONE, "client disconnected");
 	request_complete_all(client, RMA_ERR_DAEMON_GONE,
 			     "client disconnected");
@@ -857,6 +865,8 @@ rma_progress(rma_client_t *client)
 {
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (!client->gone) {
 		request_flush(client);
 		client_dispatch(client);
@@ -896,6 +906,8 @@ rma_wait(rma_client_t *client, int timeout_ms)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	since[0] = client->dispatched;
 	since[1] = (uint64_t)(uintptr_t)client;
 	st = rma_progress(client);

@@ -150,6 +150,8 @@ rma_notify_next(rma_client_t *client, rma_notification_t *n)
 
 	if (client == NULL || n == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (client->notify_count == 0)
 		st = rma_progress(client);
 	if (client->notify_count == 0) {

@@ -89,6 +89,8 @@ rma_peer_connect(rma_client_t *client, const char *address, rma_peer_t **peer_p)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (address == NULL || peer_p == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "peer connect needs an address");
@@ -193,6 +195,8 @@ rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (peer == NULL || descriptor == NULL || remote_p == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "remote import needs a peer and a "
@@ -281,6 +285,12 @@ rma_remote_release(rma_client_t *client, rma_remote_t *remote)
 
 	if (client == NULL || remote == NULL || remote->client != client)
 		return;
+	if (fork_inherited(client)) {
+		/* the parent's remote: the child's copy goes, unsaid */
+		fork_error(client);
+		peer_remote_destroy(client, remote);
+		return;
+	}
 	/* a failure leaves nothing to undo here: the daemon drops a
 	 * connection's remotes with it; rma_last_error() tells */
 	/* a lost remote's id means nothing, or another remote, now */

@@ -51,6 +51,8 @@ rma_region_alloc(rma_client_t *client, size_t length, rma_region_t **region_p)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (region_p == NULL || length == 0)
 		return client_error(client, RMA_ERR_INVALID,
 				    "region length 0 or no region_p");
@@ -213,6 +215,8 @@ rma_region_free(rma_client_t *client, rma_region_t *region)
 	uint32_t reattaches;
 	rma_status_t st;
 
+	if (client != NULL && fork_inherited(client))
+		return fork_error(client);
 	if (client == NULL || region == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "rma_region_free: no region");

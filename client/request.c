@@ -441,6 +441,8 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (region == NULL || remote == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "%s needs a region and a remote", name);
@@ -535,6 +537,8 @@ rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (peer != NULL && peer->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "peer of another client");
@@ -554,6 +558,8 @@ rma_atomic(rma_client_t *client, rma_remote_t *remote, uint64_t remote_offset,
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (remote == NULL || remote->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "atomic needs a remote of this client");
@@ -670,6 +676,8 @@ request_cancel_sent_parts(rma_client_t *c, const struct rma_request *parent)
 RMA_API rma_status_t
 rma_request_cancel(rma_client_t *client, rma_request_t *req)
 {
+	if (client != NULL && fork_inherited(client))
+		return fork_error(client);
 	if (client == NULL || req == NULL || req->client != client)
 		return client_error(client, RMA_ERR_INVALID,
 				    "rma_request_cancel: no request of this "
@@ -748,6 +756,8 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
 	if (region == NULL || remote == NULL || (iov == NULL && n > 0))
 		return client_error(client, RMA_ERR_INVALID,
 				    "%s needs a region, a remote and pieces",
@@ -929,6 +939,8 @@ rma_request_wait(rma_client_t *client, rma_request_t *req, int timeout_ms)
 {
 	rma_status_t st;
 
+	if (client != NULL && fork_inherited(client))
+		return fork_error(client);
 	if (req == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "rma_request_wait: no request");

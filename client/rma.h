@@ -111,7 +111,7 @@ typedef enum rma_status {
 	RMA_ERR_CONNECTION_RESET = -13, /**< peer failed while in use */
 	RMA_ERR_TIMEOUT = -14,		/**< deadline passed */
 	RMA_ERR_CANCELED = -15,		/**< operation canceled */
-	RMA_ERR_NOT_RMAD = -16,	  /**< address answered but is not an rmad */
+	RMA_ERR_NOT_RMAD = -16,	  /**< listener spoke first: not an rmad */
 	RMA_ERR_SHUTDOWN = -17,	  /**< the daemon is shutting down */
 	RMA_ERR_LIMIT = -18,	  /**< a per-client limit was reached */
 	RMA_ERR_PERMISSION = -19, /**< not allowed */

@@ -183,7 +183,31 @@ struct rma_client {
 	rma_notification_t *notify_q;
 	size_t notify_head, notify_count, notify_cap;
 	uint32_t notify_unacked;
+
+	/* fork.c: the fork generation this client was made in */
+	unsigned fork_generation;
 };
+
+/* ---- fork.c ---- */
+
+/* Bumped in every child of fork() (a pthread_atfork handler). */
+extern unsigned fork_generation;
+/* Registers the handler (once); the generation a new client keeps. */
+unsigned fork_watch(void);
+/* The client was made before a fork() that this process is the child of:
+ * the connection and ring are the parent's. Every public call checks it
+ * first and fails with fork_error(); one load and compare. */
+static inline bool
+fork_inherited(const rma_client_t *c)
+{
+	return __builtin_expect(c->fork_generation != fork_generation, 0);
+}
+/* RMA_ERR_INVALID, detail set: "this client belongs to the parent
+ * process". */
+rma_status_t fork_error(rma_client_t *c);
+/* rma_disconnect() in the child: frees the child's copy (closes its fds,
+ * unmaps its regions and ring), sending and reading nothing. */
+void fork_release(rma_client_t *c);
 
 /* ---- notification.c ---- */
 
@@ -253,6 +277,8 @@ extern __thread char client_connect_error[512];
  * a client on a connected fd (closed on failure); the reconnect after a
  * take-over (false: the daemon is gone for good, why says so). */
 int client_fd_pop(rma_client_t *c);
+/* Closes the fds and unmaps the ring, frees the struct: nothing sent. */
+void client_free(rma_client_t *c);
 rma_status_t client_hello(rma_client_t *c, const char *name, int timeout_ms);
 rma_status_t client_attach(int fd, const char *name, const char *path,
 			   int timeout_ms, rma_client_t **client_p);

@@ -575,7 +575,7 @@ struct peer {
 	bool attempt_pending; /* a connect was started and has not ended */
 	double last_error_at; /* wall clock of the last failure, 0 if none */
 	wire_status_t last_status;
-	char last_error[160];
+	char last_error[256];
 	double last_warned; /* daemon_now() of the last reconnect warning */
 	/* The connection's identity (handshake): an outbound peer sends its
 	 * own, an inbound one records the initiator's. */
@@ -588,7 +588,8 @@ struct peer {
 	/* Outbound connect: did a plain TCP connect to the address succeed
 	 * (something listens there), and did an rmad answer the hello? */
 	struct event *probe_ev;
-	bool probe_ok;
+	bool probe_ok;      /* the probe connected: something listens */
+	bool probe_foreign; /* and spoke first: not an rmad */
 	bool answered;
 	/* Outbound: the target answers gets of several pieces in one
 	 * request (its hello reply said AM_HELLO_GET_RANGES). */

@@ -96,6 +96,7 @@ peer_set_up(struct peer *p)
 
 	if (p->connect_timer)
 		event_del(p->connect_timer);
+	peer_probe_stop(p);
 	p->state = RMA__V1__PEER_STATE__PEER_UP;
 	p->state_since = daemon_now();
 	p->last_status = RMA__V1__STATUS__OK;
@@ -391,6 +392,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		return;
 	memcpy(previous, p->last_error, sizeof(previous));
+	peer_probe_stop(p); /* reads what the far side said, if anything */
 	p->last_status = peer_failure_status(p, st);
 	p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 	p->state_since = daemon_now();
@@ -399,12 +401,11 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->last_status == RMA__V1__STATUS__ERR_NOT_RMAD)
 		snprintf(p->last_error, sizeof(p->last_error),
 			 "peer %s: something listens there but it is not an "
-			 "rmad (%s)",
-			 p->address, detail);
+			 "rmad (it spoke first, as no rmad does)",
+			 p->address);
 	else
 		snprintf(p->last_error, sizeof(p->last_error), "peer %s: %s",
 			 p->address, detail);
-	peer_probe_stop(p);
 	peer_log_failure(p, previous);
 	if (p->connect_timer)
 		event_del(p->connect_timer);
@@ -466,10 +467,15 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 			 "no handshake within %.1f s (connect_timeout); "
 			 "closed",
 			 p->d->cfg.connect_timeout);
+	else if (p->probe_ok)
+		snprintf(detail, sizeof(detail),
+			 "something accepted the connection, but no rmad "
+			 "answered within %.1f s (a busy or stopped rmad, or "
+			 "a program that says nothing)",
+			 p->d->cfg.connect_timeout);
 	else
 		snprintf(detail, sizeof(detail),
-			 "no rmad answered within %.1f s (unreachable, or "
-			 "not an rmad)",
+			 "nothing answered within %.1f s (unreachable)",
 			 p->d->cfg.connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }

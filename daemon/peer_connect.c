@@ -19,18 +19,38 @@
 
 static void peer_reconnect(struct peer *p);
 
-/* Something listening at a peer's address that never answers as an rmad
- * (another program's UCX listener, an HTTP server, a socket that accepts
- * and says nothing) fails its connect as NOT_RMAD, not as a timeout: a
- * plain TCP connect beside UCX's tells whether anything listens there. */
+/* A plain TCP connect beside UCX's tells what listens at a peer's
+ * address. Connected, it says something listens there; a listener that
+ * then speaks first (an SSH or SMTP banner, anything) is not an rmad,
+ * since UCX's connection manager never writes before its client has: the
+ * connect fails as NOT_RMAD. A listener that accepts and stays silent may
+ * be a busy or stopped rmad as well as another program, so that failure
+ * stays a TIMEOUT (a real rmad slow in a connect storm is not NOT_RMAD). */
 void
 peer_probe_stop(struct peer *p)
 {
+	char byte;
+
 	if (p->probe_ev != NULL) {
+		/* UCX may fail the connect on a banner before the probe's
+		 * own read event ran: look once more. */
+		if (p->probe_ok &&
+		    recv(event_get_fd(p->probe_ev), &byte, 1,
+			 MSG_PEEK | MSG_DONTWAIT) > 0)
+			p->probe_foreign = true;
 		close(event_get_fd(p->probe_ev));
 		event_free(p->probe_ev);
 		p->probe_ev = NULL;
 	}
+}
+
+/* Readable: bytes from the far side mark it foreign (peer_probe_stop
+ * looks); an end of stream or an error (a guard that closes at accept)
+ * says nothing about it. */
+static void
+peer_on_probe_read(evutil_socket_t fd, short what, void *arg)
+{
+	peer_probe_stop(arg);
 }
 
 static void
@@ -40,9 +60,17 @@ peer_on_probe(evutil_socket_t fd, short what, void *arg)
 	int err = -1;
 	socklen_t len = sizeof(err);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
-		p->probe_ok = true;
-	peer_probe_stop(p);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {
+		peer_probe_stop(p);
+		return;
+	}
+	p->probe_ok = true;
+	/* Listen on until the connect ends (peer_fail and peer_set_up stop
+	 * the probe): the event is not pending inside its own callback. */
+	if (event_assign(p->probe_ev, p->d->base, fd, EV_READ,
+			 peer_on_probe_read, p) < 0 ||
+	    event_add(p->probe_ev, NULL) < 0)
+		peer_probe_stop(p);
 }
 
 static void
@@ -52,6 +80,7 @@ peer_probe_start(struct peer *p)
 
 	peer_probe_stop(p);
 	p->probe_ok = false;
+	p->probe_foreign = false;
 	fd = socket(p->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0)
@@ -70,19 +99,17 @@ peer_probe_start(struct peer *p)
 		peer_probe_stop(p);
 }
 
-/* The wire status of a failure: a connect that reached a listener that
- * never answered as an rmad is NOT_RMAD. Not so at an address that did
- * answer as one before (known): an rmad handing over (rmad --take-over)
- * still accepts on its port while it drains, then resets; it is going
- * away or coming back, and the failure is what UCX says. */
+/* The wire status of a failure: a connect to a listener that spoke
+ * first, and never answered as an rmad, is NOT_RMAD. Not so at an
+ * address that did answer as one before (known): an rmad handing over
+ * (rmad --take-over) still accepts on its port while it drains, then
+ * resets; it is going away or coming back, and the failure is what UCX
+ * says. */
 wire_status_t
 peer_failure_status(const struct peer *p, ucs_status_t st)
 {
-	if (!p->inbound && !p->answered && !p->known && p->probe_ok &&
-	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING &&
-	    (st == UCS_ERR_TIMED_OUT || st == UCS_ERR_CONNECTION_RESET ||
-	     st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_NOT_CONNECTED ||
-	     st == UCS_ERR_UNREACHABLE || st == UCS_ERR_IO_ERROR))
+	if (!p->inbound && !p->answered && !p->known && p->probe_foreign &&
+	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING)
 		return RMA__V1__STATUS__ERR_NOT_RMAD;
 	return op_status_from_ucs(st);
 }

@@ -5,6 +5,7 @@
  * daemon that breaks the protocol. No UCX, no rmad. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rma_internal.h"
@@ -40,6 +42,7 @@ static struct {
 	int submits;
 	int max_batch;
 	int fail_status; /* wire status of completions */
+	int requests;	 /* every request frame read */
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER,
 	  .held_more = PTHREAD_COND_INITIALIZER};
 
@@ -213,6 +216,9 @@ fake_request(Rma__V1__Request *q)
 	Rma__V1__RemoteImportReply ri = RMA__V1__REMOTE_IMPORT_REPLY__INIT;
 
 	rp.id = q->id;
+	pthread_mutex_lock(&fake.lock);
+	fake.requests++;
+	pthread_mutex_unlock(&fake.lock);
 	switch (q->body_case) {
 	case RMA__V1__REQUEST__BODY_HELLO:
 		ck_assert_uint_eq(q->hello->protocol_version,
@@ -1326,6 +1332,157 @@ START_TEST(test_free_cut_by_take_over)
 }
 END_TEST
 
+static int
+fake_requests(void)
+{
+	int n;
+
+	pthread_mutex_lock(&fake.lock);
+	n = fake.requests;
+	pthread_mutex_unlock(&fake.lock);
+	return n;
+}
+
+/* In a child of fork(): each call on the inherited client fails with
+ * RMA_ERR_INVALID and says whose the client is. 0, or the number of the
+ * first check that failed (no check.h here: this is a child of the
+ * test's process). */
+static int
+fork_child_calls(rma_request_t *held)
+{
+	rma_iov_t iov = {.offset = 0, .remote_offset = 0, .length = 8};
+	rma_request_t *req = NULL;
+	rma_region_t *r2 = NULL;
+	rma_peer_t *p2 = NULL;
+	rma_remote_t *rem2 = NULL;
+	rma_notification_t n;
+	Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionAlloc body = RMA__V1__REGION_ALLOC__INIT;
+	Rma__V1__Reply *reply = NULL;
+	uint64_t old = 0;
+	int count = 0, step = 0;
+	rma_status_t st[24];
+
+	body.length = 64;
+	q.body_case = RMA__V1__REQUEST__BODY_REGION_ALLOC;
+	q.region_alloc = &body;
+	/* first what would read the completion waiting in the socket */
+	st[0] = rma_progress(c);
+	st[1] = rma_wait(c, 0);
+	st[2] = rma_request_wait(c, held, 0);
+	st[3] = rma_request_cancel(c, held);
+	st[4] = rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &req);
+	st[5] = rma_put_notify(c, reg, 0, rem, 0, 8, 1, 0, count_cb, &count,
+			       &req);
+	st[6] = rma_get(c, reg, 0, rem, 0, 8, count_cb, &count, &req);
+	st[7] = rma_flush(c, peer, count_cb, &count, &req);
+	st[8] = rma_atomic(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, count_cb,
+			   &count, &req);
+	st[9] = rma_putv(c, reg, rem, &iov, 1, 0, count_cb, &count, &req);
+	st[10] = rma_getv(c, reg, rem, &iov, 1, count_cb, &count, &req);
+	st[11] = rma_put_sync(c, reg, 0, rem, 0, 8, 0, 1000);
+	st[12] = rma_get_sync(c, reg, 0, rem, 0, 8, 1000);
+	st[13] = rma_flush_sync(c, NULL, 1000);
+	st[14] = rma_atomic_sync(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, &old,
+				 1000);
+	st[15] = rma_region_alloc(c, 64, &r2);
+	st[16] = rma_region_free(c, reg);
+	st[17] = rma_peer_connect(c, "127.0.0.1:1", &p2);
+	st[18] = rma_remote_import(c, peer, "rma1:fake", &rem2);
+	st[19] = rma_notify_next(c, &n);
+	st[20] = rma_client_call(c, &q, &reply);
+	for (step = 0; step <= 20; step++)
+		if (st[step] != RMA_ERR_INVALID)
+			return 1 + step;
+	if (strstr(rma_last_error(c), "belongs to the parent process") == NULL)
+		return 30;
+	/* nothing started, no callback ran, no output written */
+	if (count != 0 || req != NULL || r2 != NULL || p2 != NULL ||
+	    rem2 != NULL || reply != NULL || old != 0)
+		return 31;
+	/* the mapping is the parent's memory as well: still readable */
+	if (((uint8_t *)rma_region_ptr(reg))[0] != 0x5a)
+		return 32;
+	rma_remote_release(c, rem);
+	/* only the child's copy: nothing sent, no shutdown(2) */
+	rma_disconnect(c);
+	if (rma_request_status(held) != RMA_ERR_INVALID)
+		return 33;
+	return 0;
+}
+
+/* After fork() the child's calls on the parent's client fail, and touch
+ * nothing of the connection: a completion waiting in the socket at the
+ * fork is still the parent's, the fake daemon reads no request from the
+ * child, and the parent goes on as before. */
+START_TEST(test_fork_child_refused)
+{
+	rma_request_t *held;
+	struct pollfd pfd;
+	int sv[2], status, before, submits, count = 0;
+	char verdict = -1;
+	pid_t pid;
+
+	setup_client(FAKE_HOLD);
+	memset(rma_region_ptr(reg), 0x5a, 4096);
+	ck_assert_int_eq(
+	    rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &held), RMA_OK);
+	/* the daemon has it and answers; the answer waits in the socket */
+	{
+		struct timespec deadline;
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += 5;
+		pthread_mutex_lock(&fake.lock);
+		while (fake.nheld < 1 &&
+		       pthread_cond_timedwait(&fake.held_more, &fake.lock,
+					      &deadline) == 0)
+			;
+		pthread_mutex_unlock(&fake.lock);
+	}
+	ck_assert_int_eq(fake.nheld, 1);
+	fake.mode = FAKE_NORMAL;
+	fake_complete(fake.held, 1, 0, "");
+	pfd.fd = rma_fd(c);
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 5000), 1);
+	before = fake_requests();
+	submits = fake.submits;
+
+	ck_assert_int_eq(pipe2(sv, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char v = (char)fork_child_calls(held);
+
+		(void)!write(sv[1], &v, 1);
+		_exit(0);
+	}
+	close(sv[1]);
+	pfd.fd = sv[0];
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert_int_eq(read(sv[0], &verdict, 1), 1);
+	close(sv[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(verdict == 0, "child's check %d failed", verdict);
+
+	/* the parent's completion was left to it, and its client works */
+	ck_assert_int_eq(rma_request_wait(c, held, 5000), RMA_OK);
+	ck_assert_uint_eq(rma_request_bytes(held), 8);
+	ck_assert_int_eq(count, 1);
+	rma_request_release(held);
+	ck_assert_int_eq(rma_put_sync(c, reg, 0, rem, 0, 8, 0, 5000), RMA_OK);
+	ck_assert_int_eq(rma_get_sync(c, reg, 0, rem, 0, 8, 5000), RMA_OK);
+	/* two Submits: the child's calls never reached the daemon */
+	ck_assert_int_eq(fake_requests(), before + 2);
+	ck_assert_int_eq(fake.submits, submits + 2);
+	ck_assert_uint_eq(((uint8_t *)rma_region_ptr(reg))[4095], 0x5a);
+	ck_assert_int_eq(rma_region_free(c, reg), RMA_OK);
+	rma_disconnect(c);
+	fake_stop();
+}
+END_TEST
+
 static Suite *
 client_suite(void)
 {
@@ -1355,6 +1512,7 @@ client_suite(void)
 	tcase_add_test(tc, test_reclose_while_reattaching);
 	tcase_add_test(tc, test_submit_meets_take_over);
 	tcase_add_loop_test(tc, test_free_cut_by_take_over, 0, 2);
+	tcase_add_test(tc, test_fork_child_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

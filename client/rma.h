@@ -17,6 +17,27 @@
  * rma_progress(), rma_request_wait() and the blocking wrappers, in the
  * calling thread; a callback must not call rma_disconnect().
  *
+ * fork(): a client belongs to the process that connected it. In a child
+ * of fork() (or of os.fork() in Python), every call on a client inherited
+ * from the parent fails with RMA_ERR_INVALID and the detail "this client
+ * belongs to the parent process": rma_progress(), rma_wait(), every
+ * transfer, atomic and flush (no request is made, no callback runs),
+ * rma_request_wait() and rma_request_cancel(), rma_region_alloc(),
+ * rma_region_free(), rma_peer_connect(), rma_remote_import(),
+ * rma_notify_next(). None of them reads, writes or reaps anything of the
+ * parent's connection or shared ring, so the parent's operations, before
+ * and after the fork, go on as if there were no child. rma_disconnect() in
+ * the child releases only the child's copy (closes its file descriptors,
+ * unmaps its regions and ring; outstanding requests of the copy complete
+ * with RMA_ERR_INVALID), sending nothing; rma_remote_release() likewise
+ * drops the child's handle only. The accessors (rma_last_error(),
+ * rma_daemon_id(), rma_fd(), rma_in_flight(), rma_region_ptr() and the
+ * other getters of handles) still answer from the copy; a region's memory
+ * is the parent's shared mapping, so what the child writes there the
+ * parent sees. A child that wants the daemon calls rma_connect() itself.
+ * The child is told by a pthread_atfork() handler: a child made without
+ * one (a raw clone(2)) is not.
+ *
  * Event loops: rma_fd() is readable when the daemon has sent something;
  * call rma_progress() then (rma_wait() does both, polling the shared ring
  * first while operations are in flight).
@@ -95,7 +116,8 @@ extern "C" {
 /** Status codes: the negated wire Status of rma.proto, 1:1. */
 typedef enum rma_status {
 	RMA_OK = 0,
-	RMA_ERR_INVALID = -1,  /**< bad argument or request */
+	RMA_ERR_INVALID = -1,  /**< bad argument or request; also every call
+				on a client inherited across fork() */
 	RMA_ERR_PROTOCOL = -2, /**< daemon and library disagree on framing */
 	RMA_ERR_VERSION = -3,  /**< protocol version mismatch */
 	RMA_ERR_UNKNOWN_REQUEST =
@@ -266,6 +288,12 @@ rma_status_t rma_connect_timeout(const char *socket_path, int timeout_ms,
  * RMA_ERR_DAEMON_GONE (callbacks run), regions are unmapped here and freed
  * by the daemon, and every handle of this client becomes invalid except
  * requests the caller still holds, which must be released.
+ *
+ * In a child of fork() on a client the parent connected, only the child's
+ * copy is released: its file descriptors are closed and its mappings
+ * unmapped, its outstanding requests complete with RMA_ERR_INVALID
+ * (callbacks run), and nothing reaches the daemon, whose connection and
+ * regions stay the parent's (see fork() above).
  */
 void rma_disconnect(rma_client_t *client);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -96,8 +97,8 @@ client_fail(rma_client_t *c, rma_status_t status, const char *fmt, ...)
 	vsnprintf(c->gone_detail, sizeof(c->gone_detail), fmt, ap);
 	va_end(ap);
 	snprintf(c->last_error, sizeof(c->last_error), "%s", c->gone_detail);
-	/* Keep the fd open (its number must not be reused under an epoll
-	 * user) but make it readable for good, so a poller wakes and sees
+	/* Keep the socket open, in rma_fd()'s set, but make it readable
+	 * for good, so a poller of rma_fd() wakes and sees
 	 * RMA_ERR_DAEMON_GONE from rma_progress(). */
 	shutdown(c->fd, SHUT_RDWR);
 	while (c->fds_count > 0) {
@@ -114,6 +115,66 @@ client_reap(rma_client_t *c)
 	 * was in flight completes when it is done (RESTARTED or gone). */
 	if (c->gone && c->in_flight > 0 && !c->reconnecting)
 		request_complete_all(c, RMA_ERR_DAEMON_GONE, c->gone_detail);
+}
+
+/* ---- rma_fd(): one open file for the client's life ----
+ *
+ * An event loop registers rma_fd() once; a re-attach (connect.c) brings a
+ * new socket, which epoll would not know: a registration belongs to the
+ * open file, not to the number. So rma_fd() is an epoll instance of ours
+ * holding the socket, level-triggered, EPOLLIN, and a re-attach swaps the
+ * socket in it (client_socket_replace). The socket is its only member:
+ * the shared ring has no fd of its own, a daemon wakes a sleeping owner
+ * (client_sleeps, ring.c) with a RingWake frame on the socket.
+ *
+ * An epoll instance polls readable while one of its members is ready, as
+ * checked at each poll (ep_eventpoll_poll polls again the members it was
+ * woken for and drops those no longer ready), not because it was woken
+ * once. Hence, with rma_progress() reading the socket until EAGAIN:
+ * - no busy loop: once it returns the socket has nothing unread, so
+ *   rma_fd() polls not readable; a wake-up for bytes it already read ends
+ *   in nothing (epoll_wait does not return for it, poll() sees 0);
+ * - no lost wake-up: bytes that come after its last read make the socket,
+ *   and so rma_fd(), readable and wake the outer waiter (the kernel wakes
+ *   the instance's waiters even when the member is listed already, so an
+ *   edge-triggered outer loop is woken too); ring completions after its
+ *   last look come with a RingWake, as it leaves client_sleeps set
+ *   (ring_arm); a socket put in at a re-attach with bytes already unread
+ *   is listed at once by EPOLL_CTL_ADD;
+ * - gone: the socket is shut down (client_fail) and reads EOF for good,
+ *   so rma_fd() stays readable and rma_progress() says RMA_ERR_DAEMON_GONE.
+ * What rma_progress() leaves queued without the socket (notifications for
+ * rma_notify_next()) is the caller's to take, as before. */
+
+static rma_status_t
+client_epoll_add(rma_client_t *c)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = c->fd};
+
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "epoll_ctl: cannot watch the connection: "
+				    "%s",
+				    strerror(errno));
+	return RMA_OK;
+}
+
+rma_status_t
+client_socket_replace(rma_client_t *c, int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		close(fd);
+		return client_error(c, RMA_ERR_INTERNAL,
+				    "cannot take the new connection: %s",
+				    strerror(errno));
+	}
+	/* the old one out of the set before its file goes */
+	epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = fd;
+	return client_epoll_add(c);
 }
 
 /* ---- received file descriptors, oldest first ---- */
@@ -689,6 +750,8 @@ client_free(rma_client_t *c)
 	ring_close(c);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->epfd >= 0)
+		close(c->epfd);
 	frame_reader_cleanup(&c->reader);
 	notification_free(c);
 	free(c->fds);
@@ -770,6 +833,7 @@ client_attach(int fd, const char *name, const char *path, int timeout_ms,
 				    "no memory for a client");
 	}
 	c->fd = fd;
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	c->fork_generation = fork_watch();
 	c->next_id = 1;
 	c->op_seq = 1;
@@ -786,6 +850,12 @@ client_attach(int fd, const char *name, const char *path, int timeout_ms,
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
 		st = client_error(NULL, RMA_ERR_INTERNAL, "fcntl: %s",
+				  strerror(errno));
+		goto err_free_client;
+	}
+	if (c->epfd < 0 || client_epoll_add(c) != RMA_OK) {
+		st = client_error(NULL, RMA_ERR_NO_MEMORY,
+				  "no epoll instance for rma_fd(): %s",
 				  strerror(errno));
 		goto err_free_client;
 	}
@@ -851,7 +921,25 @@ rma_daemon_id(const rma_client_t *client)
 RMA_API int
 rma_fd(const rma_client_t *client)
 {
-	return client != NULL ? client->fd : -1;
+	return client != NULL ? client->epfd : -1;
+}
+
+RMA_API rma_status_t
+rma_on_reattach(rma_client_t *client, rma_reattach_callback_t cb,
+		void *user_data)
+{
+	if (client == NULL)
+		return client_error(NULL, RMA_ERR_INVALID,
+				    "rma_on_reattach: client is NULL");
+	client->reattach_cb = cb;
+	client->reattach_user_data = user_data;
+	return RMA_OK;
+}
+
+RMA_API uint64_t
+rma_reattach_count(const rma_client_t *client)
+{
+	return client != NULL ? client->reattaches : 0;
 }
 
 RMA_API size_t

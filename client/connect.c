@@ -153,15 +153,15 @@ client_reattach_ms(void)
 	return (int)v;
 }
 
-/* One try: a new socket to the same path, put at the old fd's number (a
- * poller of rma_fd() keeps its number; an epoll user must add it again,
- * as epoll forgets a closed file), then hello. */
+/* One try: a new socket to the same path, in place of the old one in
+ * rma_fd()'s set (client.c: a poller of rma_fd() sees nothing change),
+ * then hello. */
 static rma_status_t
-client_reconnect_once(rma_client_t *c, int64_t deadline, bool *nobody_p)
+client_reconnect_once(rma_client_t *c, int64_t deadline)
 {
 	struct sockaddr_un sa;
 	rma_status_t st;
-	int fd, flags, err = 0;
+	int fd, err = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
@@ -174,23 +174,13 @@ client_reconnect_once(rma_client_t *c, int64_t deadline, bool *nobody_p)
 	if (st == RMA_OK)
 		st = client_check_daemon(fd, c->socket_path);
 	if (st != RMA_OK) {
-		/* A take-over hands the listening socket itself to the new
-		 * process (as systemd would keep it): it never stops
-		 * accepting. Refused means a daemon that died alone. */
-		*nobody_p = err == ECONNREFUSED || err == ENOENT;
 		close(fd);
 		/* the detail went to the thread's connect error */
 		return client_error(c, st, "%s", client_connect_error);
 	}
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-	    dup3(fd, c->fd, O_CLOEXEC) < 0) {
-		close(fd);
-		return client_error(c, RMA_ERR_INTERNAL,
-				    "cannot take the new connection: %s",
-				    strerror(errno));
-	}
-	close(fd);
+	st = client_socket_replace(c, fd);
+	if (st != RMA_OK)
+		return st;
 	frame_reader_cleanup(&c->reader);
 	frame_reader_init(&c->reader, FRAME_MAX_DEFAULT);
 	c->max_frame = FRAME_MAX_DEFAULT;
@@ -239,13 +229,15 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 again:
 	c->reclosed = 0;
 	for (;;) {
-		bool nobody = false;
-
-		st = client_reconnect_once(c, deadline, &nobody);
-		if (st == RMA_OK || nobody || client_remaining(deadline) == 0)
+		st = client_reconnect_once(c, deadline);
+		if (st == RMA_OK || client_remaining(deadline) == 0)
 			break;
-		/* between the old process's exit and the new one's
-		 * accept: try again soon, within the deadline */
+		/* A take-over hands the listening socket itself to the new
+		 * process, which never stops accepting; but a daemon that
+		 * died and is restarted (systemd without socket activation,
+		 * a supervisor, a person) leaves the path refusing
+		 * (ECONNREFUSED) or absent (ENOENT) until it is up: try
+		 * again soon, within the deadline, whatever failed. */
 		c->gone = 0;
 		c->reclosed = 0;
 		poll(NULL, 0, 10);
@@ -290,6 +282,8 @@ again:
 	request_complete_ids(c, ids, n_ids, RMA_ERR_RESTARTED,
 			     "the daemon was taken over: retry");
 	free(ids);
+	if (c->reattach_cb != NULL && !c->gone)
+		c->reattach_cb(c, c->reattaches, c->reattach_user_data);
 	return true;
 }
 

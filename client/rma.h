@@ -40,7 +40,8 @@
  *
  * Event loops: rma_fd() is readable when the daemon has sent something;
  * call rma_progress() then (rma_wait() does both, polling the shared ring
- * first while operations are in flight).
+ * first while operations are in flight). Register it once: it stays the
+ * same open file for the client's life, across re-attaches.
  *
  * Shared ring: unless RMA_RING=0, the client asks the daemon at connect
  * for a ring in shared memory through which operations go and their
@@ -238,9 +239,20 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * RMA_ERR_SHUTDOWN (it gives up on them as it exits), those it never
  * answered, or still queued here, with RMA_ERR_RESTARTED, as does a call
  * waiting for its answer: retry them; none is reissued by the library.
- * rma_fd() keeps its number (an epoll user must add it again: epoll
- * forgets the closed connection). The client notices only when it calls
- * the library (rma_progress() when rma_fd() polls readable, or any call),
+ * rma_fd() stays the same file: an event loop that registered it once
+ * (epoll included) keeps being woken; rma_on_reattach() tells the program
+ * of each re-attach, rma_reattach_count() counts them. What is tried
+ * again, every 10 ms until RMA_REATTACH_TIMEOUT_MS after the close was
+ * seen: any failure to connect or to be answered (the socket absent,
+ * ENOENT, or refusing, ECONNREFUSED, while a restarted daemon comes up; a
+ * daemon not accepting yet; not a trusted daemon; a connection closed
+ * before the hello was answered); and, if the new process is taken over
+ * too while the regions are claimed, the whole re-attach. Not tried again:
+ * a daemon that answers with another identity (RMA_ERR_DAEMON_GONE at
+ * once). While it tries, the call that noticed the close (rma_progress()
+ * included) blocks, up to that deadline. The client notices only when it
+ * calls the library (rma_progress() when rma_fd() polls readable, or any
+ * call),
  * so it must do so within the daemon's --reattach-timeout, counted from
  * the first restart that left the region unclaimed (a daemon crashing
  * again and again does not extend it), after which the regions nobody
@@ -616,8 +628,46 @@ rma_status_t rma_request_cancel(rma_client_t *client, rma_request_t *req);
  */
 void rma_request_release(rma_request_t *req);
 
-/** File descriptor to poll for readability. */
+/**
+ * File descriptor to poll for readability (poll(), epoll, an event
+ * loop's reader), then call rma_progress(). It is the same open file for
+ * the client's life, across every re-attach (an epoll instance of the
+ * library's own, holding the connection to the daemon, which also carries
+ * the shared ring's wake-ups): register it once. Readable while the daemon
+ * has sent something not yet handled, and for good once the client is
+ * gone (rma_progress() then returns RMA_ERR_DAEMON_GONE). Owned by the
+ * client: do not read or close it; rma_disconnect() closes it.
+ * @return the fd, or -1 if @p client is NULL.
+ */
 int rma_fd(const rma_client_t *client);
+
+/**
+ * Re-attach callback: the client got back to its daemon after a
+ * take-over or a restart (see rma_connect()); @p count is
+ * rma_reattach_count(), this one included.
+ */
+typedef void (*rma_reattach_callback_t)(rma_client_t *client, uint64_t count,
+					void *user_data);
+
+/**
+ * Call @p cb (NULL: none) with @p user_data at each re-attach, once its
+ * regions, peers and remotes are back and the requests it cut completed
+ * (RMA_ERR_RESTARTED or RMA_ERR_SHUTDOWN, their callbacks run first). It
+ * runs where completion callbacks run, in the call that noticed the
+ * close; it may make any call but rma_disconnect(). Nothing is needed of
+ * an event loop (rma_fd() stays the same): it is there to retry what
+ * failed with RMA_ERR_RESTARTED, or to log.
+ * @return RMA_OK, or RMA_ERR_INVALID if @p client is NULL.
+ */
+rma_status_t rma_on_reattach(rma_client_t *client, rma_reattach_callback_t cb,
+			     void *user_data);
+
+/**
+ * Number of re-attaches the client made since rma_connect(); a failed one
+ * (the daemon gone for good) does not count.
+ * @return the count, 0 if @p client is NULL.
+ */
+uint64_t rma_reattach_count(const rma_client_t *client);
 
 /**
  * Send coalesced submissions and handle whatever the daemon sent, without

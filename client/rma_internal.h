@@ -107,7 +107,8 @@ struct client_call {
 };
 
 struct rma_client {
-	int fd;
+	int fd;	  /* the socket to the daemon; its number may change */
+	int epfd; /* rma_fd(): fd in it, for the client's life (client.c) */
 	char *socket_path;
 	struct frame_reader reader;
 	uint32_t max_frame; /* for frames we send */
@@ -131,8 +132,10 @@ struct rma_client {
 	/* the new connection closed too while we re-attached (another
 	 * take-over): client_reconnect starts over */
 	int reclosed;
-	char hello_name[128];  /* said again to the new process */
-	uint32_t reattaches;   /* take-overs this connection survived */
+	char hello_name[128]; /* said again to the new process */
+	uint64_t reattaches;  /* take-overs this connection survived */
+	rma_reattach_callback_t reattach_cb; /* rma_on_reattach() */
+	void *reattach_user_data;
 	char *shutdown_detail; /* from Event.shutdown or an id-0 error Reply */
 	char last_error[512];
 
@@ -283,6 +286,9 @@ rma_status_t client_hello(rma_client_t *c, const char *name, int timeout_ms);
 rma_status_t client_attach(int fd, const char *name, const char *path,
 			   int timeout_ms, rma_client_t **client_p);
 bool client_reconnect(rma_client_t *c, char *why, size_t why_len);
+/* The connection is fd from now on (the old one is closed): it replaces
+ * the old in rma_fd()'s set. Takes fd, also on failure. */
+rma_status_t client_socket_replace(rma_client_t *c, int fd);
 
 /**
  * Take over a connected SOCK_STREAM fd (say one end of a socketpair, in

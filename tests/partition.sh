@@ -16,8 +16,12 @@
 # while A is queued in its kernel and started again after the link is up;
 # (c) host 2's daemon is SIGKILLed while the link is down and started again:
 # a put with the old descriptor must fail as stale and land nowhere, and the
-# new region must never see A. (a) and (b) run $PARTITION_RUNS times (4),
-# (c) once; every run prints what happened, the verdict comes at the end.
+# new region must never see A; (d) as (a), but host 1's daemon runs two
+# workers, A goes through worker 1 and B through worker 0 (each worker has
+# its own connection to host 2, so a newer connection of one must retire
+# the other's dead one too). (a) and (b) run $PARTITION_RUNS times (3),
+# (c) and (d) once; every run prints what happened, the verdict comes at
+# the end.
 # Root only; exit 77 (skip) otherwise. Every rmactl runs under `timeout 20`;
 # every wait has a deadline.
 set -euo pipefail
@@ -41,6 +45,7 @@ PFX=rpart-$$
 T=$(mktemp -d /tmp/rmad-partition.XXXXXX)
 declare -A DPID # host -> rmad pid
 declare -A XPID # host -> rmactl expose pid
+declare -A DFLAGS # host -> extra rmad flags of this run
 BR="" H=()
 RUN_DIR=""
 
@@ -124,7 +129,7 @@ start_daemon() { # host
 		ip netns exec "${H[$h]}" "$RMAD" --listen "$(addr "$h")" \
 			--socket "$(sock "$h")" --ready-fd 3 --log-level info \
 			--connect-timeout 2 --op-timeout "$OP_TIMEOUT" \
-			--peer-allow "$NET.0/24" \
+			--peer-allow "$NET.0/24" ${DFLAGS[$h]:-} \
 			3>"$RUN_DIR/h$h.ready" 2>>"$RUN_DIR/h$h.log" &
 		DPID[$h]=$!
 		if timeout 10 head -c 6 "$RUN_DIR/h$h.ready" 2>/dev/null | grep -q ready; then
@@ -174,12 +179,28 @@ put() { # host, descriptor, file, offset
 		--timeout 10 "$3"
 }
 
-# Puts until one completes or the deadline passes; sets TRIES.
+# The next client of a host's daemon goes to worker W (of two): clients
+# go to the workers in turn, and status counts the clients accepted,
+# itself included, so another status call moves the turn by one.
+pin_worker() { # host, worker
+	local i n
+	for i in 1 2 3; do
+		n=$(timeout 20 "$RMACTL" --socket "$(sock "$1")" status --json |
+			python3 -c 'import json, sys; print(json.load(sys.stdin)["counters"]["clients_accepted"])') ||
+			fail "status of host $1 failed"
+		[ $((n % 2)) -ne "$2" ] || return 0
+	done
+	fail "could not pin the next client of host $1 to worker $2"
+}
+
+# Puts until one completes or the deadline passes; sets TRIES. With
+# PIN_B set, every try goes through that worker of host 1.
 put_until_ok() { # host, descriptor, file, offset
 	local deadline=$((SECONDS + PUT_B_S))
 	TRIES=0
 	while :; do
 		TRIES=$((TRIES + 1))
+		[ -z "${PIN_B:-}" ] || pin_worker "$1" "$PIN_B"
 		put "$@"
 		[ "$RC" -ne 0 ] || return 0
 		[ $SECONDS -lt $deadline ] || return 1
@@ -262,17 +283,27 @@ run() { # variant a|b|c, run number
 	RUN_DIR=$T/$v$k
 	mkdir -p "$RUN_DIR"
 	net_up "$v$k"
+	DFLAGS=() PIN_B=""
+	[ "$v" != d ] || DFLAGS[1]="--workers 2"
 	start_daemon 1
 	start_daemon 2
 	expose 2 "$RUN_DIR/desc"
+	[ "$v" != d ] || pin_worker 1 0
 	put 1 "$RUN_DIR/desc" "$T/I" 128K
 	[ "$RC" -eq 0 ] || fail "[$v$k] first put (link up) failed: exit $RC: $ERR"
+	if [ "$v" = d ]; then # both workers connected; A goes through 1
+		pin_worker 1 1
+		put 1 "$RUN_DIR/desc" "$T/I" 132K
+		[ "$RC" -eq 0 ] || fail "[d$k] first put of worker 1 failed: exit $RC: $ERR"
+		pin_worker 1 1
+		PIN_B=0
+	fi
 
 	host2_link down
 	t_down=$(now_ms)
 	t0=$t_down
 	case $v in
-	a | c)
+	a | c | d)
 		put 1 "$RUN_DIR/desc" "$T/A" 0
 		a_rc=$RC a_err=$ERR a_ms=$(($(now_ms) - t0))
 		socks=$(h1_sockets)
@@ -356,6 +387,7 @@ run() { # variant a|b|c, run number
 for k in $(seq 1 "$RUNS"); do run a "$k"; done
 for k in $(seq 1 "$RUNS"); do run b "$k"; done
 run c 1
+run d 1
 
 RUN_DIR=""
 for v in "${!TOTAL_RUNS[@]}"; do

@@ -33,7 +33,7 @@ RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
 RAW_UCT=${RAW_UCT:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload reflect}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -150,6 +150,38 @@ run_batch_amp() { # dir port extra-args...
 	return $rc
 }
 
+# reflect (issue 23): A and B hold one cluster key, the attacker none.
+# It listens; A's client asks A to connect to it (any client may). With
+# A's hello the attacker tries B (relayed), A with another id (A's own
+# nonce), A itself (reflected: each challenge and proof handed to the
+# other side), and A with A's own id. Every one must be refused at the
+# hello with status 19 (ERR_PERMISSION), and no RESOLVE served.
+run_reflect() { # dir aport bport
+	local dir=$1 aport=$2 bport=$3 mport pid wpid rc=0 what
+	mport=$(free_port)
+	timeout 60 "$HOSTILE" --connect "127.0.0.1:$aport" --listen "127.0.0.1:$mport" \
+		--relay "127.0.0.1:$bport" \
+		--attack reflect --seconds 20 --descriptor "$dir/desc" \
+		>"$dir/hostile.out" 2>"$dir/hostile.err" &
+	pid=$!
+	if wait_until 20 grep -q 'reflect: listening' "$dir/hostile.out"; then
+		timeout 30 "$RMACTL" --socket "$dir/a.sock" wait --peer "127.0.0.1:$mport" \
+			--timeout 25 >"$dir/wait.out" 2>&1 &
+		wpid=$!
+	else
+		why+=("the attacker never listened")
+	fi
+	wait "$pid" || rc=$?
+	[ -z "${wpid:-}" ] || { kill -TERM "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null; }
+	for what in relayed own-nonce reflected own-id; do
+		grep -q "$what hello answered 19" "$dir/hostile.out" ||
+			why+=("the $what hello was not refused: $(grep -Eo "$what [a-z]+ [a-z]+( -?[0-9]+)?" "$dir/hostile.out" | tr '\n' ' ')")
+	done
+	grep -q 'no RESOLVE served' "$dir/hostile.out" ||
+		why+=("A served the reflecting attacker: $(grep -Eo 'RESOLVE [a-z]+ -?[0-9]+' "$dir/hostile.out")")
+	return $rc
+}
+
 head -c 65536 /dev/urandom >"$T/fill"
 head -c 4096 /dev/urandom >"$T/legit"
 FAILED=()
@@ -158,15 +190,21 @@ FAILED=()
 run_class() {
 	local class=$1 dir="$T/$1" a b aport expose rss0 rss_max rss
 	local why=() rc=0 extra=() aflags=() refused sent
+	local bflags=()
 	mkdir -p "$dir"
 	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
 	if [ "$class" = uct-raw-reload ]; then
 		echo "peer_allow = 127.0.0.0/8" >"$dir/a.conf"
 		aflags=(--config "$dir/a.conf" --log-level info)
 	fi
+	if [ "$class" = reflect ]; then
+		head -c 48 /dev/urandom >"$dir/key" && chmod 600 "$dir/key"
+		aflags=(--peer-key-file "$dir/key")
+		bflags=(--peer-key-file "$dir/key")
+	fi
 	start_daemon "$dir" a "${aflags[@]}" || { echo "$class: A not ready"; return 1; }
 	a=$DPID; aport=$DPORT
-	start_daemon "$dir" b || { echo "$class: B not ready"; return 1; }
+	start_daemon "$dir" b "${bflags[@]}" || { echo "$class: B not ready"; return 1; }
 	b=$DPID
 	"$RMACTL" --socket "$dir/a.sock" expose --size 1M --fill "$T/fill" \
 		--descriptor-out "$dir/desc" 2>"$dir/expose.log" &
@@ -201,6 +239,9 @@ run_class() {
 			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack oversize &&
 			timeout 30 "$RAW_UCT" --pid "$a" --listener "$aport" --bind $src --attack sockcm; } \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+		;;
+	reflect) # DPORT: B's, the last daemon started
+		run_reflect "$dir" "$aport" "$DPORT" || rc=$?
 		;;
 	batch-amp)
 		run_batch_amp "$dir" "$aport" "${extra[@]}" || rc=$?

@@ -9,7 +9,9 @@
  *
  * The classes are those of issue 10: high-ids, rndv, resolve-flood,
  * get-flood, batch-amp, silent-conns, spoof, walkaround, and epochs
- * (a put over a connection its origin has replaced). */
+ * (a put over a connection its origin has replaced); and of issue 23:
+ * reflect (no cluster key, a listener of our own: the daemon dials us,
+ * and we hand its own handshake back to it). */
 #include <errno.h>
 #include <getopt.h>
 #include <arpa/inet.h>
@@ -81,6 +83,19 @@ struct hostile {
 	bool resolve_answered;
 	int32_t resolve_status;
 	uint64_t resolve_length;
+	/* reflect: our listener, the endpoint the daemon dialed, and the
+	 * last handshake message of each id, as it came */
+	struct sockaddr_storage listen_sa, relay_sa;
+	socklen_t listen_sa_len, relay_sa_len;
+	bool have_listen, have_relay;
+	ucp_listener_h listener;
+	struct hostile_ep dialed;
+	bool dialed_up;
+	struct hostile_capture {
+		unsigned long n;
+		size_t length;
+		uint8_t data[256];
+	} capture[AM_HELLO_DONE + 1];
 	char notes[512];
 };
 
@@ -126,6 +141,12 @@ hostile_on_am(void *arg, const void *header, size_t header_length, void *data,
 	h->received_bytes += length;
 	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
 		return UCS_OK; /* UCX sends the ATS: we never take it */
+	if (hid->id <= AM_HELLO_DONE && length <= sizeof(h->capture[0].data)) {
+		struct hostile_capture *c = &h->capture[hid->id];
+		memcpy(c->data, data, length);
+		c->length = length;
+		c->n++;
+	}
 	if (hid->id == AM_HELLO_REPLY &&
 	    length >= 2 * sizeof(uint32_t) + sizeof(uint64_t)) {
 		struct am_hello_reply r;
@@ -262,7 +283,8 @@ hostile_progress_for(struct hostile *h, double seconds)
 }
 
 static int
-hostile_connect(struct hostile *h, struct hostile_ep *e)
+hostile_connect_to(struct hostile *h, struct hostile_ep *e,
+		   const struct sockaddr_storage *sa, socklen_t sa_len)
 {
 	ucp_ep_params_t params = {
 	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |
@@ -278,8 +300,8 @@ hostile_connect(struct hostile *h, struct hostile_ep *e)
 
 	memset(e, 0, sizeof(*e));
 	params.err_handler.arg = e;
-	params.sockaddr.addr = (struct sockaddr *)&h->sa;
-	params.sockaddr.addrlen = h->sa_len;
+	params.sockaddr.addr = (const struct sockaddr *)sa;
+	params.sockaddr.addrlen = sa_len;
 	st = ucp_ep_create(h->worker, &params, &e->ep);
 	if (st != UCS_OK) {
 		e->ep = NULL;
@@ -288,6 +310,12 @@ hostile_connect(struct hostile *h, struct hostile_ep *e)
 		return -1;
 	}
 	return 0;
+}
+
+static int
+hostile_connect(struct hostile *h, struct hostile_ep *e)
+{
+	return hostile_connect_to(h, e, &h->sa, h->sa_len);
 }
 
 static void
@@ -958,6 +986,235 @@ hostile_attack_epochs(struct hostile *h)
 	return 0;
 }
 
+/* ---- reflect ------------------------------------------------------- */
+
+/* The daemon connecting to our listener: accepted, and kept. */
+static void
+hostile_on_conn_request(ucp_conn_request_h req, void *arg)
+{
+	struct hostile *h = arg;
+	ucp_ep_params_t params = {
+	    .field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLER |
+			  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+	    .conn_request = req,
+	    .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+	    .err_handler.cb = hostile_on_ep_error,
+	    .err_handler.arg = &h->dialed,
+	};
+
+	if (h->dialed_up) {
+		ucp_listener_reject(h->listener, req);
+		return;
+	}
+	memset(&h->dialed, 0, sizeof(h->dialed));
+	if (ucp_ep_create(h->worker, &params, &h->dialed.ep) != UCS_OK) {
+		h->dialed.ep = NULL;
+		return;
+	}
+	h->dialed_up = true;
+}
+
+/* Progresses until a message of id has come since n (its count then),
+ * the endpoint failed, or the deadline passed; true if it came. */
+static bool
+hostile_await(struct hostile *h, unsigned id, unsigned long n,
+	      const struct hostile_ep *e, double deadline)
+{
+	while (h->capture[id].n == n && (e == NULL || !e->failed) &&
+	       hostile_now() < deadline)
+		ucp_worker_progress(h->worker);
+	return h->capture[id].n > n;
+}
+
+/* The status field of a captured am_hello_reply (HELLO_REPLY or
+ * HELLO_DONE): the same place in every protocol version. */
+static int32_t
+hostile_captured_status(const struct hostile *h, unsigned id)
+{
+	struct am_hello_reply r;
+
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, h->capture[id].data,
+	       h->capture[id].length < sizeof(r) ? h->capture[id].length
+						 : sizeof(r));
+	return r.status;
+}
+
+/* Hands the captured message of id on over e, as it came. */
+static void
+hostile_forward(struct hostile *h, struct hostile_ep *e, unsigned id)
+{
+	static uint8_t out[AM_HELLO_DONE + 1][256];
+
+	memcpy(out[id], h->capture[id].data, h->capture[id].length);
+	hostile_send(h, e, id, NULL, 0, out[id], h->capture[id].length,
+		     UCP_AM_SEND_FLAG_REPLY);
+	hostile_flush(h, e, 2.0);
+}
+
+/* A new connection to sa, the hello m over it, and its answer noted as
+ * "<what> answered <status>" (or unanswered). */
+static void
+hostile_hello_once(struct hostile *h, const struct sockaddr_storage *sa,
+		   socklen_t sa_len, const void *m, size_t len,
+		   const char *what)
+{
+	static uint8_t out[4][256];
+	static unsigned turn;
+	uint8_t *copy = out[turn++ % 4];
+	struct hostile_ep e;
+	unsigned long n = h->capture[AM_HELLO_REPLY].n;
+
+	if (hostile_connect_to(h, &e, sa, sa_len) < 0) {
+		hostile_note(h, "%s: no connection", what);
+		return;
+	}
+	memcpy(copy, m, len);
+	hostile_send(h, &e, AM_HELLO, NULL, 0, copy, len,
+		     UCP_AM_SEND_FLAG_REPLY);
+	hostile_flush(h, &e, 2.0);
+	if (hostile_await(h, AM_HELLO_REPLY, n, &e, hostile_now() + 5.0))
+		hostile_note(h, "%s answered %d", what,
+			     hostile_captured_status(h, AM_HELLO_REPLY));
+	else
+		hostile_note(h, "%s unanswered", what);
+	hostile_close(h, &e);
+}
+
+/* The address the daemon listens at, as a hello names it. */
+static void
+hostile_dialed(const struct hostile *h, struct am_hello *m)
+{
+#if AM_VERSION >= 3
+	if (h->sa.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&h->sa;
+		memset(&m->dialed, 0, sizeof(m->dialed));
+		m->dialed.family = 4;
+		m->dialed.port = ntohs(in->sin_port);
+		memcpy(m->dialed.addr, &in->sin_addr, 4);
+	}
+#else
+	(void)h, (void)m;
+#endif
+}
+
+/* The daemon dialed us (a client asked it to: whoever runs us does, once
+ * we say we listen). Holding no key, we try what its HELLO can buy:
+ *   relayed: its hello to another daemon of the cluster (--relay), which
+ *     must see that it was dialed to another address;
+ *   own-nonce: a hello of another id carrying the daemon's nonce, to
+ *     the daemon, dialed right;
+ *   reflected: its hello back to its own listener, then each challenge
+ *     and proof to the other side; nothing may be served to us;
+ *   own-id: a hello of our making with the daemon's id (from the
+ *     descriptor), a fresh nonce, dialed right.
+ * Each answer is noted as "<what> answered <status>". */
+static int
+hostile_attack_reflect(struct hostile *h)
+{
+	ucp_listener_params_t lp = {
+	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+	    .conn_handler.cb = hostile_on_conn_request,
+	    .conn_handler.arg = h,
+	};
+	double deadline = hostile_now() + h->seconds;
+	struct hostile_ep back;
+	struct am_hello theirs, m;
+	unsigned long n;
+	int32_t status;
+	ucs_status_t st;
+
+	if (!h->have_listen || !h->have_desc) {
+		fprintf(stderr, "hostile_peer: reflect needs --listen and "
+				"--descriptor\n");
+		return 2;
+	}
+	lp.sockaddr.addr = (struct sockaddr *)&h->listen_sa;
+	lp.sockaddr.addrlen = h->listen_sa_len;
+	st = ucp_listener_create(h->worker, &lp, &h->listener);
+	if (st != UCS_OK) {
+		fprintf(stderr, "hostile_peer: listen: %s\n",
+			ucs_status_string(st));
+		return 1;
+	}
+	printf("reflect: listening\n");
+	fflush(stdout);
+	if (!hostile_await(h, AM_HELLO, 0, NULL, deadline) ||
+	    h->capture[AM_HELLO].length < sizeof(theirs)) {
+		hostile_note(h, "the daemon never dialed us (no HELLO)");
+		return 1;
+	}
+	memcpy(&theirs, h->capture[AM_HELLO].data, sizeof(theirs));
+
+	if (h->have_relay)
+		hostile_hello_once(
+		    h, &h->relay_sa, h->relay_sa_len, h->capture[AM_HELLO].data,
+		    h->capture[AM_HELLO].length, "relayed hello");
+	m = theirs;
+	for (size_t i = 0; i < DAEMON_ID_SIZE; i++)
+		m.daemon_id[i] = (uint8_t)(0xa0 + i);
+	m.token = ++h->token;
+	hostile_dialed(h, &m);
+	hostile_hello_once(h, &h->sa, h->sa_len, &m, sizeof(m),
+			   "own-nonce hello");
+
+	/* Its hello, back to its own listener. */
+	if (hostile_connect(h, &back) < 0) {
+		hostile_note(h, "no connection to the daemon");
+		return 1;
+	}
+	n = h->capture[AM_HELLO_REPLY].n;
+	hostile_forward(h, &back, AM_HELLO);
+	if (!hostile_await(h, AM_HELLO_REPLY, n, &back, deadline)) {
+		hostile_note(h, "reflected hello unanswered");
+	} else if ((status = hostile_captured_status(h, AM_HELLO_REPLY)) != 0) {
+		hostile_note(h, "reflected hello answered %d", status);
+	} else {
+		/* A challenge: to the side that sent the hello, whose
+		 * proof goes back to the challenger. */
+		hostile_note(h, "reflected hello answered 0");
+		n = h->capture[AM_HELLO_PROOF].n;
+		hostile_forward(h, &h->dialed, AM_HELLO_REPLY);
+		if (!hostile_await(h, AM_HELLO_PROOF, n, &h->dialed,
+				   deadline)) {
+			hostile_note(h, "no proof from the dialing side");
+		} else {
+			n = h->capture[AM_HELLO_DONE].n;
+			hostile_forward(h, &back, AM_HELLO_PROOF);
+			if (hostile_await(h, AM_HELLO_DONE, n, &back, deadline))
+				hostile_note(
+				    h, "reflected proof answered %d",
+				    hostile_captured_status(h, AM_HELLO_DONE));
+			else
+				hostile_note(h, "reflected proof unanswered");
+		}
+	}
+	/* Whatever it said: is anything served to us? The daemon closes
+	 * a refused connection, which ends the wait. */
+	h->resolve_answered = false;
+	if (!back.failed && hostile_resolve(h, &back))
+		hostile_note(h, "RESOLVE served %d", h->resolve_status);
+	else if (h->resolve_answered)
+		hostile_note(h, "RESOLVE refused %d", h->resolve_status);
+	else
+		hostile_note(h, "no RESOLVE served");
+	hostile_close(h, &back);
+
+	hostile_hello_fill(h, &m);
+	memcpy(m.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);
+	m.flags = AM_HELLO_KEYED;
+	for (size_t i = 0; i < sizeof(m.nonce); i++)
+		m.nonce[i] = (uint8_t)random();
+	hostile_dialed(h, &m);
+	hostile_hello_once(h, &h->sa, h->sa_len, &m, sizeof(m), "own-id hello");
+
+	hostile_close(h, &h->dialed);
+	ucp_listener_destroy(h->listener);
+	return 0;
+}
+
 /* ---- walkaround ---------------------------------------------------- */
 
 static uint16_t
@@ -1115,8 +1372,9 @@ hostile_usage(void)
 		"usage: hostile_peer --connect HOST:PORT --attack NAME\n"
 		"  [--seconds S] [--count N] [--descriptor FILE] [--pid PID]\n"
 		"  [--length BYTES] [--progress-every N] [--after-hello]\n"
+		"  [--listen HOST:PORT] [--relay HOST:PORT]\n"
 		"attacks: high-ids rndv resolve-flood get-flood batch-amp\n"
-		"         silent-conns spoof walkaround epochs\n");
+		"         silent-conns spoof walkaround epochs reflect\n");
 }
 
 int
@@ -1132,6 +1390,8 @@ main(int argc, char **argv)
 	    {"length", required_argument, NULL, 'l'},
 	    {"progress-every", required_argument, NULL, 'e'},
 	    {"after-hello", no_argument, NULL, 'H'},
+	    {"listen", required_argument, NULL, 'L'},
+	    {"relay", required_argument, NULL, 'R'},
 	    {NULL, 0, NULL, 0},
 	};
 	static struct hostile h;
@@ -1177,6 +1437,24 @@ main(int argc, char **argv)
 		case 'H':
 			h.after_hello_only = true;
 			break;
+		case 'L':
+		case 'R': {
+			struct sockaddr_storage sa = h.sa;
+			socklen_t len = h.sa_len;
+			if (hostile_parse_address(&h, optarg) < 0) {
+				hostile_usage();
+				return 2;
+			}
+			if (c == 'L') {
+				h.listen_sa = h.sa, h.listen_sa_len = h.sa_len;
+				h.have_listen = true;
+			} else {
+				h.relay_sa = h.sa, h.relay_sa_len = h.sa_len;
+				h.have_relay = true;
+			}
+			h.sa = sa, h.sa_len = len;
+			break;
+		}
 		default:
 			hostile_usage();
 			return 2;
@@ -1212,6 +1490,8 @@ main(int argc, char **argv)
 		rc = hostile_attack_walkaround(&h);
 	else if (strcmp(h.attack, "epochs") == 0)
 		rc = hostile_attack_epochs(&h);
+	else if (strcmp(h.attack, "reflect") == 0)
+		rc = hostile_attack_reflect(&h);
 	else {
 		hostile_usage();
 		rc = 2;

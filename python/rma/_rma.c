@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -77,6 +78,7 @@ typedef struct {
 	int stashed;
 	PyObject *regions; /* address of rma_region_t -> weakref to Region */
 	PyObject *unget;   /* list of Notifications handed back, or NULL */
+	unsigned fork_generation; /* fork_generation when connected */
 } ClientObject;
 
 typedef struct {
@@ -213,6 +215,43 @@ error_raise(int status, const char *detail)
 	return NULL;
 }
 
+/* ---- fork() ----
+ *
+ * A Client made before a fork() is the parent's in the child: librma
+ * fails every call on it with RMA_ERR_INVALID ("this client belongs to
+ * the parent process"), raised as rma.InvalidArgument, and close() there
+ * releases only the child's copy. What is the binding's own needs the
+ * same care: the lock may be held by a parent's thread that the child
+ * does not have, and the loop's selector (epoll) is shared with the
+ * parent's loop, so remove_reader would stop the parent's watch. The
+ * child's copy gets a fresh lock and forgets its loop without telling it
+ * (client_fork_adopt). Told as librma is, by a pthread_atfork() child
+ * handler: one load and compare per call. */
+
+static unsigned fork_generation;
+
+static void
+fork_child(void)
+{
+	fork_generation++;
+}
+
+static void
+client_fork_adopt(ClientObject *c)
+{
+	PyThread_type_lock lock;
+
+	if (c->fork_generation == fork_generation)
+		return;
+	c->fork_generation = fork_generation;
+	/* the old one may be held for good: it is left, not freed */
+	lock = PyThread_allocate_lock();
+	if (lock != NULL)
+		c->lock = lock;
+	c->waiters = 0;
+	Py_CLEAR(c->loop);
+}
+
 /* ---- client lock and completions ---- */
 
 static void
@@ -220,6 +259,7 @@ client_lock(ClientObject *c)
 {
 	PyThreadState *ts;
 
+	client_fork_adopt(c);
 	if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
 		ts = PyEval_SaveThread();
 		PyThread_acquire_lock(c->lock, WAIT_LOCK);
@@ -348,6 +388,7 @@ client_unwatch(ClientObject *c)
 {
 	PyObject *res;
 
+	client_fork_adopt(c);
 	if (c->loop == NULL)
 		return;
 	res = PyObject_CallMethod(c->loop, "remove_reader", "i", c->fd);
@@ -1091,13 +1132,21 @@ static int
 client_progress_once(ClientObject *c, int *gone_p)
 {
 	rma_status_t st;
+	char detail[512];
 
 	if (!client_enter(c))
 		return 0;
 	st = rma_progress(c->rc);
+	if (st != RMA_OK && st != RMA_ERR_DAEMON_GONE)
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
 	client_leave(c);
 	if (PyErr_Occurred())
 		return 0;
+	/* RMA_ERR_INVALID: the parent's client, in a child of fork() */
+	if (st != RMA_OK && st != RMA_ERR_DAEMON_GONE) {
+		error_raise(st, detail);
+		return 0;
+	}
 	*gone_p = st == RMA_ERR_DAEMON_GONE;
 	if (*gone_p)
 		client_unwatch(c);
@@ -2058,6 +2107,7 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 	c->rc = rc;
 	c->fd = rma_fd(rc);
 	c->done_tail = &c->done;
+	c->fork_generation = fork_generation;
 	return 0;
 }
 
@@ -2124,6 +2174,7 @@ client_dealloc(ClientObject *c)
 		if (c->rc != NULL) {
 			/* nothing refers to us: no region views, no
 			 * requests in flight */
+			client_fork_adopt(c);
 			PyThread_acquire_lock(c->lock, WAIT_LOCK);
 			client_reap_dead(c);
 			rma_disconnect(c->rc);
@@ -2144,20 +2195,53 @@ client_dealloc(ClientObject *c)
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
+/* An offset, length, count or notification value: an int (or what has
+ * __index__) from 0 to 2**64 - 1. Others raise OverflowError, negative
+ * ones too, instead of wrapping ("K" masked: 2**64 + 8 was 8). An O&
+ * converter. */
+static int
+u64_arg(PyObject *o, void *p)
+{
+	PyObject *i = PyNumber_Index(o);
+	unsigned long long v;
+
+	if (i == NULL)
+		return 0;
+	v = PyLong_AsUnsignedLongLong(i);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_OverflowError,
+				     "%S is out of range: offsets, lengths "
+				     "and values are 0 to 2**64 - 1",
+				     i);
+		}
+		Py_DECREF(i);
+		return 0;
+	}
+	Py_DECREF(i);
+	*(unsigned long long *)p = v;
+	return 1;
+}
+
 static PyObject *
 client_alloc(ClientObject *c, PyObject *args)
 {
-	Py_ssize_t size;
+	unsigned long long size;
 	rma_region_t *rr;
 	rma_status_t st;
 	RegionObject *r;
 	char detail[512];
 	PyThreadState *ts;
 
-	if (!PyArg_ParseTuple(args, "n:alloc", &size))
+	if (!PyArg_ParseTuple(args, "O&:alloc", u64_arg, &size))
 		return NULL;
-	if (size <= 0)
+	if (size == 0)
 		return error_raise(RMA_ERR_INVALID, "size must be positive");
+	/* a Region's length is a Py_ssize_t (its buffer's) */
+	if (size > PY_SSIZE_T_MAX)
+		return PyErr_Format(PyExc_OverflowError,
+				    "size %llu over a buffer's limit", size);
 	if (!client_enter(c))
 		return NULL;
 	ts = PyEval_SaveThread();
@@ -2175,7 +2259,7 @@ client_alloc(ClientObject *c, PyObject *args)
 	r->client = (ClientObject *)Py_NewRef(c);
 	r->rr = rr;
 	r->ptr = rma_region_ptr(rr);
-	r->length = size;
+	r->length = (Py_ssize_t)size;
 	r->exports = 0;
 	r->free_pending = 0;
 	r->weakrefs = NULL;
@@ -2285,9 +2369,11 @@ client_transfer(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	PyObject *notify = Py_None;
 
 	if (!PyArg_ParseTupleAndKeywords(
-		args, kw, is_put ? "O!KO!KK|OO$pO:put" : "O!KO!KK|OO$pO:get",
-		kwlist, &RegionType, &reg, &off, &RemoteType, &rem, &roff, &len,
-		&cb, &ud, &remote_completion, &notify))
+		args, kw,
+		is_put ? "O!O&O!O&O&|OO$pO:put" : "O!O&O!O&O&|OO$pO:get",
+		kwlist, &RegionType, &reg, u64_arg, &off, &RemoteType, &rem,
+		u64_arg, &roff, u64_arg, &len, &cb, &ud, &remote_completion,
+		&notify))
 		return NULL;
 	if (!is_put && notify != Py_None) {
 		PyErr_SetString(PyExc_TypeError,
@@ -2311,11 +2397,8 @@ transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
 	char detail[512];
 	unsigned long long value = 0;
 
-	if (notify != NULL) {
-		value = PyLong_AsUnsignedLongLong(notify);
-		if (value == (unsigned long long)-1 && PyErr_Occurred())
-			return NULL;
-	}
+	if (notify != NULL && !u64_arg(notify, &value))
+		return NULL;
 
 	if (reg->client != c || rem->client != c)
 		return error_raise(RMA_ERR_INVALID,
@@ -2365,17 +2448,18 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 		     PyObject *kwnames, int is_put)
 {
 	PyObject *tuple, *kw = NULL, *res;
+	unsigned long long off, roff, len;
 
 	if (kwnames == NULL && nargs >= 5 && nargs <= 7 &&
 	    Py_IS_TYPE(args[0], &RegionType) && PyLong_CheckExact(args[1]) &&
 	    Py_IS_TYPE(args[2], &RemoteType) && PyLong_CheckExact(args[3]) &&
 	    PyLong_CheckExact(args[4])) {
-		/* "K" of the general parser: no overflow check */
-		return transfer_submit(c, (RegionObject *)args[0],
-				       PyLong_AsUnsignedLongLongMask(args[1]),
-				       (RemoteObject *)args[2],
-				       PyLong_AsUnsignedLongLongMask(args[3]),
-				       PyLong_AsUnsignedLongLongMask(args[4]),
+		/* as the general parser's u64_arg */
+		if (!u64_arg(args[1], &off) || !u64_arg(args[3], &roff) ||
+		    !u64_arg(args[4], &len))
+			return NULL;
+		return transfer_submit(c, (RegionObject *)args[0], off,
+				       (RemoteObject *)args[2], roff, len,
 				       nargs > 5 ? args[5] : Py_None,
 				       nargs > 6 ? args[6] : Py_None, 0, is_put,
 				       NULL);
@@ -2451,16 +2535,42 @@ atomic_op_parse(const char *name, rma_atomic_op_t *op_p)
 	return 0;
 }
 
-/* A Python int as a 64-bit word: negative ones wrap (add -1 works). */
+/* A Python int as a 64-bit word: 0 to 2**64 - 1, or a negative one
+ * down to -2**63 as its two's complement (add -1 works). What no word
+ * holds raises OverflowError, never wraps. */
 static int
 word_from(PyObject *o, unsigned long long *w_p)
 {
+	unsigned long long u;
+	long long v;
+	int over;
+
 	if (!PyLong_Check(o)) {
 		PyErr_SetString(PyExc_TypeError, "atomic operands are ints");
 		return 0;
 	}
-	*w_p = PyLong_AsUnsignedLongLongMask(o);
-	return !(*w_p == (unsigned long long)-1 && PyErr_Occurred());
+	v = PyLong_AsLongLongAndOverflow(o, &over);
+	if (v == -1 && PyErr_Occurred())
+		return 0;
+	if (over == 0) {
+		*w_p = (unsigned long long)v;
+		return 1;
+	}
+	if (over > 0) {
+		u = PyLong_AsUnsignedLongLong(o);
+		if (!(u == (unsigned long long)-1 && PyErr_Occurred())) {
+			*w_p = u;
+			return 1;
+		}
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return 0;
+		PyErr_Clear();
+	}
+	PyErr_Format(PyExc_OverflowError,
+		     "%S is out of range: atomic operands are -2**63 to "
+		     "2**64 - 1",
+		     o);
+	return 0;
 }
 
 static PyObject *
@@ -2479,9 +2589,10 @@ client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
 	rma_status_t st;
 	char detail[512];
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!KsO|OiOO:atomic", kwlist,
-					 &RemoteType, &rem, &off, &opname, &vo,
-					 &co, &width, &cb, &ud))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O&sO|OiOO:atomic",
+					 kwlist, &RemoteType, &rem, u64_arg,
+					 &off, &opname, &vo, &co, &width, &cb,
+					 &ud))
 		return NULL;
 	if (!atomic_op_parse(opname, &op))
 		return error_raise(RMA_ERR_INVALID,
@@ -2570,9 +2681,9 @@ client_vector(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 		unsigned long long o, ro, l;
 
 		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i),
-				      "KKK;a piece is (offset, remote_offset, "
-				      "length)",
-				      &o, &ro, &l))
+				      "O&O&O&;a piece is (offset, "
+				      "remote_offset, length)",
+				      u64_arg, &o, u64_arg, &ro, u64_arg, &l))
 			goto out;
 		iov[i] = (rma_iov_t){o, ro, l};
 	}
@@ -2781,8 +2892,10 @@ static PyMethodDef client_methods[] = {
      "'xor', 'fetch-and', 'fetch-or', 'fetch-xor' (add and fetch-add do "
      "the same; every op returns the old value). Awaiting the request (or "
      "request.value once done) gives the word's old value; for cswap it "
-     "equals compare when the swap happened. Negative ints wrap to the "
-     "word. A misaligned offset fails with rma.InvalidArgument, a word "
+     "equals compare when the swap happened. value and compare are ints "
+     "from -2**63 to 2**64 - 1, a negative one taken as its two's "
+     "complement (add -1 subtracts 1); others raise OverflowError. A "
+     "misaligned offset fails with rma.InvalidArgument, a word "
      "outside the region with rma.OutOfBounds, one reached through a "
      "read-only descriptor with rma.Permission."},
     {"putv", (PyCFunction)(void (*)(void))client_putv,
@@ -2839,7 +2952,20 @@ static PyTypeObject ClientType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Client(socket=None, timeout=5.0)\n\nA connection to the "
 	      "host's rmad (socket None: the same resolution as librma's "
-	      "rma_default_socket()). A context manager.",
+	      "rma_default_socket()). A context manager.\n\n"
+	      "Offsets, lengths, sizes and notification values are ints from "
+	      "0 to 2**64 - 1; others (negative ones included) raise "
+	      "OverflowError before anything is sent.\n\n"
+	      "A Client belongs to the process that made it. In a child of "
+	      "os.fork(), every call on a Client made before the fork (put, "
+	      "get, atomic, putv, getv, flush, alloc, peer, import_remote, "
+	      "progress, request.wait(), region.free(), notifications) raises "
+	      "rma.InvalidArgument ('this client belongs to the parent "
+	      "process') and touches nothing of the parent's connection, ring "
+	      "or event loop: the parent's requests complete in the parent. "
+	      "close() in the child releases only the child's copy; its "
+	      "requests fail there with InvalidArgument. Connect a new Client "
+	      "in the child.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)client_init,
     .tp_dealloc = (destructor)client_dealloc,
@@ -2900,6 +3026,8 @@ PyInit__rma(void)
 	m = PyModule_Create(&rma_module);
 	if (m == NULL)
 		return NULL;
+	/* without it a child is not told; the parent is fine */
+	(void)pthread_atfork(NULL, NULL, fork_child);
 	if (mod_add_type(m, &ClientType, "Client") < 0 ||
 	    mod_add_type(m, &RegionType, "Region") < 0 ||
 	    mod_add_type(m, &PeerType, "Peer") < 0 ||

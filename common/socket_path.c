@@ -2,6 +2,7 @@
 #include "socket_path.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -154,4 +155,104 @@ socket_path_make_dir(const char *path, char *err, size_t err_len)
 		return socket_path_refuse(err, err_len, "cannot create %s: %s",
 					  dir, strerror(errno));
 	return socket_path_check(dir, err, err_len);
+}
+
+/* Who besides the owner may write a directory of this mode. */
+static const char *
+socket_path_writers(mode_t mode)
+{
+	if ((mode & S_IWGRP) && (mode & S_IWOTH))
+		return "its group and all users";
+	return (mode & S_IWOTH) ? "all users" : "its group";
+}
+
+/* dir's parent, in place; false at "/". */
+static bool
+socket_path_up(char *dir)
+{
+	char *slash = strrchr(dir, '/');
+
+	if (slash == NULL || strcmp(dir, "/") == 0)
+		return false;
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return true;
+}
+
+/* The directory at real (symlinks resolved): 0 if nobody but me and
+ * root can put a name in it (holding: the socket's own directory) or move
+ * what lies below it (a directory above). */
+static int
+socket_path_check_one(const char *real, bool holding, char *err, size_t err_len)
+{
+	uid_t me = geteuid();
+	struct stat st;
+
+	if (stat(real, &st) < 0) {
+		int err_no = errno;
+
+		if (err_len > 0)
+			snprintf(err, err_len, "%s: %s", real,
+				 strerror(err_no));
+		errno = err_no;
+		return -1;
+	}
+	if (st.st_uid != me && st.st_uid != 0)
+		return socket_path_refuse(err, err_len,
+					  "%s belongs to uid %u, not to uid %u "
+					  "or root: that user may replace "
+					  "whatever lies in it",
+					  real, (unsigned)st.st_uid,
+					  (unsigned)me);
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0)
+		return 0;
+	if (holding)
+		return socket_path_refuse(
+		    err, err_len,
+		    "%s, the socket's directory, is writable by %s (mode "
+		    "%04o): another user may create the names rmad uses "
+		    "there (the socket, its .takeover) first and pose as rmad",
+		    real, socket_path_writers(st.st_mode),
+		    (unsigned)(st.st_mode & 07777));
+	if ((st.st_mode & S_ISVTX) == 0)
+		return socket_path_refuse(
+		    err, err_len,
+		    "%s is writable by %s and not sticky (mode %04o): another "
+		    "user may move the socket's directory away and put one of "
+		    "theirs in its place",
+		    real, socket_path_writers(st.st_mode),
+		    (unsigned)(st.st_mode & 07777));
+	return 0; /* sticky: nobody else renames our directory in it */
+}
+
+int
+socket_path_check_private(const char *path, char *err, size_t err_len)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096], real[PATH_MAX];
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (realpath(dir, real) == NULL) {
+		int err_no = errno;
+
+		if (err_no == ENOENT || err_no == ENOTDIR)
+			return 0;
+		if (err_len > 0)
+			snprintf(err, err_len, "%s: %s", dir, strerror(err_no));
+		errno = err_no;
+		return -1;
+	}
+	for (bool holding = true;; holding = false) {
+		if (socket_path_check_one(real, holding, err, err_len) < 0)
+			return -1;
+		if (!socket_path_up(real))
+			return 0;
+	}
 }

@@ -22,6 +22,7 @@
 #include "am.h"
 #include "descriptor.h"
 #include "frame.h"
+#include "handover_wire.h"
 #include "idmap.h"
 #include "log.h"
 #include "metrics.h"
@@ -49,6 +50,9 @@ struct cidr {
 struct config {
 	char socket_path[108];
 	char socket_group[64];
+	/* socket_path's directory may be one other users can write (they can
+	 * then pose as rmad there, see socket_path_check_private) */
+	bool socket_dir_shared;
 	char listen_host[64];
 	uint16_t listen_port;
 	enum log_level log_level;
@@ -398,14 +402,8 @@ wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
 
 /* ---- handover.c: an old and a new process of the same daemon ------------ */
 
-/* One region on the wire of a hand-over and in fdstore.c's state
- * record: fixed size, no pointers. */
-struct handover_record {
-	uint64_t id, generation, ro_generation, length;
-	int32_t owner_pid;
-	uint32_t owner_uid;
-	char owner_name[64];
-};
+/* struct handover_record (one region on the wire of a hand-over and in
+ * fdstore.c's state record) is in handover_wire.h. */
 
 /* One region as the old process hands it over. Beside its record: an
  * orphan's deadline (region.orphan_until_ms, CLOCK_REALTIME as it crosses

@@ -21,7 +21,16 @@
  *
  * Either side failing before END leaves the old process serving (it only
  * commits once it has sent everything); a new process that dies after END
- * loses the regions, as a crash would. */
+ * loses the regions, as a crash would.
+ *
+ * Each side checks the other before it gives or takes anything: the old
+ * one serves only a successor of its own uid or root, and the new one
+ * takes only from a predecessor of its own uid or root (SO_PEERCRED), in
+ * a directory nobody else can write (socket_path_check_private, unless
+ * socket_dir_shared), and maps only memfds sealed as rmad seals its own
+ * (region_adopt). Whoever else answered at "<socket>.takeover" would
+ * otherwise hand the successor an identity, a client socket and memory
+ * it reads and can cut short under a peer's write. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -36,47 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
-#define HANDOVER_VERSION 1u
-#define HANDOVER_SUFFIX ".takeover"
-/* Regions (and fds) per message: well under SCM_MAX_FD (253). */
-#define HANDOVER_CHUNK 128
+#include "handover_wire.h"
+#include "socket_path.h"
+
 /* How long the new process waits for the old one to finish. */
 #define HANDOVER_EXIT_SLACK 5.0
-
-enum handover_kind {
-	HANDOVER_ASK = 1,
-	HANDOVER_HEAD = 2,
-	HANDOVER_REGIONS = 3,
-	HANDOVER_END = 4,
-	/* after the REGIONS, to a successor that asked for them: one orphan
-	 * deadline per region, in the same order */
-	HANDOVER_DEADLINES = 5,
-};
-
-/* What a successor takes beyond version 1, in the ASK's body (a
- * predecessor that does not know it reads the header alone). */
-#define HANDOVER_TAKES_DEADLINES 1u
-
-struct handover_ask {
-	uint32_t takes; /* HANDOVER_TAKES_* */
-	uint32_t pad;
-};
-
-struct handover_msg {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t kind;
-	uint32_t count; /* REGIONS: records here; END: regions in all */
-};
-
-struct handover_head {
-	uint8_t id[DAEMON_ID_SIZE];
-	uint64_t next_region_id;
-	uint64_t next_epoch;
-	uint32_t restarts;
-	uint32_t has_listen_fd;
-};
 
 struct handover {
 	struct daemon *d;
@@ -568,6 +541,57 @@ handover_wait_gone(int fd, double seconds)
 	}
 }
 
+/* Where another user can create "<socket>.takeover", whoever answers
+ * there may be them. */
+static int
+handover_check_dir(const struct config *cfg, const char *path)
+{
+	char why[512];
+
+	if (socket_path_check_private(path, why, sizeof(why)) == 0)
+		return 0;
+	if (errno != EPERM) {
+		log_error("handover_receive: %s", why);
+		return -1;
+	}
+	if (cfg->socket_dir_shared) {
+		log_warn("handover_receive: %s; taking over all the same "
+			 "(socket_dir_shared), from a predecessor of our own "
+			 "uid or root only",
+			 why);
+		return 0;
+	}
+	log_error("handover_receive: %s: not taking over from there (use a "
+		  "directory only this user can write, or socket_dir_shared "
+		  "= yes)",
+		  why);
+	return -1;
+}
+
+/* The old side checks our uid; we check its, before sending a byte. The
+ * credentials are the listener's, taken when it called listen(). */
+static int
+handover_check_predecessor(int fd, const char *path)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_error("handover_receive: SO_PEERCRED on %s: %s", path,
+			  strerror(errno));
+		return -1;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		log_error("handover_receive: %s is served by uid %u (pid %d), "
+			  "not by uid %u or root: not an rmad to take anything "
+			  "from; nothing taken over",
+			  path, (unsigned)cred.uid, (int)cred.pid,
+			  (unsigned)geteuid());
+		return -1;
+	}
+	return 0;
+}
+
 int
 handover_receive(const struct config *cfg, struct handover_state *st)
 {
@@ -587,6 +611,8 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		log_error("handover_receive: socket path too long");
 		return -1;
 	}
+	if (handover_check_dir(cfg, sa.sun_path) < 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
@@ -595,6 +621,8 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 			  sa.sun_path, strerror(errno));
 		goto err_close;
 	}
+	if (handover_check_predecessor(fd, sa.sun_path) < 0)
+		goto err_close;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (handover_send(fd, &m, &ask, sizeof(ask), NULL, 0) < 0)
 		goto err_stream;

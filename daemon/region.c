@@ -26,9 +26,14 @@ region_status_from_errno(int err)
 			     : RMA__V1__STATUS__ERR_INTERNAL;
 }
 
-/* A memory file of @length bytes, mapped shared at *@addr, its size sealed:
- * nobody may shrink it under a write (SIGBUS here or in UCX). Regions and
- * clients' rings are made so. The fd, or -1 with errno and @detail set. */
+/* The seals of every memfd rmad makes, and asks of every one it adopts:
+ * nobody may shrink it under a write (SIGBUS here or in UCX), nor change
+ * the seals. */
+#define REGION_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* A memory file of @length bytes, mapped shared at *@addr, sealed
+ * (REGION_SEALS). Regions and clients' rings are made so. The fd, or -1
+ * with errno and @detail set. */
 int
 region_memfd_map(const char *name, size_t length, void **addr, char *detail,
 		 size_t detail_len)
@@ -43,8 +48,7 @@ region_memfd_map(const char *name, size_t length, void **addr, char *detail,
 	if (ftruncate(fd, (off_t)length) < 0)
 		goto err_close;
 	step = "seal";
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
-	    0)
+	if (fcntl(fd, F_ADD_SEALS, REGION_SEALS) < 0)
 		goto err_close;
 	step = "mmap";
 	*addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -332,7 +336,24 @@ region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
 	struct stat st;
 	struct region *r;
 	ucs_status_t ust;
+	int seals;
 
+	/* The memfd comes from another process (a predecessor, systemd's fd
+	 * store): one its holder can still shrink would kill us with SIGBUS
+	 * at the next write into it. Sealed, its size is fixed for good, so
+	 * the check below cannot go stale. */
+	seals = fcntl(memfd, F_GET_SEALS);
+	if (seals < 0 || (seals & REGION_SEALS) != REGION_SEALS) {
+		log_error("region_adopt: region %llu: %s (seals 0x%x, rmad's "
+			  "are 0x%x): whoever holds it could shrink it under a "
+			  "write; not adopted",
+			  (unsigned long long)id,
+			  seals < 0 ? "not a sealable memory file"
+				    : "memfd not sealed as rmad seals its own",
+			  seals < 0 ? 0u : (unsigned)seals,
+			  (unsigned)REGION_SEALS);
+		return -1;
+	}
 	/* What the old process said must be what the memfd is. */
 	if (fstat(memfd, &st) < 0 || (uint64_t)st.st_size != length ||
 	    length == 0 || generation == 0 || ro_generation == 0 || id == 0) {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -123,6 +124,37 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 	return ready;
 }
 
+/* This process's directory for sockets: made by mkdtemp, then mode 0711
+ * (others may reach a socket in it, as tests of other users do, but not
+ * add a name), so that rmad, which refuses a socket directory other users
+ * can write, serves there; removed at exit once the daemons took their
+ * sockets. */
+static char harness_dir[32];
+
+static void
+harness_dir_remove(void)
+{
+	rmdir(harness_dir);
+}
+
+const char *
+harness_socket_dir(void)
+{
+	static pid_t made_by;
+
+	/* Check's fork mode: each test's process makes its own. */
+	if (made_by != getpid()) {
+		snprintf(harness_dir, sizeof(harness_dir),
+			 "/tmp/rmad-test.XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(harness_dir));
+		ck_assert_int_eq(chmod(harness_dir, 0711), 0);
+		if (made_by == 0)
+			atexit(harness_dir_remove);
+		made_by = getpid();
+	}
+	return harness_dir;
+}
+
 void
 harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 {
@@ -132,8 +164,8 @@ harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 	bool ready;
 
 	memset(p, 0, sizeof(*p));
-	snprintf(p->socket, sizeof(p->socket), "/tmp/rmad-test-%d-%d.sock",
-		 (int)getpid(), serial++);
+	snprintf(p->socket, sizeof(p->socket), "%s/%d-%d.sock",
+		 harness_socket_dir(), (int)getpid(), serial++);
 	/* A free port can be taken by another test before rmad binds it:
 	 * then rmad exits at once, and another port is tried. */
 	do {

@@ -14,8 +14,12 @@ struct daemon_proc {
 	char listen[32];
 };
 
-/* Starts build/daemon/rmad (env RMAD_BIN) on a fresh socket and a free
- * port, extra flags appended; fails the test unless ready within 10 s. */
+/* This process's directory for daemons' sockets (mode 0711, made on
+ * first use, removed at exit when empty). */
+const char *harness_socket_dir(void);
+/* Starts build/daemon/rmad (env RMAD_BIN) on a fresh socket (in
+ * harness_socket_dir()) and a free port, extra flags appended; fails the
+ * test unless ready within 10 s. */
 void harness_daemon_start(struct daemon_proc *p, const char *const *extra);
 /* Sends sig and waits (5 s) for the exit; returns the wait status. */
 int harness_daemon_stop(struct daemon_proc *p, int sig);

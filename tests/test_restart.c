@@ -5,6 +5,7 @@
  * first owner mapped (the same memfd), and an orphan region nobody comes
  * back for goes stale after reattach_timeout. */
 #include <check.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -833,6 +836,405 @@ START_TEST(test_blackout_under_load)
 }
 END_TEST
 
+/* ---- a predecessor that is not one (issue 23, finding 4) -----------------
+ *
+ * rmad --take-over takes an identity, regions and the client socket from
+ * whoever answers at "<socket>.takeover". tests/adversary/fake_predecessor
+ * answers there as another user, or as this one with memfds it can still
+ * shrink. A successor refuses another user's predecessor (exit 1: it was
+ * asked to take over, and starting fresh beside a socket someone else
+ * controls would hide that), takes from its own user's everything but a
+ * memfd without rmad's seals, and takes from no directory others can
+ * write unless socket_dir_shared says so. */
+
+struct fake {
+	pid_t pid;
+	int out_fd; /* its lines */
+	int in_fd;  /* its commands; closing it ends it */
+};
+
+/* Its next line, within seconds: 1, or 0 (EOF or time out). */
+static int
+fake_line(struct fake *f, char *buf, size_t len, double seconds)
+{
+	double deadline = harness_now() + seconds;
+	size_t n = 0;
+	char c;
+
+	while (n + 1 < len &&
+	       harness_wait_fd(f->out_fd, deadline - harness_now()) &&
+	       read(f->out_fd, &c, 1) == 1) {
+		if (c == '\n') {
+			buf[n] = '\0';
+			return 1;
+		}
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The fake at sock, as nobody through setpriv when as_nobody, with args. */
+static void
+fake_start(struct fake *f, const char *sock, int as_nobody,
+	   const char *const *args)
+{
+	const char *bin = getenv("FAKE_PREDECESSOR_BIN");
+	const char *argv[16];
+	int out[2], in[2], argc = 0;
+	char line[32];
+
+	ck_assert_ptr_nonnull(bin);
+	if (as_nobody) {
+		argv[argc++] = "setpriv";
+		argv[argc++] = "--reuid=65534";
+		argv[argc++] = "--regid=65534";
+		argv[argc++] = "--clear-groups";
+	}
+	argv[argc++] = bin;
+	argv[argc++] = sock;
+	for (int i = 0; args != NULL && args[i] != NULL && argc < 15; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	f->pid = fork();
+	ck_assert_int_ge(f->pid, 0);
+	if (f->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(in[0]);
+	f->out_fd = out[0];
+	f->in_fd = in[1];
+	ck_assert_msg(fake_line(f, line, sizeof(line), 10.0) &&
+			  strcmp(line, "listening") == 0,
+		      "the fake predecessor did not start: '%s'", line);
+}
+
+/* Its answer to cmd. */
+static void
+fake_ask(struct fake *f, const char *cmd, char *answer, size_t len)
+{
+	ck_assert_int_eq(write(f->in_fd, cmd, strlen(cmd)),
+			 (ssize_t)strlen(cmd));
+	ck_assert_msg(fake_line(f, answer, len, 10.0),
+		      "the fake predecessor did not answer %s", cmd);
+}
+
+/* Ends it (EOF on its stdin); its exit status. */
+static int
+fake_stop(struct fake *f)
+{
+	struct daemon_proc p = {.pid = f->pid};
+	int status = -1;
+
+	close(f->in_fd);
+	ck_assert_msg(harness_daemon_wait_exit(&p, 10.0, &status),
+		      "the fake predecessor did not exit");
+	close(f->out_fd);
+	f->pid = 0;
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* rmad on sock (a fresh port), with extra flags. 1 once ready (p names
+ * it), or 0 once it exited (*status_p). Its stderr so far in err. */
+static int
+rmad_run(struct daemon_proc *p, const char *sock, const char *const *extra,
+	 int *status_p, char *err, size_t err_len)
+{
+	const char *argv[24];
+	char fdarg[16];
+	int ready[2], errp[2], argc = 0, pidfd, is_ready;
+	size_t len = 0;
+	ssize_t n;
+	char b[8];
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->socket, sizeof(p->socket), "%s", sock);
+	p->port = harness_free_port();
+	snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe2(errp, O_CLOEXEC), 0);
+	snprintf(fdarg, sizeof(fdarg), "%d", ready[1]);
+	argv[argc++] = getenv("RMAD_BIN");
+	argv[argc++] = "--socket";
+	argv[argc++] = sock;
+	argv[argc++] = "--listen";
+	argv[argc++] = p->listen;
+	argv[argc++] = "--ready-fd";
+	argv[argc++] = fdarg;
+	argv[argc++] = "--log-level";
+	argv[argc++] = "warn";
+	for (int i = 0; extra != NULL && extra[i] != NULL && argc < 23; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+	p->pid = fork();
+	ck_assert_int_ge(p->pid, 0);
+	if (p->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(ready[0]);
+		dup2(errp[1], 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(ready[1]);
+	close(errp[1]);
+	pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	{
+		struct pollfd w[2] = {{ready[0], POLLIN, 0},
+				      {pidfd, POLLIN, 0}};
+		double deadline = harness_now() + 15.0;
+
+		while (poll(w, 2, 100) == 0 && harness_now() < deadline)
+			continue;
+	}
+	is_ready = read(ready[0], b, sizeof(b)) > 0;
+	close(ready[0]);
+	close(pidfd);
+	if (!is_ready) {
+		p->socket[0] = '\0'; /* not its to unlink */
+		ck_assert_msg(harness_daemon_wait_exit(p, 10.0, status_p),
+			      "rmad on %s neither became ready nor exited",
+			      sock);
+	}
+	/* what it logged before it said ready, or all of it */
+	while (len + 1 < err_len &&
+	       harness_wait_fd(errp[0], is_ready ? 0 : 10.0) &&
+	       (n = read(errp[0], err + len, err_len - 1 - len)) > 0)
+		len += (size_t)n;
+	err[len] = '\0';
+	close(errp[0]);
+	return is_ready;
+}
+
+/* rmad --take-over at sock, which must be refused: its stderr in err. */
+static void
+successor_refused(const char *sock, const char *const *extra, char *err,
+		  size_t err_len)
+{
+	struct daemon_proc p;
+	int status = -1;
+
+	ck_assert_msg(!rmad_run(&p, sock, extra, &status, err, err_len),
+		      "rmad --take-over took over from the fake: %s", err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		      "status %d: %s", status, err);
+	ck_assert_msg(access(sock, F_OK) < 0, "%s is served", sock);
+}
+
+static void
+remove_dir(const char *dir)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A predecessor of another uid, in a directory only root can write: it
+ * bound the path as root and listens as nobody, which is who SO_PEERCRED
+ * then names. */
+START_TEST(test_take_over_refuses_another_uid)
+{
+	static const char *const as_nobody[] = {"--as-uid", "65534", NULL};
+	static const char *const take[] = {"--take-over", NULL};
+	char dir[] = "/tmp/rmad-fake.XXXXXX", sock[64], err[4096];
+	struct fake f;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "restart: another uid skipped: needs root\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/rmad.sock", dir);
+	fake_start(&f, sock, 0, as_nobody);
+	successor_refused(sock, take, err, sizeof(err));
+	ck_assert_msg(strstr(err, "served by uid 65534") &&
+			  strstr(err, "nothing taken over"),
+		      "%s", err);
+	/* refused before it asked: nothing was handed over */
+	ck_assert_int_eq(fake_stop(&f), 3);
+	remove_dir(dir);
+}
+END_TEST
+
+/* A directory anyone may write (sticky, as /tmp): nobody binds
+ * "<socket>.takeover" there; the successor refuses the directory, and
+ * with socket_dir_shared still refuses the predecessor's uid. */
+START_TEST(test_take_over_refuses_shared_dir)
+{
+	static const char *const take[] = {"--take-over", NULL};
+	static const char *const take_shared[] = {"--take-over",
+						  "--socket-dir-shared", NULL};
+	char dir[] = "/tmp/rmad-fake.XXXXXX", sock[64], err[4096];
+	struct fake f;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "restart: shared dir skipped: needs root\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	snprintf(sock, sizeof(sock), "%s/rmad.sock", dir);
+	fake_start(&f, sock, 1, NULL);
+
+	successor_refused(sock, take, err, sizeof(err));
+	ck_assert_msg(strstr(err, "writable by its group and all users") &&
+			  strstr(err, "not taking over"),
+		      "%s", err);
+	successor_refused(sock, take_shared, err, sizeof(err));
+	ck_assert_msg(strstr(err, "served by uid 65534"), "%s", err);
+	ck_assert_int_eq(fake_stop(&f), 3);
+	remove_dir(dir);
+}
+END_TEST
+
+/* A predecessor of our own uid hands region 1 in a memfd it can still
+ * shrink, region 2 sealed: the successor serves without region 1, and
+ * lives when the fake cuts every memfd it holds. */
+START_TEST(test_take_over_refuses_unsealed_memfd)
+{
+	static const char *const args[] = {"--regions", "2", "--unsealed", "1",
+					   NULL};
+	static const char *const take[] = {"--take-over", NULL};
+	char dir[] = "/tmp/rmad-fake.XXXXXX", sock[64], err[4096];
+	char line[160], desc[2][RMA_DESCRIPTOR_MAX];
+	uint8_t *src = rma_region_ptr(rb);
+	rma_remote_t *r1, *r2;
+	rma_peer_t *peer;
+	rma_status_t st;
+	struct fake f;
+	int status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/rmad.sock", dir);
+	fake_start(&f, sock, 0, args);
+	ck_assert_msg(rmad_run(&da, sock, take, &status, err, sizeof(err)),
+		      "the successor did not start: %s", err);
+	for (int i = 0; i < 2; i++) {
+		unsigned id;
+
+		ck_assert(fake_line(&f, line, sizeof(line), 10.0));
+		ck_assert_int_eq(sscanf(line, "region %u %127s", &id, desc[i]),
+				 2);
+		ck_assert_uint_eq(id, (unsigned)i + 1);
+	}
+	ck_assert(fake_line(&f, line, sizeof(line), 10.0));
+	ck_assert_str_eq(line, "handed 2");
+	ck_assert_msg(strstr(err, "region_adopt: region 1: memfd not sealed") &&
+			  strstr(err, "1 of 2 regions could not be mapped"),
+		      "%s", err);
+	ck_assert_ptr_null(strstr(err, "region_adopt: region 2"));
+
+	/* Region 2 is served, in the memory its predecessor handed over. */
+	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(cb, peer, desc[1], &r2), RMA_OK);
+	harness_fill(src, 64, 7);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, r2, 0, 64, 0, WAIT_MS),
+			 RMA_OK);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want),
+			 "bytes 2 %02x%02x%02x%02x%02x%02x%02x%02x", src[0],
+			 src[1], src[2], src[3], src[4], src[5], src[6],
+			 src[7]);
+		fake_ask(&f, "r 2\n", line, sizeof(line));
+		ck_assert_str_eq(line, want);
+	}
+	/* Region 1 is not. */
+	st = rma_remote_import(cb, peer, desc[0], &r1);
+	if (st == RMA_OK)
+		st = rma_put_sync(cb, rb, 0, r1, 0, 64, 0, WAIT_MS);
+	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
+	/* The fake cuts what it can: region 1's memfd, not region 2's;
+	 * puts into region 2 go on, and the successor lives. */
+	fake_ask(&f, "t\n", line, sizeof(line));
+	ck_assert_str_eq(line, "truncated 1");
+	harness_fill(src, 64, 8);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, r2, 32, 64, 0, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(rma_get_sync(cb, rb, 4096, r2, 32, 64, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(src, src + 4096, 64), 0);
+	ck_assert_int_eq(harness_daemon_wait_exit(&da, 0, NULL), 0);
+	ck_assert_int_eq(fake_stop(&f), 0);
+	harness_daemon_stop(&da, SIGTERM);
+	remove_dir(dir);
+}
+END_TEST
+
+/* A fresh rmad, no take-over: a socket directory others can write is
+ * refused (77) unless socket_dir_shared; so is one under a directory
+ * others can write that is not sticky; one under a sticky one is fine. */
+START_TEST(test_socket_dir_shared)
+{
+	static const char *const shared[] = {"--socket-dir-shared", NULL};
+	char top[] = "/tmp/rmad-dir.XXXXXX", dir[64], sock[96], err[4096];
+	struct daemon_proc p;
+	int status;
+
+	ck_assert_ptr_nonnull(mkdtemp(top));
+	snprintf(dir, sizeof(dir), "%s/d", top);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(sock, sizeof(sock), "%s/rmad.sock", dir);
+
+	/* writable by all users, sticky or not */
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	ck_assert(!rmad_run(&p, sock, NULL, &status, err, sizeof(err)));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 77,
+		      "status %d: %s", status, err);
+	ck_assert_msg(
+	    strstr(err, "writable by its group and all users (mode 1777)") &&
+		strstr(err, "socket_dir_shared"),
+	    "%s", err);
+	ck_assert_int_eq(access(sock, F_OK), -1);
+	ck_assert_msg(rmad_run(&p, sock, shared, &status, err, sizeof(err)),
+		      "refused with socket_dir_shared: %s", err);
+	ck_assert_msg(strstr(err, "all the same"), "%s", err);
+	harness_daemon_stop(&p, SIGTERM);
+
+	/* writable by its group */
+	ck_assert_int_eq(chmod(dir, 0770), 0);
+	ck_assert(!rmad_run(&p, sock, NULL, &status, err, sizeof(err)));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 77 &&
+			  strstr(err, "writable by its group (mode 0770)"),
+		      "status %d: %s", status, err);
+
+	/* its own, under one anyone may write: sticky is fine, else not */
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	ck_assert_int_eq(chmod(top, 01777), 0);
+	ck_assert_msg(rmad_run(&p, sock, NULL, &status, err, sizeof(err)),
+		      "refused under a sticky directory: %s", err);
+	harness_daemon_stop(&p, SIGTERM);
+	ck_assert_int_eq(chmod(top, 0777), 0);
+	ck_assert(!rmad_run(&p, sock, NULL, &status, err, sizeof(err)));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 77 &&
+			  strstr(err, "not sticky"),
+		      "status %d: %s", status, err);
+	ck_assert_int_eq(chmod(top, 0700), 0);
+	remove_dir(top);
+}
+END_TEST
+
+/* Only db, its client and region: the successor under test is da. */
+static void
+setup_peer(void)
+{
+	static const char *const flags[] = {"--connect-timeout", "2", NULL};
+
+	harness_daemon_start(&db, flags);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+}
+
 int
 main(void)
 {
@@ -853,6 +1255,19 @@ main(void)
 	tcase_add_test(tc, test_in_flight_at_take_over);
 	tcase_add_test(tc, test_free_orphan_then_reattach_the_rest);
 	tcase_add_test(tc, test_orphan_deadline_survives_take_overs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fake predecessor");
+	tcase_add_checked_fixture(tc, setup_peer, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_take_over_refuses_unsealed_memfd);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("socket directory");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_take_over_refuses_another_uid);
+	tcase_add_test(tc, test_take_over_refuses_shared_dir);
+	tcase_add_test(tc, test_socket_dir_shared);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The hand-over's messages (handover.c): what an old and a new rmad say
+ * on "<socket>.takeover", a SOCK_SEQPACKET socket. Apart from handover.c
+ * so that the tests' fake predecessor (tests/adversary/) speaks exactly
+ * this. Each message is a handover_msg, then its body; fds travel by
+ * SCM_RIGHTS. */
+#ifndef RMAD_HANDOVER_WIRE_H
+#define RMAD_HANDOVER_WIRE_H
+
+#include <stdint.h>
+
+#include "descriptor.h" /* DAEMON_ID_SIZE */
+
+#define HANDOVER_MAGIC 0x524d4148u /* "RMAH" */
+#define HANDOVER_VERSION 1u
+#define HANDOVER_SUFFIX ".takeover"
+/* Regions (and fds) per message: well under SCM_MAX_FD (253). */
+#define HANDOVER_CHUNK 128
+
+enum handover_kind {
+	HANDOVER_ASK = 1,
+	HANDOVER_HEAD = 2,
+	HANDOVER_REGIONS = 3,
+	HANDOVER_END = 4,
+	/* after the REGIONS, to a successor that asked for them: one orphan
+	 * deadline per region, in the same order */
+	HANDOVER_DEADLINES = 5,
+};
+
+/* What a successor takes beyond version 1, in the ASK's body (a
+ * predecessor that does not know it reads the header alone). */
+#define HANDOVER_TAKES_DEADLINES 1u
+
+struct handover_ask {
+	uint32_t takes; /* HANDOVER_TAKES_* */
+	uint32_t pad;
+};
+
+struct handover_msg {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t kind;
+	uint32_t count; /* REGIONS: records here; END: regions in all */
+};
+
+/* One region on the wire of a hand-over and in fdstore.c's state
+ * record: fixed size, no pointers. */
+struct handover_record {
+	uint64_t id, generation, ro_generation, length;
+	int32_t owner_pid;
+	uint32_t owner_uid;
+	char owner_name[64];
+};
+
+/* HEAD's body; the client socket's listening fd rides along when
+ * has_listen_fd. REGIONS' body is count records, one memfd each. */
+struct handover_head {
+	uint8_t id[DAEMON_ID_SIZE];
+	uint64_t next_region_id;
+	uint64_t next_epoch;
+	uint32_t restarts;
+	uint32_t has_listen_fd;
+};
+
+#endif

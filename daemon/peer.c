@@ -137,7 +137,16 @@ peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 	    (p->state == RMA__V1__PEER_STATE__PEER_UP &&
 	     (status == UCS_ERR_UNREACHABLE ||
 	      status == UCS_ERR_NOT_CONNECTED || status == UCS_ERR_IO_ERROR));
-	if (lost)
+	/* Something accepted the connection and closed it on our hello
+	 * without a word: what an rmad of another daemon protocol (am.h,
+	 * AM_VERSION) does; one of this protocol or later answers. */
+	if (lost && !p->inbound && !p->answered && p->probe_ok &&
+	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING)
+		peer_fail(p, UCS_ERR_CONNECTION_RESET,
+			  "closed by the far end before it answered our "
+			  "hello (an rmad of an older daemon protocol "
+			  "version does that)");
+	else if (lost)
 		peer_fail(p, UCS_ERR_CONNECTION_RESET,
 			  "connection lost (closed or reset by the far end)");
 	else

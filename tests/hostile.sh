@@ -155,7 +155,8 @@ run_batch_amp() { # dir port extra-args...
 # A's hello the attacker tries B (relayed), A with another id (A's own
 # nonce), A itself (reflected: each challenge and proof handed to the
 # other side), and A with A's own id. Every one must be refused at the
-# hello with status 19 (ERR_PERMISSION), and no RESOLVE served.
+# hello with status 19 (ERR_PERMISSION), and no RESOLVE served. A hello
+# of daemon protocol 2 must be answered ERR_VERSION (3).
 run_reflect() { # dir aport bport
 	local dir=$1 aport=$2 bport=$3 mport pid wpid rc=0 what
 	mport=$(free_port)
@@ -179,6 +180,8 @@ run_reflect() { # dir aport bport
 	done
 	grep -q 'no RESOLVE served' "$dir/hostile.out" ||
 		why+=("A served the reflecting attacker: $(grep -Eo 'RESOLVE [a-z]+ -?[0-9]+' "$dir/hostile.out")")
+	grep -q 'version-2 hello answered 3' "$dir/hostile.out" ||
+		why+=("a hello of protocol 2 was not answered ERR_VERSION (3): $(grep -Eo 'version-2 hello [a-z]+( -?[0-9]+)?' "$dir/hostile.out")")
 	return $rc
 }
 

@@ -1107,6 +1107,8 @@ hostile_dialed(const struct hostile *h, struct am_hello *m)
  *     the daemon, dialed right;
  *   reflected: its hello back to its own listener, then each challenge
  *     and proof to the other side; nothing may be served to us;
+ *   version-2: a hello of the daemon protocol before, which must be
+ *     answered ERR_VERSION;
  *   own-id: a hello of our making with the daemon's id (from the
  *     descriptor), a fresh nonce, dialed right.
  * Each answer is noted as "<what> answered <status>". */
@@ -1201,6 +1203,18 @@ hostile_attack_reflect(struct hostile *h)
 	else
 		hostile_note(h, "no RESOLVE served");
 	hostile_close(h, &back);
+
+	/* A hello of daemon protocol 2 (88 bytes; the version at the same
+	 * place in every one): answered, with ERR_VERSION. */
+	{
+		struct {
+			uint32_t magic, version;
+			uint64_t token;
+			uint8_t rest[72];
+		} v2 = {.magic = AM_MAGIC, .version = 2, .token = ++h->token};
+		hostile_hello_once(h, &h->sa, h->sa_len, &v2, sizeof(v2),
+				   "version-2 hello");
+	}
 
 	hostile_hello_fill(h, &m);
 	memcpy(m.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);

@@ -17,7 +17,9 @@ A thin CPython binding of librma (rma.h)::
 
 Requests are awaitable; the client's fd is registered with the running
 loop (loop.add_reader) the first time a request is awaited, and progress
-runs in the loop: no thread, no polling. Failures raise subclasses of
+runs in the loop: no thread, no polling. The fd stays the same across
+take-overs and restarts of the daemon (the client re-attaches by itself,
+Client.reattaches counts it): awaits and notifications() carry on. Failures raise subclasses of
 rma.Error carrying the daemon's detail.
 """
 

@@ -12,8 +12,16 @@ def _set(fut, exc, value):
 
 
 def resolve_threadsafe(fut, exc, value=None):
-    """Hand the outcome to the future's loop (called by the C extension)."""
-    fut.get_loop().call_soon_threadsafe(_set, fut, exc, value)
+    """Hand the outcome to the future's loop (called by the C extension).
+    A loop closed with the request pending has nobody to tell: the
+    outcome stays on the request (its status), with no error per
+    request."""
+    loop = fut.get_loop()
+    try:
+        loop.call_soon_threadsafe(_set, fut, exc, value)
+    except RuntimeError:
+        if not loop.is_closed():
+            raise
 
 
 async def notifications(client):
@@ -40,5 +48,13 @@ def _deliver(client, fut, exc, n):
 
 def notify_deliver(client, fut, exc, n):
     """Hand a notification (or failure) to an iterator's future from a
-    thread other than its loop's; one cancelled meanwhile gives it back."""
-    fut.get_loop().call_soon_threadsafe(_deliver, client, fut, exc, n)
+    thread other than its loop's; one cancelled meanwhile, or whose loop
+    was closed, gives it back."""
+    loop = fut.get_loop()
+    try:
+        loop.call_soon_threadsafe(_deliver, client, fut, exc, n)
+    except RuntimeError:
+        if not loop.is_closed():
+            raise
+        if n is not None:
+            client._notify_unget(n)

@@ -515,6 +515,34 @@ waiter_dealloc(WaiterObject *w)
 	Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
+/* The error pending is the RuntimeError of a closed loop: cleared, 1. A
+ * loop closed with requests pending has nobody left to wake: they
+ * complete into nothing (request.status still says how), rather than
+ * one "Event loop is closed" per request in sys.unraisablehook. */
+static int
+loop_closed_clear(PyObject *loop)
+{
+	PyObject *closed, *et, *ev, *tb;
+	int yes;
+
+	if (!PyErr_ExceptionMatches(PyExc_RuntimeError))
+		return 0;
+	PyErr_Fetch(&et, &ev, &tb);
+	closed = PyObject_CallMethod(loop, "is_closed", NULL);
+	yes = closed != NULL && PyObject_IsTrue(closed) == 1;
+	Py_XDECREF(closed);
+	if (!yes) {
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		return 0;
+	}
+	PyErr_Clear();
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(tb);
+	return 1;
+}
+
 /* fn(w) in ctx through the loop: call_soon, or call_soon_threadsafe
  * from another thread. */
 static int
@@ -527,7 +555,7 @@ waiter_schedule(WaiterObject *w, PyObject *fn, PyObject *ctx, int threadsafe)
 	    threadsafe ? str_call_soon_threadsafe : str_call_soon, args, 3,
 	    ctx != NULL && ctx != Py_None ? kwnames_context : NULL);
 	if (res == NULL)
-		return -1;
+		return loop_closed_clear(w->loop) ? 0 : -1;
 	Py_DECREF(res);
 	return 0;
 }
@@ -2841,6 +2869,14 @@ client_get_daemon_id(ClientObject *c, void *unused)
 }
 
 static PyObject *
+client_get_reattaches(ClientObject *c, void *unused)
+{
+	if (c->rc == NULL)
+		return PyLong_FromLong(0);
+	return PyLong_FromUnsignedLongLong(rma_reattach_count(c->rc));
+}
+
+static PyObject *
 client_get_in_flight(ClientObject *c, void *unused)
 {
 	Py_ssize_t n = 0;
@@ -2943,6 +2979,11 @@ static PyGetSetDef client_getset[] = {
      "Identity of the connected daemon (None once closed).", NULL},
     {"in_flight", (getter)client_get_in_flight, NULL,
      "Requests submitted and not yet completed.", NULL},
+    {"reattaches", (getter)client_get_reattaches, NULL,
+     "Times the client got back to its daemon after a take-over or a "
+     "restart (awaits, readers and notifications() carry on by "
+     "themselves).",
+     NULL},
     {"closed", (getter)client_get_closed, NULL, "True once closed.", NULL},
     {NULL}};
 

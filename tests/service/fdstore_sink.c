@@ -27,7 +27,12 @@
  * SIGUSR1 is "systemctl restart" (SIGTERM, then start again, the store kept: a
  * job is queued); SIGTERM is "systemctl stop" (SIGTERM, the store released,
  * then exit). FDSTORE=MAX is set, as systemd 254 does. Exits after LIFETIME
- * seconds (default 120) so that a broken test never leaves it behind. */
+ * seconds (default 120) so that a broken test never leaves it behind.
+ *
+ * With FDSTORE_SINK_UNSEAL=1 in its environment (not passed on), a store
+ * that gives back something other than what it was given: at each
+ * restart the first fd named store-region-* goes to COMMAND as an
+ * unsealed copy (a new memfd with the same bytes), "unsealed NAME". */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,6 +61,7 @@ static struct stored *store;
 static size_t n_store, max_store = 4096;
 static pid_t main_pid;
 static int activation_fd = -1;
+static bool unseal; /* FDSTORE_SINK_UNSEAL */
 
 static void
 sink_release(void)
@@ -180,11 +187,40 @@ sink_drain(int sock)
 	}
 }
 
+/* FDSTORE_SINK_UNSEAL: the first region's fd, swapped for a copy without
+ * seals (in the store from then on). */
+static void
+sink_unseal_first(void)
+{
+	for (size_t i = 0; i < n_store; i++) {
+		struct stat st;
+		int copy;
+
+		if (strncmp(store[i].name, "store-region-", 13) != 0)
+			continue;
+		copy = memfd_create("unsealed", MFD_CLOEXEC);
+		if (copy < 0 || fstat(store[i].fd, &st) < 0 ||
+		    ftruncate(copy, st.st_size) < 0 ||
+		    copy_file_range(store[i].fd, &(off_t){0}, copy, &(off_t){0},
+				    (size_t)st.st_size, 0) != st.st_size) {
+			perror("fdstore_sink: unsealed copy");
+			exit(1);
+		}
+		close(store[i].fd);
+		store[i].fd = copy;
+		printf("unsealed %s\n", store[i].name);
+		return;
+	}
+}
+
 static pid_t
 sink_start(char **argv, const char *notify_path, const sigset_t *old_mask)
 {
-	pid_t pid = fork();
+	pid_t pid;
 
+	if (unseal && n_store > 0)
+		sink_unseal_first();
+	pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
@@ -255,6 +291,8 @@ main(int argc, char **argv)
 	const char *activation_path = NULL;
 	time_t end;
 
+	unseal = getenv("FDSTORE_SINK_UNSEAL") != NULL;
+	unsetenv("FDSTORE_SINK_UNSEAL");
 	while ((opt = getopt(argc, argv, "+m:t:l:")) != -1) {
 		if (opt == 'm')
 			max_store = strtoul(optarg, NULL, 10);

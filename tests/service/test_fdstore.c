@@ -31,6 +31,7 @@ struct sup {
 	pid_t pid; /* fdstore_sink's */
 	char dir[64], log[96], notify[96], socket[108], listen[32];
 	uint16_t metrics_port;
+	int unseal; /* FDSTORE_SINK_UNSEAL: a region back without seals */
 };
 
 static struct sup sa;
@@ -66,6 +67,8 @@ sup_start_as(struct sup *s, unsigned max, unsigned rmad_max, int activation)
 	ck_assert_int_ge(s->pid, 0);
 	if (s->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (s->unseal)
+			setenv("FDSTORE_SINK_UNSEAL", "1", 1);
 		if (!freopen(s->log, "w", stdout) ||
 		    !freopen(rmad_log, "w", stderr))
 			_exit(126);
@@ -198,6 +201,7 @@ sup_stop(struct sup *s)
 		}
 	}
 	s->pid = 0;
+	s->unseal = 0;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
 	ck_assert_int_ge(system(cmd), -1);
 }
@@ -824,6 +828,54 @@ START_TEST(test_store_limit)
 }
 END_TEST
 
+/* A region whose memfd comes back from the store without rmad's seals
+ * (a store that holds something other than what rmad gave it) is not
+ * adopted: its holder could shrink it under a write, and rmad would die
+ * of SIGBUS. rmad comes back without that region and with the others. */
+START_TEST(test_unsealed_region_refused)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *r1, *r2, *rb;
+	rma_remote_t *rem;
+	rma_peer_t *peer;
+	char d1[RMA_DESCRIPTOR_MAX], d2[RMA_DESCRIPTOR_MAX], cmd[256];
+	rma_status_t st;
+
+	sa.unseal = 1;
+	sup_start(&sa, 64, 0);
+	sup_wait_ready(&sa, 1);
+	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, 4096, &rb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, 4096, &r1), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, 4096, &r2), RMA_OK);
+	harness_fill(rma_region_ptr(r2), 4096, 21);
+	snprintf(d1, sizeof(d1), "%s", rma_region_descriptor(r1));
+	snprintf(d2, sizeof(d2), "%s", rma_region_descriptor(r2));
+	ck_assert(sup_wait_count(&sa, "stored store-region-", 2));
+
+	sup_crash(&sa);
+	ck_assert_int_eq(sup_count(&sa, "unsealed store-region-", NULL, 0), 1);
+	snprintf(cmd, sizeof(cmd),
+		 "grep -q 'region_adopt: region [0-9]*: memfd not sealed' "
+		 "%s/rmad.log",
+		 sa.dir);
+	ck_assert_msg(system(cmd) == 0, "no refusal in %s/rmad.log", sa.dir);
+	/* the first region is gone, the second is served */
+	ck_assert_int_eq(rma_peer_connect(cb, sa.listen, &peer), RMA_OK);
+	st = rma_remote_import(cb, peer, d1, &rem);
+	if (st == RMA_OK)
+		st = remote_io(cb, rb, rem, 64, 0);
+	ck_assert_int_eq(st, RMA_ERR_STALE_DESCRIPTOR);
+	ck_assert_int_eq(rma_remote_import(cb, peer, d2, &rem), RMA_OK);
+	ck_assert_int_eq(remote_io(cb, rb, rem, 4096, 0), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(r2), 4096),
+			 0);
+	rma_disconnect(cb);
+	rma_disconnect(ca);
+}
+END_TEST
+
 static Suite *
 fdstore_suite(void)
 {
@@ -839,6 +891,7 @@ fdstore_suite(void)
 	tcase_add_test(tc, test_restart_keeps_stop_releases);
 	tcase_add_test(tc, test_kills_during_burst);
 	tcase_add_test(tc, test_orphan_deadline_survives_crash_loop);
+	tcase_add_test(tc, test_unsealed_region_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -217,6 +217,34 @@ START_TEST(test_same_key_round_trip)
 }
 END_TEST
 
+/* Every lane proves the key: with two workers, each client of b is
+ * served by another one, and each worker opens its own connection to a
+ * (its lane), with a handshake of its own, whose nonce the other worker
+ * records in the same set of b's own (handshake.c). */
+START_TEST(test_same_key_every_lane)
+{
+	const char *keyed[] = {"--peer-key-file", key_a, "--workers", "2",
+			       NULL};
+	rma_client_t *ca, *cb1, *cb2;
+	rma_region_t *ra, *rb1, *rb2;
+
+	harness_daemon_start(&da, keyed);
+	harness_daemon_start(&db, keyed);
+	ca = client_of(&da);
+	cb1 = client_of(&db);
+	cb2 = client_of(&db);
+	ra = region_of(ca);
+	rb1 = region_of(cb1);
+	rb2 = region_of(cb2);
+	round_trip(cb1, rb1, da.listen, ra, 0, 65536, 4);
+	round_trip(cb2, rb2, da.listen, ra, 65536, 65536, 5);
+	ck_assert_uint_eq(counters_of(ca).peer_auth_failures, 0);
+	ck_assert_uint_eq(counters_of(cb1).peer_auth_failures, 0);
+	/* one connection per lane of b, each accepted */
+	ck_assert_int_eq(peers_of(ca, db.listen).inbound, 2);
+}
+END_TEST
+
 /* A connect that must be refused: RMA_ERR_REJECTED, in bounded time,
  * with a detail that names the cluster key. */
 static void
@@ -524,6 +552,7 @@ main(void)
 	Suite *s = suite_create("peers");
 
 	ADD(s, test_same_key_round_trip);
+	ADD(s, test_same_key_every_lane);
 	ADD(s, test_keyed_to_unkeyed_refused);
 	ADD(s, test_other_key_refused);
 	ADD(s, test_connect_to_self);

@@ -1372,19 +1372,19 @@ fork_child_calls(rma_request_t *held)
 	st[2] = rma_request_wait(c, held, 0);
 	st[3] = rma_request_cancel(c, held);
 	st[4] = rma_put(c, reg, 0, rem, 0, 8, 0, count_cb, &count, &req);
-	st[5] = rma_put_notify(c, reg, 0, rem, 0, 8, 1, 0, count_cb, &count,
-			       &req);
+	st[5] =
+	    rma_put_notify(c, reg, 0, rem, 0, 8, 1, 0, count_cb, &count, &req);
 	st[6] = rma_get(c, reg, 0, rem, 0, 8, count_cb, &count, &req);
 	st[7] = rma_flush(c, peer, count_cb, &count, &req);
-	st[8] = rma_atomic(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, count_cb,
-			   &count, &req);
+	st[8] = rma_atomic(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, count_cb, &count,
+			   &req);
 	st[9] = rma_putv(c, reg, rem, &iov, 1, 0, count_cb, &count, &req);
 	st[10] = rma_getv(c, reg, rem, &iov, 1, count_cb, &count, &req);
 	st[11] = rma_put_sync(c, reg, 0, rem, 0, 8, 0, 1000);
 	st[12] = rma_get_sync(c, reg, 0, rem, 0, 8, 1000);
 	st[13] = rma_flush_sync(c, NULL, 1000);
-	st[14] = rma_atomic_sync(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, &old,
-				 1000);
+	st[14] =
+	    rma_atomic_sync(c, rem, 0, RMA_ATOMIC_ADD, 8, 1, 0, &old, 1000);
 	st[15] = rma_region_alloc(c, 64, &r2);
 	st[16] = rma_region_free(c, reg);
 	st[17] = rma_peer_connect(c, "127.0.0.1:1", &p2);

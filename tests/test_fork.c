@@ -38,8 +38,7 @@ setup(void)
 {
 	harness_daemon_start(&d, NULL);
 	ck_assert_int_eq(rma_connect(d.socket, &owner), RMA_OK);
-	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &target),
-			 RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &target), RMA_OK);
 	ck_assert_int_eq(rma_connect(d.socket, &c), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(c, REGION_SIZE, &src), RMA_OK);
 	ck_assert_int_eq(rma_peer_connect(c, d.listen, &self), RMA_OK);
@@ -99,8 +98,8 @@ child_calls(struct counter *flight)
 	/* first what would reap the ring or read the socket */
 	st[0] = rma_progress(c);
 	st[1] = rma_wait(c, 100);
-	st[2] = rma_put(c, src, 0, rem, REGION_SIZE - 8, 8, 0, count_cb,
-			&mine, &req);
+	st[2] = rma_put(c, src, 0, rem, REGION_SIZE - 8, 8, 0, count_cb, &mine,
+			&req);
 	st[3] = rma_get(c, src, 0, rem, 0, 8, count_cb, &mine, &req);
 	st[4] = rma_putv(c, src, rem, &iov, 1, 0, count_cb, &mine, &req);
 	st[5] = rma_flush_sync(c, NULL, 1000);
@@ -155,9 +154,9 @@ START_TEST(test_fork_child_refused_parent_unharmed)
 	for (int i = 0; i < N_FLIGHT; i++)
 		iov[i] = (rma_iov_t){(uint64_t)(N_BEFORE + i) * PIECE,
 				     (uint64_t)(N_BEFORE + i) * PIECE, PIECE};
-	ck_assert_int_eq(rma_putv(c, src, rem, iov, N_FLIGHT, 0, count_cb,
-				  &flight, NULL),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_putv(c, src, rem, iov, N_FLIGHT, 0, count_cb, &flight, NULL),
+	    RMA_OK);
 	upto = (size_t)(N_BEFORE + N_FLIGHT) * PIECE;
 	ck_assert(harness_until(20, landed, &upto));
 	ck_assert_int_eq(flight.done, 0);

@@ -2486,11 +2486,10 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 		if (!u64_arg(args[1], &off) || !u64_arg(args[3], &roff) ||
 		    !u64_arg(args[4], &len))
 			return NULL;
-		return transfer_submit(c, (RegionObject *)args[0], off,
-				       (RemoteObject *)args[2], roff, len,
-				       nargs > 5 ? args[5] : Py_None,
-				       nargs > 6 ? args[6] : Py_None, 0, is_put,
-				       NULL);
+		return transfer_submit(
+		    c, (RegionObject *)args[0], off, (RemoteObject *)args[2],
+		    roff, len, nargs > 5 ? args[5] : Py_None,
+		    nargs > 6 ? args[6] : Py_None, 0, is_put, NULL);
 	}
 	tuple = PyTuple_New(nargs);
 	if (tuple == NULL)
@@ -2617,10 +2616,9 @@ client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
 	rma_status_t st;
 	char detail[512];
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O&sO|OiOO:atomic",
-					 kwlist, &RemoteType, &rem, u64_arg,
-					 &off, &opname, &vo, &co, &width, &cb,
-					 &ud))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O&sO|OiOO:atomic", kwlist,
+					 &RemoteType, &rem, u64_arg, &off,
+					 &opname, &vo, &co, &width, &cb, &ud))
 		return NULL;
 	if (!atomic_op_parse(opname, &op))
 		return error_raise(RMA_ERR_INVALID,

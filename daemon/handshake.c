@@ -293,7 +293,8 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	/* Our own reply, or our own nonce, come back: a reflection. */
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0 ||
 	    (d->cfg.peer_key_set &&
-	     handshake_issued_find(d->world, in.nonce, false))) {
+	     (sodium_memcmp(in.nonce, p->hello.nonce, AM_NONCE_SIZE) == 0 ||
+	      handshake_issued_find(d->world, in.nonce, false)))) {
 		d->counters.auth_failures++;
 		handshake_refuse(p, "answered with this daemon's own id or "
 				    "nonce (a reflected connection)");

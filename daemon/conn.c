@@ -514,6 +514,7 @@ conn_unref(struct conn *c)
 	frame_reader_cleanup(&c->in);
 	idmap_cleanup(&c->regions);
 	idmap_cleanup(&c->remotes);
+	notification_owner_free(c);
 	free(c);
 }
 

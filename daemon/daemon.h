@@ -213,9 +213,10 @@ struct conn {
 	uint64_t in_flight;
 	uint64_t ops;
 	uint64_t region_bytes;
-	/* Notifications held for this client: posted to it and not yet
-	 * acknowledged (notification.c). Any worker adds to it, atomically. */
-	uint32_t notify_held;
+	/* Notifications held for this client, by initiator: posted to it
+	 * and not yet acknowledged (notification.c); made at the first,
+	 * by whichever worker applies it. */
+	struct notification_owner *notify;
 	struct ring *ring; /* ring.c: the shared ring, NULL without one */
 	TAILQ_ENTRY(conn) link;
 	TAILQ_ENTRY(conn) dirty_link;
@@ -244,21 +245,43 @@ void conn_close(struct conn *c, const char *why);
 
 /* ---- notification.c: puts that tell the region's owner ------------------ */
 
-/* Notifications one client may hold unacknowledged: a notifying put over
- * it fails with ERR_LIMIT, its bytes not applied. */
+/* Notifications one client may hold unacknowledged, from all initiators
+ * together; one initiator (a peer daemon, or a client of this daemon) at
+ * most half of what the others leave of it (2048 alone). A notifying put
+ * over either fails with ERR_LIMIT, its bytes not applied. */
 #define NOTIFICATION_QUEUE_MAX 4096
+/* Initiators holding notifications for one client at once; one more is
+ * refused with ERR_LIMIT until one of them has none left. */
+#define NOTIFICATION_INITIATORS_MAX 64
 
 struct region;
-/* Takes one place in the bound of r's owner, before the bytes are
- * copied: OK, ERR_LIMIT when full, ERR_NO_REGION when r has no owner. */
-wire_status_t notification_reserve(struct region *r);
+struct notification_owner;
+/* Who puts: the sender's daemon id, and client 0 for a peer daemon (its
+ * clients share its place) or a client of this daemon's id + 1. */
+struct notification_initiator {
+	const uint8_t *daemon_id; /* DAEMON_ID_SIZE bytes */
+	uint64_t client;
+};
+/* Takes one place in the bound of r's owner, and in its initiator's
+ * share of it, before the bytes are copied: OK with the share in
+ * *share_p (for notification_post), ERR_LIMIT when either is full,
+ * ERR_NO_REGION when r has no owner, ERR_NO_MEMORY. */
+wire_status_t notification_reserve(struct region *r,
+				   const struct notification_initiator *from,
+				   uint32_t *share_p);
 /* After the bytes are in r: tells its owner, on the owner's worker. The
- * place taken by notification_reserve() goes with it. */
+ * place notification_reserve() took (share) goes with it. */
 void notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		       uint64_t length, uint64_t value,
-		       const uint8_t sender_id[DAEMON_ID_SIZE]);
-/* The client acknowledged n notifications (or a place is given back). */
+		       const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share);
+/* On owner's worker: the client acknowledged the first n notifications
+ * it was sent (NotifyAck); their places go back to their initiators. */
 void notification_release(struct conn *owner, uint32_t n);
+/* How many more notifying puts from `from` owner takes now. */
+uint32_t notification_room(struct conn *owner,
+			   const struct notification_initiator *from);
+/* When owner is freed. */
+void notification_owner_free(struct conn *owner);
 /* Posts what notification_post() gathered on d: at the end of each pass
  * of the worker's loop (daemon.c) and of each client Submit. Never before
  * the bytes of the puts are in their regions. */

@@ -17,16 +17,55 @@
  * instead, so one initiator's order holds across the two.
  *
  * The notifications a client holds (sent or waiting, not yet acknowledged
- * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX. The bound is
- * taken before a byte is copied, with an atomic counter on the owner's
- * connection (any worker may take it): a put over the bound fails with
- * ERR_LIMIT and its bytes are not applied, so nothing is lost silently. */
+ * with NotifyAck) are bounded by NOTIFICATION_QUEUE_MAX, and each
+ * initiator's by its share of that: at most half of what the others leave
+ * free (2048 alone, 1024 beside one that took its 2048, ...), so that one
+ * initiator that fills its share never starves the others. An initiator is
+ * a peer daemon (its clients share its place: the wire names no client)
+ * or a client of this daemon. The place is taken before a byte is copied,
+ * by whichever worker applies the put, under the owner's lock: a put over
+ * either bound fails with ERR_LIMIT and its bytes are not applied, so
+ * nothing is lost silently.
+ *
+ * An acknowledgement is a count: the first n notifications the client was
+ * sent. The owner's worker, the only one that sends them and hears the
+ * acknowledgements, keeps whose they were as runs (share, count) in the
+ * order sent, so that giving places back costs a run, not a walk. */
 #include "daemon.h"
 #include "descriptor.h"
 #include "oprec.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A power of two: the share table is open-addressed. */
+#define NOTIFICATION_SHARES NOTIFICATION_INITIATORS_MAX
+
+/* One initiator's place in an owner's bound. */
+struct notification_share {
+	uint8_t daemon_id[DAEMON_ID_SIZE];
+	uint64_t client;
+	uint32_t held;
+	bool used; /* holds a key: a lookup goes on past it */
+};
+
+/* Notifications sent to the owner in a row from one share. */
+struct notification_run {
+	uint16_t share;
+	uint16_t n;
+};
+
+/* An owner's bound. lock guards held and shares (any worker reserves);
+ * runs are the owner worker's alone. Every run holds a notification
+ * held, so NOTIFICATION_QUEUE_MAX of them never overflow. */
+struct notification_owner {
+	pthread_mutex_t lock;
+	uint32_t held;
+	struct notification_share shares[NOTIFICATION_SHARES];
+	uint32_t run_head, run_count;
+	struct notification_run runs[NOTIFICATION_QUEUE_MAX];
+};
 
 /* Records in one Notifications event: 20 KiB, far below a frame. */
 #define NOTIFICATION_PER_EVENT 512
@@ -40,6 +79,7 @@ struct notification_entry {
 	uint64_t length;
 	uint64_t value;
 	uint32_t sender; /* index into the job's senders */
+	uint32_t share;	 /* the place it holds in the owner's bound */
 };
 
 /* The notifications for one owner gathered during one pass of the loop,
@@ -53,37 +93,237 @@ struct notification_job {
 	uint8_t senders[NOTIFICATION_SENDERS_MAX][DAEMON_ID_SIZE];
 };
 
+/* The owner's bound, made at its first notification: any worker may be
+ * first, and one that loses the race frees its own. */
+static struct notification_owner *
+notification_owner_get(struct conn *owner)
+{
+	struct notification_owner *no, *none = NULL;
+
+	no = __atomic_load_n(&owner->notify, __ATOMIC_ACQUIRE);
+	if (no != NULL)
+		return no;
+	no = calloc(1, sizeof(*no));
+	if (no == NULL)
+		return NULL;
+	pthread_mutex_init(&no->lock, NULL);
+	if (!__atomic_compare_exchange_n(&owner->notify, &none, no, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_destroy(&no->lock);
+		free(no);
+		return none;
+	}
+	return no;
+}
+
+void
+notification_owner_free(struct conn *owner)
+{
+	if (owner->notify == NULL)
+		return;
+	pthread_mutex_destroy(&owner->notify->lock);
+	free(owner->notify);
+	owner->notify = NULL;
+}
+
+static uint32_t
+notification_share_hash(const struct notification_initiator *from)
+{
+	uint64_t a, b;
+
+	/* daemon ids are random; a peer's could be chosen, which only
+	 * lengthens its own probe, never past the table */
+	memcpy(&a, from->daemon_id, 8);
+	memcpy(&b, from->daemon_id + 8, 8);
+	a ^= b ^ (from->client * 0x9e3779b97f4a7c15ull);
+	a ^= a >> 32;
+	a *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(a >> 40) & (NOTIFICATION_SHARES - 1);
+}
+
+/* from's share in no, made if need be; NULL when every share is held by
+ * another initiator. Under no->lock. */
+static struct notification_share *
+notification_share_find(struct notification_owner *no,
+			const struct notification_initiator *from)
+{
+	uint32_t at = notification_share_hash(from);
+	struct notification_share *free_share = NULL;
+
+	for (uint32_t probe = 0; probe < NOTIFICATION_SHARES; probe++) {
+		struct notification_share *sh = &no->shares[at];
+
+		if (!sh->used)
+			break;
+		if (sh->client == from->client &&
+		    memcmp(sh->daemon_id, from->daemon_id, DAEMON_ID_SIZE) == 0)
+			return sh;
+		if (sh->held == 0 && free_share == NULL)
+			free_share = sh;
+		at = (at + 1) & (NOTIFICATION_SHARES - 1);
+	}
+	if (free_share == NULL) {
+		if (no->shares[at].used)
+			return NULL;
+		free_share = &no->shares[at];
+	}
+	memcpy(free_share->daemon_id, from->daemon_id, DAEMON_ID_SIZE);
+	free_share->client = from->client;
+	free_share->used = true;
+	return free_share;
+}
+
+/* A share that holds nothing goes out of the table when nothing after
+ * it in its probe chain needs it to be passed: it and the empty shares
+ * before it, so that chains stay as short as the initiators holding. */
+static void
+notification_share_drop(struct notification_owner *no, uint32_t at)
+{
+	const uint32_t mask = NOTIFICATION_SHARES - 1;
+
+	if (no->shares[(at + 1) & mask].used)
+		return;
+	while (no->shares[at].used && no->shares[at].held == 0) {
+		no->shares[at].used = false;
+		at = (at - 1) & mask;
+	}
+}
+
+/* n places of share back into the bound. Under no->lock. */
+static void
+notification_share_release(struct notification_owner *no, uint32_t share,
+			   uint32_t n)
+{
+	struct notification_share *sh = &no->shares[share];
+
+	/* clamped: a broken count never raises a bound */
+	n = n < sh->held ? n : sh->held;
+	sh->held -= n;
+	no->held -= n;
+	if (sh->held == 0)
+		notification_share_drop(no, share);
+}
+
+/* The most `sh` may still take: its share is half of what the others
+ * leave free, so 2 * (held + more) + others <= the bound. */
+static uint32_t
+notification_share_room(const struct notification_owner *no,
+			const struct notification_share *sh)
+{
+	uint32_t mine = sh != NULL ? sh->held : 0;
+	uint32_t others = no->held - mine;
+	uint32_t share = (NOTIFICATION_QUEUE_MAX - others) / 2;
+
+	return share > mine ? share - mine : 0;
+}
+
 wire_status_t
-notification_reserve(struct region *r)
+notification_reserve(struct region *r,
+		     const struct notification_initiator *from,
+		     uint32_t *share_p)
 {
 	struct conn *owner = r->owner;
+	struct notification_owner *no;
+	struct notification_share *sh;
+	wire_status_t st = RMA__V1__STATUS__ERR_LIMIT;
 
 	/* An orphan (its owner has not taken it back after a hand-over)
 	 * has nobody to tell. */
 	if (owner == NULL)
 		return RMA__V1__STATUS__ERR_NO_REGION;
-	if (__atomic_add_fetch(&owner->notify_held, 1, __ATOMIC_RELAXED) >
-	    NOTIFICATION_QUEUE_MAX) {
-		__atomic_sub_fetch(&owner->notify_held, 1, __ATOMIC_RELAXED);
-		return RMA__V1__STATUS__ERR_LIMIT;
+	no = notification_owner_get(owner);
+	if (no == NULL)
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	pthread_mutex_lock(&no->lock);
+	sh = notification_share_find(no, from);
+	if (sh != NULL && notification_share_room(no, sh) > 0) {
+		sh->held++;
+		no->held++;
+		*share_p = (uint32_t)(sh - no->shares);
+		st = RMA__V1__STATUS__OK;
+	} else if (sh != NULL && sh->held == 0) {
+		notification_share_drop(no, (uint32_t)(sh - no->shares));
 	}
-	return RMA__V1__STATUS__OK;
+	pthread_mutex_unlock(&no->lock);
+	return st;
+}
+
+uint32_t
+notification_room(struct conn *owner, const struct notification_initiator *from)
+{
+	struct notification_owner *no = owner->notify;
+	struct notification_share *sh;
+	uint32_t room;
+
+	if (no == NULL)
+		return NOTIFICATION_QUEUE_MAX / 2;
+	pthread_mutex_lock(&no->lock);
+	sh = notification_share_find(no, from);
+	room = sh != NULL ? notification_share_room(no, sh) : 0;
+	if (sh != NULL && sh->held == 0)
+		notification_share_drop(no, (uint32_t)(sh - no->shares));
+	pthread_mutex_unlock(&no->lock);
+	return room;
+}
+
+/* Places that nobody will acknowledge (the notification was not sent). */
+static void
+notification_give_back(struct conn *owner, uint32_t share, uint32_t n)
+{
+	struct notification_owner *no = owner->notify;
+
+	pthread_mutex_lock(&no->lock);
+	notification_share_release(no, share, n);
+	pthread_mutex_unlock(&no->lock);
+}
+
+/* On the owner's worker: n notifications of share were sent, after those
+ * already noted. */
+static void
+notification_note_sent(struct conn *owner, uint32_t share, uint32_t n)
+{
+	struct notification_owner *no = owner->notify;
+	struct notification_run *last = NULL;
+
+	if (no->run_count > 0)
+		last = &no->runs[(no->run_head + no->run_count - 1) %
+				 NOTIFICATION_QUEUE_MAX];
+	if (last != NULL && last->share == share &&
+	    last->n + n <= NOTIFICATION_QUEUE_MAX) {
+		last->n += (uint16_t)n;
+		return;
+	}
+	/* every run holds a place: no more runs than places */
+	no->runs[(no->run_head + no->run_count) % NOTIFICATION_QUEUE_MAX] =
+	    (struct notification_run){.share = (uint16_t)share,
+				      .n = (uint16_t)n};
+	no->run_count++;
 }
 
 void
 notification_release(struct conn *owner, uint32_t n)
 {
-	uint32_t held = __atomic_load_n(&owner->notify_held, __ATOMIC_RELAXED);
+	struct notification_owner *no = owner->notify;
 
-	/* A client acknowledging more than it got is clamped, not
+	if (no == NULL)
+		return;
+	/* A client acknowledging more than it was sent is clamped, not
 	 * allowed to raise its own bound. */
-	while (held > 0) {
-		uint32_t take = n < held ? n : held;
-		if (__atomic_compare_exchange_n(
-			&owner->notify_held, &held, held - take, false,
-			__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return;
+	pthread_mutex_lock(&no->lock);
+	while (n > 0 && no->run_count > 0) {
+		struct notification_run *run = &no->runs[no->run_head];
+		uint32_t take = n < run->n ? n : run->n;
+
+		notification_share_release(no, run->share, take);
+		n -= take;
+		run->n -= (uint16_t)take;
+		if (run->n == 0) {
+			no->run_head =
+			    (no->run_head + 1) % NOTIFICATION_QUEUE_MAX;
+			no->run_count--;
+		}
 	}
+	pthread_mutex_unlock(&no->lock);
 }
 
 /* The owner's connection if it still lives on this worker (its region
@@ -149,8 +389,9 @@ notification_deliver(struct daemon *d, void *arg)
 {
 	struct notification_job *job = arg;
 	struct notifrec recs[NOTIFICATION_PER_EVENT];
+	uint32_t gone[NOTIFICATION_SHARES];
 	struct conn *alive = NULL;
-	size_t k = 0, gone = 0;
+	size_t k = 0, n_gone = 0;
 
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
@@ -158,10 +399,13 @@ notification_deliver(struct daemon *d, void *arg)
 
 		if (r == NULL || r->generation != e->generation ||
 		    r->owner != job->owner || job->owner->dead) {
-			gone++;
+			if (n_gone++ == 0)
+				memset(gone, 0, sizeof(gone));
+			gone[e->share]++;
 			continue;
 		}
 		alive = job->owner; /* owns a region: not freed */
+		notification_note_sent(alive, e->share, 1);
 		recs[k].region_id = e->region_id;
 		recs[k].offset = e->offset;
 		recs[k].length = e->length;
@@ -176,11 +420,13 @@ notification_deliver(struct daemon *d, void *arg)
 		notification_send(alive, job, recs, k);
 	/* Nobody to tell for these; a client that is still here gets
 	 * their places in the bound back. */
-	if (gone > 0) {
+	if (n_gone > 0) {
 		if (alive == NULL)
 			alive = notification_find_owner(d, job);
-		if (alive != NULL)
-			notification_release(alive, (uint32_t)gone);
+		for (uint32_t i = 0; alive != NULL && i < NOTIFICATION_SHARES;
+		     i++)
+			if (gone[i] > 0)
+				notification_give_back(alive, i, gone[i]);
 	}
 	notification_job_free(job);
 }
@@ -228,7 +474,7 @@ add_sender:
 void
 notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		  uint64_t length, uint64_t value,
-		  const uint8_t sender_id[DAEMON_ID_SIZE])
+		  const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
 {
 	struct conn *owner = r->owner;
 	struct notification_entry *e;
@@ -254,13 +500,14 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 	e->length = length;
 	e->value = value;
 	e->sender = sender;
+	e->share = share;
 	return;
 fail:
 	/* The bytes are in already: the notification is lost, and said so
 	 * in the log rather than held against the bound for ever. */
 	log_warn("notification for region %llu lost: out of memory",
 		 (unsigned long long)r->id);
-	notification_release(owner, 1);
+	notification_give_back(owner, share, 1);
 }
 
 void
@@ -280,7 +527,9 @@ notification_flush(struct daemon *d)
 		if (world_post(job->owner->d, notification_deliver, job) < 0) {
 			log_warn("%zu notifications lost: out of memory",
 				 job->n);
-			notification_release(job->owner, (uint32_t)job->n);
+			for (size_t k = 0; k < job->n; k++)
+				notification_give_back(
+				    job->owner, job->entries[k].share, 1);
 			notification_job_free(job);
 		}
 	}

@@ -490,18 +490,24 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 
 	bool notify = o->kind == RMA__V1__OP_KIND__PUT &&
 		      (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
+	/* a client of this daemon is an initiator of its own */
+	struct notification_initiator from = {.daemon_id = c->d->id,
+					      .client = (uint64_t)c->id + 1};
+	uint32_t share = 0;
 	wire_status_t st;
 
 	if (target == NULL)
 		return;
 	/* The owner's bound first: a full queue refuses the put whole. */
-	if (notify &&
-	    (st = notification_reserve(target)) != RMA__V1__STATUS__OK) {
+	if (notify && (st = notification_reserve(target, &from, &share)) !=
+			  RMA__V1__STATUS__OK) {
 		op_fail(c, o, st,
 			st == RMA__V1__STATUS__ERR_LIMIT
 			    ? "the owner of region %llu holds %d notifications "
-			      "it has not taken: nothing written"
-			    : "region %llu has no owner to notify (%d)",
+			      "it has not taken, or this client its share of "
+			      "them: nothing written"
+			    : "region %llu: no owner to notify, or no memory "
+			      "(%d)",
 			(unsigned long long)res->region_id,
 			NOTIFICATION_QUEUE_MAX);
 		return;
@@ -511,7 +517,7 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 			    (char *)local->addr + o->offset, o->length);
 	if (notify)
 		notification_post(c->d, target, o->remote_offset, o->length,
-				  o->notify_value, c->d->id);
+				  o->notify_value, c->d->id, share);
 	else
 		region_copy((char *)local->addr + o->offset,
 			    (char *)target->addr + o->remote_offset, o->length);

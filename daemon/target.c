@@ -96,18 +96,23 @@ static wire_status_t
 target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
 		 bool notify, uint64_t value)
 {
+	/* The peer daemon is one initiator: the wire names none of its
+	 * clients, so they share its place in the owner's bound. */
+	struct notification_initiator from = {.daemon_id = p->remote_id,
+					      .client = 0};
 	struct region *r = NULL;
+	uint32_t share = 0;
 	wire_status_t st;
 
 	st = target_check(p->d, h, true, &r);
 	if (st == RMA__V1__STATUS__OK && notify)
-		st = notification_reserve(r);
+		st = notification_reserve(r, &from, &share);
 	if (st != RMA__V1__STATUS__OK)
 		return st;
 	region_copy((char *)r->addr + h->offset, data, h->length);
 	if (notify)
 		notification_post(p->d, r, h->offset, h->length, value,
-				  p->remote_id);
+				  p->remote_id, share);
 	return st;
 }
 

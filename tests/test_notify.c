@@ -34,8 +34,10 @@ extern char **environ;
 
 #define REGION_SIZE 65536
 #define WAIT_MS 20000
-/* The daemon's bound on the notifications one client holds. */
+/* The daemon's bound on the notifications one client holds, and one
+ * initiator's share of it: half of what the others leave free. */
 #define QUEUE_MAX 4096
+#define SHARE_ALONE (QUEUE_MAX / 2)
 
 static struct daemon_proc dp[2];
 
@@ -339,8 +341,9 @@ slow_owner(int via)
 	user_open(&u, via, rma_region_descriptor(region));
 	memset(rma_region_ptr(u.src), 0xab, 4096);
 
-	/* The owner takes nothing: QUEUE_MAX puts are notified... */
-	for (uint64_t i = 0; i < QUEUE_MAX; i++) {
+	/* The owner takes nothing: the one initiator's share of puts are
+	 * notified... */
+	for (uint64_t i = 0; i < SHARE_ALONE; i++) {
 		st = put_notify_sync(&u, 0, 8, 8, i);
 		ck_assert_msg(st == RMA_OK, "put %" PRIu64 ": %s (%s)", i,
 			      rma_strerror(st), rma_last_error(u.c));
@@ -400,6 +403,142 @@ END_TEST
 START_TEST(test_slow_owner_local)
 {
 	slow_owner(0);
+}
+END_TEST
+
+/* ---- one initiator cannot starve the others ---- */
+
+/* Notifying puts of 8 bytes, one at a time, from u at base + 8 (i % 64)
+ * with value first + i, until one fails: how many succeeded, and the
+ * status of the one that failed in *st_p. */
+static uint64_t
+fill_share(struct user *u, uint64_t base, uint64_t first, rma_status_t *st_p)
+{
+	uint64_t ok = 0;
+	rma_status_t st;
+
+	while ((st = put_notify_sync(u, 0, base + (ok % 64) * 8, 8,
+				     first + ok)) == RMA_OK) {
+		ok++;
+		ck_assert_uint_le(ok, QUEUE_MAX);
+	}
+	*st_p = st;
+	return ok;
+}
+
+/* The owner takes want notifications: from each initiator (told by its
+ * value's range) in the order its puts were applied, into the region it
+ * put to, named by its daemon. */
+struct taker {
+	rma_region_t *region;
+	const char *daemon_id;
+	uint64_t first, count, taken;
+};
+
+static void
+owner_take_all(rma_client_t *owner, struct taker *t, int n_t)
+{
+	uint64_t want = 0, got = 0;
+	double deadline = harness_now() + 30;
+	rma_notification_t n;
+
+	for (int i = 0; i < n_t; i++)
+		want += t[i].count;
+	while (got < want) {
+		int r = rma_notify_next(owner, &n), i;
+
+		ck_assert_int_ge(r, 0);
+		if (r == 0) {
+			ck_assert_msg(harness_now() < deadline,
+				      "%" PRIu64 " of %" PRIu64
+				      " notifications taken",
+				      got, want);
+			harness_wait_fd(rma_fd(owner), 0.5);
+			continue;
+		}
+		for (i = 0; i < n_t; i++)
+			if (n.value >= t[i].first &&
+			    n.value < t[i].first + t[i].count)
+				break;
+		ck_assert_int_lt(i, n_t);
+		ck_assert_uint_eq(n.value, t[i].first + t[i].taken);
+		ck_assert_ptr_eq(n.region, t[i].region);
+		ck_assert_str_eq(n.daemon_id, t[i].daemon_id);
+		t[i].taken++;
+		got++;
+	}
+}
+
+/* One initiator (a peer daemon) fills its share of the owner's bound
+ * with notifying puts to region A while the owner takes nothing; the
+ * owner's other initiators (clients of its own daemon) still put with
+ * notification to region B, each up to its own share: half of what the
+ * others leave free (2048 alone, then 1024, then 512). Whoever is over
+ * its share gets LIMIT, its bytes not written, and its places come back
+ * once the owner took (acknowledged) its notifications. */
+START_TEST(test_share_per_initiator)
+{
+	rma_client_t *owner;
+	rma_region_t *a, *b;
+	struct user u[3];
+	const uint64_t first[3] = {0, 100000, 200000};
+	const uint64_t base[3] = {0, 0, 1024}; /* u[1], u[2]: in b */
+	uint64_t ok[3];
+	rma_status_t st;
+	uint8_t *mem_a;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &a), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &b), RMA_OK);
+	mem_a = rma_region_ptr(a);
+	/* u[0] through the peer daemon, u[1] and u[2] clients of the
+	 * owner's own */
+	user_open(&u[0], 1, rma_region_descriptor(a));
+	user_open(&u[1], 0, rma_region_descriptor(b));
+	user_open(&u[2], 0, rma_region_descriptor(b));
+	for (int i = 0; i < 3; i++)
+		memset(rma_region_ptr(u[i].src), 0xab, 4096);
+
+	/* The first takes its share alone, and not one more... */
+	ok[0] = fill_share(&u[0], base[0], first[0], &st);
+	ck_assert_int_eq(st, RMA_ERR_LIMIT);
+	ck_assert_uint_eq(ok[0], SHARE_ALONE);
+	/* ...its refused put written nowhere... */
+	ck_assert_int_eq(put_notify_sync(&u[0], 0, 2048, 64, 7), RMA_ERR_LIMIT);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(mem_a[2048 + i], 0);
+	/* ...while the others still put to the owner's other region, each
+	 * up to half of what is left */
+	ok[1] = fill_share(&u[1], base[1], first[1], &st);
+	ck_assert_int_eq(st, RMA_ERR_LIMIT);
+	ck_assert_uint_eq(ok[1], (QUEUE_MAX - ok[0]) / 2);
+	ok[2] = fill_share(&u[2], base[2], first[2], &st);
+	ck_assert_int_eq(st, RMA_ERR_LIMIT);
+	ck_assert_uint_eq(ok[2], (QUEUE_MAX - ok[0] - ok[1]) / 2);
+	/* the first is over the share the others left it */
+	ck_assert_int_eq(put_notify_sync(&u[0], 0, 0, 8, 7), RMA_ERR_LIMIT);
+
+	/* The owner takes everything, each initiator's in its order; the
+	 * status call after it answers once the daemon had the last
+	 * acknowledgement (one connection, in order), so that the places
+	 * are back: each initiator puts again. */
+	{
+		struct taker t[3] = {
+		    {a, rma_daemon_id(u[0].c), first[0], ok[0], 0},
+		    {b, rma_daemon_id(owner), first[1], ok[1], 0},
+		    {b, rma_daemon_id(owner), first[2], ok[2], 0},
+		};
+
+		owner_take_all(owner, t, 3);
+		rma__v1__reply__free_unpacked(status_call(owner), NULL);
+	}
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(
+		    put_notify_sync(&u[i], 0, base[i], 8, first[i] + ok[i]),
+		    RMA_OK);
+	for (int i = 0; i < 3; i++)
+		rma_disconnect(u[i].c);
+	rma_disconnect(owner);
 }
 END_TEST
 
@@ -945,6 +1084,7 @@ main(void)
 	tcase_add_test(tc, test_ping_pong_not_held);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
+	tcase_add_test(tc, test_share_per_initiator);
 	tcase_add_test(tc, test_cli_lines);
 	tcase_add_test(tc, test_owner_dies);
 	suite_add_tcase(s, tc);

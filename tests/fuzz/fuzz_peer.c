@@ -639,28 +639,31 @@ victim(uint64_t id, uint64_t generation)
 	return NULL;
 }
 
-/* notification_reserve's test: the owner has room for one more (held:
- * the ones this message reserved already). */
+/* notification_reserve's test: the owner has room for one more from p,
+ * in the bound and in p's share of it (held: the ones this message
+ * reserved already). */
 static bool
-model_owner_has_room(const struct fuzz_region *v, uint32_t held)
+model_owner_has_room(const struct peer *p, const struct fuzz_region *v,
+		     uint32_t held)
 {
-	const struct conn *owner = v->r->owner;
+	struct notification_initiator from = {.daemon_id = p->remote_id,
+					      .client = 0};
+	struct conn *owner = v->r->owner;
 
-	return owner != NULL &&
-	       __atomic_load_n(&owner->notify_held, __ATOMIC_RELAXED) + held <
-		   NOTIFICATION_QUEUE_MAX;
+	return owner != NULL && notification_room(owner, &from) > held;
 }
 
 /* A put (notify: one that notifies the owner, refused when the owner's
  * queue is full); true when it writes. */
 static bool
-model_put(const struct am_rma *h, const uint8_t *data, size_t len, bool notify,
-	  uint32_t notified)
+model_put(const struct peer *p, const struct am_rma *h, const uint8_t *data,
+	  size_t len, bool notify, uint32_t notified)
 {
 	struct fuzz_region *v = victim(h->region_id, h->generation);
 
 	if (v == NULL || !bounds_within(h->offset, h->length, v->r->length) ||
-	    h->length != len || (notify && !model_owner_has_room(v, notified)))
+	    h->length != len ||
+	    (notify && !model_owner_has_room(p, v, notified)))
 		return false;
 	memcpy(v->shadow + h->offset, data, len);
 	return true;
@@ -679,7 +682,7 @@ model_atomic(const struct am_rma *h, const struct am_batch_atomic *a)
 }
 
 static void
-model_batch(const uint8_t *data, size_t len)
+model_batch(const struct peer *p, const uint8_t *data, size_t len)
 {
 	uint32_t notified = 0;
 	size_t at = 0;
@@ -714,7 +717,7 @@ model_batch(const uint8_t *data, size_t len)
 		if (!put)
 			continue;
 		if (h.length <= AM_BATCH_SMALL &&
-		    model_put(&h, data + at, h.length, notify, notified) &&
+		    model_put(p, &h, data + at, h.length, notify, notified) &&
 		    notify)
 			notified++;
 		at += h.length;
@@ -735,10 +738,10 @@ model(const struct peer *p, unsigned id, bool rndv, const uint8_t *header,
 	    (hlen == sizeof(h) || hlen == sizeof(struct am_rma_notify))) {
 		memcpy(&h, header, sizeof(h));
 		if (h.magic == AM_MAGIC)
-			model_put(&h, data, len,
+			model_put(p, &h, data, len,
 				  hlen == sizeof(struct am_rma_notify), 0);
 	} else if (id == AM_BATCH) {
-		model_batch(data, len);
+		model_batch(p, data, len);
 	}
 }
 

@@ -238,7 +238,7 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 	pthread_cond_init(&w->parked_cv, NULL);
 	pthread_cond_init(&w->resume_cv, NULL);
 	/* before UCX opens a socket: ucx_accept.c refuses all until then */
-	if (listener_guard_publish(cfg) < 0)
+	if (guard_publish_allow(cfg) < 0)
 		goto err;
 	if (worker_context_create(d, &w->ucp) < 0)
 		goto err;
@@ -331,7 +331,7 @@ daemon_reconfigure(struct daemon *d, const struct config *next)
 	log_init(next->log_level);
 	world_resume(d);
 	/* UCX's async thread takes it on its own: no world stop needed */
-	if (listener_guard_publish(next) < 0)
+	if (guard_publish_allow(next) < 0)
 		log_error("daemon_reconfigure: UCX's sockets keep the old "
 			  "peer_allow");
 }

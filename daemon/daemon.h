@@ -22,6 +22,7 @@
 #include "am.h"
 #include "descriptor.h"
 #include "frame.h"
+#include "guard.h"
 #include "handover_wire.h"
 #include "idmap.h"
 #include "log.h"
@@ -603,6 +604,8 @@ struct peer {
 	uint64_t epoch;
 	uint16_t lane;
 	uint16_t origin_port; /* inbound: the initiator's listen port */
+	/* the guard's entry for its endpoint (guard.h), 0 when none */
+	uint32_t guard;
 	uint32_t path;	      /* the initiator's peer id for this target */
 	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
 	bool linger; /* failed, but close only once the refusal was sent */
@@ -741,14 +744,7 @@ void handshake_on_done(struct peer *p, const struct am_msg *m);
 
 int listener_start(struct daemon *d);
 void listener_stop(struct daemon *d);
-/* The guard on UCX's own sockets (ucx_accept.c, UCX's async thread):
- * peer_allow is published at start and on reload, daemons connected to
- * are added; listener_guard_accept says whether a connection UCX accepted
- * may stay, and counts the refused ones. */
-int listener_guard_publish(const struct config *cfg);
-void listener_guard_add_host(const struct sockaddr_storage *ss);
-bool listener_guard_accept(int fd, const struct sockaddr *peer);
-uint64_t listener_guard_refused(void);
+/* The guard on UCX's own sockets is guard.h. */
 
 /* ---- resolve.c: descriptors resolved with their owner -------------------- */
 

@@ -5,205 +5,23 @@
  * peer in state CONNECTING, and served only once its handshake is done
  * (handshake.c), within connect_timeout. Worker 0 listens.
  *
- * The guard: UCX's own tcp sockets (each worker's tcp interfaces, and the
- * sockcm listener under ucp's) take raw bytes from whoever connects, and
- * UCX 1.13 trusts them (a fragment's length, a put's address) before any
- * handshake of its own or rmad's. So every connection UCX accepts
- * (ucx_accept.c) is checked here first, in UCX's async thread: its source
- * must be in peer_allow, a daemon this one connected to (UCX's tcp opens
- * its connection in the direction the two addresses order, not the one
- * rmad connected in), or this host itself (the destination address:
- * rmad's own workers connect to each other). That thread holds no
- * daemon, so what it reads is shared through atomics, never a lock: */
+ * UCX's own sockets, this one included, are guarded at accept (guard.c):
+ * an endpoint accepted here opens the guard's door on UCX's tcp interface
+ * sockets to its host, for that endpoint alone, until its handshake is
+ * done. */
 #include "daemon.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* peer_allow, a copy published whole. A copy that was current is never
- * freed: the async thread may still be reading it. A new one is made only
- * when a reload changes peer_allow, and is about 800 bytes. */
-struct listener_allow {
-	struct listener_allow *older; /* kept reachable until exit */
-	size_t n;
-	struct cidr cidrs[CONFIG_LIST_MAX];
-};
-
-/* Daemons this one connected to, appended, never changed or removed:
- * a slot's address is written before ready is set (release), and read
- * only once ready is seen (acquire). */
-#define LISTENER_HOSTS 1024
-struct listener_host {
-	atomic_bool ready;
-	int family;
-	uint8_t addr[16];
-};
-
-static _Atomic(struct listener_allow *) listener_allow_now;
-static struct listener_host listener_hosts[LISTENER_HOSTS];
-static atomic_size_t listener_n_hosts;
-static atomic_uint_fast64_t listener_accept_refused;
-
-/* The IP of sa, an IPv4-mapped IPv6 address as IPv4; false for another
- * family. */
-static bool
-listener_ip(const struct sockaddr *sa, int *family, const uint8_t **addr)
-{
-	if (sa->sa_family == AF_INET) {
-		*family = AF_INET;
-		*addr = (const uint8_t *)&((const struct sockaddr_in *)sa)
-			    ->sin_addr;
-		return true;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a6 =
-		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			*family = AF_INET;
-			*addr = a6->s6_addr + 12;
-		} else {
-			*family = AF_INET6;
-			*addr = a6->s6_addr;
-		}
-		return true;
-	}
-	return false;
-}
-
-static bool
-listener_cidrs_match(const struct cidr *cidrs, size_t n,
-		     const struct sockaddr *sa)
-{
-	const uint8_t *addr;
-	int family;
-
-	if (!listener_ip(sa, &family, &addr))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (config_cidr_match(&cidrs[i], family, addr))
-			return true;
-	}
-	return false;
-}
-
 static bool
 listener_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
 {
-	return listener_cidrs_match(d->cfg.peer_allow, d->cfg.n_peer_allow,
-				    (const struct sockaddr *)ss);
-}
-
-int
-listener_guard_publish(const struct config *cfg)
-{
-	struct listener_allow *cur = atomic_load(&listener_allow_now), *next;
-
-	if (cur != NULL && cur->n == cfg->n_peer_allow &&
-	    memcmp(cur->cidrs, cfg->peer_allow,
-		   cfg->n_peer_allow * sizeof(cfg->peer_allow[0])) == 0)
-		return 0;
-	next = calloc(1, sizeof(*next));
-	if (next == NULL) {
-		log_error("listener_guard_publish: out of memory");
-		return -1;
-	}
-	next->older = cur;
-	next->n = cfg->n_peer_allow;
-	memcpy(next->cidrs, cfg->peer_allow,
-	       cfg->n_peer_allow * sizeof(cfg->peer_allow[0]));
-	atomic_store_explicit(&listener_allow_now, next, memory_order_release);
-	return 0;
-}
-
-static bool
-listener_host_known(int family, const uint8_t *addr)
-{
-	size_t n =
-	    atomic_load_explicit(&listener_n_hosts, memory_order_acquire);
-	size_t len = family == AF_INET ? 4 : 16;
-
-	if (n > LISTENER_HOSTS)
-		n = LISTENER_HOSTS;
-	for (size_t i = 0; i < n; i++) {
-		const struct listener_host *h = &listener_hosts[i];
-		if (atomic_load_explicit(&h->ready, memory_order_acquire) &&
-		    h->family == family && memcmp(h->addr, addr, len) == 0)
-			return true;
-	}
-	return false;
-}
-
-void
-listener_guard_add_host(const struct sockaddr_storage *ss)
-{
-	const uint8_t *addr;
-	struct listener_host *h;
-	int family;
-	size_t i;
-
-	if (!listener_ip((const struct sockaddr *)ss, &family, &addr) ||
-	    listener_host_known(family, addr))
-		return;
-	i = atomic_fetch_add(&listener_n_hosts, 1);
-	if (i >= LISTENER_HOSTS) {
-		if (i == LISTENER_HOSTS)
-			log_warn("listener_guard_add_host: %d daemons "
-				 "connected to: UCX's sockets let in further "
-				 "ones only from peer_allow",
-				 LISTENER_HOSTS);
-		return;
-	}
-	h = &listener_hosts[i];
-	h->family = family;
-	memcpy(h->addr, addr, family == AF_INET ? 4 : 16);
-	atomic_store_explicit(&h->ready, true, memory_order_release);
-}
-
-/* Same host: a connection to this host's own address from that same
- * address (the kernel's source for a local destination). */
-static bool
-listener_same_address(int fd, int family, const uint8_t *addr)
-{
-	struct sockaddr_storage local;
-	socklen_t len = sizeof(local);
-	const uint8_t *laddr;
-	int lfamily;
-
-	if (getsockname(fd, (struct sockaddr *)&local, &len) < 0 ||
-	    !listener_ip((const struct sockaddr *)&local, &lfamily, &laddr))
-		return false;
-	return lfamily == family &&
-	       memcmp(laddr, addr, family == AF_INET ? 4 : 16) == 0;
-}
-
-bool
-listener_guard_accept(int fd, const struct sockaddr *peer)
-{
-	const struct listener_allow *allow =
-	    atomic_load_explicit(&listener_allow_now, memory_order_acquire);
-	const uint8_t *addr;
-	int family;
-
-	if (listener_ip(peer, &family, &addr) &&
-	    ((allow != NULL &&
-	      listener_cidrs_match(allow->cidrs, allow->n, peer)) ||
-	     listener_host_known(family, addr) ||
-	     listener_same_address(fd, family, addr)))
-		return true;
-	atomic_fetch_add_explicit(&listener_accept_refused, 1,
-				  memory_order_relaxed);
-	return false;
-}
-
-uint64_t
-listener_guard_refused(void)
-{
-	return atomic_load_explicit(&listener_accept_refused,
-				    memory_order_relaxed);
+	return guard_cidrs_match(d->cfg.peer_allow, d->cfg.n_peer_allow,
+				 (const struct sockaddr *)ss);
 }
 
 static bool
@@ -306,6 +124,18 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	p->inbound = true;
 	p->sa = attr.client_address;
 	p->sa_len = sizeof(p->sa);
+	/* Before UCX answers: the initiator's tcp may then connect to our
+	 * interface sockets, before the handshake can run. */
+	p->guard = guard_open(&p->sa, d->cfg.connect_timeout);
+	if (p->guard == 0) {
+		log_warn("listener_on_conn_request: %s: too many endpoints at "
+			 "once for UCX's sockets (%d)",
+			 address, GUARD_ENDPOINTS);
+		d->counters.inbound_refused++;
+		peer_destroy(p);
+		ucp_listener_reject(d->listener, req);
+		return;
+	}
 	params.err_handler.arg = p;
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
@@ -367,6 +197,8 @@ listener_start(struct daemon *d)
 		else if (ss->ss_family == AF_INET6)
 			d->cfg.listen_port =
 			    ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
+		/* the guard tells UCX's sockcm from its tcp interfaces */
+		guard_set_listener(ss);
 	}
 	return 0;
 }

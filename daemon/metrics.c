@@ -553,9 +553,15 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       sum.inbound_refused);
 	metrics_scalar(out, "rmad_ucx_accept_refused_total", "counter",
 		       "Connections to UCX's own sockets closed at accept: "
-		       "not from peer_allow, a daemon connected to, or this "
-		       "host.",
-		       listener_guard_refused());
+		       "a local socket of another user, or not from "
+		       "peer_allow (listener), a live endpoint's host "
+		       "(interfaces) or this host.",
+		       guard_refused());
+	metrics_scalar(out, "rmad_ucx_accept_refused_local_user_total",
+		       "counter",
+		       "Of those, connections from a local socket of another "
+		       "user than rmad's (or root), or from one closed.",
+		       guard_refused_local_user());
 	metrics_scalar(out, "rmad_peer_auth_failures_total", "counter",
 		       "Daemon connections that failed the cluster key proof "
 		       "or held no key when one is required.",

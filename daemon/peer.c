@@ -103,6 +103,8 @@ peer_set_up(struct peer *p)
 	p->last_error[0] = '\0';
 	p->attempt_pending = false;
 	p->backoff = 0;
+	/* Its handshake is done: UCX has made its connections. */
+	guard_seal(p->guard);
 	log_info("peer_set_up: %s peer %u %s is daemon %s%s",
 		 p->inbound ? "inbound" : "outbound", p->id, p->address,
 		 p->remote_id_hex, p->self ? " (this daemon)" : "");
@@ -192,6 +194,7 @@ peer_destroy(struct peer *p)
 	am_detach(p);
 	am_peer_gone(p);
 	peer_probe_stop(p);
+	guard_close(&p->guard);
 	if (p->connect_timer)
 		event_free(p->connect_timer);
 	TAILQ_REMOVE(&p->d->peers, p, link);
@@ -223,8 +226,10 @@ peer_close_ep(struct peer *p)
 
 	if (p->ep == NULL)
 		return;
-	/* Nothing that still arrives on it is served. */
+	/* Nothing that still arrives on it is served, and UCX's sockets
+	 * take no more connections for it. */
 	am_detach(p);
+	guard_close(&p->guard);
 	/* Force: everything still on the endpoint completes (CANCELED). */
 	/* Counted first: UCX may run the callback before it returns. */
 	d->closing_eps++;
@@ -407,6 +412,8 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	p->state_since = daemon_now();
 	p->await_proof = false;
 	p->ep_status = st;
+	/* UCX's sockets take no more connections for the endpoint. */
+	guard_close(&p->guard);
 	if (p->last_status == RMA__V1__STATUS__ERR_NOT_RMAD)
 		snprintf(p->last_error, sizeof(p->last_error),
 			 "peer %s: something listens there but it is not an "

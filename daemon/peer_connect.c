@@ -138,6 +138,16 @@ peer_connect_start(struct peer *p)
 	p->answered = false;
 	peer_probe_start(p);
 	peer_timer_start(p, d->cfg.connect_timeout);
+	/* Before UCX connects: its tcp may connect back to us from there,
+	 * before the handshake (guard.c). Only for this endpoint. */
+	guard_close(&p->guard);
+	p->guard = guard_open(&p->sa, d->cfg.connect_timeout);
+	if (p->guard == 0) {
+		p->ep = NULL;
+		peer_fail(p, UCS_ERR_EXCEEDS_LIMIT,
+			  "too many endpoints at once for UCX's sockets");
+		return -1;
+	}
 	st = ucp_ep_create(d->worker, &params, &p->ep);
 	if (st != UCS_OK) {
 		p->ep = NULL;
@@ -321,8 +331,6 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		}
 		p->sa = sa;
 		p->sa_len = len;
-		/* before UCX connects: its tcp may connect back to us */
-		listener_guard_add_host(&sa);
 		p->state = RMA__V1__PEER_STATE__PEER_DOWN;
 		p->state_since = daemon_now();
 		if (peer_is_self(d, &sa)) {

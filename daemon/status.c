@@ -150,7 +150,8 @@ status_reply(struct conn *c, uint64_t req_id)
 		status_add_counters(&counters, &wd->counters);
 		metrics_latency_add(&latency, &wd->latency);
 	}
-	counters.ucx_accept_refused = listener_guard_refused();
+	counters.ucx_accept_refused = guard_refused();
+	counters.ucx_accept_refused_local_user = guard_refused_local_user();
 	/* The latency histogram, for rates over an interval (rmactl top). */
 	for (size_t b = 0; b < METRICS_BUCKETS; b++)
 		bounds[b] = metrics_bounds[b];

@@ -18,10 +18,11 @@
  * just-closed number is not reused until the others were. When no such
  * number is free the descriptor stays where the kernel put it.
  *
- * It is also the guard on UCX's sockets (listener.c says who may stay):
- * UCX 1.13's tcp trusts the bytes of any connection to them, so one from
- * elsewhere is closed here, before UCX sees it, and the next is accepted
- * in its place. UCX's listening sockets are non-blocking, so this ends
+ * It is also the guard on UCX's sockets (guard.c says who may stay):
+ * UCX 1.13's tcp trusts the bytes of any connection to them (a PUT_REQ is
+ * a memcpy to any address, uct_tcp_ep_progress_am_rx), so one that may
+ * not stay is closed here, before UCX reads a byte of it, and the next is
+ * accepted in its place. UCX's listening sockets are non-blocking, so this ends
  * with EAGAIN when none is left, as UCX expects; any other errno would
  * make UCX close its listening socket. EAGAIN also ends a long run of
  * refusals, so a flood does not hold UCX's async thread: UCX watches its
@@ -85,7 +86,7 @@ accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 		if (fd < 0)
 			return fd;
 		saved = errno;
-		if (!listener_guard_accept(fd, (struct sockaddr *)&peer)) {
+		if (!guard_accept(sockfd, fd, (struct sockaddr *)&peer)) {
 			close(fd); /* counted by the guard */
 			errno = saved;
 			continue;

@@ -134,8 +134,8 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       k->peer_messages_dropped, k->peers_cut_off,
 		       k->inbound_refused, k->peer_auth_failures);
 		printf("  ucx sockets    %" PRIu64 " connections refused at "
-		       "accept\n",
-		       k->ucx_accept_refused);
+		       "accept, %" PRIu64 " of them from other local users\n",
+		       k->ucx_accept_refused, k->ucx_accept_refused_local_user);
 	}
 }
 

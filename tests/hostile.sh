@@ -20,9 +20,20 @@
 # sockcm), a bad private data header. uct-raw-reload: the same after
 # SIGHUP narrowed A's peer_allow from 127.0.0.0/8 (UCX's accept must take
 # the new list). uct-raw-inside, not run by default, sends the same from
-# 127.0.0.1, inside peer_allow: with UCX 1.13 it FAILS (the put lands in
-# the victim region, the long fragment aborts A): that is the residual
-# risk the README's Security section states.
+# 127.0.0.1, inside peer_allow, as root: with UCX 1.13 it FAILS (the put
+# lands in the victim region, the long fragment aborts A): root and
+# rmad's own uid can write rmad's memory anyway, and the guard lets them
+# (the README's Security section).
+#
+# uct-raw-uid (issue 23): A with the default peer_allow; raw_uct runs as
+# uid 65534 (setpriv; it can read neither A's maps nor which ports are
+# A's, so it is told) from 127.0.0.1 against every UCX port of A, the
+# listener's included: the put into the victim region, the put to
+# 0x10000 that kills a daemon that lets it in, the oracle (the put's
+# headers, then its data), and at the listener's port the bad sockcm
+# header. Every connection must be closed at accept (UCX's sockets are
+# served from a local address only to a socket of rmad's uid or root,
+# which the kernel tells through inet_diag) and counted.
 #
 # HOSTILE_CLASSES picks classes (default: all but uct-raw-inside); every
 # class is run even when an earlier one failed, and the failures are
@@ -33,7 +44,7 @@ RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
 RAW_UCT=${RAW_UCT:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload reflect}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload uct-raw-uid reflect}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -235,6 +246,21 @@ run_class() {
 			why+=("A did not reload peer_allow")
 	fi
 	case $class in
+	uct-raw-uid)
+		# as root: A's UCX ports (the listener's too) and its region
+		local ports target attack nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+		ports=$(ss -ltnpH | awk -v pid="pid=$a," 'index($0, pid) && index($4, "127.0.0.1:") == 1 {
+			sub(".*:", "", $4); print $4}' | sort -u | paste -sd, -)
+		target=$(awk '/rmad-region/ {split($1, r, "-"); print "0x" r[1]; exit}' "/proc/$a/maps")
+		echo "  A's UCX ports $ports, region at $target"
+		{ for attack in put crash oracle; do
+			timeout 60 "${nobody[@]}" "$RAW_UCT" --ports "$ports" --target "$target" \
+				--bind 127.0.0.1 --attack $attack --count 5 || exit
+		done
+		timeout 30 "${nobody[@]}" "$RAW_UCT" --ports "$aport" --target "$target" \
+			--bind 127.0.0.1 --attack sockcm --count 5; } \
+			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
+		;;
 	uct-raw | uct-raw-reload | uct-raw-inside)
 		local src=127.0.0.2
 		[ "$class" = uct-raw-inside ] && src=127.0.0.1
@@ -258,7 +284,8 @@ run_class() {
 	echo "  $(grep -m1 -E '^(hostile_peer|raw_uct):' "$dir/hostile.out")"
 	[ "$rc" -eq 0 ] || why+=("attacker exit $rc: $(tail -1 "$dir/hostile.err")")
 	if [ "$class" != uct-raw-inside ] && [ "${class#uct-raw}" != "$class" ] && alive "$a"; then
-		grep -q ' [1-9][0-9]* connections closed at accept, 0 kept' "$dir/hostile.out" ||
+		grep -q ' [1-9][0-9]* connections closed at accept, 0 kept' "$dir/hostile.out" &&
+			! grep -q ', [1-9][0-9]* kept' "$dir/hostile.out" ||
 			why+=("UCX's sockets took the connection: $(grep -m2 'kept' "$dir/hostile.out" | tr '\n' ' ')")
 		sent=$(awk '/connections closed at accept/ {n += $2} END {print n + 0}' "$dir/hostile.out")
 		refused=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |

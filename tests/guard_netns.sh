@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Issue 23, finding 2: a client's connect must not open UCX's sockets to
+# the host it names. Three hosts on a bridge (network namespaces): rmad D
+# on 10.234.0.1 with peer_allow 10.234.0.2/32; H1 (10.234.0.2, inside
+# peer_allow) where nothing listens; H2 (10.234.0.3, outside) where a
+# plain socket accepts and says nothing. A client of D connects to each
+# (rmactl wait --peer, which fails); once D shows that peer down, raw_uct
+# (tests/adversary/raw_uct.c) sends from each host UCX 1.13's tcp
+# framing to D's interface sockets: a put into D's exposed region, then
+# the put to 0x10000 that kills a daemon that lets it in. Each connection
+# must be closed at accept and counted (rmactl status, "ucx sockets"), D
+# must live and the region keep its bytes. Then an rmad on H1 and D put
+# and get to each other (UCX's tcp connects between them in one direction
+# or the other: the guard lets that in), and raw bytes from H1, whose
+# endpoint is up and past its handshake, are still refused.
+# Root only; exit 77 (skip) otherwise. Every wait has a deadline.
+set -euo pipefail
+
+RMAD=${RMAD_BIN:?}
+RMACTL=${RMACTL_BIN:?}
+RAW_UCT=${RAW_UCT:?}
+PORT=13337
+NET=10.234.0
+SKIP_MSG="guard-netns: skipped: needs root, network namespaces, ss and python3"
+
+. "$(dirname "$0")/netns_lib.sh"
+netns_require ss python3
+
+SUF=$(netns_suffix)
+BR=rgd-br-$SUF D=rgd-d-$SUF H1=rgd-h1-$SUF H2=rgd-h2-$SUF
+T=$(mktemp -d /tmp/rmad-guard.XXXXXX)
+PIDS=()
+
+cleanup() {
+	[ ${#PIDS[@]} -eq 0 ] || kill_wait "${PIDS[@]}"
+	netns_del_all
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap "exit 1" TERM INT HUP
+
+fail() {
+	echo "guard-netns: FAIL: $*" >&2
+	netns_show_logs "$T"/*.log "$T"/raw.*
+	exit 1
+}
+
+start_daemon() { # ns name address, then flags; sets DPID
+	local ns=$1 name=$2 addr=$3
+	shift 3
+	mkfifo "$T/$name.ready"
+	ip netns exec "$ns" "$RMAD" --listen "$addr:$PORT" --socket "$T/$name.sock" \
+		--ready-fd 3 --log-level warn --connect-timeout 2 "$@" \
+		3>"$T/$name.ready" 2>>"$T/$name.log" &
+	DPID=$!
+	PIDS+=($DPID)
+	timeout 10 head -c 6 "$T/$name.ready" 2>/dev/null | grep -q ready ||
+		fail "rmad $name not ready"
+}
+
+rmactl() { # name, then the command
+	timeout 20 "$RMACTL" --socket "$T/$1.sock" "${@:2}"
+}
+
+refused() { rmactl d status 2>/dev/null | awk '/ucx sockets/ {print $3}'; }
+
+peer_state() { # address: D's outbound peer's state
+	rmactl d status --json 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(" ".join(p.get("state", "") for p in j.get("peers", [])
+               if p.get("address") == sys.argv[1] and not p.get("inbound")))
+' "$1"
+}
+peer_down() { [ "$(peer_state "$1")" = down ]; }
+
+# D's UCX tcp interface ports: its listening sockets but the listener.
+iface_ports() {
+	ip netns exec "$D" ss -ltnpH | awk -v pid="pid=$DPID," -v a="$NET.1:" \
+		'index($0, pid) && index($4, a) == 1 {sub(".*:", "", $4); print $4}' |
+		grep -vx "$PORT" | sort -u | paste -sd, -
+}
+
+victim_intact() {
+	rmactl d get --peer "$NET.1:$PORT" --descriptor "$T/desc" --length 64K \
+		--out "$T/victim" 2>>"$T/d.log" && cmp -s "$T/fill" "$T/victim"
+}
+
+# raw_uct from a host to D's interface sockets: every connection closed at
+# accept, each counted, D alive, the region unchanged.
+raw_from() { # ns label
+	local ns=$1 label=$2 before after sent attack
+	before=$(refused)
+	: >"$T/raw.$label"
+	for attack in put crash; do
+		ip netns exec "$ns" timeout 30 "$RAW_UCT" --host "$NET.1" --bind any \
+			--ports "$PORTS" --target "$TARGET" --attack "$attack" --count 3 \
+			>>"$T/raw.$label" 2>&1 || fail "raw_uct from $label: exit $?"
+	done
+	alive "$DPID" || fail "D died after raw bytes from $label: $(tail -3 "$T/d.log")"
+	grep -q ', [1-9][0-9]* kept' "$T/raw.$label" &&
+		fail "D kept raw connections from $label: $(grep kept "$T/raw.$label" | tr '\n' ' ')"
+	sent=$(awk '/connections closed at accept/ {n += $2} END {print n + 0}' "$T/raw.$label")
+	after=$(refused)
+	[ "$sent" -gt 0 ] && [ $((after - before)) -ge "$sent" ] ||
+		fail "from $label: raw_uct saw $sent closed, D counts $((after - before))"
+	victim_intact || fail "the victim region changed after raw bytes from $label"
+	echo "guard-netns: raw bytes from $label: $sent connections refused at accept and counted"
+}
+
+# ---- the network, D, its victim -------------------------------------------
+
+netns_bridge "$BR" "$NET" "$D" "$H1" "$H2"
+head -c 65536 /dev/urandom >"$T/fill"
+start_daemon "$D" d "$NET.1" --peer-allow "$NET.2/32"
+"$RMACTL" --socket "$T/d.sock" expose --size 1M --fill "$T/fill" \
+	--descriptor-out "$T/desc" 2>>"$T/d.log" &
+PIDS+=($!)
+wait_until 10 test -s "$T/desc" || fail "no descriptor"
+PORTS=$(iface_ports)
+[ -n "$PORTS" ] || fail "no UCX interface sockets of D found"
+TARGET=$(awk '/rmad-region/ {split($1, r, "-"); print "0x" r[1]; exit}' "/proc/$DPID/maps")
+[ -n "$TARGET" ] || fail "D's region not in its maps"
+victim_intact || fail "the victim region cannot be read"
+
+# H2 accepts and says nothing, for as long as the test runs
+ip netns exec "$H2" python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("'"$NET.3"'", '"$PORT"')); s.listen(16)
+print("listening", flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])
+' >"$T/silent.log" 2>&1 &
+PIDS+=($!)
+wait_until 10 grep -q listening "$T/silent.log" || fail "no silent listener on H2"
+
+# ---- a client's connects, then raw bytes from those hosts ------------------
+
+for h in 2 3; do
+	rc=0
+	rmactl d wait --timeout 1 --peer "$NET.$h:$PORT" >/dev/null 2>"$T/wait.$h" || rc=$?
+	[ $rc -ne 0 ] || fail "D reached $NET.$h:$PORT"
+	# the connect is over (refused, or connect_timeout) before bytes come
+	wait_until 15 peer_down "$NET.$h:$PORT" ||
+		fail "D's peer $NET.$h:$PORT is '$(peer_state "$NET.$h:$PORT")', not down"
+done
+raw_from "$H1" "H1 (inside peer_allow, nothing listens)"
+raw_from "$H2" "H2 (outside peer_allow, silent listener)"
+
+# ---- a real daemon on H1: traffic both ways, then raw bytes again ----------
+
+start_daemon "$H1" h1 "$NET.2" --peer-allow "$NET.0/24"
+"$RMACTL" --socket "$T/h1.sock" expose --size 1M --descriptor-out "$T/desc1" 2>>"$T/h1.log" &
+PIDS+=($!)
+wait_until 10 test -s "$T/desc1" || fail "no descriptor on H1"
+head -c 70000 /dev/urandom >"$T/data"
+rmactl d put --peer "$NET.2:$PORT" --descriptor "$T/desc1" "$T/data" || fail "put D -> H1"
+rmactl d get --peer "$NET.2:$PORT" --descriptor "$T/desc1" --length 70000 \
+	--out "$T/data.back" && cmp -s "$T/data" "$T/data.back" || fail "get D <- H1"
+rmactl h1 put --peer "$NET.1:$PORT" --descriptor "$T/desc" --offset 512K "$T/data" ||
+	fail "put H1 -> D"
+rmactl h1 get --peer "$NET.1:$PORT" --descriptor "$T/desc" --offset 512K --length 70000 \
+	--out "$T/data.back2" && cmp -s "$T/data" "$T/data.back2" || fail "get H1 <- D"
+echo "guard-netns: D and an rmad on H1 put and get both ways"
+raw_from "$H1" "H1 (its endpoints up)"
+echo "guard-netns: all checks passed"

@@ -253,12 +253,12 @@ run_class() {
 			sub(".*:", "", $4); print $4}' | sort -u | paste -sd, -)
 		target=$(awk '/rmad-region/ {split($1, r, "-"); print "0x" r[1]; exit}' "/proc/$a/maps")
 		echo "  A's UCX ports $ports, region at $target"
-		{ for attack in put crash oracle; do
+		(for attack in put crash oracle; do
 			timeout 60 "${nobody[@]}" "$RAW_UCT" --ports "$ports" --target "$target" \
 				--bind 127.0.0.1 --attack $attack --count 5 || exit
 		done
 		timeout 30 "${nobody[@]}" "$RAW_UCT" --ports "$aport" --target "$target" \
-			--bind 127.0.0.1 --attack sockcm --count 5; } \
+			--bind 127.0.0.1 --attack sockcm --count 5) \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 		;;
 	uct-raw | uct-raw-reload | uct-raw-inside)

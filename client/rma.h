@@ -717,8 +717,14 @@ size_t rma_in_flight(const rma_client_t *client);
  *
  * The target daemon holds at most 4096 notifications per owning client
  * that the client has not consumed (taken with rma_notify_next() or
- * handed to its callback). A put beyond that fails with RMA_ERR_LIMIT
- * and its bytes are NOT written: nothing is lost silently. A put to a
+ * handed to its callback), and from one initiator at most half of what
+ * the others leave free. An initiator is a peer daemon (all its clients
+ * together: the owner cannot tell them apart) or a client of the owner's
+ * own daemon. Alone it may have 2048 unconsumed, beside one holding 2048
+ * it may have 1024, and so on: one initiator that fills its share never
+ * starves the others. A put beyond either bound fails with
+ * RMA_ERR_LIMIT and its bytes are NOT written: nothing is lost silently;
+ * back off and put again once the owner caught up. A put to a
  * region whose owner is away (after a daemon hand-over, before the
  * owner reconnected) fails with RMA_ERR_NO_REGION, bytes not written.
  * An owner that disconnects or dies takes its regions with it: from then

@@ -143,7 +143,7 @@ static const struct config_option config_options[] = {
 	"is set), yes (required) or no"),
     OPT("fd_store_max", CT_COUNT, fd_store_max,
 	"FileDescriptorStoreMax= of the unit: the store holds this many fds, "
-	"2 of them rmad's own, the rest one per region (regions past it are "
+	"3 of them rmad's own, the rest one per region (regions past it are "
 	"refused)"),
     {"ready_fd", CT_FD, offsetof(struct config, ready_fd), sizeof(int), true,
      false, "write \"ready\\n\" to this fd once serving"},
@@ -597,14 +597,15 @@ config_flags_init(struct config_flags *fl)
  * getopt already complained about an unknown flag). */
 static int
 config_build(struct config *cfg, const struct config_flags *fl, int argc,
-	     char **argv, const char *config_path, char *err, size_t err_len)
+	     char **argv, const char *config_path, bool lenient, char *err,
+	     size_t err_len)
 {
 	const char *env = getenv("RMAD_SOCKET");
 	char why[512];
 	int opt;
 
 	if (config_path != NULL &&
-	    config_load_file(cfg, config_path, err, err_len) < 0)
+	    config_load_file(cfg, config_path, err, err_len) < 0 && !lenient)
 		return -1;
 	if (env != NULL && env[0] != '\0')
 		config_set(cfg, "socket", env, NULL, 0);
@@ -614,7 +615,8 @@ config_build(struct config *cfg, const struct config_flags *fl, int argc,
 			/* --rma-protocol-unchecked alone means yes */
 			const char *value = optarg != NULL ? optarg : "yes";
 			if (config_set(cfg, config_options[opt].name, value,
-				       why, sizeof(why)) < 0) {
+				       why, sizeof(why)) < 0 &&
+			    !lenient) {
 				/* the option as typed: dashes, not the
 				 * config key's underscores */
 				for (char *q = why; *q != '\0' && *q != ':';
@@ -623,11 +625,13 @@ config_build(struct config *cfg, const struct config_flags *fl, int argc,
 						*q = '-';
 				return config_error(err, err_len, "--%s", why);
 			}
-		} else if (opt == '?') {
+		} else if (opt == '?' && !lenient) {
 			config_error(err, err_len, "%s", "");
 			return CONFIG_USAGE;
 		}
 	}
+	if (lenient)
+		return 0;
 	if (optind < argc) {
 		config_error(err, err_len, "unexpected argument '%s'",
 			     argv[optind]);
@@ -657,7 +661,8 @@ config_scan(const struct config_flags *fl, int argc, char **argv,
 }
 
 int
-config_parse_args(struct config *cfg, int argc, char **argv)
+config_parse_args(struct config *cfg, int argc, char **argv, char *why,
+		  size_t why_len)
 {
 	struct config_flags fl;
 	const char *config_path = NULL;
@@ -675,13 +680,18 @@ config_parse_args(struct config *cfg, int argc, char **argv)
 		return 1;
 	}
 	opterr = 1;
-	rc = config_build(cfg, &fl, argc, argv, config_path, err, sizeof(err));
+	rc = config_build(cfg, &fl, argc, argv, config_path, false, err,
+			  sizeof(err));
 	if (rc == CONFIG_USAGE && err[0] == '\0') {
 		config_usage(stderr);
 		return rc;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "rmad: %s\n", err);
+		/* at error priority in the journal: a unit that fails to
+		 * start says why under journalctl -p err */
+		log_startup(LOG_LEVEL_ERROR, "%s", err);
+		if (why != NULL)
+			snprintf(why, why_len, "%s", err);
 		return rc;
 	}
 	if (check) {
@@ -706,10 +716,28 @@ config_reread(int argc, char **argv, struct config *next, char *err,
 		return 1;
 	config_defaults(next);
 	/* argv was accepted at start: getopt has nothing to say */
-	return config_build(next, &fl, argc, argv, config_path, err, err_len) <
-		       0
+	return config_build(next, &fl, argc, argv, config_path, false, err,
+			    err_len) < 0
 		   ? -1
 		   : 0;
+}
+
+void
+config_parse_lenient(struct config *cfg, int argc, char **argv)
+{
+	struct config_flags fl;
+	const char *config_path = NULL;
+	bool check = false;
+	char err[512];
+	int saved_opterr = opterr;
+
+	config_flags_init(&fl);
+	config_scan(&fl, argc, argv, &config_path, &check);
+	config_defaults(cfg);
+	opterr = 0; /* config_parse_args said what was wrong */
+	config_build(cfg, &fl, argc, argv, config_path, true, err,
+		     sizeof(err));
+	opterr = saved_opterr;
 }
 
 /* One option's value as config_print writes it; NULL without memory. */

@@ -3,7 +3,8 @@
  * over transports whose NIC does not check remote keys is refused unless
  * the risk is accepted, socket_group must name a group of this host, and
  * peer_key_file is read (and refused if others may read it) into the
- * cluster key. Runs after the file, the environment
+ * cluster key, and the addresses and devices the start binds must be
+ * this host's. Runs after the file, the environment
  * and the flags, before the daemon starts or --check-config prints. */
 #include "daemon.h"
 
@@ -184,6 +185,33 @@ config_check_socket_group(const struct config *cfg, char *err, size_t err_len)
 			    cfg->socket_group);
 }
 
+/* What the start binds and opens on this host: the listen address (and
+ * the interfaces net_devices = auto finds for it), the devices named,
+ * the metrics address. A file that passes here and fails at start would
+ * leave a restarted daemon with nothing to run on. */
+static int
+config_check_host(const struct config *cfg, char *err, size_t err_len)
+{
+	char host[64], devices[512];
+	uint16_t port;
+
+	if (netdev_check_address("listen", cfg->listen_host, err, err_len) <
+	    0)
+		return -1;
+	if (strcmp(cfg->net_devices, "auto") == 0 &&
+	    getenv("UCX_NET_DEVICES") == NULL &&
+	    netdev_resolve(cfg, devices, sizeof(devices), err, err_len) < 0)
+		return -1;
+	if (netdev_check_devices(cfg, err, err_len) < 0)
+		return -1;
+	if (cfg->metrics_listen[0] != '\0' &&
+	    config_parse_hostport(cfg->metrics_listen, host, sizeof(host),
+				  &port) == 0 &&
+	    netdev_check_address("metrics_listen", host, err, err_len) < 0)
+		return -1;
+	return 0;
+}
+
 int
 config_check(struct config *cfg, char *err, size_t err_len)
 {
@@ -206,11 +234,14 @@ config_check(struct config *cfg, char *err, size_t err_len)
 				    "fd_store: expected auto, yes or no, got "
 				    "'%s'",
 				    cfg->fd_store);
-	/* the state record, the client socket and at least one region */
-	if (cfg->fd_store_max < 3 || cfg->fd_store_max > CONFIG_FD_STORE_MAX)
+	/* the state record, the client socket, the last good configuration
+	 * and at least one region */
+	if (cfg->fd_store_max < 4 || cfg->fd_store_max > CONFIG_FD_STORE_MAX)
 		return config_error(err, err_len,
-				    "fd_store_max %u: from 3 (rmad keeps 2 fds "
+				    "fd_store_max %u: from 4 (rmad keeps 3 fds "
 				    "of its own in the store) to %u",
 				    cfg->fd_store_max, CONFIG_FD_STORE_MAX);
+	if (config_check_host(cfg, err, err_len) < 0)
+		return -1;
 	return config_check_peer_key(cfg, err, err_len);
 }

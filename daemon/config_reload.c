@@ -43,7 +43,7 @@ config_reload_line(const char *name, bool reloadable, const char *old,
 	}
 }
 
-void
+unsigned
 config_reload_report(const struct config *old, const struct config *next)
 {
 	struct config_reload_tally t = {0, 0};
@@ -65,4 +65,5 @@ config_reload_report(const struct config *old, const struct config *next)
 	else
 		log_info("config_reload: %u changes applied, %u need a restart",
 			 t.applied, t.kept);
+	return t.kept;
 }

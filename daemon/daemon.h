@@ -104,8 +104,14 @@ void config_defaults(struct config *cfg);
 /* Returns 0, 1 when the caller should exit 0 (--help, --check-config),
  * -1 on a bad value, config file or combination (exit EX_CONFIG, 78),
  * CONFIG_USAGE on an unknown flag (exit EX_USAGE, 64); errors are
- * already reported on stderr. */
-int config_parse_args(struct config *cfg, int argc, char **argv);
+ * already reported on stderr (at error priority for the journal), and
+ * for -1 also written to why (if not NULL). */
+int config_parse_args(struct config *cfg, int argc, char **argv, char *why,
+		      size_t why_len);
+/* After config_parse_args refused: what argv and the file say as far as
+ * they parse, unchecked (errors skipped). Only for where to find what a
+ * start keeps (socket, take_over, fd_store, log level), never to run on. */
+void config_parse_lenient(struct config *cfg, int argc, char **argv);
 int config_set(struct config *cfg, const char *name, const char *value,
 	       char *err, size_t err_len);
 /* 0, or -1 with why in err. */
@@ -150,7 +156,9 @@ int config_parse_bool(const char *value, bool *b_p);
 /* Logs what a reload from old to next changes: one line per key (info),
  * a warning per key that needs a restart, the cluster key as set,
  * replaced or removed (never its value), then a summary. */
-void config_reload_report(const struct config *old, const struct config *next);
+/* Logs what changed; returns how many changes need a restart. */
+unsigned config_reload_report(const struct config *old,
+			      const struct config *next);
 
 /* ---- config_check.c: what is judged once every option is set ----------- */
 
@@ -175,6 +183,12 @@ int netdev_resolve(const struct config *cfg, char *out, size_t len, char *err,
 		   size_t err_len);
 /* netdev_resolve, the error logged. */
 int netdev_auto(const struct config *cfg, char *out, size_t len);
+/* What the start would refuse (config_check): a device of an explicit
+ * net_devices (or UCX_NET_DEVICES) list this host lacks; a host (what:
+ * the option) that is not an address of this host. 0, or -1 with err. */
+int netdev_check_devices(const struct config *cfg, char *err, size_t err_len);
+int netdev_check_address(const char *what, const char *host, char *err,
+			 size_t err_len);
 
 /* ---- conn.c: one local client on the Unix socket ------------------------ */
 
@@ -454,6 +468,10 @@ struct handover_state {
 	int listen_fd;
 	size_t n;
 	struct handover_region *regions;
+	/* the predecessor's configuration (config_saved.h's encoding), or
+	 * NULL from an rmad that sends none */
+	uint8_t *config;
+	size_t config_len;
 };
 
 /* New side: asks the running rmad at cfg's socket for everything and
@@ -956,6 +974,9 @@ struct world {
 	uint64_t regions_reattached; /* orphans their owners came back for */
 	struct fdstore *fdstore;     /* fdstore.c: NULL when off */
 	uint32_t store_recoveries;   /* starts from systemd's fd store */
+	/* main.c: why the configuration this start was given was refused,
+	 * while it runs on the last one that worked ("" = on the given) */
+	char config_refused[384];
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */

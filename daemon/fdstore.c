@@ -73,8 +73,9 @@
 #define FDSTORE_STATE NOTIFY_STORE_PREFIX "state"
 #define FDSTORE_LISTEN NOTIFY_STORE_PREFIX "listen"
 #define FDSTORE_REGION NOTIFY_STORE_PREFIX "region-"
-/* The state record and the client socket. */
-#define FDSTORE_OWN_FDS 2u
+/* The state record, the client socket and the last configuration that
+ * worked (config_saved.c). */
+#define FDSTORE_OWN_FDS 3u
 
 struct fdstore_head {
 	uint32_t magic, version;
@@ -471,7 +472,9 @@ fdstore_reserve(struct daemon *d, int *slot_p, char *detail, size_t detail_len)
 	if (s->frozen) {
 		snprintf(detail, detail_len, "rmad is shutting down");
 		st = RMA__V1__STATUS__ERR_SHUTDOWN;
-	} else if (s->n_used >= s->slots) {
+	} else if (s->n_used >= s->slots ||
+		   s->n_used + FDSTORE_OWN_FDS >= s->max) {
+		/* (a state an older rmad made may have a slot more) */
 		snprintf(detail, detail_len,
 			 "systemd's fd store holds %u regions (fd_store_max %u "
 			 "less %u of rmad's own): another one would not "

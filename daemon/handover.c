@@ -5,7 +5,9 @@
  *
  * The old process listens on "<socket>.takeover" (a SOCK_SEQPACKET Unix
  * socket, mode 0600, same user only). The new one connects and asks;
- * the old one stops making regions, sends one HEAD message (identity,
+ * the old one stops making regions, sends a CONFIG message (what it
+ * runs on, to a successor that asks: the last configuration that worked,
+ * for one whose own is refused, main.c), one HEAD message (identity,
  * counters, the client socket's listening fd), REGIONS messages (records
  * and their memfds, by SCM_RIGHTS), DEADLINES messages (the orphans'
  * deadlines, to a successor that says in its ASK that it takes them:
@@ -45,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config_saved.h"
 #include "handover_wire.h"
 #include "socket_path.h"
 
@@ -217,6 +220,23 @@ out:
 	return rc;
 }
 
+/* What we run on: the last configuration that worked, for a successor
+ * whose own is refused (main.c). */
+static int
+handover_give_config(struct daemon *d, int fd)
+{
+	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION,
+				 HANDOVER_CONFIG, 1};
+	struct config_saved c = {0};
+	int rc;
+
+	if (config_saved_encode(&d->cfg, &c) < 0)
+		return -1;
+	rc = handover_send(fd, &m, c.blob, c.len, NULL, 0);
+	config_saved_free(&c);
+	return rc;
+}
+
 static int
 handover_give(struct handover *h, int fd, uint32_t takes)
 {
@@ -239,6 +259,9 @@ handover_give(struct handover *h, int fd, uint32_t takes)
 	if (d->listen_fd >= 0)
 		lfd = fcntl(d->listen_fd, F_DUPFD_CLOEXEC, 3);
 	head.has_listen_fd = lfd >= 0;
+	if ((takes & HANDOVER_TAKES_CONFIG) &&
+	    handover_give_config(d, fd) < 0)
+		goto err;
 	if (handover_send(fd, &m, &head, sizeof(head), &lfd, lfd >= 0) < 0)
 		goto err;
 	for (size_t i = 0; i < s.n; i += HANDOVER_CHUNK) {
@@ -422,6 +445,7 @@ handover_state_free(struct handover_state *st)
 		if (st->regions[i].memfd >= 0)
 			close(st->regions[i].memfd);
 	free(st->regions);
+	free(st->config);
 	if (st->listen_fd >= 0)
 		close(st->listen_fd);
 	memset(st, 0, sizeof(*st));
@@ -521,6 +545,33 @@ bad:
 	return -1;
 }
 
+/* The predecessor's configuration, when it sends one (before HEAD): a
+ * peek at the next message's header tells. */
+static int
+handover_take_config(int fd, struct handover_state *st)
+{
+	struct handover_msg m;
+	size_t n_fds;
+	ssize_t n;
+
+	if (recv(fd, &m, sizeof(m), MSG_PEEK) != (ssize_t)sizeof(m))
+		return -1;
+	if (m.kind != HANDOVER_CONFIG)
+		return 0; /* from an rmad that sends none */
+	st->config = malloc(HANDOVER_CONFIG_MAX);
+	if (st->config == NULL)
+		return -1;
+	n = handover_recv(fd, &m, st->config, HANDOVER_CONFIG_MAX, NULL, 0,
+			  &n_fds);
+	if (n <= 0) {
+		free(st->config);
+		st->config = NULL;
+		return -1;
+	}
+	st->config_len = (size_t)n;
+	return 0;
+}
+
 /* The old process is gone once the stream ends. */
 static int
 handover_wait_gone(int fd, double seconds)
@@ -598,7 +649,8 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION, HANDOVER_ASK,
 				 0};
-	struct handover_ask ask = {.takes = HANDOVER_TAKES_DEADLINES};
+	struct handover_ask ask = {.takes = HANDOVER_TAKES_DEADLINES |
+					    HANDOVER_TAKES_CONFIG};
 	struct handover_head head;
 	struct timeval tv = {5, 0};
 	size_t n_fds;
@@ -625,6 +677,8 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		goto err_close;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (handover_send(fd, &m, &ask, sizeof(ask), NULL, 0) < 0)
+		goto err_stream;
+	if (handover_take_config(fd, st) < 0)
 		goto err_stream;
 	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
 		sizeof(head) ||

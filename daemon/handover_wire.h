@@ -25,11 +25,18 @@ enum handover_kind {
 	/* after the REGIONS, to a successor that asked for them: one orphan
 	 * deadline per region, in the same order */
 	HANDOVER_DEADLINES = 5,
+	/* first of all, to a successor that asked for it: the configuration
+	 * the predecessor runs on (config_saved.h's encoding), the last that
+	 * worked, for a successor whose own is refused */
+	HANDOVER_CONFIG = 6,
 };
 
 /* What a successor takes beyond version 1, in the ASK's body (a
  * predecessor that does not know it reads the header alone). */
 #define HANDOVER_TAKES_DEADLINES 1u
+#define HANDOVER_TAKES_CONFIG 2u
+/* The largest CONFIG body a successor takes. */
+#define HANDOVER_CONFIG_MAX (80u * 1024)
 
 struct handover_ask {
 	uint32_t takes; /* HANDOVER_TAKES_* */

@@ -90,6 +90,21 @@ log_msg(enum log_level level, const char *fmt, ...)
 	}
 }
 
+void
+log_startup(enum log_level level, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (log_stderr_is_journal())
+		fprintf(stderr, "<%d>rmad: %s\n", log_priorities[level], line);
+	else
+		fprintf(stderr, "rmad: %s\n", line);
+}
+
 /* UCX's own lines ("Device is busy", transport warnings) would go to
  * stdout in UCX's format, a second timestamp and no priority: the journal
  * took its warnings for info. They go through log_msg instead, at the

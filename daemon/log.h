@@ -21,6 +21,11 @@ void log_ucx_start(void);
 
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A line of the start, before log_init, as a person reads it on a
+ * terminal ("rmad: ..."), with its <N> priority when stderr is the
+ * journal. */
+void log_startup(enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

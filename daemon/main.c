@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rmad: the per-host remote memory access daemon. */
 #include "daemon.h"
+#include "config_saved.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,11 +13,15 @@
 
 static volatile sig_atomic_t signals_seen;
 
-/* What SIGHUP needs: the daemon, and argv to parse again. */
+/* What SIGHUP needs: the daemon, argv to parse again, and the last
+ * configuration that worked as kept in systemd's fd store (store: the
+ * store is on). */
 struct main_reload {
 	struct daemon *d;
 	int argc;
 	char **argv;
+	struct config_saved *saved;
+	bool store;
 };
 
 static void main_fd_budget(struct config *cfg);
@@ -71,7 +76,45 @@ main_on_hup(evutil_socket_t sig, short what, void *arg)
 	old = r->d->cfg;
 	daemon_reconfigure(r->d, &next);
 	/* after: lines about a new log level obey it */
-	config_reload_report(&old, &next);
+	if (config_reload_report(&old, &next) == 0 &&
+	    r->d->world->config_refused[0] != '\0') {
+		/* the file now holds what runs: nothing refused any more */
+		log_info("main_on_hup: the configuration file is accepted "
+			 "and applied whole: no longer running on the last "
+			 "good one");
+		r->d->world->config_refused[0] = '\0';
+	}
+	if (r->store)
+		config_saved_store(r->saved, &r->d->cfg);
+}
+
+/* The configuration given was refused (why): run on the last one that
+ * worked (saved, len), keeping this start's take_over and fds. 0, or -1
+ * logged: there is none. */
+static int
+main_fall_back(struct config *cfg, const uint8_t *saved, size_t len,
+	       const char *why)
+{
+	char err[512];
+
+	if (saved == NULL) {
+		log_error("main: configuration refused (%s), and no last good "
+			  "configuration to run on instead",
+			  why);
+		return -1;
+	}
+	if (config_saved_decode(saved, len, cfg, err, sizeof(err)) < 0) {
+		log_error("main: configuration refused (%s), and the last good "
+			  "one is unreadable: %s",
+			  why, err);
+		return -1;
+	}
+	log_init(cfg->log_level);
+	log_error("main: configuration refused: %s; rmad keeps its regions "
+		  "and runs on the last configuration that worked (fix the "
+		  "file, then systemctl reload or restart)",
+		  why);
+	return 0;
 }
 
 static void
@@ -123,39 +166,85 @@ int
 main(int argc, char **argv)
 {
 	static struct daemon d;
-	struct config cfg;
-	struct main_reload reload = {&d, argc, argv};
+	struct config cfg, given;
+	struct config_saved saved = {0};
+	struct main_reload reload = {&d, argc, argv, &saved, false};
 	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
 	struct handover_state from = {.listen_fd = -1};
 	struct notify_fds passed;
 	struct fdstore *store = NULL;
+	const uint8_t *good;
+	size_t good_len;
+	char refused[384] = "";
 	int rc, recovered;
 
 	config_defaults(&cfg);
-	rc = config_parse_args(&cfg, argc, argv);
-	if (rc != 0) /* sysexits.h: EX_USAGE, EX_CONFIG */
-		return rc > 0 ? 0 : rc == CONFIG_USAGE ? 64 : 78;
+	rc = config_parse_args(&cfg, argc, argv, refused, sizeof(refused));
+	if (rc > 0 || rc == CONFIG_USAGE) /* sysexits.h: EX_USAGE */
+		return rc > 0 ? 0 : 64;
+	/* Refused: a start with something to keep (the fd store's regions,
+	 * a predecessor's) runs on the last configuration that worked; only
+	 * one with nothing to keep exits EX_CONFIG. Until that is known, the
+	 * given one as far as it parses says where to look. */
+	if (rc < 0)
+		config_parse_lenient(&cfg, argc, argv);
 	log_init(cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
-	main_fd_budget(&cfg);
 
 	/* systemd's: the activation socket, and what the fd store kept of
-	 * a previous process (fdstore.c) */
+	 * a previous process (fdstore.c), the last good configuration with
+	 * it */
 	if (notify_listen_fds(&passed) < 0)
 		return 1;
+	config_saved_take(&passed, &saved);
+	/* nothing kept: config_parse_args said it all */
+	if (rc < 0 && !cfg.take_over &&
+	    (saved.blob == NULL ||
+	     main_fall_back(&cfg, saved.blob, saved.len, refused) < 0))
+		goto err_config;
 	cfg.activation_fd = passed.activation_fd;
 	passed.activation_fd = -1; /* cfg's, then server_start's */
 	recovered = fdstore_open(&cfg, &passed, &store, &from);
 	notify_fds_free(&passed);
 	if (recovered < 0)
-		return 1;
+		goto err_saved;
+	if (rc < 0 && !cfg.take_over && recovered == 0) {
+		log_error("main: configuration refused, and systemd's fd store "
+			  "kept no regions: nothing to keep, exiting");
+		fdstore_destroy(store);
+		goto err_config;
+	}
 	/* A take-over waits here until the old process is gone. */
 	if (cfg.take_over && handover_receive(&cfg, &from) < 0)
-		return 1;
-	if (daemon_start_as(&d, &cfg,
-			    cfg.take_over || recovered ? &from : NULL) < 0) {
+		goto err_saved;
+	if (rc < 0 && cfg.take_over &&
+	    main_fall_back(&cfg, from.config, from.config_len, refused) < 0) {
+		handover_state_free(&from);
+		goto err_config;
+	}
+	main_fd_budget(&cfg);
+	/* What a start that fails on the given configuration falls back
+	 * to (the predecessor's wins: it is the newer). */
+	good = from.config != NULL ? from.config : saved.blob;
+	good_len = from.config != NULL ? from.config_len : saved.len;
+	given = cfg;
+	rc = daemon_start_as(&d, &cfg,
+			     cfg.take_over || recovered ? &from : NULL);
+	if (rc < 0 && refused[0] == '\0' && (cfg.take_over || recovered) &&
+	    good != NULL) {
+		snprintf(refused, sizeof(refused),
+			 "rmad did not start on it (the errors logged before "
+			 "say why)");
+		if (main_fall_back(&cfg, good, good_len, refused) == 0) {
+			cfg.activation_fd = given.activation_fd;
+			main_fd_budget(&cfg);
+			rc = daemon_start_as(&d, &cfg, &from);
+		}
+	}
+	if (rc < 0) {
 		handover_state_free(&from);
 		fdstore_destroy(store);
+		config_saved_free(&saved);
 		return 1;
 	}
 	if (cfg.take_over || recovered)
@@ -166,6 +255,13 @@ main(int argc, char **argv)
 		rc = 1;
 	if (rc != 0)
 		goto err_daemon;
+	/* Serving: this configuration worked. Kept for the next start
+	 * (the hand-over sends what runs, handover.c). */
+	snprintf(d.world->config_refused, sizeof(d.world->config_refused),
+		 "%s", refused);
+	reload.store = store != NULL;
+	if (store != NULL)
+		config_saved_store(&saved, &d.cfg);
 	/* Without it the daemon serves, but cannot be taken over. */
 	handover_start(&d);
 	rc = 1; /* what the failures below exit with */
@@ -196,6 +292,7 @@ main(int argc, char **argv)
 	handover_stop(&d);
 	daemon_stop(&d);
 	fdstore_destroy(store);
+	config_saved_free(&saved);
 	log_info("main: rmad stopped");
 	return 0;
 
@@ -205,5 +302,14 @@ err_daemon:
 	handover_stop(&d);
 	daemon_stop(&d);
 	fdstore_destroy(store);
+	config_saved_free(&saved);
 	return rc;
+
+err_config:
+	config_saved_free(&saved);
+	return 78; /* sysexits.h: EX_CONFIG */
+
+err_saved:
+	config_saved_free(&saved);
+	return 1;
 }

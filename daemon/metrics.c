@@ -495,6 +495,11 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       "Take-overs and restarts from systemd's fd store this "
 		       "daemon identity went through.",
 		       w->restarts);
+	metrics_scalar(out, "rmad_config_rejected", "gauge",
+		       "1 while rmad runs on the last configuration that "
+		       "worked because the one it was started with was "
+		       "refused (rmactl status says why), else 0.",
+		       w->config_refused[0] != '\0');
 	metrics_scalar(out, "rmad_store_recoveries_total", "counter",
 		       "Starts that rebuilt the regions from systemd's fd "
 		       "store after the previous process died.",

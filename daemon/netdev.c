@@ -14,7 +14,10 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* Appends name to the comma list in out unless it is there already. */
 static int
@@ -191,4 +194,91 @@ netdev_auto(const struct config *cfg, char *out, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+/* One device of a UCX_NET_DEVICES list: an interface (eth1), or an RDMA
+ * port as UCX names it (mlx5_0:1). */
+static bool
+netdev_exists(const char *name)
+{
+	char path[PATH_MAX], dev[NAME_MAX + 1];
+	const char *colon = strchr(name, ':');
+	unsigned port;
+
+	if (colon == NULL)
+		return if_nametoindex(name) != 0;
+	if ((size_t)(colon - name) > NAME_MAX ||
+	    sscanf(colon + 1, "%u", &port) != 1)
+		return false;
+	snprintf(dev, sizeof(dev), "%.*s", (int)(colon - name), name);
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u", dev,
+		 port);
+	return access(path, F_OK) == 0;
+}
+
+int
+netdev_check_devices(const struct config *cfg, char *err, size_t err_len)
+{
+	const char *env = getenv("UCX_NET_DEVICES");
+	const char *list = env != NULL ? env : cfg->net_devices;
+	char buf[sizeof(cfg->net_devices)], *save, *item;
+
+	/* auto is checked by netdev_resolve; an exclusion (^eth0) may name
+	 * what is not there */
+	if (env == NULL && strcmp(list, "auto") == 0)
+		return 0;
+	if (list[0] == '^' || strlen(list) >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (item = strtok_r(buf, ", \t", &save); item != NULL;
+	     item = strtok_r(NULL, ", \t", &save)) {
+		if (strcmp(item, "all") == 0 || netdev_exists(item))
+			continue;
+		return config_error(err, err_len,
+				    "%s: no device '%s' on this host (ip link "
+				    "lists the interfaces, ibv_devinfo the "
+				    "RDMA ports)",
+				    env != NULL ? "UCX_NET_DEVICES"
+						: "net_devices",
+				    item);
+	}
+	return 0;
+}
+
+/* A socket bound to host (port 0: the daemon a take-over replaces may
+ * hold the port) tells whether host is an address of this host, as the
+ * listener's bind will. */
+int
+netdev_check_address(const char *what, const char *host, char *err,
+		     size_t err_len)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *ai;
+	int fd, rc, saved;
+
+	rc = getaddrinfo(host, "0", &hints, &ai);
+	if (rc != 0)
+		return config_error(err, err_len, "%s: cannot resolve %s: %s",
+				    what, host, gai_strerror(rc));
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		saved = errno;
+		freeaddrinfo(ai);
+		return config_error(err, err_len, "%s: %s: socket: %s", what,
+				    host, strerror(saved));
+	}
+	rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+	saved = errno;
+	close(fd);
+	freeaddrinfo(ai);
+	if (rc == 0)
+		return 0;
+	if (saved == EADDRNOTAVAIL)
+		return config_error(err, err_len,
+				    "%s: %s is not an address of this host "
+				    "(ip -br addr lists them)",
+				    what, host);
+	return config_error(err, err_len, "%s: cannot bind %s: %s", what, host,
+			    strerror(saved));
 }

@@ -150,7 +150,13 @@ notify_summary(struct daemon *d, char *buf, size_t len)
 	else
 		snprintf(
 		    buf, len,
-		    "%u clients, %u/%u peers up, %llu operations in flight",
+		    "%s%u clients, %u/%u peers up, %llu operations in flight",
+		    /* systemctl status shows it first; rmactl status says
+		     * why */
+		    w->config_refused[0] != '\0'
+			? "CONFIG REFUSED, on the last good one (rmactl "
+			  "status): "
+			: "",
 		    clients, up, peers, in_flight);
 }
 

@@ -136,6 +136,7 @@ status_reply(struct conn *c, uint64_t req_id)
 	st.restarts = w->restarts;
 	st.regions_recovered = w->regions_recovered;
 	st.regions_reattached = w->regions_reattached;
+	st.config_refused = w->config_refused;
 
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct daemon *wd = w->workers[i];

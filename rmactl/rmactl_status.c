@@ -32,6 +32,10 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 	       ", re-attached %" PRIu64 ", orphans now %" PRIu64 ")\n",
 	       s->restarts, s->regions_recovered, s->regions_reattached,
 	       s->regions_orphaned);
+	if (s->config_refused != NULL && s->config_refused[0] != '\0')
+		printf("config      REFUSED, running on the last configuration "
+		       "that worked: %s\n",
+		       s->config_refused);
 
 	printf("\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)

@@ -12,8 +12,12 @@
 # 2. Every configuration snippet: ```ini blocks of README.md, the lines
 #    between ".\" docs-run: config" and the next .EE or .fi of each man
 #    page, and systemd/rmad.conf.example, each through
-#    `rmad --check-config --config FILE` (exit 0 wanted). A snippet with a
-#    '#' comment after a value must fail the same way, so the check can.
+#    `rmad --check-config --config FILE` (exit 0 wanted), on the host the
+#    snippets describe (eth1 holding 10.1.0.5: --check-config refuses an
+#    address or a device this host lacks): a network namespace made so,
+#    else with those two rewritten to loopback. A snippet with a '#'
+#    comment after a value must fail the same way, and so must one with
+#    an address that host lacks, so the check can.
 set -euo pipefail
 
 SRC=${SRCDIR:?}
@@ -116,10 +120,23 @@ for page in "$SRC"/man/*.[0-9]; do
 done
 cp "$SRC/systemd/rmad.conf.example" "$T/conf/rmad.conf.example.conf"
 
+# The documentation's host: eth1 (a bridge) holding 10.1.0.5/24.
+DOCHOST=()
+dochost='ip link set lo up && ip link add eth1 type bridge &&
+	ip addr add 10.1.0.5/24 dev eth1 && ip link set eth1 up'
+if [ "$(id -u)" -eq 0 ] && unshare -n sh -c "$dochost" 2>/dev/null; then
+	DOCHOST=(unshare -n sh -c "$dochost"' && exec "$@"' sh)
+elif unshare -rn sh -c "$dochost" 2>/dev/null; then
+	DOCHOST=(unshare -rn sh -c "$dochost"' && exec "$@"' sh)
+else
+	echo "note: no network namespace: eth1 and 10.1.0.5 checked as lo and 127.0.0.1"
+	sed -i -e 's/10\.1\.0\.5/127.0.0.1/g' -e 's/\<eth1\>/lo/g' "$T"/conf/*.conf
+fi
+
 for f in "$T"/conf/*.conf; do
 	n=$((n + 1))
 	rc=0
-	env -u RMAD_SOCKET "$SRC/tests/with_sysusers.sh" "$SRC" "$RMAD" --check-config --config "$f" >"$T/check.out" 2>"$T/check.err" || rc=$?
+	env -u RMAD_SOCKET "${DOCHOST[@]}" "$SRC/tests/with_sysusers.sh" "$SRC" "$RMAD" --check-config --config "$f" >"$T/check.out" 2>"$T/check.err" || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		echo "--- $(basename "$f"):"
 		cat -n "$f"
@@ -131,8 +148,13 @@ ls "$T"/conf/readme-*.conf >/dev/null 2>&1 || fail "no ini block in README.md"
 ls "$T"/conf/rmad.8-*.conf >/dev/null 2>&1 || fail "no marked config example in rmad.8"
 
 # the check is one that a '#' after a value fails
-printf '[rmad]\nlisten = 10.1.0.5:13337        # this host\n' >"$T/bad.conf"
+printf '[rmad]\nlisten = 127.0.0.1:13337        # this host\n' >"$T/bad.conf"
 if "$RMAD" --check-config --config "$T/bad.conf" >/dev/null 2>&1; then
 	fail "--check-config accepts a '#' comment after a value"
+fi
+# and an address the snippets' host lacks (TEST-NET-1)
+printf '[rmad]\nlisten = 192.0.2.1:13337\n' >"$T/bad.conf"
+if "${DOCHOST[@]}" "$RMAD" --check-config --config "$T/bad.conf" >/dev/null 2>&1; then
+	fail "--check-config accepts an address this host lacks"
 fi
 echo "ok: $n configuration snippets pass rmad --check-config"

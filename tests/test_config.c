@@ -346,7 +346,7 @@ parse(struct config *cfg, const char *const *args)
 	argv[argc] = NULL;
 	config_defaults(cfg);
 	optind = 0; /* glibc: start over */
-	return config_parse_args(cfg, argc, argv);
+	return config_parse_args(cfg, argc, argv, NULL, 0);
 }
 
 START_TEST(test_parse_args)

@@ -44,6 +44,10 @@ done
 exec_start=$(sed -n 's/^ExecStart=//p' "$SERVICE")
 [ "$exec_start" = "${RMAD#"$D"} --config ${CONF#"$D"}" ] ||
 	fail "installed ExecStart=$exec_start, not ${RMAD#"$D"} --config ${CONF#"$D"}"
+# and its reload checks that same file with that same daemon first
+exec_check=$(sed -n 's/^ExecReload=\(.*--check-config\)$/\1/p' "$SERVICE")
+[ "$exec_check" = "${RMAD#"$D"} --config ${CONF#"$D"} --check-config" ] ||
+	fail "installed ExecReload=$exec_check, not ${RMAD#"$D"} --config ${CONF#"$D"} --check-config"
 "$SRCDIR/tests/with_sysusers.sh" "$SRCDIR" "$RMAD" --config "$CONF" --check-config >/dev/null || fail "installed config refused"
 
 # the library: its soname, and only rma_* exported

@@ -31,6 +31,7 @@ struct sup {
 	pid_t pid; /* fdstore_sink's */
 	char dir[64], log[96], notify[96], socket[108], listen[32];
 	uint16_t metrics_port;
+	char config[64]; /* rmad's --config FILE, unless "" */
 	int unseal; /* FDSTORE_SINK_UNSEAL: a region back without seals */
 };
 
@@ -77,7 +78,8 @@ sup_start_as(struct sup *s, unsigned max, unsigned rmad_max, int activation)
 		      "--socket", own, "--listen", s->listen, "--log-level",
 		      "info", "--connect-timeout", "2", "--reattach-timeout",
 		      "3", "--fd-store-max", rm, "--metrics-listen", metrics,
-		      (char *)NULL);
+		      s->config[0] != '\0' ? "--config" : (char *)NULL,
+		      s->config, (char *)NULL);
 		_exit(127);
 	}
 }
@@ -204,6 +206,9 @@ sup_stop(struct sup *s)
 	s->unseal = 0;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
 	ck_assert_int_ge(system(cmd), -1);
+	if (s->config[0] != '\0')
+		unlink(s->config);
+	s->config[0] = '\0';
 }
 
 static void
@@ -381,7 +386,8 @@ START_TEST(test_store_smaller_than_config)
 	rma_peer_t *peer;
 	char grep[256];
 
-	sup_start_as(&sa, 4, 6, 0);
+	/* 5: the state, the socket, the configuration, 2 regions */
+	sup_start_as(&sa, 5, 7, 0);
 	sup_wait_ready(&sa, 1);
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	for (int i = 0; i < 3; i++) {
@@ -393,7 +399,7 @@ START_TEST(test_store_smaller_than_config)
 	memcpy(rma_region_ptr(ra[2]), "lost", 4);
 	sup_crash(&sa);
 	snprintf(grep, sizeof(grep),
-		 "grep -q 'above the unit.s FileDescriptorStoreMax=4' "
+		 "grep -q 'above the unit.s FileDescriptorStoreMax=5' "
 		 "%s/rmad.log && grep -q 'has a record but systemd passed "
 		 "no fd' %s/rmad.log",
 		 sa.dir, sa.dir);
@@ -536,7 +542,7 @@ START_TEST(test_crash_with_socket_activation)
 	ck_assert_int_eq(rma_region_alloc(gone, SZ, &left), RMA_OK);
 	ck_assert_int_eq(metric(&sa, "rmad_store_recoveries_total"), 0);
 	ck_assert_int_eq(metric(&sa, "rmad_fd_store_regions"), 3);
-	ck_assert_int_eq(metric(&sa, "rmad_fd_store_capacity"), 62);
+	ck_assert_int_eq(metric(&sa, "rmad_fd_store_capacity"), 61);
 
 	sup_crash(&sa);
 	reattach(ca);
@@ -611,7 +617,8 @@ START_TEST(test_restart_keeps_stop_releases)
 	ck_assert_int_eq(remote_io(cb, rb, rem, SZ, 0), RMA_OK);
 	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ), 0);
 
-	/* stop: everything stored goes (the state, the socket, the region) */
+	/* stop: everything stored goes (the state, the socket, the
+	 * configuration, the region) */
 	ck_assert_int_eq(kill(sa.pid, SIGTERM), 0);
 	{
 		double deadline = harness_now() + 15.0;
@@ -619,7 +626,91 @@ START_TEST(test_restart_keeps_stop_releases)
 		       harness_now() < deadline)
 			harness_pause(0.01, deadline);
 	}
-	ck_assert_str_eq(line, "3\n");
+	ck_assert_str_eq(line, "4\n");
+	rma_disconnect(cb);
+	rma_disconnect(ca);
+}
+END_TEST
+
+/* ---- a configuration refused at restart --------------------------------- */
+
+static void
+write_config(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static int
+config_accepted(void *arg)
+{
+	return metric(arg, "rmad_config_rejected") == 0;
+}
+
+/* systemctl restart with a typo in the file: rmad comes back on the last
+ * configuration that worked (kept in the store beside the state), with
+ * the same identity and the region a peer reads through the descriptor
+ * it had; status, /metrics and STATUS= say what was refused. Once the
+ * file is fixed, a reload clears it. */
+START_TEST(test_restart_with_a_typo_keeps_regions)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	rma_remote_t *rem;
+	rma_peer_t *peer;
+	Rma__V1__Reply *reply;
+	char id[64];
+	int fd;
+
+	snprintf(sa.config, sizeof(sa.config), "/tmp/rmad-fdstore.XXXXXX");
+	fd = mkstemp(sa.config);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	write_config(sa.config, "[rmad]\nmax_regions = 100\n");
+	sup_start(&sa, 64, 0);
+	sup_wait_ready(&sa, 1);
+	ck_assert_msg(sup_wait_count(&sa, "stored store-config-", 1),
+		      "the configuration is not in the store");
+	ck_assert_int_eq(metric(&sa, "rmad_config_rejected"), 0);
+	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
+	harness_fill(rma_region_ptr(ra), SZ, 60);
+	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(cb, sa.listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer, rma_region_descriptor(ra), &rem),
+	    RMA_OK);
+	reply = status_call(ca);
+	snprintf(id, sizeof(id), "%s", reply->status_reply->daemon_id);
+	rma__v1__reply__free_unpacked(reply, NULL);
+
+	write_config(sa.config, "[rmad]\nmax_regions = 100\nmax_regoins = 5\n");
+	ck_assert_int_eq(kill(sa.pid, SIGUSR1), 0);
+	sup_wait_ready(&sa, 2);
+	ck_assert_int_eq(sup_count(&sa, "released", NULL, 0), 0);
+	reattach(ca);
+	reply = status_call(ca);
+	ck_assert_str_eq(reply->status_reply->daemon_id, id);
+	ck_assert_uint_eq(reply->status_reply->regions_recovered, 1);
+	ck_assert_msg(reply->status_reply->config_refused != NULL &&
+			  strstr(reply->status_reply->config_refused,
+				 "unknown option 'max_regoins'") != NULL,
+		      "status says '%s'", reply->status_reply->config_refused);
+	rma__v1__reply__free_unpacked(reply, NULL);
+	ck_assert_int_eq(metric(&sa, "rmad_config_rejected"), 1);
+	ck_assert_int_ge(sup_count(&sa, "STATUS=CONFIG REFUSED", NULL, 0), 1);
+	ck_assert_int_eq(remote_io(cb, rb, rem, SZ, 0), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb), rma_region_ptr(ra), SZ), 0);
+
+	/* fixed and reloaded (systemctl reload): on the file again */
+	write_config(sa.config, "[rmad]\nmax_regions = 100\n");
+	ck_assert_int_eq(kill(sup_main_pid(&sa), SIGHUP), 0);
+	ck_assert_msg(harness_until(10.0, config_accepted, &sa),
+		      "the refusal outlived a reload of the fixed file");
 	rma_disconnect(cb);
 	rma_disconnect(ca);
 }
@@ -778,8 +869,9 @@ END_TEST
 
 START_TEST(test_store_limit)
 {
-	/* 5 fds: the state, the client socket, 3 regions */
-	enum { MAX = 5, FIT = MAX - 2 };
+	/* 6 fds: the state, the client socket, the configuration, 3
+	 * regions */
+	enum { MAX = 6, FIT = MAX - 3 };
 	rma_client_t *ca, *cb;
 	rma_region_t *ra[FIT + 1], *extra, *rb;
 	rma_remote_t *rem;
@@ -889,6 +981,7 @@ fdstore_suite(void)
 	tcase_add_test(tc, test_crash_with_socket_activation);
 	tcase_add_test(tc, test_store_smaller_than_config);
 	tcase_add_test(tc, test_restart_keeps_stop_releases);
+	tcase_add_test(tc, test_restart_with_a_typo_keeps_regions);
 	tcase_add_test(tc, test_kills_during_burst);
 	tcase_add_test(tc, test_orphan_deadline_survives_crash_loop);
 	tcase_add_test(tc, test_unsealed_region_refused);

@@ -3,7 +3,8 @@
 # The systemd units and their companions, checked without a running
 # systemd: systemd-analyze verify and security (exposure at most 3.0),
 # sysusers.d and tmpfiles.d applied to a scratch root, the example config
-# accepted and complete, and journal priority prefixes.
+# accepted and complete, journal priority prefixes, and the reload's
+# commands as systemd runs them (a file rmad refuses fails the reload).
 . "$(dirname "$0")/lib.sh"
 
 : "${RMAD_BIN:?}" "${SRCDIR:?}"
@@ -13,8 +14,9 @@ U=$SRCDIR/systemd
 # verify: on a copy whose ExecStart names the built binary (verify wants
 # it to exist); man pages are checked by the install test instead.
 mkdir "$T/units"
-sed "s|^ExecStart=/usr/sbin/rmad |ExecStart=$RMAD_BIN |" "$U/rmad.service" \
-	>"$T/units/rmad.service"
+sed -e "s|^ExecStart=/usr/sbin/rmad |ExecStart=$RMAD_BIN |" \
+	-e "s|^ExecReload=/usr/sbin/rmad |ExecReload=$RMAD_BIN |" \
+	"$U/rmad.service" >"$T/units/rmad.service"
 grep -q "^ExecStart=$RMAD_BIN --config" "$T/units/rmad.service" ||
 	fail "rmad.service: ExecStart not as expected"
 cp "$U/rmad.socket" "$T/units/"
@@ -29,8 +31,13 @@ grep -qx 'NotifyAccess=main' "$U/rmad.service" || fail "no NotifyAccess=main"
 grep -q '^WatchdogSec=' "$U/rmad.service" || fail "no WatchdogSec="
 grep -qx 'ExecStart=/usr/sbin/rmad --config /etc/rmad/rmad.conf' \
 	"$U/rmad.service" || fail "ExecStart"
-grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U/rmad.service" ||
-	fail "ExecReload: SIGHUP reloads the configuration"
+# reload: the file checked first, as ExecStart names it, then SIGHUP
+grep '^ExecReload=' "$U/rmad.service" >"$T/reload.lines"
+[ "$(sed -n 1p "$T/reload.lines")" = \
+	'ExecReload=/usr/sbin/rmad --config /etc/rmad/rmad.conf --check-config' ] ||
+	fail "ExecReload: the first does not check ExecStart's file: $(cat "$T/reload.lines")"
+[ "$(sed -n '$p' "$T/reload.lines")" = 'ExecReload=/bin/kill -HUP $MAINPID' ] ||
+	fail "ExecReload: SIGHUP does not come last: $(cat "$T/reload.lines")"
 grep -qx 'LimitMEMLOCK=infinity' "$U/rmad.service" || fail "LimitMEMLOCK"
 # room for a cluster of peers: UCX tcp holds about 4 fds per peer
 nofile=$(sed -n "s/^LimitNOFILE=\([0-9]*\)$/\1/p" "$U/rmad.service")
@@ -96,6 +103,33 @@ if "$RMAD_BIN" --config "$T/bad.conf" --check-config >/dev/null 2>&1; then
 	fail "bad metrics_listen accepted"
 fi
 
+# systemctl reload runs the ExecReload= lines in order, the first that
+# fails fails the reload: run them so (the unit's paths pointed at this
+# test's daemon and file) against a running rmad.
+reload_unit() {
+	local line
+	while read -r line; do
+		line=${line#ExecReload=}
+		line=${line//\/usr\/sbin\/rmad/$RMAD_BIN}
+		line=${line//\/etc\/rmad\/rmad.conf/$T/reload.conf}
+		line=${line//\$MAINPID/$reload_PID}
+		# word splitting as systemd's (no quotes in these lines)
+		$line >/dev/null 2>>"$T/reload-unit.err" || return 1
+	done <"$T/reload.lines"
+}
+printf '[rmad]\nmax_regions = 100\n' >"$T/reload.conf"
+start_daemon reload --config "$T/reload.conf"
+printf '[rmad]\nmax_regions = 5\nmax_regoins = 5\n' >"$T/reload.conf"
+reload_unit && fail "systemctl reload would succeed for a file rmad refuses"
+grep -q "unknown option 'max_regoins'" "$T/reload-unit.err" ||
+	fail "the refused reload does not say why: $(cat "$T/reload-unit.err")"
+grep -q 'SIGHUP' "$T/reload.log" && fail "a refused file was sent to rmad"
+kill -0 "$reload_PID" || fail "rmad gone after a refused reload"
+printf '[rmad]\nmax_regions = 5\n' >"$T/reload.conf"
+reload_unit || fail "reload of a good file failed: $(cat "$T/reload-unit.err")"
+wait_until 10 grep -q 'config_reload: max_regions: 100 -> 5' "$T/reload.log" ||
+	fail "rmad did not reload: $(cat "$T/reload.log")"
+
 # logs: <N> priorities only when stderr is the journal stream
 : >"$T/journal.log"
 JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal.log") \
@@ -109,4 +143,13 @@ JOURNAL_STREAM=1:1 "$RMAD_BIN" --socket "$T/no/such/dir.sock" \
 grep -q '^<' "$T/plain.log" && fail "<N> prefix on a stream that is not the journal"
 grep -q ' rmad error: server_start: bind ' "$T/plain.log" ||
 	fail "plain log: $(cat "$T/plain.log")"
+# a configuration refused at start, at error priority (journalctl -p err)
+printf '[rmad]\nlisen = 127.0.0.1:1\n' >"$T/typo.conf"
+: >"$T/journal2.log"
+rc=0
+JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal2.log") \
+	"$RMAD_BIN" --config "$T/typo.conf" 2>>"$T/journal2.log" || rc=$?
+[ "$rc" -eq 78 ] || fail "a typo with nothing to keep exits $rc, not 78"
+grep -q "^<3>rmad: .*unknown option 'lisen'" "$T/journal2.log" ||
+	fail "refused configuration not at error priority: $(cat "$T/journal2.log")"
 echo ok

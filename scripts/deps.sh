@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what rmad needs to build and test, from Debian 12 packages.
 # Idempotent: installs only what is missing; needs root (or sudo) for that.
+# systemd-container: systemd-nspawn, for tests/service/nspawn.sh.
 set -eu
 
 PACKAGES="gcc pkg-config meson ninja-build libucx-dev ucx-utils \
 libevent-dev libprotobuf-c-dev protobuf-c-compiler check libsystemd-dev \
-libinih-dev libsodium-dev iproute2 procps systemd clang libclang-rt-14-dev \
-python3-dev python3-pytest python3-numpy"
+libinih-dev libsodium-dev iproute2 procps systemd systemd-container clang \
+libclang-rt-14-dev python3-dev python3-pytest python3-numpy"
 
 missing=""
 for p in $PACKAGES; do

@@ -4,7 +4,9 @@
  * test's keeps waking it across take-overs of the client's daemon;
  * rma_on_reattach() and rma_reattach_count() count them; a path that is
  * absent or refuses for a while (a daemon restarting) is tried again
- * within RMA_REATTACH_TIMEOUT_MS.
+ * within RMA_REATTACH_TIMEOUT_MS. The daemon goes away by take-over
+ * (rmad --take-over) or by SIGKILL under tests/service/fdstore_sink,
+ * which restarts it with systemd's fd store as systemd would.
  *
  * Everything is decided on counts and order: connect(2) is wrapped here
  * (librma is linked statically, so its calls come to this definition) to
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -84,9 +87,117 @@ watch_until(const int *count, int want)
 
 /* ---- daemons ---- */
 
+/* rmad under fdstore_sink (systemd's fd store and Restart=): its main
+ * PID and its READY=1 are lines of the sink's log. */
+static struct sink {
+	pid_t pid; /* the sink's */
+	char dir[64], log[96], notify[96], socket[108], listen[32];
+} sk;
+
+/* Lines of the sink's log starting with prefix; the rest of the last
+ * one in last. */
+static int
+sink_count(const char *prefix, char *last, size_t len)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen(sk.log, "r");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, prefix, strlen(prefix)) != 0)
+			continue;
+		n++;
+		if (last != NULL)
+			snprintf(last, len, "%s", line + strlen(prefix));
+	}
+	fclose(f);
+	return n;
+}
+
+static int
+sink_ready_cond(void *arg)
+{
+	return sink_count("READY=1", NULL, 0) >= *(int *)arg;
+}
+
+static void
+sink_wait_ready(int n)
+{
+	ck_assert_msg(harness_until(20.0, sink_ready_cond, &n),
+		      "rmad start %d under the sink did not say READY=1", n);
+}
+
+static void
+sink_start(void)
+{
+	const char *rmad = getenv("RMAD_BIN"), *bin = getenv("FDSTORE_SINK");
+
+	ck_assert_ptr_nonnull(rmad);
+	ck_assert_ptr_nonnull(bin);
+	snprintf(sk.dir, sizeof(sk.dir), "/tmp/rmad-reattach.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(sk.dir));
+	snprintf(sk.log, sizeof(sk.log), "%s/sink.log", sk.dir);
+	snprintf(sk.notify, sizeof(sk.notify), "%s/notify", sk.dir);
+	snprintf(sk.socket, sizeof(sk.socket), "%s/rmad.sock", sk.dir);
+	snprintf(sk.listen, sizeof(sk.listen), "127.0.0.1:%u",
+		 harness_free_port());
+	sk.pid = fork();
+	ck_assert_int_ge(sk.pid, 0);
+	if (sk.pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!freopen(sk.log, "w", stdout))
+			_exit(126);
+		execl(bin, bin, "-m", "64", "-t", "300", "-l", "", sk.notify,
+		      "--", rmad, "--socket", sk.socket, "--listen", sk.listen,
+		      "--log-level", "warn", "--connect-timeout", "2",
+		      (char *)NULL);
+		_exit(127);
+	}
+	sink_wait_ready(1);
+}
+
+/* SIGKILL the rmad serving now; returns once its successor is ready
+ * (the client has not noticed yet). */
+static void
+sink_crash(void)
+{
+	int n = sink_count("READY=1", NULL, 0);
+	char last[64] = "0";
+
+	sink_count("started ", last, sizeof(last));
+	ck_assert_int_gt(atoi(last), 0);
+	ck_assert_int_eq(kill((pid_t)atoi(last), SIGKILL), 0);
+	sink_wait_ready(n + 1);
+}
+
+static void
+sink_stop(void)
+{
+	double deadline = harness_now() + WAIT_S;
+	char cmd[128];
+
+	if (sk.pid <= 0)
+		return;
+	kill(sk.pid, SIGTERM); /* systemctl stop */
+	while (waitpid(sk.pid, NULL, WNOHANG) == 0) {
+		if (harness_now() > deadline) {
+			kill(sk.pid, SIGKILL);
+			waitpid(sk.pid, NULL, 0);
+			break;
+		}
+		harness_pause(0.01, deadline);
+	}
+	sk.pid = 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sk.dir);
+	ck_assert_int_ge(system(cmd), -1);
+}
+
 static void
 teardown(void)
 {
+	sink_stop();
 	if (db.pid > 0)
 		harness_daemon_stop(&db, SIGTERM);
 	if (da.pid > 0)
@@ -179,7 +290,8 @@ loop_put(int ep, rma_client_t *c, rma_region_t *r, rma_remote_t *remote,
  * on the new connection, wake it too. Before rma_fd() was the client's
  * own epoll instance, the registration went with the old socket and the
  * loop slept through the first completion after a take-over. */
-START_TEST(test_epoll_loop_across_take_overs)
+static void
+epoll_loop_across(const char *socket, void (*restart)(void))
 {
 	static const char *const flags[] = {"--connect-timeout", "2", NULL};
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -190,9 +302,8 @@ START_TEST(test_epoll_loop_across_take_overs)
 	uint64_t calls = 0;
 	int ep, fd;
 
-	harness_daemon_start(&da, flags);
 	harness_daemon_start(&db, flags);
-	ck_assert_int_eq(rma_connect(da.socket, &ca), RMA_OK);
+	ck_assert_int_eq(rma_connect(socket, &ca), RMA_OK);
 	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
@@ -209,7 +320,7 @@ START_TEST(test_epoll_loop_across_take_overs)
 
 	loop_put(ep, ca, ra, remote, 1);
 	for (int i = 1; i <= TAKE_OVERS; i++) {
-		take_over();
+		restart();
 		/* the old connection's end wakes the loop; the re-attach
 		 * happens in the rma_progress() that follows */
 		while (rma_reattach_count(ca) < (uint64_t)i)
@@ -226,6 +337,21 @@ START_TEST(test_epoll_loop_across_take_overs)
 	close(ep);
 	rma_disconnect(ca);
 	rma_disconnect(cb);
+}
+
+START_TEST(test_epoll_loop_across_take_overs)
+{
+	harness_daemon_start(&da, NULL);
+	epoll_loop_across(da.socket, take_over);
+}
+END_TEST
+
+/* The same through 8 crashes (SIGKILL) that the fd store survives, as
+ * under systemd with Restart=. */
+START_TEST(test_epoll_loop_across_crashes)
+{
+	sink_start();
+	epoll_loop_across(sk.socket, sink_crash);
 }
 END_TEST
 
@@ -380,6 +506,7 @@ main(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_epoll_loop_across_take_overs);
+	tcase_add_test(tc, test_epoll_loop_across_crashes);
 	tcase_add_test(tc, test_refused_and_absent_are_tried_again);
 	tcase_add_test(tc, test_killed_daemon_replaced_is_reached);
 	suite_add_tcase(s, tc);

@@ -3,8 +3,9 @@
 # The systemd units and their companions, checked without a running
 # systemd: systemd-analyze verify and security (exposure at most 3.0),
 # sysusers.d and tmpfiles.d applied to a scratch root, the example config
-# accepted and complete, journal priority prefixes, and the reload's
-# commands as systemd runs them (a file rmad refuses fails the reload).
+# accepted and complete, journal priority prefixes, the reload's commands
+# as systemd runs them (a file rmad refuses fails the reload), and a
+# refused configuration shown by rmactl status.
 . "$(dirname "$0")/lib.sh"
 
 : "${RMAD_BIN:?}" "${SRCDIR:?}"
@@ -129,6 +130,25 @@ printf '[rmad]\nmax_regions = 5\n' >"$T/reload.conf"
 reload_unit || fail "reload of a good file failed: $(cat "$T/reload-unit.err")"
 wait_until 10 grep -q 'config_reload: max_regions: 100 -> 5' "$T/reload.log" ||
 	fail "rmad did not reload: $(cat "$T/reload.log")"
+
+# A take-over given an address this host lacks runs on its predecessor's
+# configuration; rmactl status and status --json say what was refused.
+start_daemon lg
+mkfifo "$T/lg2.ready"
+"$RMAD_BIN" --socket "$T/lg.sock" --listen "127.0.0.1:$lg_PORT" --ready-fd 3 \
+	--take-over --listen 192.0.2.1:13337 3>"$T/lg2.ready" 2>"$T/lg2.log" &
+PIDS+=("$!")
+timeout 20 head -c 6 "$T/lg2.ready" >/dev/null ||
+	fail "the take-over did not come up: $(cat "$T/lg2.log")"
+"$RMACTL_BIN" --socket "$T/lg.sock" status >"$T/lg.status" ||
+	fail "rmactl status after the take-over"
+grep -q '^config *REFUSED.*listen: 192\.0\.2\.1 is not an address of this host' \
+	"$T/lg.status" || fail "rmactl status: $(cat "$T/lg.status")"
+"$RMACTL_BIN" --socket "$T/lg.sock" status --json >"$T/lg.json" ||
+	fail "rmactl status --json after the take-over"
+json_ok "$T/lg.json"
+grep -q '"config_refused": *"listen: 192\.0\.2\.1 is not' "$T/lg.json" ||
+	fail "rmactl status --json: no config_refused: $(head -c 600 "$T/lg.json")"
 
 # logs: <N> priorities only when stderr is the journal stream
 : >"$T/journal.log"

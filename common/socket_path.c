@@ -2,7 +2,9 @@
 #include "socket_path.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -157,13 +159,60 @@ socket_path_make_dir(const char *path, char *err, size_t err_len)
 	return socket_path_check(dir, err, err_len);
 }
 
-/* Who besides the owner may write a directory of this mode. */
-static const char *
-socket_path_writers(mode_t mode)
+/* A group whose members are me or root (a user private group: with umask
+ * 002 every directory a user makes is group-writable) lets nobody else
+ * write. Its members: whoever has it as primary group, and whoever it
+ * lists; a group without any may be a setgid program's, and is not ours.
+ * Debian's OpenSSH allows a group-writable ~/.ssh on the same rule. */
+static bool
+socket_path_group_is_mine(gid_t gid)
 {
-	if ((mode & S_IWGRP) && (mode & S_IWOTH))
-		return "its group and all users";
-	return (mode & S_IWOTH) ? "all users" : "its group";
+	uid_t me = geteuid();
+	struct passwd *pw;
+	struct group *gr;
+	bool mine = false;
+
+	gr = getgrgid(gid);
+	if (gr == NULL)
+		return false;
+	for (char **m = gr->gr_mem; *m != NULL; m++) {
+		pw = getpwnam(*m);
+		if (pw == NULL || (pw->pw_uid != me && pw->pw_uid != 0))
+			return false;
+		mine = true;
+	}
+	setpwent();
+	while ((pw = getpwent()) != NULL) {
+		if (pw->pw_gid != gid)
+			continue;
+		if (pw->pw_uid != me && pw->pw_uid != 0) {
+			mine = false;
+			break;
+		}
+		mine = true;
+	}
+	endpwent();
+	return mine;
+}
+
+/* Who besides its owner may write a directory: "" if nobody. */
+static void
+socket_path_writers(const struct stat *st, char *out, size_t len)
+{
+	struct group *gr;
+
+	out[0] = '\0';
+	if (st->st_mode & S_IWOTH) {
+		snprintf(out, len, "all users");
+	} else if ((st->st_mode & S_IWGRP) &&
+		   !socket_path_group_is_mine(st->st_gid)) {
+		gr = getgrgid(st->st_gid);
+		snprintf(out, len,
+			 "group %s (gid %u), which has members besides uid %u "
+			 "and root",
+			 gr != NULL ? gr->gr_name : "?", (unsigned)st->st_gid,
+			 (unsigned)geteuid());
+	}
 }
 
 /* dir's parent, in place; false at "/". */
@@ -188,6 +237,7 @@ static int
 socket_path_check_one(const char *real, bool holding, char *err, size_t err_len)
 {
 	uid_t me = geteuid();
+	char writers[160];
 	struct stat st;
 
 	if (stat(real, &st) < 0) {
@@ -206,7 +256,8 @@ socket_path_check_one(const char *real, bool holding, char *err, size_t err_len)
 					  "whatever lies in it",
 					  real, (unsigned)st.st_uid,
 					  (unsigned)me);
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0)
+	socket_path_writers(&st, writers, sizeof(writers));
+	if (writers[0] == '\0')
 		return 0;
 	if (holding)
 		return socket_path_refuse(
@@ -214,16 +265,14 @@ socket_path_check_one(const char *real, bool holding, char *err, size_t err_len)
 		    "%s, the socket's directory, is writable by %s (mode "
 		    "%04o): another user may create the names rmad uses "
 		    "there (the socket, its .takeover) first and pose as rmad",
-		    real, socket_path_writers(st.st_mode),
-		    (unsigned)(st.st_mode & 07777));
+		    real, writers, (unsigned)(st.st_mode & 07777));
 	if ((st.st_mode & S_ISVTX) == 0)
 		return socket_path_refuse(
 		    err, err_len,
 		    "%s is writable by %s and not sticky (mode %04o): another "
 		    "user may move the socket's directory away and put one of "
 		    "theirs in its place",
-		    real, socket_path_writers(st.st_mode),
-		    (unsigned)(st.st_mode & 07777));
+		    real, writers, (unsigned)(st.st_mode & 07777));
 	return 0; /* sticky: nobody else renames our directory in it */
 }
 

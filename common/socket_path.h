@@ -38,11 +38,12 @@ int socket_path_make_dir(const char *path, char *err, size_t err_len);
 /* The daemon's side: checks that nobody but geteuid() and root can put a
  * name beside path (a socket, or "<path>.takeover" before rmad binds it),
  * nor move the directories above it. The directory holding path (symlinks
- * resolved) must belong to geteuid() or root and be writable by neither
- * group nor others, sticky or not: a sticky bit protects names that exist,
- * not one still free. Every directory above it must belong to geteuid()
- * or root and be either writable by neither group nor others, or sticky
- * (/tmp): nobody else may then rename what lies below. Returns 0 (also
+ * resolved) must belong to geteuid() or root and be writable by no other
+ * user (not by all, nor by a group with members besides geteuid() and root),
+ * sticky or not: a sticky bit protects names that exist, not one still
+ * free. Every directory above it must belong to geteuid() or root and be
+ * either writable by no other user, or sticky (/tmp): nobody else may
+ * then rename what lies below. Returns 0 (also
  * when the directory does not exist: binding or connecting there fails on
  * its own), or -1 with errno EPERM, or another errno, and why in err. */
 int socket_path_check_private(const char *path, char *err, size_t err_len);

@@ -69,9 +69,10 @@ static const struct config_option config_options[] = {
     OPT("socket_group", CT_STRING, socket_group,
 	"group owning the client socket (mode 0660)"),
     OPT("socket_dir_shared", CT_BOOL, socket_dir_shared,
-	"allow a socket directory other users can write (group or all "
-	"users, or a directory above it that is not sticky): they can then "
-	"pose as this rmad to its clients and to its successor (--take-over)"),
+	"allow a socket directory other users can write (all users, a group "
+	"with members besides this user and root, or a directory above it "
+	"that is not sticky): they can then pose as this rmad to its clients "
+	"and to its successor (--take-over)"),
     OPT("listen", CT_HOSTPORT, listen_host,
 	"HOST:PORT of the UCX listener for other daemons"),
     ROPT("log_level", CT_LEVEL, log_level, "error, warn, info or debug"),

@@ -51,14 +51,38 @@ START_TEST(test_modes_of_the_directory)
 	ck_assert_int_eq(socket_path_check_private(sock, err, sizeof(err)), 0);
 	ck_assert_int_eq(chmod(dir, 0755), 0); /* others read, not write */
 	ck_assert_int_eq(socket_path_check_private(sock, err, sizeof(err)), 0);
-	ck_assert_int_eq(chmod(dir, 0770), 0);
-	refused(sock, "writable by its group (mode 0770)");
 	ck_assert_int_eq(chmod(dir, 0702), 0);
 	refused(sock, "writable by all users (mode 0702)");
 	/* sticky protects names that exist, not the free .takeover */
 	ck_assert_int_eq(chmod(dir, 01777), 0);
-	refused(sock, "the socket's directory, is writable by its group and "
-		      "all users (mode 1777)");
+	refused(sock, "the socket's directory, is writable by all users (mode "
+		      "1777)");
+}
+END_TEST
+
+/* Group write: refused for a group with members besides us and root,
+ * allowed for a user private group (umask 002 makes every directory
+ * group-writable). Groups of root's choosing only. */
+START_TEST(test_group_members)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "socket_path: groups skipped: needs root\n");
+		return;
+	}
+	ck_assert_int_eq(chmod(dir, 0770), 0);
+	/* nogroup: the primary group of sync and nobody */
+	ck_assert_int_eq(chown(dir, 0, 65534), 0);
+	refused(sock, "writable by group nogroup (gid 65534), which has "
+		      "members besides uid 0 and root (mode 0770)");
+	/* root's own: root alone */
+	ck_assert_int_eq(chown(dir, 0, 0), 0);
+	ck_assert_int_eq(socket_path_check_private(sock, err, sizeof(err)), 0);
+	/* above ours, the same */
+	ck_assert_int_eq(chmod(dir, 0700), 0);
+	ck_assert_int_eq(chmod(top, 0770), 0);
+	ck_assert_int_eq(socket_path_check_private(sock, err, sizeof(err)), 0);
+	ck_assert_int_eq(chown(top, 0, 65534), 0);
+	refused(sock, "not sticky");
 }
 END_TEST
 
@@ -134,6 +158,7 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_modes_of_the_directory);
+	tcase_add_test(tc, test_group_members);
 	tcase_add_test(tc, test_directories_above);
 	tcase_add_test(tc, test_relative_and_symlinked_paths);
 	tcase_add_test(tc, test_missing_directory_and_root);

@@ -736,8 +736,7 @@ config_parse_lenient(struct config *cfg, int argc, char **argv)
 	config_scan(&fl, argc, argv, &config_path, &check);
 	config_defaults(cfg);
 	opterr = 0; /* config_parse_args said what was wrong */
-	config_build(cfg, &fl, argc, argv, config_path, true, err,
-		     sizeof(err));
+	config_build(cfg, &fl, argc, argv, config_path, true, err, sizeof(err));
 	opterr = saved_opterr;
 }
 

@@ -195,8 +195,7 @@ config_check_host(const struct config *cfg, char *err, size_t err_len)
 	char host[64], devices[512];
 	uint16_t port;
 
-	if (netdev_check_address("listen", cfg->listen_host, err, err_len) <
-	    0)
+	if (netdev_check_address("listen", cfg->listen_host, err, err_len) < 0)
 		return -1;
 	if (strcmp(cfg->net_devices, "auto") == 0 &&
 	    getenv("UCX_NET_DEVICES") == NULL &&

@@ -144,8 +144,8 @@ config_saved_remove(uint64_t generation)
 {
 	char msg[128];
 
-	snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=" CONFIG_SAVED_NAME
-				   "%" PRIu64,
+	snprintf(msg, sizeof(msg),
+		 "FDSTOREREMOVE=1\nFDNAME=" CONFIG_SAVED_NAME "%" PRIu64,
 		 generation);
 	sd_pid_notify(0, 0, msg);
 }
@@ -196,8 +196,8 @@ config_saved_take(struct notify_fds *passed, struct config_saved *saved)
 		if (passed->fds[i] < 0 ||
 		    strncmp(passed->names[i], CONFIG_SAVED_NAME, prefix) != 0)
 			continue;
-		if ((int)i == best_i && config_saved_read(passed->fds[i],
-							   saved) == 0)
+		if ((int)i == best_i &&
+		    config_saved_read(passed->fds[i], saved) == 0)
 			saved->generation = best;
 		else
 			sd_pid_notifyf(0, 0, "FDSTOREREMOVE=1\nFDNAME=%s",

@@ -974,9 +974,6 @@ struct world {
 	uint64_t regions_reattached; /* orphans their owners came back for */
 	struct fdstore *fdstore;     /* fdstore.c: NULL when off */
 	uint32_t store_recoveries;   /* starts from systemd's fd store */
-	/* main.c: why the configuration this start was given was refused,
-	 * while it runs on the last one that worked ("" = on the given) */
-	char config_refused[384];
 	pthread_mutex_t lock;
 	pthread_cond_t parked_cv, resume_cv;
 	struct daemon *stopper; /* the worker that stopped the world */
@@ -984,6 +981,9 @@ struct world {
 	bool joined;   /* only the main thread is left (teardown) */
 	bool shutdown; /* atomic: every worker begins its shutdown */
 	bool quit;     /* atomic: every worker leaves its loop */
+	/* main.c: why the configuration this start was given was refused,
+	 * while it runs on the last one that worked ("" = on the given) */
+	char config_refused[384];
 };
 
 typedef void (*world_fn_t)(struct daemon *d, void *arg);

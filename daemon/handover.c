@@ -259,8 +259,7 @@ handover_give(struct handover *h, int fd, uint32_t takes)
 	if (d->listen_fd >= 0)
 		lfd = fcntl(d->listen_fd, F_DUPFD_CLOEXEC, 3);
 	head.has_listen_fd = lfd >= 0;
-	if ((takes & HANDOVER_TAKES_CONFIG) &&
-	    handover_give_config(d, fd) < 0)
+	if ((takes & HANDOVER_TAKES_CONFIG) && handover_give_config(d, fd) < 0)
 		goto err;
 	if (handover_send(fd, &m, &head, sizeof(head), &lfd, lfd >= 0) < 0)
 		goto err;

@@ -114,7 +114,29 @@ main_fall_back(struct config *cfg, const uint8_t *saved, size_t len,
 		  "and runs on the last configuration that worked (fix the "
 		  "file, then systemctl reload or restart)",
 		  why);
+	main_fd_budget(cfg);
 	return 0;
+}
+
+/* daemon_start_as; with something to keep (from), a failure on the
+ * configuration given (UCX refusing a device or transport that passed
+ * the checks) is tried again on the last one that worked (good). */
+static int
+main_start(struct daemon *d, struct config *cfg,
+	   const struct handover_state *from, const uint8_t *good,
+	   size_t good_len, char *refused, size_t refused_len)
+{
+	if (daemon_start_as(d, cfg, from) == 0)
+		return 0;
+	/* refused already: this was the last good one */
+	if (from == NULL || good == NULL || refused[0] != '\0')
+		return -1;
+	snprintf(refused, refused_len,
+		 "rmad did not start on it (the errors logged before say "
+		 "why)");
+	if (main_fall_back(cfg, good, good_len, refused) < 0)
+		return -1;
+	return daemon_start_as(d, cfg, from);
 }
 
 static void
@@ -166,7 +188,7 @@ int
 main(int argc, char **argv)
 {
 	static struct daemon d;
-	struct config cfg, given;
+	struct config cfg;
 	struct config_saved saved = {0};
 	struct main_reload reload = {&d, argc, argv, &saved, false};
 	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
@@ -222,31 +244,14 @@ main(int argc, char **argv)
 		handover_state_free(&from);
 		goto err_config;
 	}
-	main_fd_budget(&cfg);
-	/* What a start that fails on the given configuration falls back
-	 * to (the predecessor's wins: it is the newer). */
+	if (refused[0] == '\0')
+		main_fd_budget(&cfg);
+	/* the predecessor's is the newer */
 	good = from.config != NULL ? from.config : saved.blob;
 	good_len = from.config != NULL ? from.config_len : saved.len;
-	given = cfg;
-	rc = daemon_start_as(&d, &cfg,
-			     cfg.take_over || recovered ? &from : NULL);
-	if (rc < 0 && refused[0] == '\0' && (cfg.take_over || recovered) &&
-	    good != NULL) {
-		snprintf(refused, sizeof(refused),
-			 "rmad did not start on it (the errors logged before "
-			 "say why)");
-		if (main_fall_back(&cfg, good, good_len, refused) == 0) {
-			cfg.activation_fd = given.activation_fd;
-			main_fd_budget(&cfg);
-			rc = daemon_start_as(&d, &cfg, &from);
-		}
-	}
-	if (rc < 0) {
-		handover_state_free(&from);
-		fdstore_destroy(store);
-		config_saved_free(&saved);
-		return 1;
-	}
+	if (main_start(&d, &cfg, cfg.take_over || recovered ? &from : NULL,
+		       good, good_len, refused, sizeof(refused)) < 0)
+		goto err_start;
 	if (cfg.take_over || recovered)
 		rc = handover_restore(&d, &from) < 0 ? 1 : 0;
 	else
@@ -257,8 +262,8 @@ main(int argc, char **argv)
 		goto err_daemon;
 	/* Serving: this configuration worked. Kept for the next start
 	 * (the hand-over sends what runs, handover.c). */
-	snprintf(d.world->config_refused, sizeof(d.world->config_refused),
-		 "%s", refused);
+	snprintf(d.world->config_refused, sizeof(d.world->config_refused), "%s",
+		 refused);
 	reload.store = store != NULL;
 	if (store != NULL)
 		config_saved_store(&saved, &d.cfg);
@@ -308,6 +313,10 @@ err_daemon:
 err_config:
 	config_saved_free(&saved);
 	return 78; /* sysexits.h: EX_CONFIG */
+
+err_start:
+	handover_state_free(&from);
+	fdstore_destroy(store);
 
 err_saved:
 	config_saved_free(&saved);

@@ -234,13 +234,12 @@ netdev_check_devices(const struct config *cfg, char *err, size_t err_len)
 	     item = strtok_r(NULL, ", \t", &save)) {
 		if (strcmp(item, "all") == 0 || netdev_exists(item))
 			continue;
-		return config_error(err, err_len,
-				    "%s: no device '%s' on this host (ip link "
-				    "lists the interfaces, ibv_devinfo the "
-				    "RDMA ports)",
-				    env != NULL ? "UCX_NET_DEVICES"
-						: "net_devices",
-				    item);
+		return config_error(
+		    err, err_len,
+		    "%s: no device '%s' on this host (ip link "
+		    "lists the interfaces, ibv_devinfo the "
+		    "RDMA ports)",
+		    env != NULL ? "UCX_NET_DEVICES" : "net_devices", item);
 	}
 	return 0;
 }

@@ -290,9 +290,9 @@ run_rmad(const char *const *args, const char *err_path)
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, err_path,
 					 O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL,
-				     (char *const *)argv, environ),
-			 0);
+	ck_assert_int_eq(
+	    posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ),
+	    0);
 	posix_spawn_file_actions_destroy(&fa);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	ck_assert_int_ge(pidfd, 0);
@@ -318,8 +318,8 @@ expect_78(const char *const *args, const char *why)
 	n = fread(text, 1, sizeof(text) - 1, f);
 	text[n] = '\0';
 	fclose(f);
-	ck_assert_msg(strstr(text, why) != NULL, "stderr '%s' lacks '%s'",
-		      text, why);
+	ck_assert_msg(strstr(text, why) != NULL, "stderr '%s' lacks '%s'", text,
+		      why);
 }
 
 /* Nothing to keep (no fd store, no predecessor): a refused
@@ -353,11 +353,10 @@ START_TEST(test_check_config_refuses_what_start_would)
 			      "--check-config", NULL};
 	const char *missing[] = {"--peer-key-file", key, "--check-config",
 				 NULL};
-	const char *is_dir[] = {"--peer-key-file", dir, "--check-config",
-				NULL};
-	const char *readable[] = {"--peer-key-file", open_key,
-				  "--check-config", NULL};
-	const char *good[] = {"--net-devices", "lo", "--listen", "127.0.0.1:0",
+	const char *is_dir[] = {"--peer-key-file", dir, "--check-config", NULL};
+	const char *readable[] = {"--peer-key-file", open_key, "--check-config",
+				  NULL};
+	const char *good[] = {"--net-devices",	"lo", "--listen", "127.0.0.1:0",
 			      "--check-config", NULL};
 	char err_path[128];
 
@@ -365,7 +364,8 @@ START_TEST(test_check_config_refuses_what_start_would)
 	snprintf(open_key, sizeof(open_key), "%s/open.key", dir);
 	write_file(open_key, "0123456789abcdef0123456789abcdef\n");
 	ck_assert_int_eq(chmod(open_key, 0644), 0);
-	expect_78(listen, "listen: " NOT_HERE " is not an address of this host");
+	expect_78(listen,
+		  "listen: " NOT_HERE " is not an address of this host");
 	expect_78(metrics, "metrics_listen: " NOT_HERE " is not an address");
 	expect_78(device, "net_devices: no device 'rmadnosuch0'");
 	expect_78(rdma, "net_devices: no device 'rmadnosuch_0:1'");

@@ -31,7 +31,8 @@ struct sup {
 	pid_t pid; /* fdstore_sink's */
 	char dir[64], log[96], notify[96], socket[108], listen[32];
 	uint16_t metrics_port;
-	char config[64]; /* rmad's --config FILE, unless "" */
+	/* rmad's --config FILE, unless "" */
+	char config[64];
 	int unseal; /* FDSTORE_SINK_UNSEAL: a region back without seals */
 };
 

@@ -738,6 +738,51 @@ rma_client_call(rma_client_t *c, Rma__V1__Request *req,
 	return client_call(c, req, CLIENT_CALL_TIMEOUT_MS, reply_p, NULL);
 }
 
+RMA_API rma_status_t
+rma_daemon_status(rma_client_t *client, void **status_p, size_t *len_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
+	Rma__V1__Reply *reply;
+	rma_status_t st;
+	size_t len;
+	void *buf;
+
+	if (client == NULL || status_p == NULL || len_p == NULL)
+		return client_error(client, RMA_ERR_INVALID,
+				    "rma_daemon_status: missing argument");
+	if (fork_inherited(client))
+		return fork_error(client);
+	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
+	req.status = &body;
+	st = client_call(client, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
+	if (st != RMA_OK)
+		return st;
+	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
+		st = client_error(client, RMA_ERR_PROTOCOL,
+				  "rma_daemon_status: the reply holds no status");
+		goto err_free_reply;
+	}
+	len = rma__v1__status_reply__get_packed_size(reply->status_reply);
+	/* one byte more: an empty message is still a buffer to free */
+	buf = malloc(len + 1);
+	if (buf == NULL) {
+		st = client_error(client, RMA_ERR_NO_MEMORY,
+				  "rma_daemon_status: no memory for %zu bytes",
+				  len);
+		goto err_free_reply;
+	}
+	rma__v1__status_reply__pack(reply->status_reply, buf);
+	rma__v1__reply__free_unpacked(reply, NULL);
+	*status_p = buf;
+	*len_p = len;
+	return RMA_OK;
+
+err_free_reply:
+	rma__v1__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
 /* ---- connect and disconnect ---- */
 
 void

@@ -323,6 +323,23 @@ const char *rma_strerror(rma_status_t status);
 const char *rma_daemon_id(const rma_client_t *client);
 
 /**
+ * The daemon's state as `rmactl status` shows it (clients, regions, peers,
+ * operations in flight, counters): one rma.v1.StatusReply message of
+ * proto/rma.proto, packed. Fields are only ever added to it, so a reader
+ * built from an older rma.proto keeps reading what it knows.
+ * @param status_p receives a malloc()ed buffer with the message, which
+ *        the caller frees with free(); set only on RMA_OK.
+ * @param len_p receives its length in bytes; set only on RMA_OK.
+ * @return RMA_OK, RMA_ERR_INVALID (an argument NULL; a client of the
+ *         parent of fork()), RMA_ERR_PROTOCOL (the reply was no status),
+ *         RMA_ERR_NO_MEMORY, RMA_ERR_TIMEOUT (no reply within 30 s),
+ *         RMA_ERR_DAEMON_GONE, RMA_ERR_RESTARTED (the daemon was taken
+ *         over meanwhile: ask again).
+ */
+rma_status_t rma_daemon_status(rma_client_t *client, void **status_p,
+			       size_t *len_p);
+
+/**
  * Allocate a zeroed region of @p length bytes, shared with the daemon.
  * @return RMA_OK, RMA_ERR_INVALID (length 0), RMA_ERR_LIMIT,
  *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE.

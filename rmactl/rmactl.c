@@ -207,6 +207,27 @@ rmactl_fail(const char *cmd, rma_status_t st, const rma_client_t *client)
 	return rmactl_errx(rmactl_exit_code(st), cmd, "%s: %s", what, detail);
 }
 
+int
+rmactl_status_get(const char *cmd, rma_client_t *client,
+		  Rma__V1__StatusReply **status_p)
+{
+	Rma__V1__StatusReply *s;
+	rma_status_t st;
+	size_t len;
+	void *buf;
+
+	st = rma_daemon_status(client, &buf, &len);
+	if (st != RMA_OK)
+		return rmactl_fail(cmd, st, client);
+	s = rma__v1__status_reply__unpack(NULL, len, buf);
+	free(buf);
+	if (s == NULL)
+		return rmactl_errx(EX_SOFTWARE, cmd,
+				   "protocol error: the status does not unpack");
+	*status_p = s;
+	return 0;
+}
+
 int rmactl_usage_error(int cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -33,6 +33,12 @@ int rmactl_errx(int code, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* One line for a library failure, with rma_last_error(client). */
 int rmactl_fail(const char *cmd, rma_status_t st, const rma_client_t *client);
+/* The daemon's status (rma_daemon_status) unpacked into *status_p (free
+ * with rma__v1__status_reply__free_unpacked(s, NULL)): 0, or the failure
+ * printed and its exit code. */
+struct Rma__V1__StatusReply;
+int rmactl_status_get(const char *cmd, rma_client_t *client,
+		      struct Rma__V1__StatusReply **status_p);
 /* A usage error of command cmd (-1: none); returns EX_USAGE. */
 int rmactl_usage_error(int cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

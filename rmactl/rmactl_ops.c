@@ -3,7 +3,7 @@
  * daemon's StatusReply (or JSON of that part of it), and the round trip to
  * the daemon. Exit codes are rmactl's (rmactl --help). */
 #include "rma.h"
-#include "rma_internal.h"
+#include "rma.pb-c.h"
 #include "rmactl.h"
 
 #include <errno.h>
@@ -249,30 +249,6 @@ rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
 		   : "");
 }
 
-/* One status round trip on an open client. */
-static int
-rmactl_ops_status(const char *cmd, rma_client_t *client,
-		  Rma__V1__Reply **reply_p)
-{
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
-	Rma__V1__Reply *reply;
-	rma_status_t st;
-
-	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
-	req.status = &body;
-	st = rma_client_call(client, &req, &reply);
-	if (st != RMA_OK)
-		return rmactl_fail(cmd, st, client);
-	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
-		rma__v1__reply__free_unpacked(reply, NULL);
-		return rmactl_errx(EX_SOFTWARE, cmd,
-				   "protocol error: no status in the reply");
-	}
-	*reply_p = reply;
-	return 0;
-}
-
 static int
 rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 {
@@ -282,8 +258,7 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *cmd = rmactl_ops_views[view].name;
-	const Rma__V1__StatusReply *s;
-	Rma__V1__Reply *reply;
+	Rma__V1__StatusReply *s;
 	rma_client_t *client;
 	rma_status_t st;
 	int json = 0, c, rc;
@@ -308,10 +283,9 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)
 		return rmactl_fail(cmd, st, NULL);
-	rc = rmactl_ops_status(cmd, client, &reply);
+	rc = rmactl_status_get(cmd, client, &s);
 	if (rc != 0)
 		goto out_disconnect;
-	s = reply->status_reply;
 	if (json) {
 		rmactl_json_print_fields(stdout, &s->base,
 					 rmactl_ops_views[view].json_fields);
@@ -334,7 +308,7 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = rmactl_errx(EX_IOERR, cmd, "write to stdout: %s",
 				 strerror(errno));
-	rma__v1__reply__free_unpacked(reply, NULL);
+	rma__v1__status_reply__free_unpacked(s, NULL);
 out_disconnect:
 	rma_disconnect(client);
 	return rc;
@@ -374,7 +348,9 @@ rmactl_ops_ping(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	double t0, hello_ms, min = 0, max = 0, sum = 0;
-	Rma__V1__Reply *reply;
+	const char *socket_path;
+	Rma__V1__StatusReply *s;
+	char version[64] = "";
 	rma_client_t *client;
 	rma_status_t st;
 	uint64_t count = 1;
@@ -404,6 +380,8 @@ rmactl_ops_ping(int argc, char **argv)
 		return rmactl_ops_usage_error("ping", "unexpected argument %s",
 					      argv[optind]);
 
+	/* the path rma_connect takes */
+	socket_path = rmactl_socket != NULL ? rmactl_socket : rma_default_socket();
 	t0 = rmactl_ops_now();
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)
@@ -413,11 +391,13 @@ rmactl_ops_ping(int argc, char **argv)
 		double ms;
 
 		t0 = rmactl_ops_now();
-		rc = rmactl_ops_status("ping", client, &reply);
+		rc = rmactl_status_get("ping", client, &s);
 		if (rc != 0)
 			goto out_disconnect;
 		ms = (rmactl_ops_now() - t0) * 1e3;
-		rma__v1__reply__free_unpacked(reply, NULL);
+		if (i == 0)
+			snprintf(version, sizeof(version), "%s", s->version);
+		rma__v1__status_reply__free_unpacked(s, NULL);
 		if (i == 0 || ms < min)
 			min = ms;
 		if (ms > max)
@@ -427,11 +407,11 @@ rmactl_ops_ping(int argc, char **argv)
 	if (json) {
 		printf("{\n  \"schema_version\": %d,\n  \"socket\": ",
 		       RMACTL_JSON_SCHEMA);
-		rmactl_json_quote(stdout, client->socket_path);
+		rmactl_json_quote(stdout, socket_path);
 		printf(",\n  \"daemon_id\": ");
-		rmactl_json_quote(stdout, client->daemon_id);
+		rmactl_json_quote(stdout, rma_daemon_id(client));
 		printf(",\n  \"version\": ");
-		rmactl_json_quote(stdout, client->daemon_version);
+		rmactl_json_quote(stdout, version);
 		printf(",\n  \"hello_ms\": %.3f,\n  \"count\": %" PRIu64
 		       ",\n  \"status_min_ms\": %.3f,\n"
 		       "  \"status_avg_ms\": %.3f,\n"
@@ -440,9 +420,9 @@ rmactl_ops_ping(int argc, char **argv)
 	} else {
 		printf("rmad %s (daemon %s) at %s: connect+hello %.3f ms, "
 		       "status min/avg/max %.3f/%.3f/%.3f ms (%" PRIu64 ")\n",
-		       rmactl_or_dash(client->daemon_version),
-		       rmactl_or_dash(client->daemon_id),
-		       rmactl_or_dash(client->socket_path), hello_ms, min,
+		       rmactl_or_dash(version),
+		       rmactl_or_dash(rma_daemon_id(client)),
+		       rmactl_or_dash(socket_path), hello_ms, min,
 		       sum / (double)count, max, count);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout))

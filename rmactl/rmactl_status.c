@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rmactl status: the daemon's StatusReply, for people or as JSON. */
 #include "rma.h"
-#include "rma_internal.h"
+#include "rma.pb-c.h"
 #include "rmactl.h"
 
 #include <errno.h>
@@ -151,9 +151,7 @@ rmactl_status_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
-	Rma__V1__Reply *reply;
+	Rma__V1__StatusReply *s;
 	rma_client_t *client;
 	rma_status_t st;
 	int json = 0, c, rc = 0;
@@ -180,28 +178,17 @@ rmactl_status_run(int argc, char **argv)
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)
 		return rmactl_fail("status", st, NULL);
-	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
-	req.status = &body;
-	st = rma_client_call(client, &req, &reply);
-	if (st != RMA_OK) {
-		rc = rmactl_fail("status", st, client);
+	rc = rmactl_status_get("status", client, &s);
+	if (rc != 0)
 		goto out_disconnect;
-	}
-	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
-		rc = rmactl_errx(EX_SOFTWARE, "status",
-				 "protocol error: no status in the reply");
-		goto out_free_reply;
-	}
 	if (json)
-		rmactl_json_print(stdout, &reply->status_reply->base);
+		rmactl_json_print(stdout, &s->base);
 	else
-		rmactl_status_human(reply->status_reply);
+		rmactl_status_human(s);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = rmactl_errx(EX_IOERR, "status", "write to stdout: %s",
 				 strerror(errno));
-
-out_free_reply:
-	rma__v1__reply__free_unpacked(reply, NULL);
+	rma__v1__status_reply__free_unpacked(s, NULL);
 out_disconnect:
 	rma_disconnect(client);
 	return rc;

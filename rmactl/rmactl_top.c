@@ -6,7 +6,7 @@
  * terminal the screen is cleared and redrawn and q quits; otherwise (or
  * with --json, one object per line) refreshes follow one another. */
 #include "rma.h"
-#include "rma_internal.h"
+#include "rma.pb-c.h"
 #include "rmactl.h"
 
 #include <errno.h>
@@ -45,7 +45,7 @@ struct rmactl_top {
 	struct termios saved_tio; /* ...restored at exit */
 	int sfd;		  /* SIGINT, SIGTERM */
 	rma_client_t *client;
-	Rma__V1__Reply *prev; /* the snapshot rates are taken against */
+	Rma__V1__StatusReply *prev; /* the snapshot rates are taken against */
 	double prev_t;
 };
 
@@ -74,7 +74,7 @@ rmactl_top_delta(uint64_t now, uint64_t before)
 static const Rma__V1__PeerInfo *
 rmactl_top_prev_peer(const struct rmactl_top *t, uint32_t id)
 {
-	const Rma__V1__StatusReply *s = t->prev->status_reply;
+	const Rma__V1__StatusReply *s = t->prev;
 
 	for (size_t i = 0; i < s->n_peers; i++)
 		if (s->peers[i]->peer_id == id)
@@ -85,7 +85,7 @@ rmactl_top_prev_peer(const struct rmactl_top *t, uint32_t id)
 static const Rma__V1__ClientInfo *
 rmactl_top_prev_client(const struct rmactl_top *t, uint32_t id)
 {
-	const Rma__V1__StatusReply *s = t->prev->status_reply;
+	const Rma__V1__StatusReply *s = t->prev;
 
 	for (size_t i = 0; i < s->n_clients; i++)
 		if (s->clients[i]->client_id == id)
@@ -96,7 +96,7 @@ rmactl_top_prev_client(const struct rmactl_top *t, uint32_t id)
 static const Rma__V1__LatencyHistogram *
 rmactl_top_prev_hist(const struct rmactl_top *t, int kind)
 {
-	const Rma__V1__StatusReply *s = t->prev->status_reply;
+	const Rma__V1__StatusReply *s = t->prev;
 
 	for (size_t i = 0; i < s->n_latency; i++)
 		if ((int)s->latency[i]->kind == kind)
@@ -177,7 +177,7 @@ static void
 rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 		 double dt)
 {
-	const Rma__V1__StatusReply *o = t->prev->status_reply;
+	const Rma__V1__StatusReply *o = t->prev;
 	const Rma__V1__Counters *k = s->counters, *ko = o->counters;
 	struct rmactl_top_rate all = {0};
 	char r[32], b[32], e[32], p50[32], p99[32];
@@ -299,7 +299,7 @@ static void
 rmactl_top_json(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 		double dt)
 {
-	const Rma__V1__StatusReply *o = t->prev->status_reply;
+	const Rma__V1__StatusReply *o = t->prev;
 	const Rma__V1__Counters *k = s->counters, *ko = o->counters;
 	int bytes_counted = 0;
 
@@ -397,25 +397,9 @@ rmactl_top_json(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 /* ---- the loop ---- */
 
 static int
-rmactl_top_status(struct rmactl_top *t, Rma__V1__Reply **reply_p)
+rmactl_top_status(struct rmactl_top *t, Rma__V1__StatusReply **status_p)
 {
-	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
-	Rma__V1__StatusRequest body = RMA__V1__STATUS_REQUEST__INIT;
-	Rma__V1__Reply *reply;
-	rma_status_t st;
-
-	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
-	req.status = &body;
-	st = rma_client_call(t->client, &req, &reply);
-	if (st != RMA_OK)
-		return rmactl_fail("top", st, t->client);
-	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
-		rma__v1__reply__free_unpacked(reply, NULL);
-		return rmactl_errx(EX_SOFTWARE, "top",
-				   "protocol error: no status in the reply");
-	}
-	*reply_p = reply;
-	return 0;
+	return rmactl_status_get("top", t->client, status_p);
 }
 
 /* Waits for the deadline (1: refresh), a signal or q (0: quit); a failure
@@ -453,7 +437,7 @@ rmactl_top_wait(struct rmactl_top *t, double deadline)
 static int
 rmactl_top_run_loop(struct rmactl_top *t)
 {
-	Rma__V1__Reply *cur;
+	Rma__V1__StatusReply *cur;
 	double deadline, now;
 	int rc;
 
@@ -471,14 +455,13 @@ rmactl_top_run_loop(struct rmactl_top *t)
 		if (rc != 0)
 			return rc;
 		now = rmactl_top_now();
-		if (strcmp(cur->status_reply->daemon_id,
-			   t->prev->status_reply->daemon_id) != 0)
+		if (strcmp(cur->daemon_id, t->prev->daemon_id) != 0)
 			fprintf(stderr, "rmactl: top: the daemon restarted\n");
 		if (t->json)
-			rmactl_top_json(t, cur->status_reply, now - t->prev_t);
+			rmactl_top_json(t, cur, now - t->prev_t);
 		else
-			rmactl_top_human(t, cur->status_reply, now - t->prev_t);
-		rma__v1__reply__free_unpacked(t->prev, NULL);
+			rmactl_top_human(t, cur, now - t->prev_t);
+		rma__v1__status_reply__free_unpacked(t->prev, NULL);
 		t->prev = cur;
 		t->prev_t = now;
 		if (fflush(stdout) != 0 || ferror(stdout))
@@ -590,7 +573,7 @@ rmactl_top_run(int argc, char **argv)
 	if (t.tio_set)
 		tcsetattr(STDIN_FILENO, TCSANOW, &t.saved_tio);
 	if (t.prev != NULL)
-		rma__v1__reply__free_unpacked(t.prev, NULL);
+		rma__v1__status_reply__free_unpacked(t.prev, NULL);
 	close(t.sfd);
 out_disconnect:
 	rma_disconnect(t.client);

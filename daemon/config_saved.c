@@ -23,8 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
-
 #define CONFIG_SAVED_MAGIC 0x524d4143u /* "RMAC" */
 #define CONFIG_SAVED_VERSION 1u
 #define CONFIG_SAVED_NAME NOTIFY_STORE_PREFIX "config-"
@@ -142,12 +140,10 @@ config_saved_name(uint64_t generation, char *out, size_t len)
 static void
 config_saved_remove(uint64_t generation)
 {
-	char msg[128];
+	char name[64];
 
-	snprintf(msg, sizeof(msg),
-		 "FDSTOREREMOVE=1\nFDNAME=" CONFIG_SAVED_NAME "%" PRIu64,
-		 generation);
-	sd_pid_notify(0, 0, msg);
+	config_saved_name(generation, name, sizeof(name));
+	fdstore_drop(name);
 }
 
 /* The whole memfd; -1 if it is not one of ours. */
@@ -200,8 +196,7 @@ config_saved_take(struct notify_fds *passed, struct config_saved *saved)
 		    config_saved_read(passed->fds[i], saved) == 0)
 			saved->generation = best;
 		else
-			sd_pid_notifyf(0, 0, "FDSTOREREMOVE=1\nFDNAME=%s",
-				       passed->names[i]);
+			fdstore_drop(passed->names[i]);
 		close(passed->fds[i]);
 		passed->fds[i] = -1;
 	}
@@ -232,7 +227,7 @@ void
 config_saved_store(struct config_saved *saved, const struct config *cfg)
 {
 	struct config_saved next = {0};
-	char name[64], msg[128];
+	char name[64];
 	int fd, r;
 
 	if (config_saved_encode(cfg, &next) < 0) {
@@ -259,10 +254,9 @@ config_saved_store(struct config_saved *saved, const struct config *cfg)
 		return;
 	}
 	config_saved_name(next.generation, name, sizeof(name));
-	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-	r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+	r = fdstore_keep(name, fd);
 	close(fd); /* systemd's copy is the one that counts */
-	if (r <= 0) {
+	if (r < 0) {
 		log_error("config_saved_store: systemd did not take %s: a "
 			  "restart with a configuration it refuses would not "
 			  "run on this one",

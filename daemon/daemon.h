@@ -529,6 +529,11 @@ bool fdstore_frozen(struct daemon *d);
 void fdstore_orphan_update(struct daemon *d, const struct region *r);
 /* For metrics: regions stored and room for them (0 and 0 when off). */
 void fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p);
+/* One fd of another part (config_saved.c) into the store under name
+ * (0, or -1 logged: systemd did not take it), or every fd of that name
+ * out of it. */
+int fdstore_keep(const char *name, int fd);
+void fdstore_drop(const char *name);
 /* After daemon_stop. */
 void fdstore_destroy(struct fdstore *s);
 

@@ -586,6 +586,18 @@ fdstore_frozen(struct daemon *d)
 	return s != NULL && __atomic_load_n(&s->frozen, __ATOMIC_ACQUIRE);
 }
 
+int
+fdstore_keep(const char *name, int fd)
+{
+	return fdstore_send("FDSTORE=1", name, fd);
+}
+
+void
+fdstore_drop(const char *name)
+{
+	fdstore_send("FDSTOREREMOVE=1", name, -1);
+}
+
 void
 fdstore_count(struct daemon *d, uint32_t *stored_p, uint32_t *capacity_p)
 {

@@ -8,11 +8,13 @@
  * says which of those fds are regions and what they are: the identity
  * (daemon id, next region id, next epoch, restarts), one slot per
  * region holding handover.c's record, then one orphan deadline per slot
- * (so that a crash loop does not keep an orphan). A killed process loses
- * nothing written to a shared mapping, so no fsync and no file: the next
- * process gets every stored fd back (LISTEN_FDS, named by LISTEN_FDNAMES),
- * rebuilds the table from the live slots, and hands it to
- * handover_restore() as a take-over would.
+ * (so that a crash loop does not keep an orphan). Beside them: the client
+ * socket (store-listen, unless rmad.socket holds it) and the last
+ * configuration that worked (config_saved.c, store-config-<n>). A killed
+ * process loses nothing written to a shared mapping, so no fsync and no
+ * file: the next process gets every stored fd back (LISTEN_FDS, named by
+ * LISTEN_FDNAMES), rebuilds the table from the live slots, and hands it
+ * to handover_restore() as a take-over would.
  *
  * Why every crash point is consistent: a slot goes live (its id written,
  * last) only after its fd is in systemd's hands; it goes dead (0, first)

@@ -3,7 +3,9 @@
  * address, so that daemons talk over the interfaces that address is on and
  * not over every interface UCX finds: the interfaces holding the address
  * (the loopback ones for a 127/8 address no interface names; "all" for a
- * wildcard address) and the RDMA ports behind them, found through sysfs. */
+ * wildcard address) and the RDMA ports behind them, found through sysfs.
+ * And for config_check: the devices named and the addresses to bind are
+ * this host's. */
 #include "daemon.h"
 
 #include <arpa/inet.h>

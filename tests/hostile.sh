@@ -33,7 +33,9 @@
 # headers, then its data), and at the listener's port the bad sockcm
 # header. Every connection must be closed at accept (UCX's sockets are
 # served from a local address only to a socket of rmad's uid or root,
-# which the kernel tells through inet_diag) and counted.
+# which the kernel tells through inet_diag) and counted. Then the put
+# from connections closed at once (orphaned sockets, which the kernel
+# reports as root's): refused too, and counted.
 #
 # HOSTILE_CLASSES picks classes (default: all but uct-raw-inside); every
 # class is run even when an earlier one failed, and the failures are
@@ -119,6 +121,10 @@ stop_daemon() {
 	wait "$pid" || rc=$?
 	return $rc
 }
+
+# Connections refused at accept on A's UCX sockets (rmactl status).
+ucx_refused() { "$RMACTL" --socket "$1" status 2>/dev/null | awk '/ucx sockets/ {print $3}'; }
+ucx_refused_at_least() { [ "$(ucx_refused "$1")" -ge "$2" ] 2>/dev/null; }
 
 # Two of daemon A's counters from rmactl status: gets served for other
 # daemons, peers cut off for not reading their answers.
@@ -258,7 +264,9 @@ run_class() {
 				--bind 127.0.0.1 --attack $attack --count 5 || exit
 		done
 		timeout 30 "${nobody[@]}" "$RAW_UCT" --ports "$aport" --target "$target" \
-			--bind 127.0.0.1 --attack sockcm --count 5) \
+			--bind 127.0.0.1 --attack sockcm --count 5 || exit
+		timeout 60 "${nobody[@]}" "$RAW_UCT" --ports "$ports" --target "$target" \
+			--bind 127.0.0.1 --attack runaway --count 10) \
 			>"$dir/hostile.out" 2>"$dir/hostile.err" || rc=$?
 		;;
 	uct-raw | uct-raw-reload | uct-raw-inside)
@@ -288,10 +296,18 @@ run_class() {
 			! grep -q ', [1-9][0-9]* kept' "$dir/hostile.out" ||
 			why+=("UCX's sockets took the connection: $(grep -m2 'kept' "$dir/hostile.out" | tr '\n' ' ')")
 		sent=$(awk '/connections closed at accept/ {n += $2} END {print n + 0}' "$dir/hostile.out")
-		refused=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |
-			awk '/ucx sockets/ {print $3}')
+		# and those that closed at once: counted once the daemon took them
+		sent=$((sent + $(awk '/sent a put and closed at once/ {n += $2} END {print n + 0}' "$dir/hostile.out")))
+		wait_until 10 ucx_refused_at_least "$dir/a.sock" "$sent"
+		refused=$(ucx_refused "$dir/a.sock")
 		[ "${refused:-0}" -ge "$sent" ] && [ "$sent" -ge 2 ] ||
 			why+=("rmactl status counts ${refused:-no} refusals at UCX's sockets, raw_uct saw $sent")
+		if [ "$class" = uct-raw-uid ]; then
+			local_user=$("$RMACTL" --socket "$dir/a.sock" status 2>/dev/null |
+				awk '/ucx sockets/ {print $8}')
+			[ "${local_user:-0}" -ge "$sent" ] ||
+				why+=("rmactl status counts ${local_user:-no} refusals of other local users, raw_uct sent $sent")
+		fi
 	fi
 
 	if ! alive "$a"; then

@@ -24,7 +24,11 @@
  *             daemon to close) its data: UCX's recv() straight into an
  *             unwritable address fails with EFAULT and UCX closes the
  *             connection, a writable one keeps it open, so a sender
- *             learns what is mapped without a crash.
+ *             learns what is mapped without a crash;
+ *   runaway   the put, then close at once, without waiting to see
+ *             whether the daemon keeps the connection: the daemon may
+ *             find our socket still open, or orphaned (FIN_WAIT, which
+ *             the kernel reports as uid 0).
  *
  * The sockets are the daemon's listening tcp ports other than its
  * listener's (`ss -ltnpH`), or those given with --ports (every attack is
@@ -193,7 +197,7 @@ main(int argc, char **argv)
 {
 	const char *bind_ip = "127.0.0.1", *host = "127.0.0.1",
 		   *attack = "put", *port_list = NULL;
-	int pid = 0, refused = 0, kept = 0, count = 1;
+	int pid = 0, refused = 0, kept = 0, ran = 0, count = 1;
 	uint16_t listener = 0, ports[RAW_UCT_PORTS];
 	uint64_t target = 0;
 	size_t n;
@@ -243,11 +247,11 @@ main(int argc, char **argv)
 	if ((pid <= 0 && (port_list == NULL || target == 0)) ||
 	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0 &&
 	     strcmp(attack, "sockcm") != 0 && strcmp(attack, "crash") != 0 &&
-	     strcmp(attack, "oracle") != 0)) {
+	     strcmp(attack, "oracle") != 0 && strcmp(attack, "runaway") != 0)) {
 		fprintf(stderr,
 			"usage: raw_uct {--pid PID --listener PORT | --ports "
 			"P1,P2,... --target ADDR} [--host IP] [--bind IP] "
-			"[--attack put|oversize|sockcm|crash|oracle] "
+			"[--attack put|oversize|sockcm|crash|oracle|runaway] "
 			"[--count N]\n");
 		return 2;
 	}
@@ -290,7 +294,13 @@ main(int argc, char **argv)
 				strerror(errno));
 			return 1;
 		}
-		if (raw_uct_closed(fd, 1000)) {
+		if (strcmp(attack, "runaway") == 0) {
+			/* no look at what the daemon does: the put, then
+			 * close, so that its socket is orphaned (uid 0 in
+			 * the kernel's eyes) when the daemon asks whose */
+			raw_uct_attack(fd, "put", target);
+			ran++;
+		} else if (raw_uct_closed(fd, 1000)) {
 			if (k < n)
 				printf("raw_uct: port %u: closed at accept\n",
 				       ports[i]);
@@ -306,7 +316,11 @@ main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	printf("raw_uct: %d connections closed at accept, %d kept\n", refused,
-	       kept);
+	if (ran > 0)
+		printf("raw_uct: %d connections sent a put and closed at once\n",
+		       ran);
+	else
+		printf("raw_uct: %d connections closed at accept, %d kept\n",
+		       refused, kept);
 	return 0;
 }

@@ -17,6 +17,10 @@
 #include "check_main.h"
 #include "faults_common.h"
 
+/* The clients' re-attach deadline here (RMA_REATTACH_TIMEOUT_MS). */
+#define REATTACH_MS "300"
+#define REATTACH_S 0.3
+
 /* ---- SIGTERM with operations stuck on a frozen peer --------------------- */
 
 /* A frozen A, and N remote-completion puts from B's client in flight. */
@@ -170,10 +174,6 @@ killer_main(void *arg)
  * waiter wakes within 1 s of the re-attach deadline (the client tries
  * the refusing path until then, a restart may bring the daemon back),
  * every request failed with DAEMON_GONE. */
-/* The clients' re-attach deadline here (RMA_REATTACH_TIMEOUT_MS). */
-#define REATTACH_MS "300"
-#define REATTACH_S 0.3
-
 static void
 kill_under_wait(rma_client_t *cb, rma_request_t **reqs, const struct tally *t)
 {
@@ -248,7 +248,6 @@ START_TEST(test_daemon_killed_under_waiter)
 	rma_request_t *reqs[WAITER_N];
 	struct tally t = {0};
 
-	setenv("RMA_REATTACH_TIMEOUT_MS", REATTACH_MS, 1);
 	two_daemons(NULL, NULL, &ca, &ra, &cb, &rb, &pa, &rema);
 	kill(da.pid, SIGSTOP); /* nothing completes by itself */
 	for (int i = 0; i < WAITER_N; i++)
@@ -270,6 +269,10 @@ int
 main(void)
 {
 	Suite *s = suite_create("faults-daemon");
+
+	/* Every daemon here goes for good: its clients try to get back
+	 * (it might be restarting) only this long. */
+	setenv("RMA_REATTACH_TIMEOUT_MS", REATTACH_MS, 1);
 
 	FAULTS_ADD(s, test_sigterm_drains_then_fails);
 	FAULTS_ADD(s, test_second_signal_exits_at_once);

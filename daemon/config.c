@@ -594,8 +594,8 @@ config_flags_init(struct config_flags *fl)
 
 /* The file, then the environment, then the flags, then the checks: what
  * a start does, and a reload again on the same argv (so flags keep
- * winning over the file). 0, or -1 / CONFIG_USAGE with err ("" when
- * getopt already complained about an unknown flag). */
+ * winning over the file). 0, or -1 / CONFIG_USAGE with err. lenient:
+ * every error skipped, no checks (config_parse_lenient). */
 static int
 config_build(struct config *cfg, const struct config_flags *fl, int argc,
 	     char **argv, const char *config_path, bool lenient, char *err,
@@ -627,7 +627,11 @@ config_build(struct config *cfg, const struct config_flags *fl, int argc,
 				return config_error(err, err_len, "--%s", why);
 			}
 		} else if (opt == '?' && !lenient) {
-			config_error(err, err_len, "%s", "");
+			/* said here, not by getopt: at error priority */
+			config_error(err, err_len,
+				     "unknown option '%s', or one without its "
+				     "value (rmad --help lists them)",
+				     argv[optind - 1]);
 			return CONFIG_USAGE;
 		}
 	}
@@ -680,13 +684,9 @@ config_parse_args(struct config *cfg, int argc, char **argv, char *why,
 		config_usage(stdout);
 		return 1;
 	}
-	opterr = 1;
+	opterr = 0; /* config_build says what getopt would */
 	rc = config_build(cfg, &fl, argc, argv, config_path, false, err,
 			  sizeof(err));
-	if (rc == CONFIG_USAGE && err[0] == '\0') {
-		config_usage(stderr);
-		return rc;
-	}
 	if (rc < 0) {
 		/* at error priority in the journal: a unit that fails to
 		 * start says why under journalctl -p err */

@@ -172,4 +172,14 @@ JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal2.log") \
 [ "$rc" -eq 78 ] || fail "a typo with nothing to keep exits $rc, not 78"
 grep -q "^<3>rmad: .*unknown option 'lisen'" "$T/journal2.log" ||
 	fail "refused configuration not at error priority: $(cat "$T/journal2.log")"
+# and a flag it does not know (EX_USAGE), said by rmad, not getopt
+: >"$T/journal3.log"
+rc=0
+JOURNAL_STREAM=$(stat -c '%d:%i' "$T/journal3.log") \
+	"$RMAD_BIN" --lisen 127.0.0.1:1 2>>"$T/journal3.log" || rc=$?
+[ "$rc" -eq 64 ] || fail "an unknown flag exits $rc, not 64"
+grep -q "^<3>rmad: unknown option '--lisen'" "$T/journal3.log" ||
+	fail "unknown flag not at error priority: $(cat "$T/journal3.log")"
+grep -qv '^<3>' "$T/journal3.log" &&
+	fail "a line not at error priority: $(cat "$T/journal3.log")"
 echo ok

@@ -243,6 +243,18 @@ START_TEST(test_take_over_device_missing)
 }
 END_TEST
 
+/* The key file gone (or another one named): the successor keeps the
+ * key its predecessor runs with. */
+START_TEST(test_take_over_key_unreadable)
+{
+	char key[128];
+	const char *extra[] = {"--take-over", "--peer-key-file", key, NULL};
+
+	snprintf(key, sizeof(key), "%s/gone.key", dir);
+	falls_back(extra, "peer_key_file: ");
+}
+END_TEST
+
 /* A configuration that passes the checks and still does not start
  * (transports UCX does not know): the take-over starts again on its
  * predecessor's. */
@@ -389,6 +401,7 @@ main(void)
 	tcase_add_test(tc, test_take_over_with_a_typo);
 	tcase_add_test(tc, test_take_over_address_not_here);
 	tcase_add_test(tc, test_take_over_device_missing);
+	tcase_add_test(tc, test_take_over_key_unreadable);
 	tcase_add_test(tc, test_take_over_start_fails);
 	tcase_add_test(tc, test_take_over_after_fall_back);
 	suite_add_tcase(s, tc);

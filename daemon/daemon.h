@@ -357,6 +357,12 @@ void server_stop(struct daemon *d);
 void server_accept_resume(struct daemon *d);
 /* Serves a listening socket a previous process handed over. */
 int server_adopt(struct daemon *d, int fd);
+/* 0 when nobody but us and root can add a name in path's directory or
+ * move it (socket_path_check_private), or when cfg->socket_dir_shared
+ * says to go on (warned); else -1, logged with what we were doing
+ * ("serving", "taking over"). */
+int server_check_dir(const struct config *cfg, const char *path,
+		     const char *doing);
 
 /* ---- region.c: memory shared with one client ------------------------------
  */

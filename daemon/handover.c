@@ -28,7 +28,7 @@
  * Each side checks the other before it gives or takes anything: the old
  * one serves only a successor of its own uid or root, and the new one
  * takes only from a predecessor of its own uid or root (SO_PEERCRED), in
- * a directory nobody else can write (socket_path_check_private, unless
+ * a directory nobody else can write (server_check_dir, unless
  * socket_dir_shared), and maps only memfds sealed as rmad seals its own
  * (region_adopt). Whoever else answered at "<socket>.takeover" would
  * otherwise hand the successor an identity, a client socket and memory
@@ -49,7 +49,6 @@
 
 #include "config_saved.h"
 #include "handover_wire.h"
-#include "socket_path.h"
 
 /* How long the new process waits for the old one to finish. */
 #define HANDOVER_EXIT_SLACK 5.0
@@ -591,33 +590,6 @@ handover_wait_gone(int fd, double seconds)
 	}
 }
 
-/* Where another user can create "<socket>.takeover", whoever answers
- * there may be them. */
-static int
-handover_check_dir(const struct config *cfg, const char *path)
-{
-	char why[512];
-
-	if (socket_path_check_private(path, why, sizeof(why)) == 0)
-		return 0;
-	if (errno != EPERM) {
-		log_error("handover_receive: %s", why);
-		return -1;
-	}
-	if (cfg->socket_dir_shared) {
-		log_warn("handover_receive: %s; taking over all the same "
-			 "(socket_dir_shared), from a predecessor of our own "
-			 "uid or root only",
-			 why);
-		return 0;
-	}
-	log_error("handover_receive: %s: not taking over from there (use a "
-		  "directory only this user can write, or socket_dir_shared "
-		  "= yes)",
-		  why);
-	return -1;
-}
-
 /* The old side checks our uid; we check its, before sending a byte. The
  * credentials are the listener's, taken when it called listen(). */
 static int
@@ -627,16 +599,17 @@ handover_check_predecessor(int fd, const char *path)
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		log_error("handover_receive: SO_PEERCRED on %s: %s", path,
-			  strerror(errno));
+		log_error("handover_check_predecessor: SO_PEERCRED on %s: %s",
+			  path, strerror(errno));
 		return -1;
 	}
 	if (cred.uid != geteuid() && cred.uid != 0) {
-		log_error("handover_receive: %s is served by uid %u (pid %d), "
-			  "not by uid %u or root: not an rmad to take anything "
-			  "from; nothing taken over",
-			  path, (unsigned)cred.uid, (int)cred.pid,
-			  (unsigned)geteuid());
+		log_error(
+		    "handover_check_predecessor: %s is served by uid %u "
+		    "(pid %d), not by uid %u or root: not an rmad to take "
+		    "anything from; nothing taken over",
+		    path, (unsigned)cred.uid, (int)cred.pid,
+		    (unsigned)geteuid());
 		return -1;
 	}
 	return 0;
@@ -662,7 +635,9 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		log_error("handover_receive: socket path too long");
 		return -1;
 	}
-	if (handover_check_dir(cfg, sa.sun_path) < 0)
+	/* Where another user can create "<socket>.takeover", whoever
+	 * answers there may be them. */
+	if (server_check_dir(cfg, sa.sun_path, "taking over") < 0)
 		return -1;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -155,8 +155,8 @@ server_check_path(const char *path)
 /* The socket's directory: where other users can create names, one of
  * them can bind "<socket>.takeover" (or the socket, while it is free) and
  * pose as this rmad to its successor or its clients. */
-static int
-server_check_dir(struct daemon *d, const char *path)
+int
+server_check_dir(const struct config *cfg, const char *path, const char *doing)
 {
 	char why[512];
 
@@ -166,16 +166,15 @@ server_check_dir(struct daemon *d, const char *path)
 		log_error("server_check_dir: %s", why);
 		return -1;
 	}
-	if (d->cfg.socket_dir_shared) {
-		log_warn("server_check_dir: %s; serving there all the same "
+	if (cfg->socket_dir_shared) {
+		log_warn("server_check_dir: %s; %s there all the same "
 			 "(socket_dir_shared)",
-			 why);
+			 why, doing);
 		return 0;
 	}
-	log_error("server_check_dir: %s: not serving there (use a "
-		  "directory only this user can write, or socket_dir_shared "
-		  "= yes)",
-		  why);
+	log_error("server_check_dir: %s: not %s there (use a directory only "
+		  "this user can write, or socket_dir_shared = yes)",
+		  why, doing);
 	return -1;
 }
 
@@ -201,7 +200,8 @@ server_start(struct daemon *d)
 				 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
 				 sa.sun_path);
 		d->listen_inherited = true;
-		if (server_check_dir(d, d->cfg.socket_path) < 0) {
+		if (server_check_dir(&d->cfg, d->cfg.socket_path, "serving") <
+		    0) {
 			close(fd);
 			return EX_NOPERM;
 		}
@@ -221,7 +221,8 @@ server_start(struct daemon *d)
 			  errno == EPERM ? why : strerror(errno));
 		return EX_NOPERM;
 	}
-	if (server_check_path(path) < 0 || server_check_dir(d, path) < 0)
+	if (server_check_path(path) < 0 ||
+	    server_check_dir(&d->cfg, path, "serving") < 0)
 		return EX_NOPERM;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {

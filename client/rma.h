@@ -430,8 +430,11 @@ const char *rma_peer_detail(const rma_peer_t *peer);
  * Resolve a descriptor with its owning daemon through @p peer. Only the
  * owner's answer is trusted for bounds.
  * @return RMA_OK, RMA_ERR_BAD_DESCRIPTOR (malformed or corrupt; one over
- *         RMA_DESCRIPTOR_MAX bytes is refused without asking the daemon),
- *         RMA_ERR_STALE_DESCRIPTOR, RMA_ERR_NO_PEER, peer failures,
+ *         RMA_DESCRIPTOR_MAX bytes is refused without asking the daemon;
+ *         or @p peer is not the descriptor's owner: "wrong peer", with
+ *         the owner's address when the daemon knows it),
+ *         RMA_ERR_STALE_DESCRIPTOR (region freed, or the owner at
+ *         @p peer restarted), RMA_ERR_NO_PEER, peer failures,
  *         RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
@@ -734,12 +737,11 @@ size_t rma_in_flight(const rma_client_t *client);
  *
  * The target daemon holds at most 4096 notifications per owning client
  * that the client has not consumed (taken with rma_notify_next() or
- * handed to its callback), and from one initiator at most half of what
- * the others leave free. An initiator is a peer daemon (all its clients
- * together: the owner cannot tell them apart) or a client of the owner's
- * own daemon. Alone it may have 2048 unconsumed, beside one holding 2048
- * it may have 1024, and so on: one initiator that fills its share never
- * starves the others. A put beyond either bound fails with
+ * handed to its callback), and from one initiator (a client, of the
+ * owner's daemon or of another) at most half of what the others leave
+ * free. Alone it may have 2048 unconsumed, beside one holding 2048 it may
+ * have 1024, and so on: one initiator that fills its share never starves
+ * the others. A put beyond either bound fails with
  * RMA_ERR_LIMIT and its bytes are NOT written: nothing is lost silently;
  * back off and put again once the owner caught up. A put to a
  * region whose owner is away (after a daemon hand-over, before the

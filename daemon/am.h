@@ -235,13 +235,21 @@ struct am_rma_range {
 #define AM_ATOMIC 14
 
 /* A put that notifies the region's owner: as AM_PUT's header with the
- * value after it (AM_PUT with this longer header), or in a batch a record
- * of kind AM_PUT_NOTIFY followed by the value (8 bytes) and the bytes.
- * A target of before notifications drops both (the initiator's deadline
- * reports it); nothing else of AM_VERSION 2 changes. */
+ * value and the initiating client after it (AM_PUT with this longer
+ * header), or in a batch a record of kind AM_PUT_NOTIFY followed by an
+ * am_batch_notify and the bytes. client is the client that put, as its
+ * daemon numbers them (its connection's id + 1): the target gives each
+ * (daemon, client) its own share of the owner's bound on notifications
+ * (notification.c). Since AM_VERSION 3; before, the value alone. */
 struct am_rma_notify {
 	struct am_rma rma;
 	uint64_t value;
+	uint64_t client;
+};
+
+struct am_batch_notify {
+	uint64_t value;
+	uint64_t client;
 };
 
 #define AM_PUT_NOTIFY 15

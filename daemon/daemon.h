@@ -261,9 +261,9 @@ void conn_close(struct conn *c, const char *why);
 /* ---- notification.c: puts that tell the region's owner ------------------ */
 
 /* Notifications one client may hold unacknowledged, from all initiators
- * together; one initiator (a peer daemon, or a client of this daemon) at
- * most half of what the others leave of it (2048 alone). A notifying put
- * over either fails with ERR_LIMIT, its bytes not applied. */
+ * together; one initiator (a client, of this daemon or of a peer) at most
+ * half of what the others leave of it (2048 alone). A notifying put over
+ * either fails with ERR_LIMIT, its bytes not applied. */
 #define NOTIFICATION_QUEUE_MAX 4096
 /* Initiators holding notifications for one client at once; one more is
  * refused with ERR_LIMIT until one of them has none left. */
@@ -271,8 +271,8 @@ void conn_close(struct conn *c, const char *why);
 
 struct region;
 struct notification_owner;
-/* Who puts: the sender's daemon id, and client 0 for a peer daemon (its
- * clients share its place) or a client of this daemon's id + 1. */
+/* Who puts: the sender's daemon id and its client as that daemon numbers
+ * them (the connection's id + 1; 0 from a peer that names none). */
 struct notification_initiator {
 	const uint8_t *daemon_id; /* DAEMON_ID_SIZE bytes */
 	uint64_t client;
@@ -292,9 +292,14 @@ void notification_post(struct daemon *d, struct region *r, uint64_t offset,
 /* On owner's worker: the client acknowledged the first n notifications
  * it was sent (NotifyAck); their places go back to their initiators. */
 void notification_release(struct conn *owner, uint32_t n);
-/* How many more notifying puts from `from` owner takes now. */
-uint32_t notification_room(struct conn *owner,
-			   const struct notification_initiator *from);
+/* The fuzz model's: a copy of owner's bound as it is now, on which
+ * notification_bound_try() says (and takes) what notification_reserve()
+ * would, one put after another. */
+struct notification_bound;
+struct notification_bound *notification_bound_copy(struct conn *owner);
+bool notification_bound_try(struct notification_bound *b,
+			    const struct notification_initiator *from);
+void notification_bound_free(struct notification_bound *b);
 /* When owner is freed. */
 void notification_owner_free(struct conn *owner);
 /* Posts what notification_post() gathered on d: at the end of each pass
@@ -604,6 +609,11 @@ struct peer {
 	uint8_t remote_id[DAEMON_ID_SIZE];
 	char remote_id_hex[2 * DAEMON_ID_SIZE + 1];
 	bool known;	     /* remote_id is set: a handshake completed once */
+	/* The id before the last restart seen at this address: a
+	 * descriptor of it is stale, not one imported through the wrong
+	 * peer (resolve_import_from). */
+	uint8_t previous_id[DAEMON_ID_SIZE];
+	bool has_previous;
 	double backoff;	     /* seconds before the next reconnect attempt */
 	double next_attempt; /* monotonic time reconnecting is allowed again */
 	uint64_t hello_token;

@@ -21,8 +21,8 @@
  * initiator's by its share of that: at most half of what the others leave
  * free (2048 alone, 1024 beside one that took its 2048, ...), so that one
  * initiator that fills its share never starves the others. An initiator is
- * a peer daemon (its clients share its place: the wire names no client)
- * or a client of this daemon. The place is taken before a byte is copied,
+ * a client, of this daemon or of a peer (whose notifying puts name their
+ * client, am_rma_notify.client). The place is taken before a byte is copied,
  * by whichever worker applies the put, under the owner's lock: a put over
  * either bound fails with ERR_LIMIT and its bytes are not applied, so
  * nothing is lost silently.
@@ -56,13 +56,18 @@ struct notification_run {
 	uint16_t n;
 };
 
-/* An owner's bound. lock guards held and shares (any worker reserves);
- * runs are the owner worker's alone. Every run holds a notification
- * held, so NOTIFICATION_QUEUE_MAX of them never overflow. */
-struct notification_owner {
-	pthread_mutex_t lock;
+/* What the notifications an owner holds are, by initiator. */
+struct notification_bound {
 	uint32_t held;
 	struct notification_share shares[NOTIFICATION_SHARES];
+};
+
+/* An owner's bound. lock guards it (any worker reserves); runs are the
+ * owner worker's alone. Every run holds a notification held, so
+ * NOTIFICATION_QUEUE_MAX of them never overflow. */
+struct notification_owner {
+	pthread_mutex_t lock;
+	struct notification_bound bound;
 	uint32_t run_head, run_count;
 	struct notification_run runs[NOTIFICATION_QUEUE_MAX];
 };
@@ -141,17 +146,17 @@ notification_share_hash(const struct notification_initiator *from)
 	return (uint32_t)(a >> 40) & (NOTIFICATION_SHARES - 1);
 }
 
-/* from's share in no, made if need be; NULL when every share is held by
- * another initiator. Under no->lock. */
+/* from's share in b, made if need be; NULL when every share is held by
+ * another initiator. */
 static struct notification_share *
-notification_share_find(struct notification_owner *no,
+notification_share_find(struct notification_bound *b,
 			const struct notification_initiator *from)
 {
 	uint32_t at = notification_share_hash(from);
 	struct notification_share *free_share = NULL;
 
 	for (uint32_t probe = 0; probe < NOTIFICATION_SHARES; probe++) {
-		struct notification_share *sh = &no->shares[at];
+		struct notification_share *sh = &b->shares[at];
 
 		if (!sh->used)
 			break;
@@ -163,9 +168,9 @@ notification_share_find(struct notification_owner *no,
 		at = (at + 1) & (NOTIFICATION_SHARES - 1);
 	}
 	if (free_share == NULL) {
-		if (no->shares[at].used)
+		if (b->shares[at].used)
 			return NULL;
-		free_share = &no->shares[at];
+		free_share = &b->shares[at];
 	}
 	memcpy(free_share->daemon_id, from->daemon_id, DAEMON_ID_SIZE);
 	free_share->client = from->client;
@@ -177,44 +182,54 @@ notification_share_find(struct notification_owner *no,
  * it in its probe chain needs it to be passed: it and the empty shares
  * before it, so that chains stay as short as the initiators holding. */
 static void
-notification_share_drop(struct notification_owner *no, uint32_t at)
+notification_share_drop(struct notification_bound *b,
+			struct notification_share *sh)
 {
 	const uint32_t mask = NOTIFICATION_SHARES - 1;
+	uint32_t at = (uint32_t)(sh - b->shares);
 
-	if (no->shares[(at + 1) & mask].used)
+	if (b->shares[(at + 1) & mask].used)
 		return;
-	while (no->shares[at].used && no->shares[at].held == 0) {
-		no->shares[at].used = false;
+	while (b->shares[at].used && b->shares[at].held == 0) {
+		b->shares[at].used = false;
 		at = (at - 1) & mask;
 	}
 }
 
-/* n places of share back into the bound. Under no->lock. */
+/* n places of share back into the bound. */
 static void
-notification_share_release(struct notification_owner *no, uint32_t share,
+notification_share_release(struct notification_bound *b, uint32_t share,
 			   uint32_t n)
 {
-	struct notification_share *sh = &no->shares[share];
+	struct notification_share *sh = &b->shares[share];
 
 	/* clamped: a broken count never raises a bound */
 	n = n < sh->held ? n : sh->held;
 	sh->held -= n;
-	no->held -= n;
+	b->held -= n;
 	if (sh->held == 0)
-		notification_share_drop(no, share);
+		notification_share_drop(b, sh);
 }
 
-/* The most `sh` may still take: its share is half of what the others
- * leave free, so 2 * (held + more) + others <= the bound. */
-static uint32_t
-notification_share_room(const struct notification_owner *no,
-			const struct notification_share *sh)
+/* One place for from, if its share has room: half of what the others
+ * leave free, 2 * (its held + 1) + the others' <= the bound. */
+static struct notification_share *
+notification_bound_take(struct notification_bound *b,
+			const struct notification_initiator *from)
 {
-	uint32_t mine = sh != NULL ? sh->held : 0;
-	uint32_t others = no->held - mine;
-	uint32_t share = (NOTIFICATION_QUEUE_MAX - others) / 2;
+	struct notification_share *sh = notification_share_find(b, from);
 
-	return share > mine ? share - mine : 0;
+	if (sh == NULL)
+		return NULL;
+	if (2 * (sh->held + 1) + (b->held - sh->held) >
+	    NOTIFICATION_QUEUE_MAX) {
+		if (sh->held == 0)
+			notification_share_drop(b, sh);
+		return NULL;
+	}
+	sh->held++;
+	b->held++;
+	return sh;
 }
 
 wire_status_t
@@ -225,7 +240,6 @@ notification_reserve(struct region *r,
 	struct conn *owner = r->owner;
 	struct notification_owner *no;
 	struct notification_share *sh;
-	wire_status_t st = RMA__V1__STATUS__ERR_LIMIT;
 
 	/* An orphan (its owner has not taken it back after a hand-over)
 	 * has nobody to tell. */
@@ -235,35 +249,37 @@ notification_reserve(struct region *r,
 	if (no == NULL)
 		return RMA__V1__STATUS__ERR_NO_MEMORY;
 	pthread_mutex_lock(&no->lock);
-	sh = notification_share_find(no, from);
-	if (sh != NULL && notification_share_room(no, sh) > 0) {
-		sh->held++;
-		no->held++;
-		*share_p = (uint32_t)(sh - no->shares);
-		st = RMA__V1__STATUS__OK;
-	} else if (sh != NULL && sh->held == 0) {
-		notification_share_drop(no, (uint32_t)(sh - no->shares));
-	}
+	sh = notification_bound_take(&no->bound, from);
+	if (sh != NULL)
+		*share_p = (uint32_t)(sh - no->bound.shares);
 	pthread_mutex_unlock(&no->lock);
-	return st;
+	return sh != NULL ? RMA__V1__STATUS__OK : RMA__V1__STATUS__ERR_LIMIT;
 }
 
-uint32_t
-notification_room(struct conn *owner, const struct notification_initiator *from)
+struct notification_bound *
+notification_bound_copy(struct conn *owner)
 {
-	struct notification_owner *no = owner->notify;
-	struct notification_share *sh;
-	uint32_t room;
+	struct notification_bound *b = calloc(1, sizeof(*b));
 
-	if (no == NULL)
-		return NOTIFICATION_QUEUE_MAX / 2;
-	pthread_mutex_lock(&no->lock);
-	sh = notification_share_find(no, from);
-	room = sh != NULL ? notification_share_room(no, sh) : 0;
-	if (sh != NULL && sh->held == 0)
-		notification_share_drop(no, (uint32_t)(sh - no->shares));
-	pthread_mutex_unlock(&no->lock);
-	return room;
+	if (b == NULL || owner->notify == NULL)
+		return b;
+	pthread_mutex_lock(&owner->notify->lock);
+	*b = owner->notify->bound;
+	pthread_mutex_unlock(&owner->notify->lock);
+	return b;
+}
+
+bool
+notification_bound_try(struct notification_bound *b,
+		       const struct notification_initiator *from)
+{
+	return notification_bound_take(b, from) != NULL;
+}
+
+void
+notification_bound_free(struct notification_bound *b)
+{
+	free(b);
 }
 
 /* Places that nobody will acknowledge (the notification was not sent). */
@@ -273,7 +289,7 @@ notification_give_back(struct conn *owner, uint32_t share, uint32_t n)
 	struct notification_owner *no = owner->notify;
 
 	pthread_mutex_lock(&no->lock);
-	notification_share_release(no, share, n);
+	notification_share_release(&no->bound, share, n);
 	pthread_mutex_unlock(&no->lock);
 }
 
@@ -314,7 +330,7 @@ notification_release(struct conn *owner, uint32_t n)
 		struct notification_run *run = &no->runs[no->run_head];
 		uint32_t take = n < run->n ? n : run->n;
 
-		notification_share_release(no, run->share, take);
+		notification_share_release(&no->bound, run->share, take);
 		n -= take;
 		run->n -= (uint16_t)take;
 		if (run->n == 0) {

@@ -790,8 +790,10 @@ op_send_am(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	op->hdr.generation = res->generation;
 	op->hdr.offset = remote_offset;
 	op->hdr.length = op->length;
-	if (op->notify)
+	if (op->notify) {
 		op->nhdr.value = op->notify_value;
+		op->nhdr.client = (uint64_t)op->conn->id + 1;
+	}
 	if (n > 1) {
 		op->piece_hdrs = n <= UINT32_MAX
 				     ? malloc(n * sizeof(*op->piece_hdrs))

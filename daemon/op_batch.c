@@ -24,7 +24,7 @@ op_batch_record_extra(const struct am_rma *h)
 	if (h->kind == AM_PUT)
 		return h->length;
 	if (h->kind == AM_PUT_NOTIFY)
-		return sizeof(uint64_t) + h->length;
+		return sizeof(struct am_batch_notify) + h->length;
 	if (h->kind == AM_ATOMIC)
 		return sizeof(struct am_batch_atomic);
 	return 0;
@@ -148,10 +148,13 @@ op_batch_add(struct op *op, const struct resolved *res, uint64_t remote_offset)
 	h.token = op->token;
 	memcpy(p->batch->buf + p->batch->len, &h, sizeof(h));
 	if (op->notify) {
-		memcpy(p->batch->buf + p->batch->len + sizeof(h),
-		       &op->notify_value, sizeof(op->notify_value));
-		memcpy(p->batch->buf + p->batch->len + sizeof(h) +
-			   sizeof(op->notify_value),
+		struct am_batch_notify n = {.value = op->notify_value,
+					    .client =
+						(uint64_t)op->conn->id + 1};
+
+		memcpy(p->batch->buf + p->batch->len + sizeof(h), &n,
+		       sizeof(n));
+		memcpy(p->batch->buf + p->batch->len + sizeof(h) + sizeof(n),
 		       op->buf, op->length);
 	} else if (put)
 		memcpy(p->batch->buf + p->batch->len + sizeof(h), op->buf,

@@ -94,24 +94,24 @@ target_read_header(const struct am_msg *m, struct am_rma *h)
  * only once the bytes are in. */
 static wire_status_t
 target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
-		 bool notify, uint64_t value)
+		 const struct am_batch_notify *notify)
 {
-	/* The peer daemon is one initiator: the wire names none of its
-	 * clients, so they share its place in the owner's bound. */
-	struct notification_initiator from = {.daemon_id = p->remote_id,
-					      .client = 0};
+	/* each client of the peer is an initiator of its own */
+	struct notification_initiator from = {
+	    .daemon_id = p->remote_id,
+	    .client = notify != NULL ? notify->client : 0};
 	struct region *r = NULL;
 	uint32_t share = 0;
 	wire_status_t st;
 
 	st = target_check(p->d, h, true, &r);
-	if (st == RMA__V1__STATUS__OK && notify)
+	if (st == RMA__V1__STATUS__OK && notify != NULL)
 		st = notification_reserve(r, &from, &share);
 	if (st != RMA__V1__STATUS__OK)
 		return st;
 	region_copy((char *)r->addr + h->offset, data, h->length);
-	if (notify)
-		notification_post(p->d, r, h->offset, h->length, value,
+	if (notify != NULL)
+		notification_post(p->d, r, h->offset, h->length, notify->value,
 				  p->remote_id, share);
 	return st;
 }
@@ -172,6 +172,7 @@ void
 target_on_put(struct peer *p, const struct am_msg *m)
 {
 	struct am_rma_notify n = {.value = 0};
+	struct am_batch_notify nb = {0};
 	bool notify = m->header_length == sizeof(n);
 	wire_status_t st;
 	struct am_rma h;
@@ -179,6 +180,8 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	if (notify) {
 		memcpy(&n, m->header, sizeof(n));
 		h = n.rma;
+		nb.value = n.value;
+		nb.client = n.client;
 		if (h.magic != AM_MAGIC)
 			return;
 	} else if (!target_read_header(m, &h)) {
@@ -187,7 +190,7 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	if (m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	else
-		st = target_apply_put(p, &h, m->data, notify, n.value);
+		st = target_apply_put(p, &h, m->data, notify ? &nb : NULL);
 	target_count(p, true, st, h.length);
 	if (st == RMA__V1__STATUS__OK && !notify && p->put_ack_ranges) {
 		target_hold_answer(p, h.token);
@@ -354,14 +357,14 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			at += sizeof(struct am_batch_atomic);
 			continue;
 		}
-		uint64_t value = 0;
+		struct am_batch_notify n;
 		bool notify = h.kind == AM_PUT_NOTIFY;
 
 		if (notify) {
-			if (sizeof(value) > m->length - at)
+			if (sizeof(n) > m->length - at)
 				break;
-			memcpy(&value, data + at, sizeof(value));
-			at += sizeof(value);
+			memcpy(&n, data + at, sizeof(n));
+			at += sizeof(n);
 		}
 		put = h.kind == AM_PUT || notify;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
@@ -381,7 +384,8 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			continue;
 		}
 		if (put) {
-			st = target_apply_put(p, &h, data + at, notify, value);
+			st = target_apply_put(p, &h, data + at,
+					      notify ? &n : NULL);
 			at += h.length;
 		} else {
 			st = target_check(d, &h, false, &r);

@@ -477,21 +477,26 @@ owner_take_all(rma_client_t *owner, struct taker *t, int n_t)
 	}
 }
 
-/* One initiator (a peer daemon) fills its share of the owner's bound
- * with notifying puts to region A while the owner takes nothing; the
- * owner's other initiators (clients of its own daemon) still put with
- * notification to region B, each up to its own share: half of what the
- * others leave free (2048 alone, then 1024, then 512). Whoever is over
- * its share gets LIMIT, its bytes not written, and its places come back
- * once the owner took (acknowledged) its notifications. */
+/* One initiator (a client of the peer daemon) fills its share of the
+ * owner's bound with notifying puts to region A while the owner takes
+ * nothing; the owner's other initiators (another client of the same peer
+ * daemon, two clients of the owner's own) still put with notification to
+ * region B, each up to its own share: half of what the others leave free
+ * (2048 alone, then 1024, 512, 256). Whoever is over its share gets
+ * LIMIT, its bytes not written, and its places come back once the owner
+ * took (acknowledged) its notifications. */
+#define SHARERS 4
+
 START_TEST(test_share_per_initiator)
 {
 	rma_client_t *owner;
 	rma_region_t *a, *b;
-	struct user u[3];
-	const uint64_t first[3] = {0, 100000, 200000};
-	const uint64_t base[3] = {0, 0, 1024}; /* u[1], u[2]: in b */
-	uint64_t ok[3];
+	struct user u[SHARERS];
+	struct taker t[SHARERS];
+	/* u[0] through the peer daemon to a; the others to b: u[1]
+	 * through the peer daemon, u[2] and u[3] clients of the owner's */
+	const int via[SHARERS] = {1, 1, 0, 0};
+	uint64_t held = 0;
 	rma_status_t st;
 	uint8_t *mem_a;
 
@@ -499,52 +504,47 @@ START_TEST(test_share_per_initiator)
 	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &a), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &b), RMA_OK);
 	mem_a = rma_region_ptr(a);
-	/* u[0] through the peer daemon, u[1] and u[2] clients of the
-	 * owner's own */
-	user_open(&u[0], 1, rma_region_descriptor(a));
-	user_open(&u[1], 0, rma_region_descriptor(b));
-	user_open(&u[2], 0, rma_region_descriptor(b));
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < SHARERS; i++) {
+		t[i].region = i == 0 ? a : b;
+		t[i].first = (uint64_t)i * 100000;
+		t[i].taken = 0;
+		user_open(&u[i], via[i], rma_region_descriptor(t[i].region));
+		t[i].daemon_id = rma_daemon_id(u[i].c);
 		memset(rma_region_ptr(u[i].src), 0xab, 4096);
+	}
 
-	/* The first takes its share alone, and not one more... */
-	ok[0] = fill_share(&u[0], base[0], first[0], &st);
-	ck_assert_int_eq(st, RMA_ERR_LIMIT);
-	ck_assert_uint_eq(ok[0], SHARE_ALONE);
-	/* ...its refused put written nowhere... */
-	ck_assert_int_eq(put_notify_sync(&u[0], 0, 2048, 64, 7), RMA_ERR_LIMIT);
-	for (int i = 0; i < 64; i++)
-		ck_assert_uint_eq(mem_a[2048 + i], 0);
-	/* ...while the others still put to the owner's other region, each
-	 * up to half of what is left */
-	ok[1] = fill_share(&u[1], base[1], first[1], &st);
-	ck_assert_int_eq(st, RMA_ERR_LIMIT);
-	ck_assert_uint_eq(ok[1], (QUEUE_MAX - ok[0]) / 2);
-	ok[2] = fill_share(&u[2], base[2], first[2], &st);
-	ck_assert_int_eq(st, RMA_ERR_LIMIT);
-	ck_assert_uint_eq(ok[2], (QUEUE_MAX - ok[0] - ok[1]) / 2);
-	/* the first is over the share the others left it */
-	ck_assert_int_eq(put_notify_sync(&u[0], 0, 0, 8, 7), RMA_ERR_LIMIT);
+	/* Each in turn takes its share of what the others left, and not
+	 * one more: the first all of its 2048 alone... */
+	for (int i = 0; i < SHARERS; i++) {
+		t[i].count =
+		    fill_share(&u[i], (uint64_t)i * 1024, t[i].first, &st);
+		ck_assert_int_eq(st, RMA_ERR_LIMIT);
+		ck_assert_uint_eq(t[i].count, (QUEUE_MAX - held) / 2);
+		held += t[i].count;
+		/* ...its refused put written nowhere */
+		if (i == 0) {
+			ck_assert_int_eq(put_notify_sync(&u[0], 0, 2048, 64, 7),
+					 RMA_ERR_LIMIT);
+			for (int k = 0; k < 64; k++)
+				ck_assert_uint_eq(mem_a[2048 + k], 0);
+		}
+	}
+	/* each is over the share the others left it */
+	for (int i = 0; i < SHARERS; i++)
+		ck_assert_int_eq(put_notify_sync(&u[i], 0, 0, 8, 7),
+				 RMA_ERR_LIMIT);
 
 	/* The owner takes everything, each initiator's in its order; the
 	 * status call after it answers once the daemon had the last
 	 * acknowledgement (one connection, in order), so that the places
 	 * are back: each initiator puts again. */
-	{
-		struct taker t[3] = {
-		    {a, rma_daemon_id(u[0].c), first[0], ok[0], 0},
-		    {b, rma_daemon_id(owner), first[1], ok[1], 0},
-		    {b, rma_daemon_id(owner), first[2], ok[2], 0},
-		};
-
-		owner_take_all(owner, t, 3);
-		rma__v1__reply__free_unpacked(status_call(owner), NULL);
-	}
-	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(
-		    put_notify_sync(&u[i], 0, base[i], 8, first[i] + ok[i]),
-		    RMA_OK);
-	for (int i = 0; i < 3; i++)
+	owner_take_all(owner, t, SHARERS);
+	rma__v1__reply__free_unpacked(status_call(owner), NULL);
+	for (int i = 0; i < SHARERS; i++)
+		ck_assert_int_eq(put_notify_sync(&u[i], 0, (uint64_t)i * 1024,
+						 8, t[i].first + t[i].count),
+				 RMA_OK);
+	for (int i = 0; i < SHARERS; i++)
 		rma_disconnect(u[i].c);
 	rma_disconnect(owner);
 }

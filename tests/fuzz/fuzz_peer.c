@@ -639,31 +639,37 @@ victim(uint64_t id, uint64_t generation)
 	return NULL;
 }
 
-/* notification_reserve's test: the owner has room for one more from p,
- * in the bound and in p's share of it (held: the ones this message
- * reserved already). */
+/* notification_reserve's test: the owner (of both victims) has room for
+ * one more from client of p, in the bound and in the client's share of
+ * it. *bound_p: the owner's bound as this message found it, with the
+ * places its earlier puts took (copied at the first). */
 static bool
 model_owner_has_room(const struct peer *p, const struct fuzz_region *v,
-		     uint32_t held)
+		     uint64_t client, struct notification_bound **bound_p)
 {
 	struct notification_initiator from = {.daemon_id = p->remote_id,
-					      .client = 0};
-	struct conn *owner = v->r->owner;
+					      .client = client};
 
-	return owner != NULL && notification_room(owner, &from) > held;
+	if (v->r->owner == NULL)
+		return false;
+	if (*bound_p == NULL &&
+	    (*bound_p = notification_bound_copy(v->r->owner)) == NULL)
+		fuzz_fail("out of memory");
+	return notification_bound_try(*bound_p, &from);
 }
 
-/* A put (notify: one that notifies the owner, refused when the owner's
- * queue is full); true when it writes. */
+/* A put (notify != NULL: one that notifies the owner, refused when the
+ * client's share of the owner's bound is full); true when it writes. */
 static bool
 model_put(const struct peer *p, const struct am_rma *h, const uint8_t *data,
-	  size_t len, bool notify, uint32_t notified)
+	  size_t len, const uint64_t *notify,
+	  struct notification_bound **bound_p)
 {
 	struct fuzz_region *v = victim(h->region_id, h->generation);
 
 	if (v == NULL || !bounds_within(h->offset, h->length, v->r->length) ||
 	    h->length != len ||
-	    (notify && !model_owner_has_room(p, v, notified)))
+	    (notify != NULL && !model_owner_has_room(p, v, *notify, bound_p)))
 		return false;
 	memcpy(v->shadow + h->offset, data, len);
 	return true;
@@ -684,13 +690,14 @@ model_atomic(const struct am_rma *h, const struct am_batch_atomic *a)
 static void
 model_batch(const struct peer *p, const uint8_t *data, size_t len)
 {
-	uint32_t notified = 0;
+	struct notification_bound *bound = NULL;
 	size_t at = 0;
 
 	if (len > AM_BATCH_BYTES)
 		return;
 	while (at + sizeof(struct am_rma) <= len) {
 		struct am_batch_atomic a;
+		struct am_batch_notify n;
 		struct am_rma h;
 		bool put, notify;
 
@@ -698,7 +705,7 @@ model_batch(const struct peer *p, const uint8_t *data, size_t len)
 		at += sizeof(h);
 		if (h.magic == AM_MAGIC && h.kind == AM_ATOMIC) {
 			if (sizeof(a) > len - at)
-				return;
+				break;
 			memcpy(&a, data + at, sizeof(a));
 			at += sizeof(a);
 			model_atomic(&h, &a);
@@ -706,22 +713,23 @@ model_batch(const struct peer *p, const uint8_t *data, size_t len)
 		}
 		notify = h.kind == AM_PUT_NOTIFY;
 		if (notify) {
-			if (sizeof(uint64_t) > len - at)
-				return;
-			at += sizeof(uint64_t);
+			if (sizeof(n) > len - at)
+				break;
+			memcpy(&n, data + at, sizeof(n));
+			at += sizeof(n);
 		}
 		put = h.kind == AM_PUT || notify;
 		if (h.magic != AM_MAGIC || (!put && h.kind != AM_GET) ||
 		    (put && h.length > len - at))
-			return;
+			break;
 		if (!put)
 			continue;
-		if (h.length <= AM_BATCH_SMALL &&
-		    model_put(p, &h, data + at, h.length, notify, notified) &&
-		    notify)
-			notified++;
+		if (h.length <= AM_BATCH_SMALL)
+			model_put(p, &h, data + at, h.length,
+				  notify ? &n.client : NULL, &bound);
 		at += h.length;
 	}
+	notification_bound_free(bound);
 }
 
 /* The daemon is about to get (id, header, data) from p: what may change. */
@@ -729,17 +737,22 @@ static void
 model(const struct peer *p, unsigned id, bool rndv, const uint8_t *header,
       size_t hlen, const uint8_t *data, size_t len)
 {
+	struct notification_bound *bound = NULL;
+	struct am_rma_notify n;
 	struct am_rma h;
 
 	if (p == NULL || rndv || !p->inbound ||
 	    p->state != RMA__V1__PEER_STATE__PEER_UP)
 		return;
-	if (id == AM_PUT &&
-	    (hlen == sizeof(h) || hlen == sizeof(struct am_rma_notify))) {
+	if (id == AM_PUT && hlen == sizeof(h)) {
 		memcpy(&h, header, sizeof(h));
 		if (h.magic == AM_MAGIC)
-			model_put(p, &h, data, len,
-				  hlen == sizeof(struct am_rma_notify), 0);
+			model_put(p, &h, data, len, NULL, NULL);
+	} else if (id == AM_PUT && hlen == sizeof(n)) {
+		memcpy(&n, header, sizeof(n));
+		if (n.rma.magic == AM_MAGIC)
+			model_put(p, &n.rma, data, len, &n.client, &bound);
+		notification_bound_free(bound);
 	} else if (id == AM_BATCH) {
 		model_batch(p, data, len);
 	}

@@ -127,13 +127,26 @@ harness_daemon_spawn(struct daemon_proc *p, const char *const *extra,
 /* This process's directory for sockets: made by mkdtemp, then mode 0711
  * (others may reach a socket in it, as tests of other users do, but not
  * add a name), so that rmad, which refuses a socket directory other users
- * can write, serves there; removed at exit once the daemons took their
- * sockets. */
+ * can write, serves there; removed at exit with what is left in it. */
 static char harness_dir[32];
 
 static void
 harness_dir_remove(void)
 {
+	DIR *dir = opendir(harness_dir);
+	struct dirent *e;
+	char path[sizeof(harness_dir) + 256];
+
+	/* what daemons killed without a clean stop left there: sockets,
+	 * "<socket>.takeover" among them */
+	while (dir != NULL && (e = readdir(dir)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", harness_dir, e->d_name);
+		unlink(path);
+	}
+	if (dir != NULL)
+		closedir(dir);
 	rmdir(harness_dir);
 }
 

@@ -15,7 +15,7 @@ struct daemon_proc {
 };
 
 /* This process's directory for daemons' sockets (mode 0711, made on
- * first use, removed at exit when empty). */
+ * first use, removed at exit with what is left in it). */
 const char *harness_socket_dir(void);
 /* Starts build/daemon/rmad (env RMAD_BIN) on a fresh socket (in
  * harness_socket_dir()) and a free port, extra flags appended; fails the

@@ -33,7 +33,7 @@ command -v nsenter >/dev/null || skip "no nsenter (util-linux)"
 SIZE=65536
 SHARE=/srv/rmad-test # $T/share in the container
 RMAD_SOCK=/run/rmad/rmad.sock
-PEER_SOCK=/run/rmad-peer.sock
+PEER_SOCK=/run/rmad-peer/rmad.sock
 LISTEN=127.0.0.1:13337 # the example config's, in the container's network
 NSPAWN=
 LEADER=
@@ -93,6 +93,11 @@ cp "$D$CONF" "$T/good.conf"
 mkdir -p "$T/preset" "$T/share" "$T/usr.upper"
 printf 'enable rmad.socket\ndisable *\n' >"$T/preset/00-rmad-test.preset"
 etc_binds=()
+# This machine's library path, for ldconfig after the install.
+ld_binds=()
+for e in /etc/ld.so.conf /etc/ld.so.conf.d; do
+	[ -e "$e" ] && ld_binds+=("--bind-ro=$e")
+done
 for e in "$D"/etc/*; do
 	[ -e "$e" ] && etc_binds+=("--bind=$e:/etc/${e#"$D"/etc/}")
 done
@@ -102,7 +107,7 @@ systemd-nspawn --quiet --boot --volatile=yes --directory=/ \
 	--console=read-only \
 	--overlay="/usr:$D/usr:$T/usr.upper:/usr" \
 	--bind-ro="$T/preset:/etc/systemd/system-preset" \
-	--bind="$T/share:$SHARE" "${etc_binds[@]}" \
+	--bind="$T/share:$SHARE" "${etc_binds[@]}" "${ld_binds[@]}" \
 	systemd.firstboot=off >"$T/boot.log" 2>&1 </dev/null &
 NSPAWN=$!
 boot_started=$SECONDS
@@ -142,6 +147,9 @@ if in_ct findmnt /proc/sys/kernel/random/boot_id >/dev/null; then
 	in_ct umount /proc/sys/kernel/random/boot_id ||
 		fail "cannot uncover the kernel's boot id in the container"
 fi
+# librma where the prefix put it, known to the loader as a package's
+# postinst would make it (meson install --destdir runs no ldconfig).
+in_ct ldconfig || fail "ldconfig in the container"
 if [ "$(in_ct systemctl is-system-running)" != running ]; then
 	echo "degraded: $(in_ct systemctl --failed --no-legend --plain | tr '\n' ' ')"
 fi
@@ -230,7 +238,11 @@ echo "socket activation: the first client started rmad $ID"
 
 # ---- the region, its owner and a second daemon ---------------------------
 
-in_ct systemd-run --quiet --unit=rmad-test-peer "$RMAD" \
+# The second daemon runs as rmad too: rmad takes UCX connections from a
+# local socket only of its own user or root (daemon/guard.c), so a root
+# one would refuse the lanes rmad.service dials to it.
+in_ct systemd-run --quiet --unit=rmad-test-peer -p User=rmad -p Group=rma \
+	-p RuntimeDirectory=rmad-peer "$RMAD" \
 	--socket "$PEER_SOCK" --listen 127.0.0.1:13338 --fd-store no ||
 	fail "systemd-run the second rmad"
 rmactl --socket "$PEER_SOCK" wait --timeout 30 >/dev/null ||

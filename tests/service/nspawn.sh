@@ -4,18 +4,22 @@
 # (systemd-nspawn --volatile=yes: a tmpfs root, the host's /usr read-only,
 # an empty /etc that systemd fills at first boot), the build installed
 # into it with meson install --destdir (laid over /usr), no network but
-# the container's own loopback. A region exposed by `rmactl expose` must
-# keep its bytes, its owner and the daemon's identity through
-#   (e) socket activation: the first client's connect starts rmad;
+# the container's own loopback.
+#   (e) Socket activation: rmad.socket listens, the first client's
+#       connect starts rmad.service.
+# A region exposed by `rmactl expose` must then keep its bytes, its owner
+# (re-attached) and the daemon's identity through
 #   (a) systemctl restart, and kill -9 of the main PID;
 #   (d) a watchdog timeout (rmad SIGSTOPped);
 #   (c) systemctl reload of a file rmad refuses, which must be reported
 #       as a failed reload (a good file reloads);
 #   (b) a typo, then an address not on this host, in rmad.conf at
-#       systemctl restart (the last good configuration);
+#       systemctl restart (the last good configuration), rmad saying so
+#       at error priority;
 # and systemctl stop must release them. Each stage writes new bytes into
 # the region from a second rmad (another daemon's view of the old
-# descriptor) and reads them back through both daemons after the next.
+# descriptor) and reads them back through both daemons after the next;
+# at the end the owner's own mapping holds the last bytes written.
 # Skips (77) where no container can be booted here.
 . "$(dirname "$0")/lib.sh"
 

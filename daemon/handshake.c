@@ -230,6 +230,10 @@ handshake_up_as(struct peer *p, const uint8_t *daemon_id)
 	bool restarted =
 	    p->known && memcmp(p->remote_id, daemon_id, DAEMON_ID_SIZE) != 0;
 
+	if (restarted) {
+		memcpy(p->previous_id, p->remote_id, DAEMON_ID_SIZE);
+		p->has_previous = true;
+	}
 	memcpy(p->remote_id, daemon_id, DAEMON_ID_SIZE);
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
 	p->known = true;

@@ -492,6 +492,45 @@ resolve_import_local(struct conn *c, uint64_t req_id,
 	resolved_unref(res);
 }
 
+/* desc names another daemon than p. STALE_DESCRIPTOR (rma.h: "region
+ * freed or owner restarted") only when p had desc's id before its last
+ * restart; otherwise the descriptor is good and the peer wrong, which no
+ * retry through p mends: BAD_DESCRIPTOR, naming the owner's address when
+ * it is a peer of ours. */
+static void
+resolve_refuse_other(struct conn *c, uint64_t req_id, struct peer *p,
+		     const struct descriptor *desc)
+{
+	char hex[2 * DAEMON_ID_SIZE + 1];
+	const struct peer *q, *owner = NULL;
+
+	descriptor_hex(desc->daemon_id, DAEMON_ID_SIZE, hex);
+	if (!p->self && p->has_previous &&
+	    memcmp(desc->daemon_id, p->previous_id, DAEMON_ID_SIZE) == 0) {
+		conn_send_error(c, req_id,
+				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+				"descriptor belongs to daemon %s, which %s "
+				"was before it restarted (now daemon %s)",
+				hex, p->address, p->remote_id_hex);
+		return;
+	}
+	TAILQ_FOREACH(q, &p->d->peers, link)
+	{
+		if (q->known && !q->inbound &&
+		    memcmp(q->remote_id, desc->daemon_id, DAEMON_ID_SIZE) ==
+			0) {
+			owner = q;
+			break;
+		}
+	}
+	conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+			"wrong peer: descriptor belongs to daemon %s, but %s "
+			"is %s %s; import it through its owner%s%s",
+			hex, p->address, p->self ? "this daemon," : "daemon",
+			p->remote_id_hex, owner != NULL ? ", at " : "",
+			owner != NULL ? owner->address : "");
+}
+
 /* The import of desc through p, which is up: asks the owner unless the
  * answer is cached. */
 static void
@@ -504,13 +543,7 @@ resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
 
 	if (p->self ||
 	    memcmp(desc->daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
-		char hex[2 * DAEMON_ID_SIZE + 1];
-		descriptor_hex(desc->daemon_id, DAEMON_ID_SIZE, hex);
-		conn_send_error(c, req_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"descriptor belongs to daemon %s, but %s is "
-				"daemon %s (restarted, or the wrong peer)",
-				hex, p->address, p->remote_id_hex);
+		resolve_refuse_other(c, req_id, p, desc);
 		return;
 	}
 	/* A cached answer may be older than a FREED notice still on its
@@ -571,8 +604,9 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 			resolve_import_local(c, req_id, &desc);
 		else
 			conn_send_error(
-			    c, req_id, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-			    "descriptor belongs to this daemon, not to %s; "
+			    c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+			    "wrong peer: descriptor belongs to this daemon, "
+			    "not to %s; "
 			    "import it through this daemon's own address",
 			    p->address);
 		return;

@@ -492,13 +492,49 @@ START_TEST(test_own_descriptor_only_through_self)
 	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &to_b), RMA_OK);
 	ck_assert_int_eq(
 	    rma_remote_import(ca, to_b, rma_region_descriptor(ra), &rem),
-	    RMA_ERR_STALE_DESCRIPTOR);
+	    RMA_ERR_BAD_DESCRIPTOR);
 	ck_assert_ptr_nonnull(strstr(rma_last_error(ca), "this daemon"));
+	ck_assert_ptr_nonnull(strstr(rma_last_error(ca), "wrong peer"));
 	ck_assert_int_eq(rma_peer_connect(ca, da.listen, &to_self), RMA_OK);
 	ck_assert_int_eq(
 	    rma_remote_import(ca, to_self, rma_region_descriptor(ra), &rem),
 	    RMA_OK);
 	rma_remote_release(ca, rem);
+}
+END_TEST
+
+/* A descriptor imported through a peer that is not its owner (here the
+ * importing daemon's own address) is BAD_DESCRIPTOR, "wrong peer", not
+ * STALE ("region freed or owner restarted"): the region is there, the
+ * peer is wrong. Once the owner is a peer, the detail names its address;
+ * through it the import works. */
+START_TEST(test_import_through_wrong_peer)
+{
+	char text[256];
+	rma_client_t *ca, *cb;
+	rma_region_t *rb;
+	rma_peer_t *to_self, *to_b;
+	rma_remote_t *rem;
+
+	harness_daemon_start(&da, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	rb = region_of(cb);
+	snprintf(text, sizeof(text), "%s", rma_region_descriptor(rb));
+	ck_assert_int_eq(rma_peer_connect(ca, da.listen, &to_self), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(ca, to_self, text, &rem),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	ck_assert_msg(strstr(rma_last_error(ca), "wrong peer") != NULL, "%s",
+		      rma_last_error(ca));
+	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &to_b), RMA_OK);
+	ck_assert_int_eq(rma_remote_import(ca, to_b, text, &rem), RMA_OK);
+	rma_remote_release(ca, rem);
+	ck_assert_int_eq(rma_remote_import(ca, to_self, text, &rem),
+			 RMA_ERR_BAD_DESCRIPTOR);
+	ck_assert_msg(strstr(rma_last_error(ca), db.listen) != NULL,
+		      "the owner's address %s not in: %s", db.listen,
+		      rma_last_error(ca));
 }
 END_TEST
 
@@ -558,6 +594,7 @@ main(void)
 	ADD(s, test_connect_to_self);
 	ADD(s, test_next_op_waits_for_reconnect);
 	ADD(s, test_own_descriptor_only_through_self);
+	ADD(s, test_import_through_wrong_peer);
 	ADD(s, test_reimport_after_owner_restart);
 	ADD(s, test_dead_peer_fails_with_real_cause);
 	ADD(s, test_killed_peer_is_connection_lost);

@@ -27,7 +27,8 @@ from . import errors
 from .errors import (Error, InvalidArgument, ProtocolError, NoMemory,
                      NoRegion, OutOfBounds, BadDescriptor, StaleDescriptor,
                      NoPeer, Unreachable, ConnectionReset, Timeout, Canceled,
-                     DaemonGone, Limit, Permission, Internal, Restarted)
+                     DaemonGone, Limit, Permission, Internal, Restarted,
+                     ClientClosed)
 from ._rma import (Client, Region, Peer, Remote, Request, Notification,
                    default_socket,
                    strerror)
@@ -39,5 +40,5 @@ __all__ = [
     "strerror", "Error", "InvalidArgument", "ProtocolError", "NoMemory",
     "NoRegion", "OutOfBounds", "BadDescriptor", "StaleDescriptor", "NoPeer",
     "Unreachable", "ConnectionReset", "Timeout", "Canceled", "DaemonGone",
-    "Limit", "Permission", "Internal", "Restarted",
+    "Limit", "Permission", "Internal", "Restarted", "ClientClosed",
 ]

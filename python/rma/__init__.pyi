@@ -2,8 +2,9 @@
 """Typing stubs of the rma package (the C extension rma._rma)."""
 
 import asyncio
-from typing import (Any, AsyncIterator, Callable, Generator, Literal,
-                    Optional, Sequence, Tuple, TypeVar)
+from typing import (Any, AsyncIterator, Callable, ClassVar, Final,
+                    Generator, Literal, Optional, Sequence, Tuple, TypeVar,
+                    final)
 
 from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ProtocolError as ProtocolError, NoMemory as NoMemory,
@@ -14,10 +15,12 @@ from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ConnectionReset as ConnectionReset, Timeout as Timeout,
                      Canceled as Canceled, DaemonGone as DaemonGone,
                      Limit as Limit, Permission as Permission,
-                     Internal as Internal, Restarted as Restarted)
+                     Internal as Internal, Restarted as Restarted,
+                     ClientClosed as ClientClosed)
 
+# Names of the stub only (no such attribute at run time): private.
 _U = TypeVar("_U")
-Callback = Callable[["Request", int, Any], object]
+_Callback = Callable[["Request", int, Any], object]
 
 OK: int
 INPROGRESS: int
@@ -50,10 +53,11 @@ def default_socket() -> str:
     """The socket librma connects to by default."""
 
 
-def strerror(status: int) -> str:
+def strerror(status: int, /) -> str:
     """The phrase for a status ("timed out")."""
 
 
+@final
 class Region:
     """Memory shared with the daemon; a writable buffer (no copy)."""
     @property
@@ -69,6 +73,7 @@ class Region:
     def free(self) -> None: ...
 
 
+@final
 class Peer:
     """Another host's rmad."""
     @property
@@ -79,6 +84,7 @@ class Peer:
     def detail(self) -> str: ...
 
 
+@final
 class Remote:
     """A remote region, resolved with its owner."""
     @property
@@ -88,11 +94,12 @@ class Remote:
     def release(self) -> None: ...
 
 
-AtomicOp = Literal["add", "fetch-add", "swap", "cswap", "and", "or", "xor",
+_AtomicOp = Literal["add", "fetch-add", "swap", "cswap", "and", "or", "xor",
                    "fetch-and", "fetch-or", "fetch-xor"]
-Piece = Tuple[int, int, int]  # (offset, remote_offset, length)
+_Piece = Tuple[int, int, int]  # (offset, remote_offset, length)
 
 
+@final
 class Request:
     """One put, get, flush, atomic or vectored transfer; awaitable (an
     atomic's await gives the word's old value, the others' None)."""
@@ -115,8 +122,15 @@ class Request:
     def __await__(self) -> Generator[Any, None, Optional[int]]: ...
 
 
+@final
 class Notification(Tuple[Optional[Region], int, int, int, str]):
-    """What a notifying put wrote into a region of this client."""
+    """What a notifying put wrote into a region of this client (a struct
+    sequence, as os.stat_result)."""
+    n_fields: ClassVar[int]
+    n_sequence_fields: ClassVar[int]
+    n_unnamed_fields: ClassVar[int]
+    __match_args__: Final = ("region", "offset", "length", "value",
+                             "sender")
     @property
     def region(self) -> Optional[Region]: ...
     @property
@@ -128,6 +142,7 @@ class Notification(Tuple[Optional[Region], int, int, int, str]):
     @property
     def sender(self) -> str: ...
 
+@final
 class Client:
     """A connection to the host's rmad; a context manager."""
     def __init__(self, socket: Optional[str] = None,
@@ -143,34 +158,35 @@ class Client:
     def close(self) -> None: ...
     def __enter__(self) -> "Client": ...
     def __exit__(self, *exc: object) -> bool: ...
-    def alloc(self, size: int) -> Region: ...
-    def peer(self, address: str) -> Peer: ...
-    def import_remote(self, peer: Peer, descriptor: str) -> Remote: ...
+    def alloc(self, size: int, /) -> Region: ...
+    def peer(self, address: str, /) -> Peer: ...
+    def import_remote(self, peer: Peer, descriptor: str, /) -> Remote: ...
     def put(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
-            callback: Optional[Callback] = None, user_data: Any = None, *,
+            callback: Optional[_Callback] = None, user_data: Any = None, *,
             remote_completion: bool = False,
             notify: Optional[int] = None) -> Request: ...
     def on_notification(
             self,
-            callback: Optional[Callable[[Notification], object]]) -> None: ...
+            callback: Optional[Callable[[Notification], object]],
+            /) -> None: ...
     def notifications(self) -> AsyncIterator[Notification]: ...
     def get(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
-            callback: Optional[Callback] = None,
+            callback: Optional[_Callback] = None,
             user_data: Any = None) -> Request: ...
     def flush(self, peer: Optional[Peer] = None,
-              callback: Optional[Callback] = None,
+              callback: Optional[_Callback] = None,
               user_data: Any = None) -> Request: ...
-    def atomic(self, remote: Remote, offset: int, op: AtomicOp, value: int,
+    def atomic(self, remote: Remote, offset: int, op: _AtomicOp, value: int,
                compare: Optional[int] = None, width: int = 64,
-               callback: Optional[Callback] = None,
+               callback: Optional[_Callback] = None,
                user_data: Any = None) -> Request: ...
-    def putv(self, region: Region, remote: Remote, pieces: Sequence[Piece],
-             callback: Optional[Callback] = None, user_data: Any = None, *,
+    def putv(self, region: Region, remote: Remote, pieces: Sequence[_Piece],
+             callback: Optional[_Callback] = None, user_data: Any = None, *,
              remote_completion: bool = False) -> Request: ...
-    def getv(self, region: Region, remote: Remote, pieces: Sequence[Piece],
-             callback: Optional[Callback] = None,
+    def getv(self, region: Region, remote: Remote, pieces: Sequence[_Piece],
+             callback: Optional[_Callback] = None,
              user_data: Any = None) -> Request: ...
     def progress(self) -> None: ...
     def fileno(self) -> int: ...

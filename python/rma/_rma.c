@@ -127,8 +127,8 @@ static PyTypeObject ClientType, RegionType, PeerType, RemoteType, RequestType;
 
 /* rma.errors._make, asyncio._get_running_loop, rma._resolve_threadsafe,
  * asyncio.InvalidStateError */
-static PyObject *errors_make, *get_running_loop, *resolve_threadsafe,
-    *invalid_state;
+static PyObject *errors_make, *errors_closed, *get_running_loop,
+    *resolve_threadsafe, *invalid_state;
 static PyObject *str_set_result, *str_set_exception, *str_create_future,
     *str_await;
 /* The await path, per operation, without Python-level calls where asyncio
@@ -215,6 +215,15 @@ error_raise(int status, const char *detail)
 	return NULL;
 }
 
+/* rma.ClientClosed: a call on a Client after its close(), or on what it
+ * made; no librma status stands for it (the handle is gone). */
+static PyObject *
+error_closed(void)
+{
+	PyErr_SetString(errors_closed, "rma client is closed");
+	return NULL;
+}
+
 /* ---- fork() ----
  *
  * A Client made before a fork() is the parent's in the child: librma
@@ -291,7 +300,7 @@ static int
 client_enter(ClientObject *c)
 {
 	if (c->closed || c->rc == NULL) {
-		PyErr_SetString(PyExc_ValueError, "rma client is closed");
+		error_closed();
 		return 0;
 	}
 	client_lock(c);
@@ -1402,22 +1411,22 @@ request_repr(RequestObject *r)
 
 static PyMethodDef request_methods[] = {
     {"done", (PyCFunction)request_done, METH_NOARGS,
-     "done() -> bool\n\nTrue once the request completed, well or not."},
+     "done($self, /)\n--\n\nTrue once the request completed, well or not."},
     {"wait", (PyCFunction)(void (*)(void))request_wait,
      METH_VARARGS | METH_KEYWORDS,
-     "wait(timeout=None) -> None\n\nMake progress (GIL released while "
+     "wait($self, /, timeout=None)\n--\n\nMake progress (GIL released while "
      "blocked) until the request completes; raise its error if it failed, "
      "rma.Timeout if it is still in progress after timeout seconds (it "
      "stays valid and may complete later)."},
     {"future", (PyCFunction)request_future, METH_NOARGS,
-     "future() -> asyncio.Future\n\nThe future of this request on the "
+     "future($self, /)\n--\n\nThe future of this request on the "
      "running loop (created once): its result is None (an atomic's old "
      "value), or the request's "
      "error. Registers the client's fd with the loop."},
     {"error", (PyCFunction)request_error_method, METH_NOARGS,
-     "error() -> rma.Error | None\n\nThe exception for a failed request."},
+     "error($self, /)\n--\n\nThe exception for a failed request."},
     {"cancel", (PyCFunction)request_cancel, METH_NOARGS,
-     "cancel() -> bool\n\nCancel the operation if it has not been handed "
+     "cancel($self, /)\n--\n\nCancel the operation if it has not been handed "
      "to the daemon yet (it is still in librma's batch): it then completes "
      "at once with rma.Canceled (callback run, future failed, before this "
      "returns) and True is returned. An operation already sent: False; the "
@@ -1450,7 +1459,10 @@ static PyTypeObject RequestType = {
     .tp_doc = "One put, get, flush, atomic or vectored transfer. "
 	      "Awaitable: `await request` returns when it completes (an "
 	      "atomic's old value, else None) and raises its error if it "
-	      "failed.",
+	      "failed. Cancelling an await (asyncio.wait_for() timing out, "
+	      "task.cancel()) cancels the await, not the operation: it runs "
+	      "on and completes as it would have (a put's bytes land); "
+	      "cancel() asks the daemon to take it back.",
     .tp_dealloc = (destructor)request_dealloc,
     .tp_traverse = (traverseproc)request_traverse,
     .tp_clear = (inquiry)request_clear,
@@ -1506,9 +1518,12 @@ region_dealloc(RegionObject *r)
 static int
 region_usable(RegionObject *r)
 {
-	if (r->rr == NULL || r->free_pending || r->client->rc == NULL ||
-	    r->client->closed) {
-		error_raise(RMA_ERR_NO_REGION, "region freed or client closed");
+	if (r->client->rc == NULL || r->client->closed) {
+		error_closed();
+		return 0;
+	}
+	if (r->rr == NULL || r->free_pending) {
+		error_raise(RMA_ERR_NO_REGION, "region freed");
 		return 0;
 	}
 	return 1;
@@ -1612,15 +1627,15 @@ region_get_freed(RegionObject *r, void *unused)
 
 static PyMethodDef region_methods[] = {
     {"descriptor", (PyCFunction)region_descriptor, METH_NOARGS,
-     "descriptor() -> str\n\nThe printable descriptor to hand to other "
+     "descriptor($self, /)\n--\n\nThe printable descriptor to hand to other "
      "hosts."},
     {"read_only_descriptor", (PyCFunction)region_read_only_descriptor,
      METH_NOARGS,
-     "read_only_descriptor() -> str\n\nA descriptor of the same region "
+     "read_only_descriptor($self, /)\n--\n\nA descriptor of the same region "
      "that allows gets only: a put or atomic through it fails with "
      "rma.Permission, nothing written."},
     {"free", (PyCFunction)region_free, METH_NOARGS,
-     "free() -> None\n\nFree the region. While buffer views on it exist "
+     "free($self, /)\n--\n\nFree the region. While buffer views on it exist "
      "the memory stays mapped and the daemon frees it when the last view "
      "is released; the region is unusable from now on either way."},
     {NULL}};
@@ -1760,7 +1775,7 @@ remote_get_length(RemoteObject *r, void *unused)
 
 static PyMethodDef remote_methods[] = {
     {"release", (PyCFunction)remote_release, METH_NOARGS,
-     "release() -> None\n\nForget the remote (operations already submitted "
+     "release($self, /)\n--\n\nForget the remote (operations already submitted "
      "on it are not affected)."},
     {NULL}};
 
@@ -2041,10 +2056,8 @@ client_notify_wait(ClientObject *c, PyObject *unused)
 {
 	PyObject *loop, *fut;
 
-	if (c->closed || c->rc == NULL) {
-		PyErr_SetString(PyExc_ValueError, "rma client is closed");
-		return NULL;
-	}
+	if (c->closed || c->rc == NULL)
+		return error_closed();
 	if ((loop = running_loop()) == NULL)
 		return NULL;
 	if (loop == Py_None) {
@@ -2834,10 +2847,8 @@ client_on_readable(ClientObject *c, PyObject *unused)
 static PyObject *
 client_fileno(ClientObject *c, PyObject *unused)
 {
-	if (c->closed || c->rc == NULL) {
-		PyErr_SetString(PyExc_ValueError, "rma client is closed");
-		return NULL;
-	}
+	if (c->closed || c->rc == NULL)
+		return error_closed();
 	return PyLong_FromLong(c->fd);
 }
 
@@ -2892,34 +2903,50 @@ client_get_closed(ClientObject *c, void *unused)
 
 static PyMethodDef client_methods[] = {
     {"close", (PyCFunction)client_close, METH_NOARGS,
-     "close() -> None\n\nClose the connection. Requests in flight fail "
+     "close($self, /)\n--\n\nClose the connection. Requests in flight fail "
      "with rma.DaemonGone; regions, peers and remotes become unusable. "
      "Memory that buffer views still use stays mapped until the last view "
      "is released."},
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS,
-     "alloc(size) -> Region\n\nAllocate a zeroed region shared with the "
+     "alloc($self, size, /)\n--\n\nAllocate a zeroed region shared with the "
      "daemon."},
     {"peer", (PyCFunction)client_peer, METH_VARARGS,
-     "peer(address) -> Peer\n\nConnect the daemon to the rmad at "
+     "peer($self, address, /)\n--\n\nConnect the daemon to the rmad at "
      "'host:port' (blocks, GIL released)."},
     {"import_remote", (PyCFunction)client_import_remote, METH_VARARGS,
-     "import_remote(peer, descriptor) -> Remote\n\nResolve a descriptor "
-     "with its owner through peer."},
+     "import_remote($self, peer, descriptor, /)\n--\n\nResolve a "
+     "descriptor with its owner through peer. A descriptor of another "
+     "daemon than peer raises rma.BadDescriptor ('wrong peer', naming "
+     "the owner's address when the daemon knows it); one of a freed "
+     "region, or of the daemon that peer was before it restarted, "
+     "rma.StaleDescriptor."},
     {"put", (PyCFunction)(void (*)(void))client_put,
      METH_FASTCALL | METH_KEYWORDS,
-     "put(region, offset, remote, remote_offset, length, callback=None, "
-     "user_data=None, *, remote_completion=False) -> Request\n\nStart a "
-     "put; callback(request, status, user_data) runs exactly once, where "
-     "progress runs. Errors found before submission raise; errors found "
-     "by the daemon arrive as the request's status."},
+     "put($self, /, region, offset, remote, remote_offset, length, "
+     "callback=None, user_data=None, *, remote_completion=False, "
+     "notify=None)\n--\n\nStart a put of length bytes at offset of "
+     "region to remote_offset of remote; callback(request, status, "
+     "user_data) runs exactly once, where progress runs. Errors found "
+     "before submission raise; errors found by the daemon arrive as the "
+     "request's status. remote_completion: complete only once the bytes "
+     "are in the remote region (not merely sent). notify: an int (0 to "
+     "2**64 - 1); the region's owning client is told (offset, length, "
+     "notify, this daemon's id) as an rma.Notification once the bytes "
+     "are there. A put after close() raises rma.ClientClosed. "
+     "Cancelling an await of it (asyncio.wait_for() timing out, "
+     "task.cancel()) cancels the await only: the operation carries on "
+     "and completes as it would have (the bytes land); "
+     "request.cancel() is what asks to take it back."},
     {"get", (PyCFunction)(void (*)(void))client_get,
      METH_FASTCALL | METH_KEYWORDS,
-     "get(region, offset, remote, remote_offset, length, callback=None, "
-     "user_data=None) -> Request\n\nStart a get, as put()."},
+     "get($self, /, region, offset, remote, remote_offset, length, "
+     "callback=None, user_data=None)\n--\n\nStart a get of length bytes "
+     "at remote_offset of remote into offset of region, as put() (no "
+     "notify)."},
     {"atomic", (PyCFunction)(void (*)(void))client_atomic,
      METH_VARARGS | METH_KEYWORDS,
-     "atomic(remote, offset, op, value, compare=None, width=64, "
-     "callback=None, user_data=None) -> Request\n\nStart an atomic "
+     "atomic($self, /, remote, offset, op, value, compare=None, width=64, "
+     "callback=None, user_data=None)\n--\n\nStart an atomic "
      "operation on the naturally aligned width-bit word (32 or 64) at "
      "offset of remote, applied by its owner with the CPU's atomics. op: "
      "'add', 'fetch-add', 'swap', 'cswap' (needs compare), 'and', 'or', "
@@ -2934,42 +2961,47 @@ static PyMethodDef client_methods[] = {
      "read-only descriptor with rma.Permission."},
     {"putv", (PyCFunction)(void (*)(void))client_putv,
      METH_VARARGS | METH_KEYWORDS,
-     "putv(region, remote, pieces, callback=None, user_data=None, *, "
-     "remote_completion=False) -> Request\n\nA vectored put: pieces is a "
+     "putv($self, /, region, remote, pieces, callback=None, "
+     "user_data=None, *, remote_completion=False)\n--\n\nA vectored "
+     "put: pieces is a "
      "list of (offset, remote_offset, length) (1 to 1024), sent as one "
      "request with one completion; it fails with the first piece's "
      "failure, and request.bytes counts the pieces that worked."},
     {"getv", (PyCFunction)(void (*)(void))client_getv,
      METH_VARARGS | METH_KEYWORDS,
-     "getv(region, remote, pieces, callback=None, user_data=None) -> "
-     "Request\n\nA vectored get into region, as putv()."},
+     "getv($self, /, region, remote, pieces, callback=None, "
+     "user_data=None)\n--\n\nA vectored get into region, as putv()."},
     {"flush", (PyCFunction)(void (*)(void))client_flush,
      METH_VARARGS | METH_KEYWORDS,
-     "flush(peer=None, callback=None, user_data=None) -> Request\n\n"
+     "flush($self, /, peer=None, callback=None, user_data=None)\n--\n\n"
      "Complete when everything issued before to peer (every peer if None) "
      "has completed."},
     {"progress", (PyCFunction)client_progress, METH_NOARGS,
-     "progress() -> None\n\nSend batches and handle what the daemon sent, "
+     "progress($self, /)\n--\n\nSend batches and handle what the daemon sent, "
      "without blocking; runs callbacks. Raises rma.DaemonGone once the "
      "daemon is gone."},
     {"fileno", (PyCFunction)client_fileno, METH_NOARGS,
-     "fileno() -> int\n\nThe fd to poll for readability (then call "
+     "fileno($self, /)\n--\n\nThe fd to poll for readability (then call "
      "progress())."},
     {"_on_readable", (PyCFunction)client_on_readable, METH_NOARGS, NULL},
     {"on_notification", (PyCFunction)client_on_notification, METH_O,
-     "on_notification(callback)\n\nRun callback(notification) for each "
+     "on_notification($self, callback, /)\n--\n\nRun callback(notification) "
+     "for each "
      "notification as it arrives, where progress runs (exceptions are "
      "reported as request callbacks' are); None goes back to queuing them "
      "for notifications()."},
     {"notifications", (PyCFunction)client_notifications, METH_NOARGS,
-     "notifications() -> async iterator of Notification\n\nThe queued "
+     "notifications($self, /)\n--\n\nAn async iterator of rma.Notification: "
+     "the queued "
      "notifications, in arrival order, then each as it arrives (driven by "
      "the loop's reader of this client)."},
     {"_notify_next", (PyCFunction)client_notify_next, METH_NOARGS, NULL},
     {"_notify_wait", (PyCFunction)client_notify_wait, METH_NOARGS, NULL},
     {"_notify_unget", (PyCFunction)client_notify_unget, METH_O, NULL},
-    {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL},
+    {"__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nThe client itself."},
+    {"__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS,
+     "__exit__($self, *exc)\n--\n\nclose(); exceptions propagate."},
     {NULL}};
 
 static PyGetSetDef client_getset[] = {
@@ -2989,7 +3021,7 @@ static PyTypeObject ClientType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rma.Client",
     .tp_basicsize = sizeof(ClientObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Client(socket=None, timeout=5.0)\n\nA connection to the "
+    .tp_doc = "Client(socket=None, timeout=5.0)\n--\n\nA connection to the "
 	      "host's rmad (socket None: the same resolution as librma's "
 	      "rma_default_socket()). A context manager.\n\n"
 	      "Offsets, lengths, sizes and notification values are ints from "
@@ -3033,10 +3065,10 @@ mod_strerror(PyObject *m, PyObject *args)
 
 static PyMethodDef mod_methods[] = {
     {"default_socket", mod_default_socket, METH_NOARGS,
-     "default_socket() -> str\n\nThe socket librma connects to by "
+     "default_socket()\n--\n\nThe socket librma connects to by "
      "default."},
     {"strerror", mod_strerror, METH_VARARGS,
-     "strerror(status) -> str\n\nName of a status."},
+     "strerror(status, /)\n--\n\nThe phrase for a status (\"timed out\")."},
     {NULL}};
 
 static struct PyModuleDef rma_module = {
@@ -3077,6 +3109,7 @@ PyInit__rma(void)
 	if ((mod = PyImport_ImportModule("rma.errors")) == NULL)
 		goto err;
 	errors_make = PyObject_GetAttrString(mod, "_make");
+	errors_closed = PyObject_GetAttrString(mod, "ClientClosed");
 	Py_DECREF(mod);
 	if ((mod = PyImport_ImportModule("asyncio")) == NULL)
 		goto err;
@@ -3115,15 +3148,16 @@ PyInit__rma(void)
 	notify_iterate = PyObject_GetAttrString(mod, "notifications");
 	notify_deliver = PyObject_GetAttrString(mod, "notify_deliver");
 	Py_DECREF(mod);
-	if (errors_make == NULL || get_running_loop == NULL ||
-	    resolve_threadsafe == NULL || notify_iterate == NULL ||
-	    notify_deliver == NULL || invalid_state == NULL ||
-	    str_set_result == NULL || str_set_exception == NULL ||
-	    str_create_future == NULL || str_await == NULL ||
-	    future_type == NULL || future_set_result == NULL ||
-	    stock_create_future == NULL || kwnames_loop == NULL ||
-	    kwnames_context == NULL || cancelled_error == NULL ||
-	    str_call_soon == NULL || str_call_soon_threadsafe == NULL)
+	if (errors_make == NULL || errors_closed == NULL ||
+	    get_running_loop == NULL || resolve_threadsafe == NULL ||
+	    notify_iterate == NULL || notify_deliver == NULL ||
+	    invalid_state == NULL || str_set_result == NULL ||
+	    str_set_exception == NULL || str_create_future == NULL ||
+	    str_await == NULL || future_type == NULL ||
+	    future_set_result == NULL || stock_create_future == NULL ||
+	    kwnames_loop == NULL || kwnames_context == NULL ||
+	    cancelled_error == NULL || str_call_soon == NULL ||
+	    str_call_soon_threadsafe == NULL)
 		goto err;
 	for (int st = RMA_ERR_RESTARTED; st <= RMA_INPROGRESS; st++)
 		if (PyModule_AddIntConstant(m, status_name(st), st) < 0)

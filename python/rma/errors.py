@@ -90,6 +90,15 @@ class Permission(Error, PermissionError):
     """Not allowed (RMA_ERR_PERMISSION)."""
 
 
+class ClientClosed(Error, ValueError):
+    """A call on a Client after its close(), or on a Region, Peer, Remote
+    or notification iterator it made (raised by the binding, no librma
+    status: ``status`` is RMA_ERR_INVALID's)."""
+
+    status = -1
+    name = "RMA_ERR_INVALID"
+
+
 class Internal(Error):
     """A bug in rmad or librma (RMA_ERR_INTERNAL): please report."""
 

@@ -26,8 +26,26 @@
  *    most GUARD_CONNS_PER_ENDPOINT times per endpoint, until its
  *    handshake is done and within connect_timeout. UCX's tcp connects a
  *    lane in the direction the two interface addresses order, whoever
- *    dialed, so the far end of either kind of endpoint may connect here
- *    before rmad's handshake can run over that lane.
+ *    dialed: the lower address connects to the higher one
+ *    (uct_tcp_cm_ep_accept_conn in src/uct/tcp/tcp_cm.c, memcmp of the
+ *    addresses as ucs_sockaddr_cmp does), so the far end of either kind
+ *    of endpoint may connect here before rmad's handshake can run over
+ *    that lane, but only from a lower address than ours: one from a
+ *    higher address is never UCX's, and is refused.
+ *
+ * What this leaves, for the threat model. Root and rmad's own uid may
+ * still write rmad's memory through these sockets (they can through
+ * ptrace or /proc/PID/mem too). A host inside peer_allow that has not
+ * proved the cluster key can still open a connection to the listener's
+ * port (sockcm's bytes then reach UCX before rmad hears of it), and,
+ * once rmad accepted that endpoint, up to GUARD_CONNS_PER_ENDPOINT raw
+ * connections to an interface socket until the handshake is done or
+ * connect_timeout passed, if its address is the lower one: in that
+ * window its PUT_REQ lands, so peer_allow, not the key, is the boundary
+ * for rmad's memory. A host rmad dials for a client (PeerConnect) gets
+ * the same window for that endpoint, whether or not it is in peer_allow;
+ * the window closes for good when the connect fails or its handshake
+ * completes, and is never opened without an endpoint.
  *
  * This runs in UCX's async thread, or in a worker thread catching up on
  * the events it missed: it holds no daemon and takes no lock. What the
@@ -503,7 +521,8 @@ guard_accept(int listen_fd, int fd, const struct sockaddr *peer)
 			return true;
 		return guard_refuse(false);
 	}
-	if (guard_entry_admit(&src, daemon_now()))
+	if (memcmp(src.addr, dst.addr, guard_addr_len(src.family)) < 0 &&
+	    guard_entry_admit(&src, daemon_now()))
 		return true;
 	return guard_refuse(false);
 }

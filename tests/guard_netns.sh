@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Issue 23, finding 2: a client's connect must not open UCX's sockets to
 # the host it names. Three hosts on a bridge (network namespaces): rmad D
-# on 10.234.0.1 with peer_allow 10.234.0.2/32; H1 (10.234.0.2, inside
-# peer_allow) where nothing listens; H2 (10.234.0.3, outside) where a
-# plain socket accepts and says nothing. A client of D connects to each
+# on 10.234.0.3 with peer_allow 10.234.0.1/32; H1 (10.234.0.1, inside
+# peer_allow) where nothing listens; H2 (10.234.0.2, outside) where a
+# plain socket accepts and says nothing. (UCX's tcp connects from the
+# lower interface address to the higher one, and the guard refuses the
+# other direction outright: D has the highest address, so that what
+# refuses here is the guard's entries for D's endpoints.) A client of D connects to each
 # (rmactl wait --peer, which fails); once D shows that peer down, raw_uct
 # (tests/adversary/raw_uct.c) sends from each host UCX 1.13's tcp
 # framing to D's interface sockets: a put into D's exposed region, then
@@ -77,13 +80,13 @@ peer_down() { [ "$(peer_state "$1")" = down ]; }
 
 # D's UCX tcp interface ports: its listening sockets but the listener.
 iface_ports() {
-	ip netns exec "$D" ss -ltnpH | awk -v pid="pid=$DPID," -v a="$NET.1:" \
+	ip netns exec "$D" ss -ltnpH | awk -v pid="pid=$DPID," -v a="$DA:" \
 		'index($0, pid) && index($4, a) == 1 {sub(".*:", "", $4); print $4}' |
 		grep -vx "$PORT" | sort -u | paste -sd, -
 }
 
 victim_intact() {
-	rmactl d get --peer "$NET.1:$PORT" --descriptor "$T/desc" --length 64K \
+	rmactl d get --peer "$DA:$PORT" --descriptor "$T/desc" --length 64K \
 		--out "$T/victim" 2>>"$T/d.log" && cmp -s "$T/fill" "$T/victim"
 }
 
@@ -94,7 +97,7 @@ raw_from() { # ns label
 	before=$(refused)
 	: >"$T/raw.$label"
 	for attack in put crash; do
-		ip netns exec "$ns" timeout 30 "$RAW_UCT" --host "$NET.1" --bind any \
+		ip netns exec "$ns" timeout 30 "$RAW_UCT" --host "$DA" --bind any \
 			--ports "$PORTS" --target "$TARGET" --attack "$attack" --count 3 \
 			>>"$T/raw.$label" 2>&1 || fail "raw_uct from $label: exit $?"
 	done
@@ -111,9 +114,10 @@ raw_from() { # ns label
 
 # ---- the network, D, its victim -------------------------------------------
 
-netns_bridge "$BR" "$NET" "$D" "$H1" "$H2"
+DA=$NET.3 H1A=$NET.1 H2A=$NET.2
+netns_bridge "$BR" "$NET" "$H1" "$H2" "$D"
 head -c 65536 /dev/urandom >"$T/fill"
-start_daemon "$D" d "$NET.1" --peer-allow "$NET.2/32"
+start_daemon "$D" d "$DA" --peer-allow "$H1A/32"
 "$RMACTL" --socket "$T/d.sock" expose --size 1M --fill "$T/fill" \
 	--descriptor-out "$T/desc" 2>>"$T/d.log" &
 PIDS+=($!)
@@ -127,7 +131,7 @@ victim_intact || fail "the victim region cannot be read"
 # H2 accepts and says nothing, for as long as the test runs
 ip netns exec "$H2" python3 -c '
 import socket, sys
-s = socket.socket(); s.bind(("'"$NET.3"'", '"$PORT"')); s.listen(16)
+s = socket.socket(); s.bind(("'"$H2A"'", '"$PORT"')); s.listen(16)
 print("listening", flush=True)
 held = []
 while True:
@@ -138,30 +142,30 @@ wait_until 10 grep -q listening "$T/silent.log" || fail "no silent listener on H
 
 # ---- a client's connects, then raw bytes from those hosts ------------------
 
-for h in 2 3; do
+for h in "$H1A" "$H2A"; do
 	rc=0
-	rmactl d wait --timeout 1 --peer "$NET.$h:$PORT" >/dev/null 2>"$T/wait.$h" || rc=$?
-	[ $rc -ne 0 ] || fail "D reached $NET.$h:$PORT"
+	rmactl d wait --timeout 1 --peer "$h:$PORT" >/dev/null 2>"$T/wait.$h" || rc=$?
+	[ $rc -ne 0 ] || fail "D reached $h:$PORT"
 	# the connect is over (refused, or connect_timeout) before bytes come
-	wait_until 15 peer_down "$NET.$h:$PORT" ||
-		fail "D's peer $NET.$h:$PORT is '$(peer_state "$NET.$h:$PORT")', not down"
+	wait_until 15 peer_down "$h:$PORT" ||
+		fail "D's peer $h:$PORT is '$(peer_state "$h:$PORT")', not down"
 done
-raw_from "$H1" "H1 (inside peer_allow, nothing listens)"
 raw_from "$H2" "H2 (outside peer_allow, silent listener)"
+raw_from "$H1" "H1 (inside peer_allow, nothing listens)"
 
 # ---- a real daemon on H1: traffic both ways, then raw bytes again ----------
 
-start_daemon "$H1" h1 "$NET.2" --peer-allow "$NET.0/24"
+start_daemon "$H1" h1 "$H1A" --peer-allow "$NET.0/24"
 "$RMACTL" --socket "$T/h1.sock" expose --size 1M --descriptor-out "$T/desc1" 2>>"$T/h1.log" &
 PIDS+=($!)
 wait_until 10 test -s "$T/desc1" || fail "no descriptor on H1"
 head -c 70000 /dev/urandom >"$T/data"
-rmactl d put --peer "$NET.2:$PORT" --descriptor "$T/desc1" "$T/data" || fail "put D -> H1"
-rmactl d get --peer "$NET.2:$PORT" --descriptor "$T/desc1" --length 70000 \
+rmactl d put --peer "$H1A:$PORT" --descriptor "$T/desc1" "$T/data" || fail "put D -> H1"
+rmactl d get --peer "$H1A:$PORT" --descriptor "$T/desc1" --length 70000 \
 	--out "$T/data.back" && cmp -s "$T/data" "$T/data.back" || fail "get D <- H1"
-rmactl h1 put --peer "$NET.1:$PORT" --descriptor "$T/desc" --offset 512K "$T/data" ||
+rmactl h1 put --peer "$DA:$PORT" --descriptor "$T/desc" --offset 512K "$T/data" ||
 	fail "put H1 -> D"
-rmactl h1 get --peer "$NET.1:$PORT" --descriptor "$T/desc" --offset 512K --length 70000 \
+rmactl h1 get --peer "$DA:$PORT" --descriptor "$T/desc" --offset 512K --length 70000 \
 	--out "$T/data.back2" && cmp -s "$T/data" "$T/data.back2" || fail "get H1 <- D"
 echo "guard-netns: D and an rmad on H1 put and get both ways"
 raw_from "$H1" "H1 (its endpoints up)"

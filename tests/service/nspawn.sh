@@ -31,7 +31,7 @@ command -v systemd-nspawn >/dev/null ||
 command -v nsenter >/dev/null || skip "no nsenter (util-linux)"
 [ -x /usr/lib/systemd/systemd ] || skip "no systemd in this machine's /usr"
 # --volatile=yes keeps only /usr of the host: /bin, /lib must point there.
-[ "$(readlink -f /bin)" = /usr/bin ] && [ "$(readlink -f /lib)" = /usr/lib ] ||
+{ [ "$(readlink -f /bin)" = /usr/bin ] && [ "$(readlink -f /lib)" = /usr/lib ]; } ||
 	skip "/usr is not merged here: --volatile=yes cannot boot this root"
 
 SIZE=65536
@@ -123,7 +123,10 @@ find_leader() {
 nspawn_gone() {
 	! kill -0 "$NSPAWN" 2>/dev/null
 }
-wait_until 60 eval 'find_leader || nspawn_gone' || fail "nspawn started no systemd in 60 s: $(cat "$T/boot.log")"
+leader_or_gone() {
+	find_leader || nspawn_gone
+}
+wait_until 60 leader_or_gone || fail "nspawn started no systemd in 60 s: $(cat "$T/boot.log")"
 [ -n "$LEADER" ] || skip "systemd-nspawn cannot boot this machine's root here (under systemd: no cgroup delegated? try systemd-run -p Delegate=yes --pty): $(tail -n 20 "$T/boot.log")"
 
 # in_ct COMMAND...: runs COMMAND in the container (all its namespaces, a
@@ -177,6 +180,19 @@ journal_since() { # CURSOR [JOURNALCTL ARGS...]
 # rmad_up: the service active (READY=1 came) and running.
 rmad_up() {
 	[ "$(prop rmad.service ActiveState)/$(prop rmad.service SubState)" = active/running ]
+}
+# rmad_back OLD-PID: a new main process, up.
+rmad_back() {
+	[ "$(prop rmad.service MainPID)" != "$1" ] && rmad_up
+}
+# rmad_settled: no job for rmad.service (the restart done, no automatic
+# restart pending) and a state it stays in.
+rmad_settled() {
+	[ -z "$(in_ct systemctl list-jobs --no-legend rmad.service)" ] &&
+		case $(prop rmad.service ActiveState) in
+		active | failed | inactive) true ;;
+		*) false ;;
+		esac
 }
 # The daemon line of `rmactl status`: "daemon  ID (pid N, version V)".
 daemon_id() {
@@ -271,7 +287,7 @@ check_region "systemctl restart"
 pid=$(prop rmad.service MainPID)
 n=$(prop rmad.service NRestarts)
 in_ct kill -KILL "$pid"
-wait_until 60 eval '[ "$(prop rmad.service MainPID)" != "$pid" ] && rmad_up' ||
+wait_until 60 rmad_back "$pid" ||
 	fail "kill -9: rmad not back in 60 s: $(journal_since "$BOOT_CURSOR" -u rmad | tail -n 20)"
 same_daemon "kill -9" "$pid"
 [ "$(prop rmad.service NRestarts)" -eq $((n + 1)) ] ||
@@ -286,7 +302,7 @@ cursor=$(journal_cursor)
 in_ct kill -STOP "$pid"
 # The watchdog fires after WatchdogSec (30 s), its SIGABRT (with SIGCONT)
 # ends the stopped process; then Restart=on-failure.
-wait_until 150 eval '[ "$(prop rmad.service MainPID)" != "$pid" ] && rmad_up' ||
+wait_until 150 rmad_back "$pid" ||
 	fail "watchdog: rmad not restarted in 150 s: $(journal_since "$cursor" -u rmad | tail -n 20)"
 journal_since "$cursor" -u rmad | grep -q "rmad.service: Failed with result 'watchdog'" ||
 	fail "watchdog: restarted, but not by the watchdog: $(journal_since "$cursor" -u rmad | tail -n 20)"
@@ -310,13 +326,13 @@ in_ct "$RMAD" --config "$SHARE/typo.conf" --check-config >/dev/null 2>&1 || rc=$
 
 pid=$(prop rmad.service MainPID)
 in_ct systemctl reload rmad || fail "systemctl reload of the good file failed"
-[ "$(prop rmad.service MainPID)" = "$pid" ] && rmad_up ||
+{ [ "$(prop rmad.service MainPID)" = "$pid" ] && rmad_up; } ||
 	fail "reload of the good file: rmad $(prop rmad.service ActiveState), pid $(prop rmad.service MainPID) (was $pid)"
 put_conf "$T/share/typo.conf"
 if in_ct systemctl reload rmad >"$T/reload.out" 2>&1; then
 	soft_fail "reload of a refused file (a typo) reported success (ExecReload must check the file first)"
 fi
-[ "$(prop rmad.service MainPID)" = "$pid" ] && rmad_up ||
+{ [ "$(prop rmad.service MainPID)" = "$pid" ] && rmad_up; } ||
 	fail "reload of a bad file: rmad $(prop rmad.service ActiveState), pid $(prop rmad.service MainPID) (was $pid)"
 put_conf "$T/good.conf"
 [ "$(daemon_id)" = "$ID" ] || fail "reload: identity changed"
@@ -334,9 +350,7 @@ bad_restart() {
 	pid=$(prop rmad.service MainPID)
 	put_conf "$file"
 	in_ct systemctl restart rmad >"$T/restart.out" 2>&1 || true
-	# settled: the restart job done, and no automatic restart pending
-	wait_until 60 eval '[ -z "$(in_ct systemctl list-jobs --no-legend rmad.service)" ] &&
-		case $(prop rmad.service ActiveState) in active | failed | inactive) true ;; *) false ;; esac' ||
+	wait_until 60 rmad_settled ||
 		fail "$stage: rmad.service did not settle in 60 s"
 	put_conf "$T/good.conf"
 	state=$(prop rmad.service ActiveState)

@@ -611,7 +611,8 @@ config_build(struct config *cfg, const struct config_flags *fl, int argc,
 	if (env != NULL && env[0] != '\0')
 		config_set(cfg, "socket", env, NULL, 0);
 	optind = 0; /* glibc: start over */
-	while ((opt = getopt_long(argc, argv, "", fl->longopts, NULL)) != -1) {
+	/* ":": a flag without its value is told apart from an unknown one */
+	while ((opt = getopt_long(argc, argv, ":", fl->longopts, NULL)) != -1) {
 		if (opt >= 0 && (size_t)opt < N_OPTIONS) {
 			/* --rma-protocol-unchecked alone means yes */
 			const char *value = optarg != NULL ? optarg : "yes";
@@ -626,11 +627,15 @@ config_build(struct config *cfg, const struct config_flags *fl, int argc,
 						*q = '-';
 				return config_error(err, err_len, "--%s", why);
 			}
-		} else if (opt == '?' && !lenient) {
-			/* said here, not by getopt: at error priority */
+		} else if ((opt == '?' || opt == ':') && !lenient) {
+			/* said here, not by getopt: at error priority; one
+			 * line, not the 42 of --help */
 			config_error(err, err_len,
-				     "unknown option '%s', or one without its "
-				     "value (rmad --help lists them)",
+				     opt == ':'
+					 ? "option '%s' needs a value; "
+					   "see rmad --help"
+					 : "unknown option '%s'; see rmad "
+					   "--help",
 				     argv[optind - 1]);
 			return CONFIG_USAGE;
 		}

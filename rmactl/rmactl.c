@@ -204,6 +204,10 @@ rmactl_fail(const char *cmd, rma_status_t st, const rma_client_t *client)
 
 	if (detail == NULL || detail[0] == '\0' || strcmp(detail, what) == 0)
 		return rmactl_errx(rmactl_exit_code(st), cmd, "%s", what);
+	/* no connection yet: librma's detail says what the socket is; "daemon
+	 * gone" would be wrong for one that never was */
+	if (client == NULL)
+		return rmactl_errx(rmactl_exit_code(st), cmd, "%s", detail);
 	return rmactl_errx(rmactl_exit_code(st), cmd, "%s: %s", what, detail);
 }
 
@@ -240,7 +244,7 @@ rmactl_usage_error(int cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see rmactl%s%s --help)\n", cmd >= 0 ? " " : "",
+	fprintf(stderr, "; see rmactl%s%s --help\n", cmd >= 0 ? " " : "",
 		cmd >= 0 ? rmactl_cmd_names[cmd] : "");
 	return EX_USAGE;
 }
@@ -357,7 +361,7 @@ main(int argc, char **argv)
 	/* a reader that went away is an EPIPE error, not a silent death */
 	signal(SIGPIPE, SIG_IGN);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			rmactl_socket = optarg;
@@ -368,8 +372,11 @@ main(int argc, char **argv)
 		case 'V':
 			printf("rmactl %s\n", RMA_VERSION);
 			return 0;
+		case ':':
+			return rmactl_usage_error(-1, "option %s needs a value",
+						  argv[optind - 1]);
 		default:
-			return rmactl_usage_error(-1, "bad option %s",
+			return rmactl_usage_error(-1, "unknown option %s",
 						  argv[optind - 1]);
 		}
 	}

@@ -138,7 +138,7 @@ rmactl_atomic_run(int argc, char **argv)
 			return 0;
 		default:
 			return rmactl_usage_error(RMACTL_ATOMIC,
-						  "atomic: bad option %s",
+						  "atomic: unknown option %s",
 						  argv[optind - 1]);
 		}
 	}

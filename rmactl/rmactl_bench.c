@@ -180,7 +180,7 @@ bench_args(int argc, char **argv, struct bench *b)
 			return -1;
 		default:
 			return rmactl_usage_error(RMACTL_BENCH,
-						  "bench: bad option %s",
+						  "bench: unknown option %s",
 						  argv[optind - 1]);
 		}
 	}

@@ -122,7 +122,7 @@ rmactl_expose_run(int argc, char **argv)
 			return 0;
 		default:
 			return rmactl_usage_error(RMACTL_EXPOSE,
-						  "expose: bad option %s",
+						  "expose: unknown option %s",
 						  argv[optind - 1]);
 		}
 	}

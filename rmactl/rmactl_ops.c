@@ -66,7 +66,7 @@ rmactl_ops_usage_error(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see rmactl %s --help)\n", cmd);
+	fprintf(stderr, "; see rmactl %s --help\n", cmd);
 	return EX_USAGE;
 }
 
@@ -272,7 +272,7 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 			fputs(rmactl_ops_views[view].usage, stdout);
 			return 0;
 		default:
-			return rmactl_ops_usage_error(cmd, "bad option %s",
+			return rmactl_ops_usage_error(cmd, "unknown option %s",
 						      argv[optind - 1]);
 		}
 	}
@@ -372,8 +372,8 @@ rmactl_ops_ping(int argc, char **argv)
 			fputs(rmactl_ops_ping_usage, stdout);
 			return 0;
 		default:
-			return rmactl_ops_usage_error("ping", "bad option %s",
-						      argv[optind - 1]);
+			return rmactl_ops_usage_error(
+			    "ping", "unknown option %s", argv[optind - 1]);
 		}
 	}
 	if (optind != argc)

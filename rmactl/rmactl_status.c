@@ -166,7 +166,7 @@ rmactl_status_run(int argc, char **argv)
 			return 0;
 		default:
 			return rmactl_usage_error(RMACTL_STATUS,
-						  "status: bad option %s",
+						  "status: unknown option %s",
 						  argv[optind - 1]);
 		}
 	}

@@ -504,7 +504,7 @@ rmactl_top_args(int argc, char **argv, struct rmactl_top *t)
 				return rmactl_errx(EX_USAGE, "top",
 						   "--count: expected 1 to %d, "
 						   "got %s (see rmactl top "
-						   "--help)",
+						   "--help",
 						   RMACTL_TOP_COUNT_MAX,
 						   optarg);
 			break;
@@ -516,15 +516,15 @@ rmactl_top_args(int argc, char **argv, struct rmactl_top *t)
 			return -1;
 		default:
 			return rmactl_errx(EX_USAGE, "top",
-					   "bad option %s (see rmactl top "
-					   "--help)",
+					   "unknown option %s; see rmactl top "
+					   "--help",
 					   argv[optind - 1]);
 		}
 	}
 	if (optind != argc)
 		return rmactl_errx(EX_USAGE, "top",
 				   "unexpected argument %s (see rmactl top "
-				   "--help)",
+				   "--help",
 				   argv[optind]);
 	return 0;
 }

@@ -220,15 +220,15 @@ rmactl_wait_run(int argc, char **argv)
 			return 0;
 		default:
 			return rmactl_errx(EX_USAGE, "wait",
-					   "bad option %s (see rmactl wait "
-					   "--help)",
+					   "unknown option %s; see rmactl wait "
+					   "--help",
 					   argv[optind - 1]);
 		}
 	}
 	if (optind != argc)
 		return rmactl_errx(EX_USAGE, "wait",
 				   "unexpected argument %s (see rmactl wait "
-				   "--help)",
+				   "--help",
 				   argv[optind]);
 	/* --file alone: the file's writer already had the daemon */
 	w.daemon = w.file == NULL || w.peer != NULL;

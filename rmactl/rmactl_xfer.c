@@ -131,7 +131,7 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 	return 0;
 
 bad_option:
-	return rmactl_usage_error(which, "%s: bad option %s", x->cmd,
+	return rmactl_usage_error(which, "%s: unknown option %s", x->cmd,
 				  argv[optind - 1]);
 }
 

@@ -123,8 +123,38 @@ expect_error 65 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$a_PORT" \
 # unreachable peer
 expect_error 68 "$RMACTL" --socket "$T/b.sock" put --peer "127.0.0.1:$(free_port)" \
 	--descriptor "$T/desc" "$T/fill"
-# no daemon
+# no daemon: a socket that never existed is said to be missing, not
+# "daemon gone"; one left by a daemon that exited is refused
 expect_error 69 "$RMACTL" --socket "$T/nobody.sock" status
+grep -q "socket $T/nobody.sock does not exist" "$T/err" ||
+	fail "missing socket: $(cat "$T/err")"
+grep -q "daemon gone" "$T/err" && fail "missing socket: $(cat "$T/err")"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+	"$T/left.sock"
+expect_error 69 "$RMACTL" --socket "$T/left.sock" status
+grep -q "no daemon at $T/left.sock: Connection refused" "$T/err" ||
+	fail "left socket: $(cat "$T/err")"
+# EACCES (not for root, who passes every permission check): the hint
+# names group rma
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	expect_error 77 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$RMACTL" --socket "$T/a.sock" status
+	grep -q "Permission denied.*usermod -aG rma" "$T/err" ||
+		fail "EACCES: $(cat "$T/err")"
+fi
+# an unknown flag: one line and a hint, not the help (EX_USAGE)
+expect_error 64 "$RMAD" --x
+grep -qx "rmad: unknown option '--x'; see rmad --help" "$T/err" ||
+	fail "rmad --x: $(cat "$T/err")"
+expect_error 64 "$RMAD" --socket
+grep -qx "rmad: option '--socket' needs a value; see rmad --help" "$T/err" ||
+	fail "rmad --socket: $(cat "$T/err")"
+expect_error 64 "$RMACTL" --x status
+grep -qx "rmactl: unknown option --x; see rmactl --help" "$T/err" ||
+	fail "rmactl --x: $(cat "$T/err")"
+expect_error 64 "$RMACTL" --socket "$T/b.sock" status --x
+grep -q "unknown option --x; see rmactl status --help" "$T/err" ||
+	fail "rmactl status --x: $(cat "$T/err")"
 # usage
 expect_error 64 "$RMACTL" --socket "$T/b.sock" put --descriptor "$T/desc"
 # rmad: configuration errors are EX_CONFIG (78), one line, found by

@@ -3,12 +3,15 @@
 # Installs what rmad needs to build and test, from Debian 12 packages.
 # Idempotent: installs only what is missing; needs root (or sudo) for that.
 # systemd-container: systemd-nspawn, for tests/service/nspawn.sh.
+# python3-venv, python3-mesonpy: pip install ./python without an index
+# (tests/package/pip_install.sh); lintian: tests/package/debian.sh.
 set -eu
 
 PACKAGES="gcc pkg-config meson ninja-build libucx-dev ucx-utils \
 libevent-dev libprotobuf-c-dev protobuf-c-compiler check libsystemd-dev \
 libinih-dev libsodium-dev iproute2 procps systemd systemd-container clang \
-libclang-rt-14-dev python3-dev python3-pytest python3-numpy"
+libclang-rt-14-dev python3-dev python3-pytest python3-numpy python3-venv \
+python3-mesonpy lintian"
 
 missing=""
 for p in $PACKAGES; do

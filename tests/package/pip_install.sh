@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# What a Python user does: rmad installed (here: meson install into a
+# scratch destdir, its rma.pc pointed there), then in a fresh venv of an
+# interpreter other than Debian's (pyenv's, when there is one)
+#   pip install --no-build-isolation --no-index ./python
+# (no package index here: meson-python comes from Debian's
+# python3-mesonpy), then examples/put.py from outside the source tree,
+# against two real daemons. The extension must link the installed
+# librma.so.0, not carry the client code. Skipped (77) when venv,
+# meson-python, a compiler, pkg-config or Python.h is missing.
+. "$(dirname "$0")/../service/lib.sh"
+
+: "${MESON:?}" "${BUILDDIR:?}" "${SRCDIR:?}" "${RMAD_BIN:?}" "${RMACTL_BIN:?}"
+command -v cc >/dev/null || skip "no C compiler (apt-get install gcc)"
+command -v pkg-config >/dev/null || skip "no pkg-config (apt-get install pkg-config)"
+
+# The interpreter: $RMA_PIP_PYTHON, else python3 on PATH unless it is
+# Debian's (/usr), else Debian's.
+interp_of() { # PYTHON: its real executable and prefix, or nothing
+	"$1" -c 'import os, sys; print(os.path.realpath(sys.executable), sys.base_prefix)' 2>/dev/null
+}
+PY=""
+for cand in ${RMA_PIP_PYTHON:-} python3 /usr/bin/python3; do
+	command -v "$cand" >/dev/null || continue
+	read -r exe prefix < <(interp_of "$cand") || continue
+	if [ -n "${RMA_PIP_PYTHON:-}" ] || [ "$prefix" != /usr ] || [ "$cand" = /usr/bin/python3 ]; then
+		PY=$exe
+		break
+	fi
+done
+[ -n "$PY" ] || skip "no python3"
+echo "interpreter: $PY ($("$PY" -V 2>&1))"
+[ -f "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] ||
+	skip "no Python.h for $PY (Debian's python3: apt-get install python3-dev)"
+"$PY" -m venv "$T/venv" >"$T/venv.log" 2>&1 ||
+	skip "$PY cannot make a venv (Debian's python3: apt-get install python3-venv): $(tail -n 1 "$T/venv.log")"
+VPY=$T/venv/bin/python
+
+# meson-python for the build: the venv's own, else Debian's pure-Python
+# packages (python3-mesonpy and what it imports) through PYTHONPATH for
+# pip alone; the venv stays as it was made.
+BUILD_PYTHONPATH=""
+if ! "$VPY" -c 'import mesonpy' 2>/dev/null; then
+	mkdir "$T/buildreq"
+	for m in mesonpy pyproject_metadata packaging tomli; do
+		[ -e "/usr/lib/python3/dist-packages/$m" ] &&
+			ln -s "/usr/lib/python3/dist-packages/$m" "$T/buildreq/$m"
+	done
+	PYTHONPATH=$T/buildreq "$VPY" -c 'import mesonpy' 2>"$T/mesonpy.err" ||
+		skip "meson-python not importable by $PY (apt-get install python3-mesonpy): $(tail -n 1 "$T/mesonpy.err")"
+	BUILD_PYTHONPATH=$T/buildreq
+fi
+
+# rmad installed; pkg-config finds its librma there
+D=$T/dest
+"$MESON" install -C "$BUILDDIR" --no-rebuild --quiet --destdir "$D" \
+	>"$T/install.log" 2>&1 || fail "meson install: $(cat "$T/install.log")"
+PC=$(find "$D" -path '*/pkgconfig/rma.pc' | head -n 1)
+[ -n "$PC" ] || fail "no rma.pc installed"
+mkdir "$T/pc"
+sed "s|^prefix=|prefix=$D|" "$PC" >"$T/pc/rma.pc"
+LIBDIR=$(PKG_CONFIG_PATH=$T/pc pkg-config --variable=libdir rma)
+[ -e "$LIBDIR/librma.so.0" ] || fail "no librma.so.0 in $LIBDIR"
+
+# pip builds python/ as it is in the repository, copied so that nothing
+# is written into the source tree
+cp -r "$SRCDIR/python" "$T/src"
+rm -rf "$T/src/tests"
+(
+	cd "$T"
+	PKG_CONFIG_PATH=$T/pc PYTHONPATH=$BUILD_PYTHONPATH \
+		PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+		"$VPY" -m pip install --no-build-isolation --no-index "$T/src"
+) >"$T/pip.log" 2>&1 || fail "pip install: $(tail -n 30 "$T/pip.log")"
+
+# installed into the venv, for this interpreter, on the installed librma
+MOD=$(cd "$T" && "$VPY" -c 'import rma._rma as m; print(m.__file__)' 2>"$T/import.err") ||
+	fail "import rma: $(cat "$T/import.err")"
+case "$MOD" in "$T/venv/"*) ;; *) fail "rma imported from $MOD, not the venv" ;; esac
+readelf -d "$MOD" | grep -q 'NEEDED.*\[librma\.so\.0\]' || fail "$MOD does not need librma.so.0"
+readelf --version-info "$MOD" | grep -q 'Name: RMA_0\.1 ' || fail "$MOD needs no RMA_0.1 symbols"
+# (through files: grep -q closing a pipe early fails it under pipefail)
+nm -D --undefined-only "$MOD" >"$T/undefined"
+grep -q ' rma_connect_timeout@RMA_0\.1$' "$T/undefined" ||
+	fail "$MOD does not take rma_connect_timeout from librma"
+nm "$MOD" >"$T/syms" 2>&1 || true
+if grep -qw client_call "$T/syms"; then
+	fail "$MOD carries librma's code"
+fi
+
+# examples/put.py with the venv's python, between two real daemons
+start_daemon a
+start_daemon b
+"$RMACTL_BIN" --socket "$T/a.sock" expose --size 64K --descriptor-out "$T/desc" \
+	>"$T/expose.log" 2>&1 &
+PIDS+=($!)
+wait_until 10 test -s "$T/desc" || fail "no descriptor: $(cat "$T/expose.log")"
+(cd "$T" && RMAD_SOCKET=$T/b.sock timeout 60 "$VPY" "$SRCDIR/examples/put.py" \
+	"127.0.0.1:$a_PORT" "$(cat "$T/desc")") >"$T/put.out" 2>&1 ||
+	fail "examples/put.py: $(cat "$T/put.out")"
+grep -q '^put: success$' "$T/put.out" || fail "put.py: $(cat "$T/put.out")"
+grep -q '^read back: hello, remote memory$' "$T/put.out" || fail "put.py read back: $(cat "$T/put.out")"
+echo ok

@@ -15,7 +15,8 @@
 #       as a failed reload (a good file reloads);
 #   (b) a typo, then an address not on this host, in rmad.conf at
 #       systemctl restart (the last good configuration), rmad saying so
-#       at error priority;
+#       at error priority, in systemctl status (STATUS=) and in rmactl
+#       status until a reload of the good file;
 # and systemctl stop must release them. Each stage writes new bytes into
 # the region from a second rmad (another daemon's view of the old
 # descriptor) and reads them back through both daemons after the next;
@@ -364,7 +365,23 @@ bad_restart() {
 	journal_since "$cursor" -u rmad -p err -o verbose |
 		grep -q '^ *SYSLOG_IDENTIFIER=rmad$' ||
 		soft_fail "$stage: rmad said nothing at error priority about the file it refused"
+	wait_until 20 status_refused ||
+		soft_fail "$stage: systemctl status does not say the file was refused (StatusText: $(prop rmad.service StatusText))"
+	rmactl --socket "$RMAD_SOCK" status | grep -q '^config  *REFUSED' ||
+		soft_fail "$stage: rmactl status does not say the file was refused"
 	check_region "$stage at restart"
+	# The good file back, a reload applies it: nothing refused any more.
+	in_ct systemctl reload rmad || fail "$stage: reload of the good file"
+	wait_until 20 status_accepted ||
+		soft_fail "$stage: still CONFIG REFUSED after a reload of the good file"
+}
+# status_refused: rmad's sd_notify STATUS= (systemctl status) says it runs
+# on the last good configuration.
+status_refused() {
+	case $(prop rmad.service StatusText) in "CONFIG REFUSED"*) true ;; *) false ;; esac
+}
+status_accepted() {
+	! status_refused
 }
 sed 's/^listen = .*/listen = 10.1.0.5:13337/' "$T/good.conf" >"$T/share/noaddr.conf"
 if bad_restart "typo" "$T/share/typo.conf"; then

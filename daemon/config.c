@@ -310,14 +310,24 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 					    o->name);
 		cfg->ready_fd = (int)bytes;
 		return 0;
-	case CT_CIDRS:
+	case CT_CIDRS: {
+		char host[INET6_ADDRSTRLEN + 8], net[INET6_ADDRSTRLEN + 8];
+
 		cfg->n_peer_allow = 0;
-		if (config_each(value, config_add_cidr, cfg) < 0)
+		if (config_each(value, config_add_cidr, cfg) == 0)
+			return 0;
+		if (config_cidr_network(value, host, sizeof(host), net,
+					sizeof(net)))
 			return config_error(err, err_len,
-					    "%s: expected a list of networks "
-					    "like 10.0.0.0/8, got '%s'",
-					    o->name, value);
-		return 0;
+					    "%s: %s has host bits set: the "
+					    "network is %s (or write one host "
+					    "as /32, /128)",
+					    o->name, host, net);
+		return config_error(err, err_len,
+				    "%s: expected a list of networks like "
+				    "10.0.0.0/8, got '%s'",
+				    o->name, value);
+	}
 	case CT_USERS:
 		cfg->n_allow_uids = 0;
 		if (config_each(value, config_add_user, cfg) < 0)
@@ -360,6 +370,7 @@ config_set(struct config *cfg, const char *name, const char *value, char *err,
 
 struct config_ini {
 	struct config *cfg;
+	bool seen[N_OPTIONS]; /* given once already in this file */
 	char err[256];
 };
 
@@ -370,7 +381,16 @@ config_ini_handler(void *user, const char *section, const char *name,
 	struct config_ini *ci = user;
 	const struct config_option *o;
 
-	if (section[0] != '\0' && strcmp(section, "rmad") != 0) {
+	/* inih gives the section: "" before the first header */
+	if (section[0] == '\0') {
+		if (ci->err[0] == '\0')
+			snprintf(ci->err, sizeof(ci->err),
+				 "'%s' before any section (options go in "
+				 "[rmad])",
+				 name);
+		return 0;
+	}
+	if (strcmp(section, "rmad") != 0) {
 		if (ci->err[0] == '\0')
 			snprintf(ci->err, sizeof(ci->err),
 				 "unknown section [%s] (options go in [rmad])",
@@ -384,6 +404,18 @@ config_ini_handler(void *user, const char *section, const char *name,
 				 "'%s' is a command-line flag only", name);
 		return 0;
 	}
+	/* The last of two would win unseen: refuse the second. inih also
+	 * calls again for an indented line (a continuation). */
+	if (o != NULL && ci->seen[o - config_options]) {
+		if (ci->err[0] == '\0')
+			snprintf(ci->err, sizeof(ci->err),
+				 "'%s' given twice (or continued on an "
+				 "indented line): keep one",
+				 name);
+		return 0;
+	}
+	if (o != NULL)
+		ci->seen[o - config_options] = true;
 	if (config_set(ci->cfg, name, value,
 		       ci->err[0] == '\0' ? ci->err : NULL,
 		       sizeof(ci->err)) < 0)
@@ -546,6 +578,9 @@ config_usage(FILE *f)
 			config_print_value(f, &def, &config_options[i]);
 			fprintf(f, "]");
 		}
+		/* docs_complete.sh holds README and rmad(8) to this */
+		if (config_options[i].reload)
+			fprintf(f, " (reloadable)");
 		fprintf(f, "\n");
 	}
 	fprintf(f, "  --%-18s %s\n", "config FILE",

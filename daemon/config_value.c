@@ -67,8 +67,9 @@ config_parse_hostport(const char *s, char *host, size_t host_len,
 	return 0;
 }
 
-int
-config_parse_cidr(const char *s, struct cidr *c)
+/* addr[/prefix], host bits or not. */
+static int
+config_cidr_read(const char *s, struct cidr *c)
 {
 	char addr[INET6_ADDRSTRLEN + 1];
 	const char *slash = strchr(s, '/');
@@ -97,6 +98,53 @@ config_parse_cidr(const char *s, struct cidr *c)
 			return -1;
 	}
 	c->prefix = (int)prefix;
+	return 0;
+}
+
+/* Clears c's host bits; true if any was set. */
+static bool
+config_cidr_clear_host(struct cidr *c)
+{
+	bool set = false;
+
+	for (int i = 0, bits = c->prefix; i < 16; i++, bits -= 8) {
+		uint8_t mask = bits >= 8  ? 0xff
+			       : bits > 0 ? (uint8_t)(0xff << (8 - bits))
+					  : 0;
+		set = set || (c->addr[i] & ~mask) != 0;
+		c->addr[i] &= mask;
+	}
+	return set;
+}
+
+int
+config_parse_cidr(const char *s, struct cidr *c)
+{
+	/* 10.0.0.1/8 is an address, not a network: refused, for the
+	 * writer may have meant 10.0.0.1/32 (config_cidr_network says) */
+	if (config_cidr_read(s, c) < 0 || config_cidr_clear_host(c))
+		return -1;
+	return 0;
+}
+
+int
+config_cidr_network(const char *list, char *item, size_t item_len, char *net,
+		    size_t net_len)
+{
+	char buf[1024], *save, *it, text[INET6_ADDRSTRLEN];
+	struct cidr c;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (it = strtok_r(buf, ", \t", &save); it != NULL;
+	     it = strtok_r(NULL, ", \t", &save)) {
+		if (config_cidr_read(it, &c) < 0 ||
+		    !config_cidr_clear_host(&c) ||
+		    inet_ntop(c.family, c.addr, text, sizeof(text)) == NULL)
+			continue;
+		snprintf(item, item_len, "%s", it);
+		snprintf(net, net_len, "%s/%d", text, c.prefix);
+		return 1;
+	}
 	return 0;
 }
 

@@ -136,6 +136,10 @@ void config_print(FILE *f, const struct config *cfg);
 int config_parse_hostport(const char *s, char *host, size_t host_len,
 			  uint16_t *port_p);
 int config_parse_cidr(const char *s, struct cidr *c);
+/* The first item of list with host bits set (10.0.0.1/8), and the
+ * network it names (10.0.0.0/8): 1; else 0. */
+int config_cidr_network(const char *list, char *item, size_t item_len,
+			char *net, size_t net_len);
 bool config_cidr_match(const struct cidr *c, int family, const uint8_t *addr);
 /* Formats the message into err (if any) and returns -1; for config*.c and
  * netdev.c. */

@@ -7,7 +7,10 @@
 #   rmactl/*.c;
 # - rma(3): every function rma.h declares, every rma_status_t value and
 #   RMA_FLAG_*, each function in NAME too, and an alias page rma_FN.3
-#   (".so man3/rma.3") built for each.
+#   (".so man3/rma.3") built for each;
+# - the keys SIGHUP applies: README's and rmad(8)'s lists are the
+#   daemon's table (rmad --help marks them), and neither says one of them
+#   needs a restart.
 set -euo pipefail
 SRC=${SRCDIR:?}
 RMAD=${RMAD_BIN:?}
@@ -83,6 +86,33 @@ done <"$T/rma.names"
 for f in "$MANBUILD"/rma_*.3; do
 	[ -e "$f" ] || continue
 	grep -qx "$(basename "$f" .3)" "$T/rma.funcs" || miss "alias $(basename "$f") names no function of rma.h"
+done
+
+# ---- reloadable keys: one list, the daemon's own (config_options[]'s
+# ROPT, marked "(reloadable)" by rmad --help), in README and rmad(8) ----
+"$RMAD" --help | awk '/^  --[a-z-]+ / { f = substr($1, 3); gsub(/-/, "_", f)
+	if ($0 ~ /\(reloadable\)$/) print f > R; else if ($0 ~ /\]$/) print f > N }' \
+	R="$T/reload.table" N="$T/restart.table"
+sort -o "$T/reload.table" "$T/reload.table"
+cat "$T/reload.table" "$T/restart.table" >"$T/keys"
+[ "$(wc -l <"$T/reload.table")" -gt 10 ] || { echo "FAIL: rmad --help marks too few keys reloadable"; exit 1; }
+# the option names quoted between two phrases of a text
+names_between() { # file start-phrase end-phrase
+	tr '\n' ' ' <"$1" | sed -n "s/.*$2\(.*\)$3.*/\1/p" | grep -o '[a-z_][a-z_]*' |
+		grep -Fx -f "$T/keys" | sort -u
+}
+names_between "$SRC/README.md" '[*][*]Reload:[*][*]' 'Limits apply' >"$T/reload.readme"
+names_between "$SRC/README.md" 'needs a restart' 'whose old value stays' >"$T/restart.readme"
+sed -n '/^\.B SIGHUP/,/^\.TP/p' "$T/rmad.8" >"$T/sighup.8"
+names_between "$T/sighup.8" 'What a running daemon can change' 'Limits apply' >"$T/reload.man"
+names_between "$T/sighup.8" 'The other keys' 'need a restart' >"$T/restart.man"
+for doc in readme man; do
+	what=README; [ "$doc" = man ] && what="rmad(8) SIGHUP"
+	diff "$T/reload.table" "$T/reload.$doc" >"$T/d" ||
+		miss "$what's reloadable keys differ from the daemon's (< daemon only, > doc only): $(tr '\n' ' ' <"$T/d")"
+	if grep -Fx -f "$T/reload.table" "$T/restart.$doc" >"$T/d"; then
+		miss "$what says these need a restart, the daemon reloads them: $(tr '\n' ' ' <"$T/d")"
+	fi
 done
 
 if [ "$bad" -ne 0 ]; then

@@ -214,7 +214,7 @@ run_class() {
 	mkdir -p "$dir"
 	[ "$class" = uct-raw ] && aflags=(--peer-allow 127.0.0.1/32)
 	if [ "$class" = uct-raw-reload ]; then
-		echo "peer_allow = 127.0.0.0/8" >"$dir/a.conf"
+		printf "[rmad]\npeer_allow = 127.0.0.0/8\n" >"$dir/a.conf"
 		aflags=(--config "$dir/a.conf" --log-level info)
 	fi
 	if [ "$class" = reflect ]; then
@@ -246,7 +246,7 @@ run_class() {
 	[ "$class" = walkaround ] && extra+=(--pid "$a")
 	[ "$class" = silent-conns ] && extra+=(--count 800)
 	if [ "$class" = uct-raw-reload ]; then
-		echo "peer_allow = 127.0.0.1/32" >"$dir/a.conf"
+		printf "[rmad]\npeer_allow = 127.0.0.1/32\n" >"$dir/a.conf"
 		kill -HUP "$a"
 		wait_until 10 grep -q "config_reload: peer_allow: 127.0.0.0/8 -> 127.0.0.1/32" "$dir/a.log" ||
 			why+=("A did not reload peer_allow")

@@ -454,6 +454,63 @@ START_TEST(test_config_dir)
 }
 END_TEST
 
+/* config_load_file on body; its error (or "") in err. */
+static int
+load_text(const char *body, char *err, size_t len)
+{
+	char path[128];
+	struct config cfg;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/text.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(body, f);
+	fclose(f);
+	config_defaults(&cfg);
+	err[0] = '\0';
+	return config_load_file(&cfg, path, err, len);
+}
+
+/* What inih would let pass and the daemon must not: a key given twice
+ * (the last won), a key before any section, a network with host bits
+ * set (10.0.0.1/8 allows 10/8, while the writer may have meant one
+ * host). Each is refused, saying where and why. */
+START_TEST(test_config_file_refusals)
+{
+	char err[512];
+
+	ck_assert_int_eq(load_text("[rmad]\nmax_regions = 5\n"
+				   "log_level = info\nmax_regions = 7\n",
+				   err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, ":4: 'max_regions' given twice") != NULL,
+		      "%s", err);
+	ck_assert_int_eq(
+	    load_text("max_regions = 5\n[rmad]\n", err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, ":1: 'max_regions' before any section") !=
+			  NULL,
+		      "%s", err);
+	ck_assert_int_eq(load_text("[rmad]\npeer_allow = 127.0.0.0/8, "
+				   "10.1.2.3/16\n",
+				   err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "peer_allow: 10.1.2.3/16 has host bits set: "
+				  "the network is 10.1.0.0/16") != NULL,
+		      "%s", err);
+	ck_assert_int_eq(
+	    load_text("[rmad]\npeer_allow = fd00::1/64\n", err, sizeof(err)),
+	    -1);
+	ck_assert_msg(strstr(err, "the network is fd00::/64") != NULL, "%s",
+		      err);
+	ck_assert_int_eq(load_text("[rmad]\npeer_allow = 10.1.2.3/32, "
+				   "10.0.0.0/8, ::1/128, fd00::/64\n"
+				   "max_regions = 5\n",
+				   err, sizeof(err)),
+			 0);
+}
+END_TEST
+
 /* Every file option changed at once: config_diff names each, marked
  * reloadable exactly for the keys rmad(8) SIGNALS lists, and
  * config_take_reloadable copies those and nothing else. */
@@ -585,6 +642,7 @@ main(void)
 	tcase_add_test(tc, test_config_file);
 	tcase_add_test(tc, test_socket_group);
 	tcase_add_test(tc, test_config_dir);
+	tcase_add_test(tc, test_config_file_refusals);
 	tcase_add_test(tc, test_reload_diff);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);

@@ -80,6 +80,10 @@ if command -v systemd-sysusers >/dev/null; then
 	gid=$(awk -F: '$1 == "rma" { print $3 }' "$T/root/etc/group")
 	awk -F: -v g="$gid" '$1 == "rmad" && $4 == g { ok = 1 } END { exit !ok }' \
 		"$T/root/etc/passwd" || fail "rmad's primary group is not rma"
+	# Debian's system users have home /nonexistent, not /
+	awk -F: '$1 == "rmad" && $6 == "/nonexistent" { ok = 1 } END { exit !ok }' \
+		"$T/root/etc/passwd" ||
+		fail "rmad's home: $(grep '^rmad:' "$T/root/etc/passwd")"
 	if [ "$(id -u)" -eq 0 ] && command -v systemd-tmpfiles >/dev/null; then
 		systemd-tmpfiles --root="$T/root" --create "$U/tmpfiles.conf" ||
 			fail "systemd-tmpfiles"

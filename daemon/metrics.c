@@ -7,9 +7,13 @@
 #include "daemon.h"
 #include "metrics.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <event2/http.h>
 
@@ -164,6 +168,84 @@ metrics_scalar(struct evbuffer *out, const char *name, const char *type,
 {
 	metrics_head(out, name, type, help);
 	evbuffer_add_printf(out, "%s %llu\n", name, v);
+}
+
+/* The standard process_* metrics (the Prometheus client libraries'
+ * names), from getrusage, getrlimit and /proc/self; one that cannot be
+ * read is left out, not given as 0. */
+static void
+metrics_process(struct evbuffer *out)
+{
+	struct rusage ru;
+	struct rlimit rl;
+	unsigned long long start_ticks = 0, btime = 0, rss_pages;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	char line[512], *p;
+	FILE *f;
+	DIR *dir;
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		metrics_head(out, "process_cpu_seconds_total", "counter",
+			     "User and system CPU time spent, in seconds.");
+		evbuffer_add_printf(
+		    out, "process_cpu_seconds_total %.6f\n",
+		    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+			    1e6);
+	}
+	f = fopen("/proc/self/statm", "re");
+	if (f != NULL) {
+		if (fscanf(f, "%*u %llu", &rss_pages) == 1 && page > 0)
+			metrics_scalar(out, "process_resident_memory_bytes",
+				       "gauge",
+				       "Resident memory size in bytes.",
+				       rss_pages * (unsigned long long)page);
+		fclose(f);
+	}
+	dir = opendir("/proc/self/fd");
+	if (dir != NULL) {
+		unsigned long long n = 0;
+		while (readdir(dir) != NULL)
+			n++;
+		closedir(dir);
+		/* ".", ".." and the directory's own fd */
+		metrics_scalar(out, "process_open_fds", "gauge",
+			       "Number of open file descriptors.",
+			       n >= 3 ? n - 3 : 0);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		metrics_scalar(out, "process_max_fds", "gauge",
+			       "Maximum number of open file descriptors.",
+			       (unsigned long long)rl.rlim_cur);
+	/* start time: field 22 of /proc/self/stat (clock ticks after boot;
+	 * the name in field 2 may hold spaces, hence after the last ')'),
+	 * plus btime of /proc/stat */
+	f = fopen("/proc/self/stat", "re");
+	if (f != NULL) {
+		if (fgets(line, sizeof(line), f) != NULL &&
+		    (p = strrchr(line, ')')) != NULL)
+			sscanf(
+			    p + 2,
+			    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			    "%*s %*s %*s %*s %*s %*s %*s %llu",
+			    &start_ticks);
+		fclose(f);
+	}
+	f = fopen("/proc/stat", "re");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "btime %llu", &btime) == 1)
+				break;
+		fclose(f);
+	}
+	if (start_ticks != 0 && btime != 0 && tick > 0) {
+		metrics_head(out, "process_start_time_seconds", "gauge",
+			     "Start time of the process since the Unix epoch, "
+			     "in seconds.");
+		evbuffer_add_printf(out, "process_start_time_seconds %.2f\n",
+				    (double)btime +
+					(double)start_ticks / (double)tick);
+	}
 }
 
 /* A counter split in two by one label. */
@@ -441,31 +523,33 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		evbuffer_add_printf(out, "} %llu\n",
 				    (unsigned long long)p->refused);
 	}
-	metrics_head(out, "rmad_peer_connect_attempts", "gauge",
+	metrics_head(out, "rmad_peer_connect_attempts_total", "counter",
 		     "Connects started to this peer daemon since it was first "
 		     "asked for.");
 	METRICS_FOREACH_PEER(w, p)
 	{
 		if (p->inbound)
 			continue;
-		metrics_peer_labels(out, "rmad_peer_connect_attempts", p);
+		metrics_peer_labels(out, "rmad_peer_connect_attempts_total", p);
 		evbuffer_add_printf(out, "} %llu\n",
 				    (unsigned long long)p->connect_attempts);
 	}
-	metrics_head(out, "rmad_peer_connect_failed", "gauge",
+	metrics_head(out, "rmad_peer_connect_failures_total", "counter",
 		     "Connects to this peer daemon that never came up.");
 	METRICS_FOREACH_PEER(w, p)
 	{
 		if (p->inbound)
 			continue;
-		metrics_peer_labels(out, "rmad_peer_connect_failed", p);
+		metrics_peer_labels(out, "rmad_peer_connect_failures_total", p);
 		evbuffer_add_printf(out, "} %llu\n",
 				    (unsigned long long)p->connect_failures);
 	}
-	metrics_scalar(out, "rmad_peer_connect_attempts_total", "counter",
-		       "Connects to peer daemons started.",
+	/* The sums, forgotten peers' connects included: a name of their
+	 * own, not an unlabelled sample among the per-peer ones. */
+	metrics_scalar(out, "rmad_connect_attempts_total", "counter",
+		       "Connects to peer daemons started, by this process.",
 		       sum.connect_attempts);
-	metrics_scalar(out, "rmad_peer_connect_failures_total", "counter",
+	metrics_scalar(out, "rmad_connect_failures_total", "counter",
 		       "Connects to peer daemons that never came up (refused, "
 		       "unreachable, timed out, or no rmad).",
 		       sum.connect_failures);
@@ -573,6 +657,7 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 		       sum.auth_failures);
 	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
 		       "Requests for /metrics.", m->scrapes);
+	metrics_process(out);
 	free(merged.series);
 }
 

@@ -110,8 +110,32 @@ metric "$T/m1" 'rmad_notifications_total\{path="ring"\} 0'
 metric "$T/m1" 'rmad_notifications_total\{path="socket"\} 0'
 metric "$T/m1" 'rmad_notify_wakeups_total\{when="at_once"\} 0'
 metric "$T/m1" 'rmad_notify_wakeups_total\{when="held"\} 0'
-metric "$T/m1" 'rmad_peer_connect_failures_total 0'
-metric "$T/m1" 'rmad_peer_connect_attempts_total [1-9][0-9]*'
+metric "$T/m1" 'rmad_connect_failures_total 0'
+metric "$T/m1" 'rmad_connect_attempts_total [1-9][0-9]*'
+out="peer=\"127\\.0\\.0\\.1:$a_PORT\",daemon_id=\"[0-9a-f]+\",direction=\"out\",worker=\"[01]\""
+metric "$T/m1" "rmad_peer_connect_attempts_total\\{$out\\} [1-9][0-9]*"
+metric "$T/m1" "rmad_peer_connect_failures_total\\{$out\\} 0"
+# the process, under the standard names
+metric "$T/m1" 'process_cpu_seconds_total [0-9]+\.[0-9]+'
+metric "$T/m1" 'process_resident_memory_bytes [1-9][0-9]*'
+metric "$T/m1" 'process_max_fds [1-9][0-9]*'
+n_fds=$(sed -n 's/^process_open_fds \([0-9]*\)$/\1/p' "$T/m1")
+[ "${n_fds:-0}" -ge 5 ] || fail "process_open_fds '$n_fds'"
+start=$(sed -n 's/^process_start_time_seconds \([0-9.]*\)$/\1/p' "$T/m1")
+now=$(date +%s)
+awk -v s="$start" -v n="$now" 'BEGIN { exit !(s > n - 3600 && s <= n + 1) }' ||
+	fail "process_start_time_seconds '$start', now $now"
+# Prometheus naming: a counter's name ends in _total, and only a
+# counter's does (histograms end in _bucket, _sum, _count)
+while read -r name type; do
+	case "$type:$name" in
+	counter:*_total | histogram:* | gauge:* | untyped:*) ;;
+	*) fail "counter $name does not end in _total" ;;
+	esac
+	case "$type:$name" in
+	gauge:*_total) fail "gauge $name ends in _total" ;;
+	esac
+done < <(sed -n 's/^# TYPE \([^ ]*\) \(.*\)$/\1 \2/p' "$T/m1")
 metric "$T/m1" 'rmad_info\{version="[^"]+",ucx_version="[^"]+",daemon_id="[0-9a-f]+"\} 1'
 # no sample twice (each worker's endpoint has its own labels)
 dups=$(sed -n '/^HTTP/,/^$/!{/^#/!p}' "$T/m1" | sed 's/ [^ ]*$//' | sort | uniq -d)
@@ -217,8 +241,8 @@ PY
 	fail "no failed peer with its error's age: $("$RMACTL_BIN" --socket "$T/b.sock" peers)"
 MPORT=$B_MPORT
 http GET /metrics "$T/m2" || fail "GET b's /metrics"
-metric "$T/m2" 'rmad_peer_connect_failures_total [1-9][0-9]*'
-metric "$T/m2" "rmad_peer_connect_failed\\{peer=\"127\\.0\\.0\\.1:$dead\",daemon_id=\"\",direction=\"out\",worker=\"[01]\"\\} [1-9][0-9]*"
+metric "$T/m2" 'rmad_connect_failures_total [1-9][0-9]*'
+metric "$T/m2" "rmad_peer_connect_failures_total\\{peer=\"127\\.0\\.0\\.1:$dead\",daemon_id=\"\",direction=\"out\",worker=\"[01]\"\\} [1-9][0-9]*"
 
 http GET / "$T/m404" || fail "GET /"
 head -n 1 "$T/m404" | grep -q ' 404' || fail "GET / gave $(head -n 1 "$T/m404")"

@@ -40,7 +40,9 @@ start_daemon() { # name
 		--ready-fd 3 --log-level warn --connect-timeout 2 \
 		3>"$T/$name.ready" 2>"$T/$name.log" &
 	PIDS+=($!)
-	timeout 10 head -c 6 "$T/$name.ready" >/dev/null || fail "$name not ready"
+	# "ready", or the daemon exited (end of file) or hung: say why
+	[ "$(timeout 10 head -c 5 "$T/$name.ready")" = ready ] ||
+		fail "$name not ready: $(cat "$T/$name.log")"
 	eval "${name}_PORT=$port"
 }
 

@@ -13,7 +13,10 @@
 # framing to D's interface sockets: a put into D's exposed region, then
 # the put to 0x10000 that kills a daemon that lets it in. Each connection
 # must be closed at accept and counted (rmactl status, "ucx sockets"), D
-# must live and the region keep its bytes. Then an rmad on H1 and D put
+# must live and the region keep its bytes. While D's connect to H2 is
+# still waiting (connect_timeout 10 s), H2 may open at most 8 connections
+# to D's interface sockets (GUARD_CONNS_PER_ENDPOINT, daemon/guard.h):
+# of 12 that send nothing, D keeps 8 and refuses 4. Then an rmad on H1 and D put
 # and get to each other (UCX's tcp connects between them in one direction
 # or the other: the guard lets that in), and raw bytes from H1, whose
 # endpoint is up and past its handshake, are still refused.
@@ -77,6 +80,7 @@ print(" ".join(p.get("state", "") for p in j.get("peers", [])
 ' "$1"
 }
 peer_down() { [ "$(peer_state "$1")" = down ]; }
+peer_connecting() { [ "$(peer_state "$1")" = connecting ]; }
 
 # D's UCX tcp interface ports: its listening sockets but the listener.
 iface_ports() {
@@ -117,7 +121,7 @@ raw_from() { # ns label
 DA=$NET.3 H1A=$NET.1 H2A=$NET.2
 netns_bridge "$BR" "$NET" "$H1" "$H2" "$D"
 head -c 65536 /dev/urandom >"$T/fill"
-start_daemon "$D" d "$DA" --peer-allow "$H1A/32"
+start_daemon "$D" d "$DA" --peer-allow "$H1A/32" --connect-timeout 10
 "$RMACTL" --socket "$T/d.sock" expose --size 1M --fill "$T/fill" \
 	--descriptor-out "$T/desc" 2>>"$T/d.log" &
 PIDS+=($!)
@@ -139,6 +143,24 @@ while True:
 ' >"$T/silent.log" 2>&1 &
 PIDS+=($!)
 wait_until 10 grep -q listening "$T/silent.log" || fail "no silent listener on H2"
+
+# ---- the window of a connect still waiting: at most 8 connections ----------
+
+rmactl d wait --timeout 8 --peer "$H2A:$PORT" >/dev/null 2>&1 &
+WAITER=$!
+PIDS+=($WAITER)
+wait_until 10 peer_connecting "$H2A:$PORT" ||
+	fail "D's peer $H2A:$PORT is '$(peer_state "$H2A:$PORT")', not connecting"
+ip netns exec "$H2" timeout 60 "$RAW_UCT" --host "$DA" --bind any --ports "$PORTS" \
+	--target "$TARGET" --attack idle --count 12 >"$T/raw.window" 2>&1 ||
+	fail "raw_uct in the window: exit $?"
+[ "$(peer_state "$H2A:$PORT")" = connecting ] ||
+	fail "the connect to H2 ended before raw_uct did: the window was not measured"
+line=$(grep -m1 'connections closed at accept' "$T/raw.window")
+kept=$(awk '/connections closed at accept/ {print $7}' "$T/raw.window")
+[ "$kept" = 8 ] || fail "in the window of one endpoint D kept $kept connections, want 8: $line"
+echo "guard-netns: while D's connect to H2 waited: $line"
+wait "$WAITER" 2>/dev/null || true
 
 # ---- a client's connects, then raw bytes from those hosts ------------------
 

@@ -28,7 +28,10 @@
  *   runaway   the put, then close at once, without waiting to see
  *             whether the daemon keeps the connection: the daemon may
  *             find our socket still open, or orphaned (FIN_WAIT, which
- *             the kernel reports as uid 0).
+ *             the kernel reports as uid 0);
+ *   idle      nothing: how many connections the daemon keeps is all
+ *             (all of them are opened first and held together, up to
+ *             RAW_UCT_HELD, then looked at).
  *
  * The sockets are the daemon's listening tcp ports other than its
  * listener's (`ss -ltnpH`), or those given with --ports (every attack is
@@ -54,6 +57,7 @@
 #define RAW_UCT_MAGIC 0xCAFEBABE12345678ull /* UCT_TCP_MAGIC_NUMBER */
 #define RAW_UCT_AM_PUT_REQ 33		    /* UCT_AM_ID_MAX + 1 */
 #define RAW_UCT_PORTS 32
+#define RAW_UCT_HELD 256
 
 struct raw_uct_am_hdr { /* uct_tcp_am_hdr_t */
 	uint8_t am_id;
@@ -152,6 +156,8 @@ raw_uct_attack(int fd, const char *attack, uint64_t target)
 	uint64_t magic = RAW_UCT_MAGIC;
 	static char junk[65536];
 
+	if (strcmp(attack, "idle") == 0)
+		return;
 	if (strcmp(attack, "sockcm") == 0) {
 		/* uct_tcp_sockcm_priv_data_hdr_t: size_t length, uint8_t
 		 * status, padded to 16 */
@@ -190,6 +196,61 @@ raw_uct_attack(int fd, const char *attack, uint64_t target)
 		raw_uct_send(fd, &h, sizeof(h));
 		raw_uct_send(fd, junk, sizeof(junk));
 	}
+}
+
+static int
+raw_uct_connect(const char *host, const char *bind_ip, uint16_t port)
+{
+	struct sockaddr_in src = {.sin_family = AF_INET};
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+				  .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, bind_ip, &src.sin_addr);
+	inet_pton(AF_INET, host, &dst.sin_addr);
+	if (fd < 0 ||
+	    (strcmp(bind_ip, "any") != 0 &&
+	     bind(fd, (void *)&src, sizeof(src)) < 0) ||
+	    connect(fd, (void *)&dst, sizeof(dst)) < 0) {
+		fprintf(stderr, "raw_uct: port %u: %s\n", port,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* All connections at once, held until each was looked at: the daemon
+ * decides at accept, so the count it keeps is all this says. */
+static int
+raw_uct_idle(const char *host, const char *bind_ip, const uint16_t *ports,
+	     size_t n, int count)
+{
+	int fds[RAW_UCT_HELD], refused = 0, kept = 0;
+	size_t total = n * (size_t)count, k;
+
+	if (total > RAW_UCT_HELD)
+		total = RAW_UCT_HELD;
+	for (k = 0; k < total; k++) {
+		fds[k] = raw_uct_connect(host, bind_ip, ports[k % n]);
+		if (fds[k] < 0) {
+			while (k > 0)
+				close(fds[--k]);
+			return 1;
+		}
+	}
+	for (k = 0; k < total; k++) {
+		if (raw_uct_closed(fds[k], 1000))
+			refused++;
+		else
+			kept++;
+	}
+	for (k = 0; k < total; k++)
+		close(fds[k]);
+	printf("raw_uct: %d connections closed at accept, %d kept\n", refused,
+	       kept);
+	return 0;
 }
 
 int
@@ -247,11 +308,12 @@ main(int argc, char **argv)
 	if ((pid <= 0 && (port_list == NULL || target == 0)) ||
 	    (strcmp(attack, "put") != 0 && strcmp(attack, "oversize") != 0 &&
 	     strcmp(attack, "sockcm") != 0 && strcmp(attack, "crash") != 0 &&
-	     strcmp(attack, "oracle") != 0 && strcmp(attack, "runaway") != 0)) {
+	     strcmp(attack, "oracle") != 0 && strcmp(attack, "runaway") != 0 &&
+	     strcmp(attack, "idle") != 0)) {
 		fprintf(stderr,
 			"usage: raw_uct {--pid PID --listener PORT | --ports "
 			"P1,P2,... --target ADDR} [--host IP] [--bind IP] "
-			"[--attack put|oversize|sockcm|crash|oracle|runaway] "
+			"[--attack put|oversize|sockcm|crash|oracle|runaway|idle] "
 			"[--count N]\n");
 		return 2;
 	}
@@ -277,6 +339,8 @@ main(int argc, char **argv)
 			(unsigned long long)target);
 		return 1;
 	}
+	if (strcmp(attack, "idle") == 0)
+		return raw_uct_idle(host, bind_ip, ports, n, count);
 	for (size_t k = 0; k < n * (size_t)count; k++) {
 		size_t i = k % n;
 		struct sockaddr_in src = {.sin_family = AF_INET};

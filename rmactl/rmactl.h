@@ -60,6 +60,11 @@ void rmactl_peer_last_error(char *buf, size_t len,
 			    const struct Rma__V1__PeerInfo *p);
 /* An OpKind as a word ("put"), the same as in JSON */
 const char *rmactl_op_kind(int kind);
+/* rmactl_ops.c: the peers table of rmactl peers and status, each line
+ * after indent: at most 100 columns, or with every detail (wide). */
+struct Rma__V1__StatusReply;
+void rmactl_peers_print(const struct Rma__V1__StatusReply *s, int wide,
+			const char *indent);
 
 /* ---- commands ---- */
 

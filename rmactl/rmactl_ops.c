@@ -26,10 +26,12 @@ static const struct {
 } rmactl_ops_views[] = {
     [VIEW_PEERS] =
 	{"peers",
-	 "usage: rmactl [--socket PATH] peers [--json]\n"
-	 "  other daemons: address, state, direction, worker thread,\n"
-	 "  operations, bytes, errors, in flight, age of the oldest,\n"
-	 "  last error\n",
+	 "usage: rmactl [--socket PATH] peers [--wide | --json]\n"
+	 "  other daemons by listen address: state, direction, operations,\n"
+	 "  bytes, what this host served them, in flight, last error;\n"
+	 "  --wide adds the connection's address, worker thread, daemon id,\n"
+	 "  errors, age of the oldest operation, drops, refusals and\n"
+	 "  connect tries, one line each\n",
 	 {"peers", NULL}},
     [VIEW_CLIENTS] = {"clients",
 		      "usage: rmactl [--socket PATH] clients [--json]\n"
@@ -128,20 +130,66 @@ rmactl_peer_last_error(char *buf, size_t len, const struct Rma__V1__PeerInfo *p)
 			 p->last_error);
 }
 
+/* The address a peer is known by: its listen address, as /metrics and
+ * JSON name it (an inbound peer's source port changes with each
+ * connection), else the one it was dialled or accepted at. */
+static const char *
+rmactl_peer_address(const Rma__V1__PeerInfo *p)
+{
+	if (p->listen_address != NULL && p->listen_address[0] != '\0')
+		return p->listen_address;
+	return rmactl_or_dash(p->address);
+}
+
+/* The narrow table fits RMACTL_COLUMNS; a longer last error is cut
+ * there (--wide and --json have it whole). */
+#define RMACTL_COLUMNS 100
+
 static void
-rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
+rmactl_peers_print_narrow(const Rma__V1__StatusReply *s, const char *indent)
+{
+	char bytes[32], served[32], err[256];
+	int room;
+
+	printf("%s%4s  %-21s %-10s %-3s %8s %10s %8s %10s %8s\n", indent, "ID",
+	       "ADDRESS", "STATE", "DIR", "OPS", "BYTES", "SERVED", "SRV-BYTES",
+	       "INFLIGHT");
+	for (size_t i = 0; i < s->n_peers; i++) {
+		const Rma__V1__PeerInfo *p = s->peers[i];
+
+		rmactl_bytes(bytes, sizeof(bytes), p->bytes);
+		rmactl_bytes(served, sizeof(served), p->served_bytes);
+		printf("%s%4u  %-21s %-10s %-3s %8" PRIu64 " %10s %8" PRIu64
+		       " %10s %8" PRIu64 "\n",
+		       indent, p->peer_id, rmactl_peer_address(p),
+		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
+		       p->ops, bytes,
+		       p->served_puts + p->served_gets + p->served_resolves,
+		       served, p->in_flight);
+		rmactl_peer_last_error(err, sizeof(err), p);
+		if (strcmp(err, "-") == 0)
+			continue;
+		/* "      last error: " is 18 columns after the indent */
+		room = RMACTL_COLUMNS - (int)strlen(indent) - 18;
+		if ((int)strlen(err) > room && room > 3)
+			printf("%s      last error: %.*s...\n", indent,
+			       room - 3, err);
+		else
+			printf("%s      last error: %s\n", indent, err);
+	}
+}
+
+static void
+rmactl_peers_print_wide(const Rma__V1__StatusReply *s, const char *indent)
 {
 	char bytes[32], age[32], served_bytes[32], tries[32], err[256];
 
-	if (s->n_peers == 0) {
-		printf("no peers\n");
-		return;
-	}
-	printf("%4s  %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s %8s %7s "
-	       "%8s %10s %7s %7s  %s\n",
-	       "ID", "ADDRESS", "STATE", "DIR", "WKR", "DAEMON", "OPS", "BYTES",
-	       "ERRORS", "INFLIGHT", "OLDEST", "DROPPED", "SERVED", "SRV-BYTES",
-	       "REFUSED", "TRIES", "LAST ERROR");
+	printf("%s%4s  %-22s %-22s %-10s %-3s %3s %-32s %10s %10s %7s %8s "
+	       "%8s %7s %8s %10s %7s %7s  %s\n",
+	       indent, "ID", "ADDRESS", "CONNECTION", "STATE", "DIR", "WKR",
+	       "DAEMON", "OPS", "BYTES", "ERRORS", "INFLIGHT", "OLDEST",
+	       "DROPPED", "SERVED", "SRV-BYTES", "REFUSED", "TRIES",
+	       "LAST ERROR");
 	for (size_t i = 0; i < s->n_peers; i++) {
 		const Rma__V1__PeerInfo *p = s->peers[i];
 		const Rma__V1__OpInfo *o = rmactl_ops_oldest(s, p->peer_id, 0);
@@ -157,16 +205,26 @@ rmactl_ops_print_peers(const Rma__V1__StatusReply *s)
 			snprintf(tries, sizeof(tries), "%" PRIu64 "/%" PRIu64,
 				 p->connect_attempts, p->connect_failures);
 		rmactl_peer_last_error(err, sizeof(err), p);
-		printf("%4u  %-22s %-10s %-3s %3u %-32s %10" PRIu64
+		printf("%s%4u  %-22s %-22s %-10s %-3s %3u %-32s %10" PRIu64
 		       " %10s %7" PRIu64 " %8" PRIu64 " %8s %7" PRIu64
 		       " %8" PRIu64 " %10s %7" PRIu64 " %7s  %s\n",
-		       p->peer_id, rmactl_or_dash(p->address),
-		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
-		       p->worker, rmactl_or_dash(p->daemon_id), p->ops, bytes,
-		       p->errors, p->in_flight, age, p->dropped,
+		       indent, p->peer_id, rmactl_peer_address(p),
+		       rmactl_or_dash(p->address), rmactl_peer_state(p->state),
+		       p->inbound ? "in" : "out", p->worker,
+		       rmactl_or_dash(p->daemon_id), p->ops, bytes, p->errors,
+		       p->in_flight, age, p->dropped,
 		       p->served_puts + p->served_gets + p->served_resolves,
 		       served_bytes, p->refused, tries, err);
 	}
+}
+
+void
+rmactl_peers_print(const Rma__V1__StatusReply *s, int wide, const char *indent)
+{
+	if (wide)
+		rmactl_peers_print_wide(s, indent);
+	else
+		rmactl_peers_print_narrow(s, indent);
 }
 
 static void
@@ -207,13 +265,14 @@ rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 		printf("no regions\n");
 		return;
 	}
-	printf("%8s %12s %6s %8s\n", "ID", "LENGTH", "CLIENT", "INFLIGHT");
+	printf("%8s %10s %6s %8s\n", "ID", "LENGTH", "CLIENT", "INFLIGHT");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
 		total += r->length;
-		printf("%8" PRIu64 " %12" PRIu64 " %6u %8" PRIu64 "\n",
-		       r->region_id, r->length, r->client_id, r->in_flight);
+		rmactl_bytes(bytes, sizeof(bytes), r->length);
+		printf("%8" PRIu64 " %10s %6u %8" PRIu64 "\n", r->region_id,
+		       bytes, r->client_id, r->in_flight);
 	}
 	rmactl_bytes(bytes, sizeof(bytes), total);
 	printf("%zu regions, %s registered\n", s->n_regions, bytes);
@@ -222,25 +281,25 @@ rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 static void
 rmactl_ops_print_ops(const Rma__V1__StatusReply *s)
 {
-	char age[32];
+	char age[32], length[32];
 
 	if (s->ops_in_flight == 0) {
 		printf("no operations in flight\n");
 		return;
 	}
 	if (s->n_ops > 0)
-		printf("%20s %6s %7s %-5s %4s  %-22s %12s %8s\n", "OP",
+		printf("%20s %6s %7s %-5s %4s  %-22s %10s %8s\n", "OP",
 		       "CLIENT", "PID", "KIND", "PEER", "ADDRESS", "LENGTH",
 		       "AGE");
 	for (size_t i = 0; i < s->n_ops; i++) {
 		const Rma__V1__OpInfo *o = s->ops[i];
 
 		rmactl_ops_age(age, sizeof(age), o->age_us, 1);
-		printf("%20" PRIu64 " %6u %7d %-5s %4u  %-22s %12" PRIu64
-		       " %8s\n",
+		rmactl_bytes(length, sizeof(length), o->length);
+		printf("%20" PRIu64 " %6u %7d %-5s %4u  %-22s %10s %8s\n",
 		       o->op_id, o->client_id, o->client_pid,
 		       rmactl_op_kind(o->kind), o->peer_id,
-		       rmactl_or_dash(o->peer_address), o->length, age);
+		       rmactl_or_dash(o->peer_address), length, age);
 	}
 	printf("%" PRIu64 " operations in flight, %zu listed%s\n",
 	       s->ops_in_flight, s->n_ops,
@@ -254,6 +313,7 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
+	    {"wide", no_argument, NULL, 'w'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -261,12 +321,18 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 	Rma__V1__StatusReply *s;
 	rma_client_t *client;
 	rma_status_t st;
-	int json = 0, c, rc;
+	int json = 0, wide = 0, c, rc;
 
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
+			break;
+		case 'w':
+			if (view != VIEW_PEERS)
+				return rmactl_ops_usage_error(
+				    cmd, "unknown option %s", argv[optind - 1]);
+			wide = 1;
 			break;
 		case 'h':
 			fputs(rmactl_ops_views[view].usage, stdout);
@@ -292,7 +358,10 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 	} else {
 		switch (view) {
 		case VIEW_PEERS:
-			rmactl_ops_print_peers(s);
+			if (s->n_peers == 0)
+				printf("no peers\n");
+			else
+				rmactl_peers_print(s, wide, "");
 			break;
 		case VIEW_CLIENTS:
 			rmactl_ops_print_clients(s);

@@ -15,7 +15,7 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 {
 	const Rma__V1__Counters *k = s->counters;
 	uint64_t up = s->uptime_ms / 1000;
-	char b1[32], since[32];
+	char b1[32], b2[32];
 
 	printf("daemon      %s (pid %d, version %s)\n",
 	       rmactl_or_dash(s->daemon_id), s->pid,
@@ -38,36 +38,9 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       s->config_refused);
 
 	printf("\npeers (%zu)\n", s->n_peers);
+	/* rmactl peers --wide and status --json have every detail */
 	if (s->n_peers > 0)
-		printf("  %4s  %-22s %-10s %8s %-3s %-32s %10s %10s %7s %8s "
-		       "%7s %8s %10s %7s %7s  %s\n",
-		       "ID", "ADDRESS", "STATE", "SINCE", "DIR", "DAEMON",
-		       "OPS", "BYTES", "ERRORS", "INFLIGHT", "DROPPED",
-		       "SERVED", "SRV-BYTES", "REFUSED", "TRIES", "LAST ERROR");
-	for (size_t i = 0; i < s->n_peers; i++) {
-		const Rma__V1__PeerInfo *p = s->peers[i];
-		char b2[32], tries[32], err[256];
-
-		rmactl_bytes(b1, sizeof(b1), p->bytes);
-		rmactl_bytes(b2, sizeof(b2), p->served_bytes);
-		snprintf(since, sizeof(since), "%" PRIu64 "s ago",
-			 p->state_age_ms / 1000);
-		if (p->inbound)
-			snprintf(tries, sizeof(tries), "-");
-		else
-			snprintf(tries, sizeof(tries), "%" PRIu64 "/%" PRIu64,
-				 p->connect_attempts, p->connect_failures);
-		rmactl_peer_last_error(err, sizeof(err), p);
-		printf("  %4u  %-22s %-10s %8s %-3s %-32s %10" PRIu64
-		       " %10s %7" PRIu64 " %8" PRIu64 " %7" PRIu64 " %8" PRIu64
-		       " %10s %7" PRIu64 " %7s  %s\n",
-		       p->peer_id, rmactl_or_dash(p->address),
-		       rmactl_peer_state(p->state), since,
-		       p->inbound ? "in" : "out", rmactl_or_dash(p->daemon_id),
-		       p->ops, b1, p->errors, p->in_flight, p->dropped,
-		       p->served_puts + p->served_gets + p->served_resolves, b2,
-		       p->refused, tries, err);
-	}
+		rmactl_peers_print(s, 0, "  ");
 
 	printf("\nclients (%zu)\n", s->n_clients);
 	if (s->n_clients > 0)
@@ -87,7 +60,7 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 
 	printf("\nregions (%zu)\n", s->n_regions);
 	if (s->n_regions > 0)
-		printf("  %8s %12s %6s %8s\n", "ID", "LENGTH", "CLIENT",
+		printf("  %8s %10s %6s %8s\n", "ID", "LENGTH", "CLIENT",
 		       "INFLIGHT");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
@@ -99,8 +72,9 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 			snprintf(owner, sizeof(owner), "orphan");
 		else
 			snprintf(owner, sizeof(owner), "%u", r->client_id);
-		printf("  %8" PRIu64 " %12" PRIu64 " %6s %8" PRIu64 "\n",
-		       r->region_id, r->length, owner, r->in_flight);
+		rmactl_bytes(b1, sizeof(b1), r->length);
+		printf("  %8" PRIu64 " %10s %6s %8" PRIu64 "\n", r->region_id,
+		       b1, owner, r->in_flight);
 	}
 
 	if (k != NULL) {
@@ -110,8 +84,9 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       ", failed %" PRIu64 "\n",
 		       k->ops_put, k->ops_get, k->ops_atomic, k->ops_flush,
 		       k->ops_failed);
-		printf("  bytes          put %" PRIu64 ", get %" PRIu64 "\n",
-		       k->bytes_put, k->bytes_get);
+		rmactl_bytes(b1, sizeof(b1), k->bytes_put);
+		rmactl_bytes(b2, sizeof(b2), k->bytes_get);
+		printf("  bytes          put %s, get %s\n", b1, b2);
 		printf("  clients        %" PRIu64 " accepted, %" PRIu64
 		       " protocol errors\n",
 		       k->clients_accepted, k->protocol_errors);

@@ -121,7 +121,10 @@ rmactl_wait_try(struct rmactl_wait *w, rma_client_t **client_p)
 
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK) {
-		rmactl_wait_note(w, "daemon", st, rma_last_error(NULL));
+		/* librma's detail alone, as rmactl_fail: "daemon gone" is
+		 * wrong for a socket that never existed */
+		snprintf(w->last, sizeof(w->last), "daemon: %s",
+			 rma_last_error(NULL));
 		*client_p = NULL;
 		return st;
 	}

@@ -179,7 +179,7 @@ for p in ins:
 assert sum(int(p["served_puts"]) for p in ins) >= 3, ins
 assert sum(int(p["served_bytes"]) for p in ins) >= 304096, ins
 PY
-"$RMACTL_BIN" --socket "$T/a.sock" peers >"$T/a_peers.txt" || fail "a peers table"
+"$RMACTL_BIN" --socket "$T/a.sock" peers --wide >"$T/a_peers.txt" || fail "a peers table"
 grep -q "SERVED" "$T/a_peers.txt" || fail "no SERVED column: $(cat "$T/a_peers.txt")"
 grep -E " in +[0-9]+ +$b_id " "$T/a_peers.txt" >/dev/null ||
 	fail "inbound peer's daemon id not in the table: $(cat "$T/a_peers.txt")"
@@ -237,8 +237,14 @@ assert p["state"] == "down", p
 assert int(p["connect_attempts"]) >= 1 and int(p["connect_failures"]) >= 1, p
 assert p["last_error"] and int(p["last_error_unix_ms"]) > 0, p
 PY
-"$RMACTL_BIN" --socket "$T/b.sock" peers | grep -E "127\.0\.0\.1:$dead .* [0-9]+s ago: " >/dev/null ||
-	fail "no failed peer with its error's age: $("$RMACTL_BIN" --socket "$T/b.sock" peers)"
+"$RMACTL_BIN" --socket "$T/b.sock" peers --wide | grep -E "127\.0\.0\.1:$dead .* [0-9]+s ago: " >/dev/null ||
+	fail "no failed peer with its error's age: $("$RMACTL_BIN" --socket "$T/b.sock" peers --wide)"
+# the narrow table: the error on a line of its own, within 100 columns
+"$RMACTL_BIN" --socket "$T/b.sock" peers >"$T/b_peers.txt"
+grep -Eq "^      last error: [0-9]+s ago: " "$T/b_peers.txt" ||
+	fail "no last error line: $(cat "$T/b_peers.txt")"
+awk 'length($0) > 100 { bad = 1 } END { exit bad }' "$T/b_peers.txt" ||
+	fail "peers wider than 100 columns: $(cat "$T/b_peers.txt")"
 MPORT=$B_MPORT
 http GET /metrics "$T/m2" || fail "GET b's /metrics"
 metric "$T/m2" 'rmad_connect_failures_total [1-9][0-9]*'

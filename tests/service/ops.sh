@@ -47,8 +47,35 @@ head -c 65536 /dev/urandom >"$T/data"
 ctl put --peer "127.0.0.1:$a_PORT" --descriptor "$T/desc" "$T/data" || fail "put"
 
 ctl peers >"$T/peers" || fail "peers"
-grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +0 +[0-9a-f]{32} +[1-9]" \
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +up +out +[1-9][0-9]* +64\\.0 KiB +0 +0 B +0$" \
 	"$T/peers" || fail "peers: $(cat "$T/peers")"
+ctl peers --wide >"$T/peers.wide" || fail "peers --wide"
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$a_PORT +127\\.0\\.0\\.1:$a_PORT +up +out +0 +[0-9a-f]{32} +[1-9]" \
+	"$T/peers.wide" || fail "peers --wide: $(cat "$T/peers.wide")"
+# a knows b (inbound) by b's listen address, as /metrics and the JSON do,
+# not by the ephemeral port b connected from (--wide shows that one)
+"$RMACTL_BIN" --socket "$T/a.sock" peers >"$T/a.peers" || fail "a peers"
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$b_PORT +up +in +0 +0 B +[1-9][0-9]* +64\\.0 KiB +0$" \
+	"$T/a.peers" || fail "a's inbound peer: $(cat "$T/a.peers")"
+"$RMACTL_BIN" --socket "$T/a.sock" status >"$T/a.status" || fail "a status"
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$b_PORT +up +in " "$T/a.status" ||
+	fail "a's inbound peer in status: $(cat "$T/a.status")"
+"$RMACTL_BIN" --socket "$T/a.sock" peers --json >"$T/a.peers.json" || fail "a peers --json"
+grep -q "\"listen_address\": \"127.0.0.1:$b_PORT\"" "$T/a.peers.json" ||
+	fail "a peers --json: $(cat "$T/a.peers.json")"
+"$RMACTL_BIN" --socket "$T/a.sock" peers --wide >"$T/a.peers.wide" || fail "a peers --wide"
+grep -Eq "^ +[0-9]+  127\\.0\\.0\\.1:$b_PORT +127\\.0\\.0\\.1:[0-9]+ +up +in " \
+	"$T/a.peers.wide" || fail "a peers --wide: $(cat "$T/a.peers.wide")"
+# the tables people read fit 100 columns; bytes are humanised
+ctl status >"$T/b.status" || fail "status"
+for f in "$T/peers" "$T/a.peers" "$T/a.status" "$T/b.status"; do
+	awk -v f="$f" 'length($0) > 100 { print f ": " length($0) " columns: " $0; bad = 1 }
+		END { exit bad }' "$f" || fail "wider than 100 columns"
+done
+grep -q "^  bytes          put 64\\.0 KiB, get 0 B$" "$T/b.status" ||
+	fail "status bytes: $(grep bytes "$T/b.status")"
+grep -Eq "^ +[0-9]+ +64\\.0 KiB +[0-9]+ +0$" "$T/b.status" ||
+	fail "status regions: $(cat "$T/b.status")"
 ctl clients >"$T/clients" || fail "clients"
 grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +ring +1 +64\.0 KiB' \
 	"$T/clients" || fail "clients: $(cat "$T/clients")"
@@ -59,6 +86,7 @@ grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +socket +0 ' \
 	"$T/clients.sock" || fail "clients via socket: $(cat "$T/clients.sock")"
 ctl regions >"$T/regions" || fail "regions"
 grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"
+grep -Eq '^ +[0-9]+ +64\.0 KiB +[0-9]+ +0$' "$T/regions" || fail "regions: $(cat "$T/regions")"
 for cmd in peers clients regions ops; do
 	ctl "$cmd" --json >"$T/$cmd.json" || fail "$cmd --json"
 	json_ok "$T/$cmd.json"
@@ -88,10 +116,10 @@ grep -q "\"peer_address\": \"127.0.0.1:$a_PORT\"" "$T/ops.json" || fail "ops --j
 grep -q '"length": "65536"' "$T/ops.json" || fail "ops --json length"
 grep -Eq '"age_us": "[0-9]+"' "$T/ops.json" || fail "ops --json age"
 ctl ops >"$T/ops" || fail "ops"
-grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9]+ put +[0-9]+  127\\.0\\.0\\.1:$a_PORT +65536 +[0-9.]+(us|ms|s)$" \
+grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9]+ put +[0-9]+  127\\.0\\.0\\.1:$a_PORT +64\\.0 KiB +[0-9.]+(us|ms|s)$" \
 	"$T/ops" || fail "ops: $(cat "$T/ops")"
 grep -Eq '^[1-9][0-9]* operations in flight, [1-9][0-9]* listed' "$T/ops" || fail "ops total"
-ctl peers | grep -Eq " +1 +[0-9.]+(us|ms|s) +[0-9]+ +[0-9]+ +[0-9.]+( [KMGT]?i?B)? +[0-9]+ +[0-9]+/[0-9]+  -$" || fail "peers: no oldest age: $(ctl peers)"
+ctl peers --wide | grep -Eq " +1 +[0-9.]+(us|ms|s) +[0-9]+ +[0-9]+ +[0-9.]+( [KMGT]?i?B)? +[0-9]+ +[0-9]+/[0-9]+  -$" || fail "peers: no oldest age: $(ctl peers --wide)"
 
 # A frozen peer that dies: the put fails promptly (connection reset).
 kill -KILL "$a_PID"

@@ -1768,7 +1768,9 @@ remote_release(RemoteObject *r, PyObject *unused)
 static PyObject *
 remote_get_length(RemoteObject *r, void *unused)
 {
-	if (r->rr == NULL || r->client->rc == NULL)
+	if (r->client->rc == NULL || r->client->closed)
+		return error_closed();
+	if (r->rr == NULL)
 		return error_raise(RMA_ERR_NO_PEER, "remote released");
 	return PyLong_FromUnsignedLongLong(rma_remote_length(r->rr));
 }
@@ -2904,7 +2906,8 @@ client_get_closed(ClientObject *c, void *unused)
 static PyMethodDef client_methods[] = {
     {"close", (PyCFunction)client_close, METH_NOARGS,
      "close($self, /)\n--\n\nClose the connection. Requests in flight fail "
-     "with rma.DaemonGone; regions, peers and remotes become unusable. "
+     "with rma.DaemonGone; later calls on the client or on its regions "
+     "and remotes raise rma.ClientClosed. "
      "Memory that buffer views still use stays mapped until the last view "
      "is released."},
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS,

@@ -125,7 +125,9 @@ def test_calls_after_close_raise_client_closed(link):
                  lambda: c.peer(peer.address),
                  lambda: c.progress(),
                  lambda: c.fileno(),
-                 lambda: r.descriptor()):
+                 lambda: r.descriptor(),
+                 lambda: remote.length,
+                 lambda: remote.release()):
         with pytest.raises(rma.ClientClosed):
             call()
 

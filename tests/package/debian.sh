@@ -32,9 +32,9 @@ fi
 
 # the Python package where Debian's python3 looks, if it was built
 PYSITE=$R/usr/lib/python3/dist-packages/rma
-if grep -q "Message: python binding: no\|python.*: NO" "$T/setup.log" ||
-	! /usr/bin/python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' 2>/dev/null; then
-	echo "note: no python3-dev, the Python package was not built"
+"$MESON" introspect "$B" --targets >"$T/targets.json"
+if ! grep -q '"name": "_rma\.' "$T/targets.json"; then
+	echo "note: the Python package was not built (python3-dev missing?)"
 else
 	[ -f "$PYSITE/__init__.py" ] || fail "no rma/__init__.py in /usr/lib/python3/dist-packages: $(cd "$R" && find . -name '__init__.py')"
 	ls "$PYSITE"/_rma.*.so >/dev/null 2>&1 || fail "no extension in $PYSITE"

@@ -37,7 +37,7 @@ peer_set_string(char **field, const char *value)
 static int
 peer_numeric_address(const char *address, char *out, size_t out_len)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai, *a;
 	char host[256], ip[INET6_ADDRSTRLEN];
 	const char *colon, *h = address;
 	size_t hl;
@@ -62,16 +62,23 @@ peer_numeric_address(const char *address, char *out, size_t out_len)
 	host[hl] = '\0';
 	if (getaddrinfo(host, NULL, &hints, &ai) != 0)
 		return -1;
-	if (ai->ai_family == AF_INET)
+	/* Daemons reach each other over IPv4 only (rmad refuses an IPv6
+	 * peer address): a name's IPv4 address, when it has one, although
+	 * the resolver may list ::1 first for localhost. */
+	for (a = ai; a != NULL && a->ai_family != AF_INET; a = a->ai_next)
+		;
+	if (a == NULL)
+		a = ai;
+	if (a->ai_family == AF_INET)
 		inet_ntop(AF_INET,
-			  &((struct sockaddr_in *)ai->ai_addr)->sin_addr, ip,
+			  &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip,
 			  sizeof(ip));
 	else
 		inet_ntop(AF_INET6,
-			  &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, ip,
+			  &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, ip,
 			  sizeof(ip));
 	rc = snprintf(out, out_len,
-		      ai->ai_family == AF_INET6 ? "[%s]%s" : "%s%s", ip, colon);
+		      a->ai_family == AF_INET6 ? "[%s]%s" : "%s%s", ip, colon);
 	freeaddrinfo(ai);
 	return rc > 0 && (size_t)rc < out_len ? 0 : -1;
 }

@@ -705,8 +705,13 @@ bool peer_evict_one(struct daemon *d);
  * of the attempt means given it. */
 void peer_probe_stop(struct peer *p);
 wire_status_t peer_failure_status(const struct peer *p, ucs_status_t st);
+/* A numeric or (numeric false) named HOST and PORT as a socket address;
+ * an IPv4-mapped IPv6 address comes back as the IPv4 one. */
 int peer_sockaddr(const char *host, uint16_t port, bool numeric,
 		  struct sockaddr_storage *sa, socklen_t *len_p);
+/* May UCX's connection manager carry a connection to or from sa? IPv4
+ * only: why, at the definition. */
+bool peer_sockaddr_usable(const struct sockaddr_storage *sa);
 int peer_system_start(struct daemon *d);
 void peer_system_stop(struct daemon *d);
 struct peer *peer_lookup(struct daemon *d, uint32_t id);

@@ -62,6 +62,29 @@ listener_refusal(struct daemon *d, const struct sockaddr_storage *ss)
 	return NULL;
 }
 
+/* [::] is every address, and the IPv4 ones are all a daemon can be
+ * reached at (peer_sockaddr_usable): 0.0.0.0 then, which also lets IPv4
+ * peers in (UCX 1.13 finds no device for an IPv4-mapped peer of an IPv6
+ * listener and drops it). Any other IPv6 address: -1. */
+static int
+listener_wildcard_v4(struct sockaddr_storage *ss, socklen_t *len_p)
+{
+	const struct sockaddr_in6 *in6 = (const void *)ss;
+	struct sockaddr_in in = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_ANY)};
+
+	if (ss->ss_family != AF_INET6 ||
+	    !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+		return -1;
+	in.sin_port = in6->sin6_port;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &in, sizeof(in));
+	*len_p = sizeof(in);
+	log_info("listener_start: listening on 0.0.0.0 for [::]: daemons "
+		 "reach each other over IPv4 only (UCX 1.13's tcp)");
+	return 0;
+}
+
 static void
 listener_on_conn_request(ucp_conn_request_h req, void *arg)
 {
@@ -99,7 +122,10 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 		}
 	}
 	snprintf(address, sizeof(address), "%s:%u", host, port);
-	refusal = !listener_address_allowed(d, &attr.client_address)
+	/* Not IPv4: ucp_ep_create would overrun a heap buffer of UCX's
+	 * (peer_sockaddr_usable). */
+	refusal = !peer_sockaddr_usable(&attr.client_address) ? "not IPv4"
+		  : !listener_address_allowed(d, &attr.client_address)
 		      ? "not in peer_allow"
 		      : listener_refusal(d, &attr.client_address);
 	if (refusal != NULL || d->shutting_down) {
@@ -176,6 +202,13 @@ listener_start(struct daemon *d)
 	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port, false,
 			  &d->listen_sa, &len) < 0) {
 		log_error("listener_start: cannot resolve listen address %s",
+			  address);
+		return -1;
+	}
+	if (!peer_sockaddr_usable(&d->listen_sa) &&
+	    listener_wildcard_v4(&d->listen_sa, &len) < 0) {
+		log_error("listener_start: cannot listen on %s: daemons reach "
+			  "each other over IPv4 only (UCX 1.13's tcp)",
 			  address);
 		return -1;
 	}

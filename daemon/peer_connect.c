@@ -164,6 +164,56 @@ peer_connect_start(struct peer *p)
 	return 0;
 }
 
+/* UCX 1.13's tcp transport, its endpoints connected through the
+ * connection manager (every endpoint between daemons), overruns a heap
+ * buffer when the connection manager's socket is IPv6 and UCX's tcp
+ * interface on that device is IPv4:
+ *
+ * - ucp_wireup_is_reachable skips uct_iface_is_reachable (which compares
+ *   the families) while lanes are chosen in the connection manager's
+ *   phase, so the lanes are the device's tcp interfaces whatever the
+ *   family of the other side's address;
+ * - that address is the connection manager's peer address (getpeername,
+ *   uct_tcp_sockcm_ep_get_remote_device_addr), put in place of the
+ *   other side's own by ucp_ep_create_server_accept on the listener and
+ *   ucp_cm_client_connect_progress on the dialer;
+ * - uct_tcp_ep_init allocates a tcp endpoint's peer_addr for its
+ *   interface's family (iface->config.sockaddr_len: 16 bytes for IPv4),
+ *   and uct_tcp_ep_connect_to_ep has uct_tcp_ep_set_dest_addr write a
+ *   28-byte sockaddr_in6 there: 12 bytes past the end of the endpoint,
+ *   then read back by ucs_sockaddr_str at connect (ASan sees that read
+ *   first; without it malloc aborts later, "invalid size").
+ *
+ * A tcp interface is IPv4 on loopback always (ucs_netif_get_addr skips
+ * ::1 and link-local addresses), and on every device once rmad sets
+ * UCX_TCP_AF_PRIO to inet (worker.c). So daemons reach each other over
+ * IPv4 alone: a client's IPv6 peer address is refused before UCX sees it
+ * (peer_handle_connect, after ::ffff:a.b.c.d became a.b.c.d), and the
+ * listener listens on 0.0.0.0 for [::] and rejects a connection from an
+ * IPv6 address before ucp_ep_create (listener.c). Either side alone would
+ * leave the other open to a dialer or listener that is not this rmad. */
+bool
+peer_sockaddr_usable(const struct sockaddr_storage *sa)
+{
+	return sa->ss_family == AF_INET;
+}
+
+/* ::ffff:a.b.c.d is a.b.c.d to the kernel: the same listener answers. */
+static void
+peer_sockaddr_unmap(struct sockaddr_storage *sa, socklen_t *len_p)
+{
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+	struct sockaddr_in in = {.sin_family = AF_INET};
+
+	if (sa->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return;
+	in.sin_port = in6->sin6_port;
+	memcpy(&in.sin_addr, &in6->sin6_addr.s6_addr[12], sizeof(in.sin_addr));
+	memset(sa, 0, sizeof(*sa));
+	memcpy(sa, &in, sizeof(in));
+	*len_p = sizeof(in);
+}
+
 int
 peer_sockaddr(const char *host, uint16_t port, bool numeric,
 	      struct sockaddr_storage *sa, socklen_t *len_p)
@@ -180,6 +230,7 @@ peer_sockaddr(const char *host, uint16_t port, bool numeric,
 	memcpy(sa, ai->ai_addr, ai->ai_addrlen);
 	*len_p = ai->ai_addrlen;
 	freeaddrinfo(ai);
+	peer_sockaddr_unmap(sa, len_p);
 	return 0;
 }
 
@@ -301,6 +352,13 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 	if (peer_resolve_address(address, &sa, &len) < 0) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_INVALID,
 				"peer address '%s' is not a numeric HOST:PORT",
+				address);
+		return;
+	}
+	if (!peer_sockaddr_usable(&sa)) {
+		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_UNREACHABLE,
+				"peer address '%s' is IPv6: daemons reach each "
+				"other over IPv4 only (UCX 1.13's tcp)",
 				address);
 		return;
 	}

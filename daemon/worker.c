@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sched.h>
 #include <time.h>
 
@@ -195,6 +196,18 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 				 "environment",
 				 u->env, v);
 	}
+	/* One family for UCX's tcp interfaces, the one peers reach us by
+	 * (peer_sockaddr_usable): an interface of the other family aborts
+	 * the daemon on a peer's connection request (UCX 1.13's
+	 * uct_tcp_cm_handle_conn_pkt asserts its length against the
+	 * interface's sockaddr_len) or overruns an endpoint's address.
+	 * Applied after the environment is read, so it wins. */
+	if (getenv("UCX_TCP_AF_PRIO") != NULL &&
+	    strcmp(getenv("UCX_TCP_AF_PRIO"), "inet") != 0)
+		log_warn("worker_context_create: UCX_TCP_AF_PRIO=%s ignored: "
+			 "inet, daemons reach each other over IPv4 only",
+			 getenv("UCX_TCP_AF_PRIO"));
+	ucp_config_modify(config, "AF_PRIO", "inet");
 	if (getenv("UCX_NET_DEVICES") == NULL) {
 		char devices[512];
 		if (netdev_auto(&d->cfg, devices, sizeof(devices)) < 0) {

@@ -43,6 +43,20 @@ harness_free_port(void)
 	return ntohs(sa.sin_port);
 }
 
+int
+harness_have_ipv6_loopback(void)
+{
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
 void
 harness_fill(void *buf, size_t n, uint32_t seed)
 {
@@ -171,6 +185,13 @@ harness_socket_dir(void)
 void
 harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 {
+	harness_daemon_start_on(p, "127.0.0.1", extra);
+}
+
+void
+harness_daemon_start_on(struct daemon_proc *p, const char *host,
+			const char *const *extra)
+{
 	static int serial;
 
 	int attempts = 0;
@@ -183,7 +204,9 @@ harness_daemon_start(struct daemon_proc *p, const char *const *extra)
 	 * then rmad exits at once, and another port is tried. */
 	do {
 		p->port = harness_free_port();
-		snprintf(p->listen, sizeof(p->listen), "127.0.0.1:%u", p->port);
+		ck_assert_int_lt(snprintf(p->listen, sizeof(p->listen), "%s:%u",
+					  host, p->port),
+				 sizeof(p->listen));
 		ready = harness_daemon_spawn(p, extra, 10.0);
 	} while (!ready && ++attempts < 3);
 	ck_assert_msg(ready, "rmad did not become ready within 10 s");

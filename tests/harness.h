@@ -21,6 +21,10 @@ const char *harness_socket_dir(void);
  * harness_socket_dir()) and a free port, extra flags appended; fails the
  * test unless ready within 10 s. */
 void harness_daemon_start(struct daemon_proc *p, const char *const *extra);
+/* The same, listening on host (numeric, IPv6 in brackets: "[::]") and a
+ * free port; p->listen is then "host:port". */
+void harness_daemon_start_on(struct daemon_proc *p, const char *host,
+			     const char *const *extra);
 /* Sends sig and waits (5 s) for the exit; returns the wait status. */
 int harness_daemon_stop(struct daemon_proc *p, int sig);
 
@@ -36,6 +40,8 @@ void harness_daemon_kill(struct daemon_proc *p);
 
 /* A TCP port nobody listens on (bound then closed). */
 uint16_t harness_free_port(void);
+/* 1 if this machine has an IPv6 loopback (a TCP socket binds to ::1). */
+int harness_have_ipv6_loopback(void);
 double harness_now(void);
 /* 1 once fd is readable, 0 after seconds (0: readable right now?). */
 int harness_wait_fd(int fd, double seconds);

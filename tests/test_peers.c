@@ -353,6 +353,77 @@ START_TEST(test_connect_to_self)
 }
 END_TEST
 
+/* ---- IPv6 addresses ------------------------------------------------------ */
+
+/* UCX 1.13 overran a heap buffer of either daemon when the connection
+ * between them was IPv6 (peer_sockaddr_usable): a client's IPv6 peer
+ * address is refused by its own daemon, at once and as unreachable, and
+ * the daemon dialed (target) sees nothing of it. */
+static void
+connect_ipv6_refused(rma_client_t *c, struct daemon_proc *target,
+		     const char *address)
+{
+	rma_peer_t *peer;
+	double t0 = harness_now();
+	rma_status_t st = rma_peer_connect(c, address, &peer);
+
+	/* Before the status: a dead target is the better clue. */
+	ck_assert_msg(!harness_daemon_wait_exit(target, 0, NULL),
+		      "rmad on %s died when dialed as %s", target->listen,
+		      address);
+	ck_assert_msg(st == RMA_ERR_UNREACHABLE, "connect %s: %s (%s)", address,
+		      rma_strerror(st), rma_last_error(c));
+	ck_assert_msg(strstr(rma_last_error(c), "IPv4") != NULL,
+		      "detail without 'IPv4': %s", rma_last_error(c));
+	ck_assert_double_lt(harness_now() - t0, 3.0);
+}
+
+/* Dialed as [::1] and as ::ffff:127.0.0.1, the target daemon (listening
+ * on listen_host) must live on and serve puts and gets, through its
+ * IPv4-mapped address, its IPv4 one, and out to b by b's mapped one. */
+static void
+ipv6_dialed(const char *listen_host)
+{
+	rma_client_t *ca, *cb;
+	rma_region_t *ra, *rb;
+	char v6[64], mapped[64];
+
+	if (!harness_have_ipv6_loopback()) {
+		fprintf(stderr, "skipped: no IPv6 loopback on this machine\n");
+		return;
+	}
+	harness_daemon_start_on(&da, listen_host, NULL);
+	harness_daemon_start(&db, NULL);
+	ca = client_of(&da);
+	cb = client_of(&db);
+	ra = region_of(ca);
+	rb = region_of(cb);
+	snprintf(v6, sizeof(v6), "[::1]:%u", da.port);
+	connect_ipv6_refused(cb, &da, v6);
+	connect_ipv6_refused(cb, &da, v6); /* again: nothing was left over */
+	ck_assert_msg(!harness_daemon_wait_exit(&db, 0, NULL),
+		      "rmad died dialing %s", v6);
+	snprintf(mapped, sizeof(mapped), "[::ffff:127.0.0.1]:%u", da.port);
+	round_trip(cb, rb, mapped, ra, 4096, 65536, 6);
+	snprintf(v6, sizeof(v6), "127.0.0.1:%u", da.port);
+	round_trip(cb, rb, v6, ra, 0, 4096, 7);
+	snprintf(mapped, sizeof(mapped), "[::ffff:127.0.0.1]:%u", db.port);
+	round_trip(ca, ra, mapped, rb, 8192, 4096, 8);
+	ck_assert_uint_eq(counters_of(ca).inbound_refused, 0);
+}
+
+START_TEST(test_ipv6_dial_to_wildcard_listener)
+{
+	ipv6_dialed("[::]");
+}
+END_TEST
+
+START_TEST(test_ipv6_dial_to_ipv4_listener)
+{
+	ipv6_dialed("127.0.0.1");
+}
+END_TEST
+
 /* ---- a killed peer ------------------------------------------------------ */
 
 struct down_wait {
@@ -592,6 +663,8 @@ main(void)
 	ADD(s, test_keyed_to_unkeyed_refused);
 	ADD(s, test_other_key_refused);
 	ADD(s, test_connect_to_self);
+	ADD(s, test_ipv6_dial_to_wildcard_listener);
+	ADD(s, test_ipv6_dial_to_ipv4_listener);
 	ADD(s, test_next_op_waits_for_reconnect);
 	ADD(s, test_own_descriptor_only_through_self);
 	ADD(s, test_import_through_wrong_peer);

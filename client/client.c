@@ -759,8 +759,9 @@ rma_daemon_status(rma_client_t *client, void **status_p, size_t *len_p)
 	if (st != RMA_OK)
 		return st;
 	if (reply->body_case != RMA__V1__REPLY__BODY_STATUS_REPLY) {
-		st = client_error(client, RMA_ERR_PROTOCOL,
-				  "rma_daemon_status: the reply holds no status");
+		st = client_error(
+		    client, RMA_ERR_PROTOCOL,
+		    "rma_daemon_status: the reply holds no status");
 		goto err_free_reply;
 	}
 	len = rma__v1__status_reply__get_packed_size(reply->status_reply);

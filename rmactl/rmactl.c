@@ -226,8 +226,9 @@ rmactl_status_get(const char *cmd, rma_client_t *client,
 	s = rma__v1__status_reply__unpack(NULL, len, buf);
 	free(buf);
 	if (s == NULL)
-		return rmactl_errx(EX_SOFTWARE, cmd,
-				   "protocol error: the status does not unpack");
+		return rmactl_errx(
+		    EX_SOFTWARE, cmd,
+		    "protocol error: the status does not unpack");
 	*status_p = s;
 	return 0;
 }

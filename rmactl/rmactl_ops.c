@@ -450,7 +450,8 @@ rmactl_ops_ping(int argc, char **argv)
 					      argv[optind]);
 
 	/* the path rma_connect takes */
-	socket_path = rmactl_socket != NULL ? rmactl_socket : rma_default_socket();
+	socket_path =
+	    rmactl_socket != NULL ? rmactl_socket : rma_default_socket();
 	t0 = rmactl_ops_now();
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)

@@ -463,6 +463,64 @@ guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
 					    : GUARD_OWNER_OTHER;
 }
 
+int
+guard_local_listener_owner(const struct sockaddr_storage *sa, uid_t *uid_p)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 req;
+	} req;
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ans;
+	const struct nlmsghdr *nh = &ans.nh;
+	const struct inet_diag_msg *m;
+	struct guard_ip ip;
+	ssize_t n;
+
+	if (!guard_ip_of((const struct sockaddr *)sa, &ip))
+		return -1;
+	/* Another host's address first: a wildcard listener here would
+	 * answer for any address. */
+	switch (guard_is_local_address(&ip)) {
+	case 0:
+		return 0;
+	case 1:
+		break;
+	default:
+		return -1;
+	}
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.req.sdiag_family = ip.family;
+	req.req.sdiag_protocol = IPPROTO_TCP;
+	req.req.idiag_states = ~0u;
+	req.req.id.idiag_sport = ip.port;
+	memcpy(req.req.id.idiag_src, ip.addr, guard_addr_len(ip.family));
+	req.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	req.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	n = guard_netlink_ask(NETLINK_SOCK_DIAG, &req, sizeof(req), &ans,
+			      sizeof(ans));
+	if (n < 0 || !NLMSG_OK(nh, (size_t)n))
+		return -1;
+	if (nh->nlmsg_type == NLMSG_ERROR)
+		return ((const struct nlmsgerr *)NLMSG_DATA(nh))->error ==
+			       -ENOENT
+			   ? 0
+			   : -1;
+	if (nh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    NLMSG_PAYLOAD(nh, 0) < sizeof(*m))
+		return -1;
+	m = NLMSG_DATA(nh);
+	if (m->idiag_state != TCP_LISTEN || m->id.idiag_sport != ip.port)
+		return 0;
+	*uid_p = m->idiag_uid;
+	return 1;
+}
+
 static bool
 guard_is_listener(int listen_fd)
 {

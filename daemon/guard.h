@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 struct cidr;
 struct config;
@@ -42,6 +43,17 @@ void guard_close(uint32_t *entry);
  * may connection fd, accepted on listen_fd from peer, stay? A refusal is
  * counted; the caller closes fd. */
 bool guard_accept(int listen_fd, int fd, const struct sockaddr *peer);
+/* A loop thread, before dialing sa: the uid of the socket listening at
+ * sa, when sa is an address of this host and something listens there
+ * (1), 0 when sa is another host's or nothing listens, -1 when the
+ * kernel did not say. Between two daemons of one host, UCX's tcp opens
+ * its lanes in the direction their ports order and each guard refuses a
+ * local socket of another uid than its own (root's too, unless it runs
+ * as root): daemons of different users would connect about half the
+ * time, so they do not try. */
+int guard_local_listener_owner(const struct sockaddr_storage *sa,
+			       uid_t *uid_p);
+
 /* Connections refused at accept, all reasons together. */
 uint64_t guard_refused(void);
 /* ... of them, from a local socket of another user (or of none). */

@@ -128,7 +128,9 @@ peer_connect_start(struct peer *p)
 	    .err_handler.cb = peer_on_ep_error,
 	    .err_handler.arg = p,
 	};
+	char detail[320];
 	ucs_status_t st;
+	uid_t owner;
 
 	params.sockaddr.addr = (struct sockaddr *)&p->sa;
 	params.sockaddr.addrlen = p->sa_len;
@@ -141,6 +143,19 @@ peer_connect_start(struct peer *p)
 	/* Before UCX connects: its tcp may connect back to us from there,
 	 * before the handshake (guard.c). Only for this endpoint. */
 	guard_close(&p->guard);
+	if (guard_local_listener_owner(&p->sa, &owner) == 1 &&
+	    owner != geteuid()) {
+		/* Each side's guard refuses the other's sockets: UCX's tcp
+		 * would connect in about half the tries (guard.h). */
+		snprintf(detail, sizeof(detail),
+			 "the daemon at %s runs as uid %u, this one as uid "
+			 "%u: UCX's sockets do not take connections from "
+			 "another user's daemon on the same host",
+			 p->address, (unsigned)owner, (unsigned)geteuid());
+		p->ep = NULL;
+		peer_fail(p, UCS_ERR_REJECTED, detail);
+		return -1;
+	}
 	p->guard = guard_open(&p->sa, d->cfg.connect_timeout);
 	if (p->guard == 0) {
 		p->ep = NULL;

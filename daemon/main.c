@@ -311,6 +311,9 @@ err_daemon:
 	return rc;
 
 err_config:
+	/* the refusals before fdstore_open come here with passed still
+	 * held (freed again after it: notify_fds_free leaves it empty) */
+	notify_fds_free(&passed);
 	config_saved_free(&saved);
 	return 78; /* sysexits.h: EX_CONFIG */
 

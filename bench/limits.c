@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "monotime.h"
+
 #define LIMITS_CHUNK (1u << 20)
 /* The stream's reader takes what fits in a core's cache at a time, as
  * UCX's tcp receive buffer (64 KiB) does: reading 1 MiB at a time makes
@@ -54,15 +56,6 @@ struct limits_pingpong {
 	double rtt_us; /* median round trip */
 	double mean_us;
 };
-
-static double
-limits_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int
 limits_cmp_double(const void *a, const void *b)
@@ -214,18 +207,18 @@ limits_tcp_stream(double seconds, double *bytes_per_s)
 	for (int i = 0; i < 16; i++)
 		if (limits_write_full(fds[0], buf, LIMITS_CHUNK) < 0)
 			goto err_child;
-	t0 = limits_now();
+	t0 = monotime_s();
 	do {
 		if (limits_write_full(fds[0], buf, LIMITS_CHUNK) < 0)
 			goto err_child;
 		bytes += LIMITS_CHUNK;
-		t = limits_now();
+		t = monotime_s();
 	} while (t - t0 < seconds);
 	shutdown(fds[0], SHUT_WR);
 	close(fds[0]);
 	if (limits_reap(pid) < 0)
 		goto err_free;
-	t = limits_now();
+	t = monotime_s();
 	free(buf);
 	*bytes_per_s = (double)bytes / (t - t0);
 	return 0;
@@ -258,13 +251,13 @@ limits_memcpy(size_t size, double seconds, double *bytes_per_s)
 	}
 	memset(a, 1, size);
 	memset(b, 2, size);
-	t0 = limits_now();
+	t0 = monotime_s();
 	do {
 		memcpy(b, a, size);
 		/* the compiler must not drop the copy */
 		__asm__ volatile("" : : "r"(b) : "memory");
 		bytes += size;
-		t = limits_now();
+		t = monotime_s();
 	} while (t - t0 < seconds);
 	free(a);
 	free(b);
@@ -310,13 +303,13 @@ limits_pingpong(struct limits_pingpong *pp, double seconds)
 		if (limits_write_full(fds[0], buf, sizeof(buf)) < 0 ||
 		    limits_read_full(fds[0], buf, sizeof(buf), pp->spin) != 0)
 			goto err_child;
-	t0 = t = limits_now();
+	t0 = t = monotime_s();
 	while (n < LIMITS_PINGS_MAX && t - t0 < seconds) {
 		double start = t;
 		if (limits_write_full(fds[0], buf, sizeof(buf)) < 0 ||
 		    limits_read_full(fds[0], buf, sizeof(buf), pp->spin) != 0)
 			goto err_child;
-		t = limits_now();
+		t = monotime_s();
 		rtt[n++] = (t - start) * 1e6;
 		sum += (t - start) * 1e6;
 	}

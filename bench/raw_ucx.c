@@ -41,14 +41,13 @@
 
 #include <ucp/api/ucp.h>
 
+#include "bench_params.h"
 #include "bench_report.h"
+#include "monotime.h"
 #include "size.h"
 #include "ucx_defaults.h"
 
 #define RAW_AM_INFO 7
-#define RAW_WINDOW_DEFAULT 16
-#define RAW_WINDOW_MAX 65536
-#define RAW_COUNT_MAX 100000000ull
 #define RAW_LOCAL_MAX (64ull << 20)
 #define RAW_RKEY_MAX 4096
 #define RAW_SERVER_EPS_MAX 256
@@ -98,15 +97,6 @@ raw_errx(int code, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return code;
-}
-
-static uint64_t
-raw_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* "host:port" (host may be [v6]) into a sockaddr. */
@@ -231,7 +221,7 @@ raw_progress(struct raw *r, int timeout_ms)
 static ucs_status_t
 raw_wait(struct raw *r, ucs_status_ptr_t sp, int timeout_ms)
 {
-	uint64_t deadline = raw_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = monotime_ns() + (uint64_t)timeout_ms * 1000000u;
 	ucs_status_t st;
 
 	if (sp == NULL)
@@ -239,7 +229,7 @@ raw_wait(struct raw *r, ucs_status_ptr_t sp, int timeout_ms)
 	if (UCS_PTR_IS_ERR(sp))
 		return UCS_PTR_STATUS(sp);
 	while ((st = ucp_request_check_status(sp)) == UCS_INPROGRESS) {
-		if (raw_now_ns() > deadline) {
+		if (monotime_ns() > deadline) {
 			ucp_request_free(sp);
 			return UCS_ERR_TIMED_OUT;
 		}
@@ -550,8 +540,7 @@ struct raw_client {
 	int get;
 	int fetch_add; /* --op fetch-add: ucp_atomic_op_nbx on 8-byte words */
 	uint64_t operand, *results;
-	uint64_t size, count, window, warmup;
-	int have_count, have_warmup;
+	struct bench_params p; /* size, count, window, warm-up */
 	int remote_completion;
 	int json;
 	int timeout_ms;
@@ -651,9 +640,9 @@ raw_client_connect(struct raw_client *b)
 	if (st != UCS_OK)
 		return raw_errx(EX_NOHOST, "connect to %s: %s", b->connect,
 				ucs_status_string(st));
-	deadline = raw_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+	deadline = monotime_ns() + (uint64_t)b->timeout_ms * 1000000u;
 	while (!b->have_info && b->ep_status == UCS_OK) {
-		if (raw_now_ns() > deadline)
+		if (monotime_ns() > deadline)
 			return raw_errx(EX_TEMPFAIL,
 					"no answer from %s within %.1f s",
 					b->connect, b->timeout_ms / 1000.0);
@@ -662,12 +651,12 @@ raw_client_connect(struct raw_client *b)
 	if (b->ep_status != UCS_OK)
 		return raw_errx(EX_NOHOST, "connect to %s: %s", b->connect,
 				ucs_status_string(b->ep_status));
-	if (b->size > b->remote_len)
+	if (b->p.size > b->remote_len)
 		return raw_errx(EX_DATAERR,
 				"size %" PRIu64 " is bigger than the remote "
 				"region (%" PRIu64 " bytes)",
-				b->size, b->remote_len);
-	b->span = b->remote_len - b->size + 1;
+				b->p.size, b->remote_len);
+	b->span = b->remote_len - b->p.size + 1;
 	return 0;
 }
 
@@ -712,9 +701,9 @@ raw_client_track(struct raw_slot *slot, ucs_status_ptr_t sp)
 static uint64_t
 raw_client_remote_offset(const struct raw_client *b, uint64_t i)
 {
-	unsigned __int128 off = (unsigned __int128)i * b->size % b->span;
+	unsigned __int128 off = (unsigned __int128)i * b->p.size % b->span;
 
-	return (uint64_t)off / b->size * b->size;
+	return (uint64_t)off / b->p.size * b->p.size;
 }
 
 static void
@@ -729,7 +718,7 @@ raw_client_submit(struct raw_client *b, uint64_t op, uint64_t now)
 	};
 	struct raw_slot *slot = b->slot_free;
 	uint64_t i = b->next_op;
-	char *buf = (char *)b->local.addr + i % b->slots * b->size;
+	char *buf = (char *)b->local.addr + i % b->slots * b->p.size;
 	uint64_t raddr = b->remote_addr + raw_client_remote_offset(b, i);
 
 	b->slot_free = slot->next;
@@ -753,10 +742,10 @@ raw_client_submit(struct raw_client *b, uint64_t op, uint64_t now)
 						   &b->operand, 1, raddr,
 						   b->rkey, &param));
 	} else if (b->get)
-		raw_client_track(slot, ucp_get_nbx(b->ep, buf, b->size, raddr,
+		raw_client_track(slot, ucp_get_nbx(b->ep, buf, b->p.size, raddr,
 						   b->rkey, &param));
 	else
-		raw_client_track(slot, ucp_put_nbx(b->ep, buf, b->size, raddr,
+		raw_client_track(slot, ucp_put_nbx(b->ep, buf, b->p.size, raddr,
 						   b->rkey, &param));
 	if (!b->get && b->remote_completion && slot->status == UCS_OK) {
 		param.op_attr_mask &= ~UCP_OP_ATTR_FIELD_MEMH;
@@ -781,14 +770,14 @@ raw_client_fail(struct raw_client *b, ucs_status_t st)
 static int
 raw_client_loop(struct raw_client *b, uint64_t n)
 {
-	uint64_t submitted = 0, completed = 0, now, last = raw_now_ns();
+	uint64_t submitted = 0, completed = 0, now, last = monotime_ns();
 	uint64_t timeout_ns = (uint64_t)b->timeout_ms * 1000000u;
 
 	b->ndone = 0;
 	while (completed < n) {
-		now = raw_now_ns();
+		now = monotime_ns();
 		while (b->error == UCS_OK && b->ep_status == UCS_OK &&
-		       submitted < n && b->in_flight + b->ndone < b->window) {
+		       submitted < n && b->in_flight + b->ndone < b->p.window) {
 			raw_client_submit(b, submitted, now);
 			submitted++;
 		}
@@ -802,7 +791,7 @@ raw_client_loop(struct raw_client *b, uint64_t n)
 		if (b->ep_status != UCS_OK)
 			return raw_client_fail(b, b->ep_status);
 		if (submitted - b->in_flight > completed) {
-			now = raw_now_ns();
+			now = monotime_ns();
 			for (uint64_t k = 0; k < b->ndone; k++)
 				b->stamp[b->done[k]] =
 				    now - b->stamp[b->done[k]];
@@ -811,7 +800,7 @@ raw_client_loop(struct raw_client *b, uint64_t n)
 			last = now;
 			continue;
 		}
-		if (raw_now_ns() - last >= timeout_ns)
+		if (monotime_ns() - last >= timeout_ns)
 			return raw_errx(EX_TEMPFAIL,
 					"timeout: no completion within %.1f s "
 					"(%" PRIu64 " of %" PRIu64 " done)",
@@ -827,15 +816,30 @@ raw_client_report(struct raw_client *b, double seconds)
 	    .tool = "raw_ucx",
 	    .get = b->get,
 	    .op = b->fetch_add ? "fetch-add" : NULL,
-	    .size = b->size,
-	    .count = b->count,
-	    .window = b->window,
+	    .size = b->p.size,
+	    .count = b->p.count,
+	    .window = b->p.window,
 	    .remote_completion = b->remote_completion,
 	    .seconds = seconds,
 	    .latency_ns = b->stamp,
 	};
 
 	bench_report_print(&r, b->json);
+}
+
+static const char *
+raw_param_name(int param)
+{
+	switch (param) {
+	case BENCH_PARAM_SIZE:
+		return "size";
+	case BENCH_PARAM_COUNT:
+		return "count";
+	case BENCH_PARAM_WINDOW:
+		return "window";
+	default:
+		return "warmup";
+	}
 }
 
 static int
@@ -859,7 +863,7 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 	double secs;
 	int c;
 
-	b->window = RAW_WINDOW_DEFAULT;
+	bench_params_init(&b->p);
 	b->timeout_ms = 60000;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -869,31 +873,13 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 		case 'o':
 			op = optarg;
 			break;
-		case 's':
-			if (size_parse(optarg, &b->size) < 0 || b->size == 0 ||
-			    b->size > SIZE_MAX)
-				return raw_errx(EX_USAGE, "bad size \"%s\"",
-						optarg);
-			break;
-		case 'n':
-			if (size_parse(optarg, &b->count) < 0 ||
-			    b->count == 0 || b->count > RAW_COUNT_MAX)
-				return raw_errx(EX_USAGE, "bad count \"%s\"",
-						optarg);
-			b->have_count = 1;
-			break;
-		case 'w':
-			if (size_parse(optarg, &b->window) < 0 ||
-			    b->window == 0 || b->window > RAW_WINDOW_MAX)
-				return raw_errx(EX_USAGE, "bad window \"%s\"",
-						optarg);
-			break;
-		case 'W':
-			if (size_parse(optarg, &b->warmup) < 0 ||
-			    b->warmup > RAW_COUNT_MAX)
-				return raw_errx(EX_USAGE, "bad warmup \"%s\"",
-						optarg);
-			b->have_warmup = 1;
+		case BENCH_PARAM_SIZE:
+		case BENCH_PARAM_COUNT:
+		case BENCH_PARAM_WINDOW:
+		case BENCH_PARAM_WARMUP:
+			if (bench_params_set(&b->p, c, optarg) < 0)
+				return raw_errx(EX_USAGE, "bad %s \"%s\"",
+						raw_param_name(c), optarg);
 			break;
 		case 'r':
 			b->remote_completion = 1;
@@ -928,14 +914,14 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 		return raw_errx(EX_USAGE, "client: unexpected argument %s",
 				argv[optind]);
 	b->fetch_add = op != NULL && strcmp(op, "fetch-add") == 0;
-	if (b->fetch_add && b->size == 0)
-		b->size = 8;
-	if (b->connect == NULL || op == NULL || b->size == 0)
+	if (b->fetch_add && b->p.size == 0)
+		b->p.size = 8;
+	if (b->connect == NULL || op == NULL || b->p.size == 0)
 		return raw_errx(EX_USAGE,
 				"client: --connect, --op and --size are "
 				"required");
 	if (b->fetch_add) {
-		if (b->size != 8 || b->remote_completion)
+		if (b->p.size != 8 || b->remote_completion)
 			return raw_errx(EX_USAGE, "fetch-add: --size 8, no "
 						  "--remote-completion");
 		b->operand = 1;
@@ -947,18 +933,7 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 		return raw_errx(EX_USAGE, "bad op \"%s\" (put or get)", op);
 	if (b->get && b->remote_completion)
 		return raw_errx(EX_USAGE, "--remote-completion is for puts");
-	/* the defaults of rmactl bench */
-	if (!b->have_count) {
-		uint64_t n = (256ull << 20) / b->size;
-
-		b->count = n > 100000 ? 100000 : n < 16 ? 16 : n;
-	}
-	if (!b->have_warmup) {
-		uint64_t n = (4ull << 20) / b->size;
-
-		n = n < 1 ? 1 : n;
-		b->warmup = n < b->window ? n : b->window;
-	}
+	bench_params_default(&b->p); /* the defaults of rmactl bench */
 	return 0;
 }
 
@@ -980,25 +955,25 @@ raw_client_run(int argc, char **argv)
 	rc = raw_init(&b->raw, b->raw.wait_mode);
 	if (rc != 0)
 		goto out_free;
-	b->slots = RAW_LOCAL_MAX / b->size;
-	if (b->slots > b->window)
-		b->slots = b->window;
+	b->slots = RAW_LOCAL_MAX / b->p.size;
+	if (b->slots > b->p.window)
+		b->slots = b->p.window;
 	if (b->slots == 0)
 		b->slots = 1;
-	rc =
-	    raw_region_create(&b->raw, (size_t)(b->slots * b->size), &b->local);
+	rc = raw_region_create(&b->raw, (size_t)(b->slots * b->p.size),
+			       &b->local);
 	if (rc != 0)
 		goto out_fini;
-	b->stamp = calloc(b->count, sizeof(*b->stamp));
+	b->stamp = calloc(b->p.count, sizeof(*b->stamp));
 	b->results = calloc(b->slots, sizeof(*b->results));
-	b->done = calloc(b->window, sizeof(*b->done));
-	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
+	b->done = calloc(b->p.window, sizeof(*b->done));
+	b->slot_mem = calloc(b->p.window, sizeof(*b->slot_mem));
 	if (b->stamp == NULL || b->results == NULL || b->done == NULL ||
 	    b->slot_mem == NULL) {
 		rc = raw_errx(EX_OSERR, "out of memory");
 		goto out_region;
 	}
-	for (uint64_t i = 0; i < b->window; i++) {
+	for (uint64_t i = 0; i < b->p.window; i++) {
 		b->slot_mem[i].b = b;
 		b->slot_mem[i].next = b->slot_free;
 		b->slot_free = &b->slot_mem[i];
@@ -1007,14 +982,14 @@ raw_client_run(int argc, char **argv)
 	if (rc != 0)
 		goto out_close;
 
-	if (b->warmup > 0) {
-		rc = raw_client_loop(b, b->warmup);
+	if (b->p.warmup > 0) {
+		rc = raw_client_loop(b, b->p.warmup);
 		if (rc != 0)
 			goto out_close;
 	}
 	b->recording = 1;
-	t0 = raw_now_ns();
-	rc = raw_client_loop(b, b->count);
+	t0 = monotime_ns();
+	rc = raw_client_loop(b, b->p.count);
 	if (rc != 0)
 		goto out_close;
 	if (!b->get) {
@@ -1025,7 +1000,7 @@ raw_client_run(int argc, char **argv)
 			goto out_close;
 		}
 	}
-	t1 = raw_now_ns();
+	t1 = monotime_ns();
 	raw_client_report(b, (double)(t1 - t0) / 1e9);
 
 out_close:

@@ -3,6 +3,7 @@
  * socket (our own recvmsg, so passed memfds are not lost), dispatch of
  * replies and events, synchronous calls, progress and failure. */
 #include "rma_internal.h"
+#include "monotime.h"
 #include "socket_path.h"
 
 #include <errno.h>
@@ -31,10 +32,7 @@ __thread char client_connect_error[512];
 int64_t
 client_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(monotime_ns() / 1000000u);
 }
 
 int64_t

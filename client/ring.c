@@ -27,6 +27,7 @@
  * rma_fd() stays the one thing an event loop has to watch. */
 #include "rma_internal.h"
 #include "descriptor.h"
+#include "monotime.h"
 #include "oprec.h"
 #include "ringrec.h"
 
@@ -99,10 +100,7 @@ ring_spin_ns(void)
 static int64_t
 ring_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)monotime_ns();
 }
 
 rma_status_t

@@ -13,7 +13,9 @@
  *
  * bench/raw_ucx.c runs the same loop on raw UCX: keep the two alike. */
 #include "rma.h"
+#include "bench_params.h"
 #include "bench_report.h"
+#include "monotime.h"
 #include "rmactl.h"
 
 #include <errno.h>
@@ -25,9 +27,6 @@
 #include <sysexits.h>
 #include <time.h>
 
-#define BENCH_WINDOW_DEFAULT 16
-#define BENCH_WINDOW_MAX 65536
-#define BENCH_COUNT_MAX 100000000ull
 #define BENCH_TIMEOUT_DEFAULT_S 60
 /* Local buffer: one slot per op in flight, at most this many bytes. */
 #define BENCH_LOCAL_MAX (64ull << 20)
@@ -54,11 +53,7 @@ struct bench {
 	int notify; /* put-notify: rma_put_notify(), the op number as value */
 	int atomic; /* an rma_atomic_op_t, or -1: put or get */
 	const char *op_name;
-	uint64_t size;
-	uint64_t count;
-	uint64_t window;
-	uint64_t warmup;
-	int have_count, have_warmup;
+	struct bench_params p; /* size, count, window, warm-up */
 	int json;
 	int remote_completion;
 	int timeout_ms;
@@ -88,13 +83,27 @@ struct bench {
 	int limited;	  /* one came back since the last back-off */
 };
 
-static uint64_t
-bench_now_ns(void)
+/* The usage error for a --size, --count, --window or --warmup out of
+ * bench_params_set's bounds. */
+static int
+bench_bad_param(int param, const char *arg)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	switch (param) {
+	case BENCH_PARAM_SIZE:
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: bad size \"%s\"", arg);
+	case BENCH_PARAM_COUNT:
+		return rmactl_usage_error(
+		    RMACTL_BENCH, "bench: bad count \"%s\" (1 to %llu)", arg,
+		    (unsigned long long)BENCH_COUNT_MAX);
+	case BENCH_PARAM_WINDOW:
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: bad window \"%s\" (1 to %d)",
+					  arg, BENCH_WINDOW_MAX);
+	default:
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: bad warmup \"%s\"", arg);
+	}
 }
 
 static int
@@ -117,7 +126,7 @@ bench_args(int argc, char **argv, struct bench *b)
 	const char *op = NULL;
 	int c;
 
-	b->window = BENCH_WINDOW_DEFAULT;
+	bench_params_init(&b->p);
 	b->timeout_ms = BENCH_TIMEOUT_DEFAULT_S * 1000;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -130,38 +139,12 @@ bench_args(int argc, char **argv, struct bench *b)
 		case 'o':
 			op = optarg;
 			break;
-		case 's':
-			if (size_parse(optarg, &b->size) < 0 || b->size == 0 ||
-			    b->size > SIZE_MAX)
-				return rmactl_usage_error(
-				    RMACTL_BENCH, "bench: bad size \"%s\"",
-				    optarg);
-			break;
-		case 'n':
-			if (size_parse(optarg, &b->count) < 0 ||
-			    b->count == 0 || b->count > BENCH_COUNT_MAX)
-				return rmactl_usage_error(
-				    RMACTL_BENCH,
-				    "bench: bad count \"%s\" (1 to %llu)",
-				    optarg,
-				    (unsigned long long)BENCH_COUNT_MAX);
-			b->have_count = 1;
-			break;
-		case 'w':
-			if (size_parse(optarg, &b->window) < 0 ||
-			    b->window == 0 || b->window > BENCH_WINDOW_MAX)
-				return rmactl_usage_error(
-				    RMACTL_BENCH,
-				    "bench: bad window \"%s\" (1 to %d)",
-				    optarg, BENCH_WINDOW_MAX);
-			break;
-		case 'W':
-			if (size_parse(optarg, &b->warmup) < 0 ||
-			    b->warmup > BENCH_COUNT_MAX)
-				return rmactl_usage_error(
-				    RMACTL_BENCH, "bench: bad warmup \"%s\"",
-				    optarg);
-			b->have_warmup = 1;
+		case BENCH_PARAM_SIZE:
+		case BENCH_PARAM_COUNT:
+		case BENCH_PARAM_WINDOW:
+		case BENCH_PARAM_WARMUP:
+			if (bench_params_set(&b->p, c, optarg) < 0)
+				return bench_bad_param(c, optarg);
 			break;
 		case 'r':
 			b->remote_completion = 1;
@@ -189,10 +172,10 @@ bench_args(int argc, char **argv, struct bench *b)
 					  "bench: unexpected argument %s",
 					  argv[optind]);
 	b->atomic = op != NULL ? rmactl_atomic_op_parse(op) : -1;
-	if (b->atomic >= 0 && b->size == 0)
-		b->size = 8; /* one 64-bit word */
+	if (b->atomic >= 0 && b->p.size == 0)
+		b->p.size = 8; /* one 64-bit word */
 	if (b->peer == NULL || b->descriptor_file == NULL || op == NULL ||
-	    b->size == 0)
+	    b->p.size == 0)
 		return rmactl_usage_error(RMACTL_BENCH,
 					  "bench: --peer, --descriptor, --op "
 					  "and --size are required");
@@ -204,7 +187,7 @@ bench_args(int argc, char **argv, struct bench *b)
 		    b->peer);
 	b->op_name = op;
 	if (b->atomic >= 0) {
-		if (b->size != 8 && b->size != 4)
+		if (b->p.size != 8 && b->p.size != 4)
 			return rmactl_usage_error(
 			    RMACTL_BENCH, "bench: an atomic's --size is "
 					  "8 or 4");
@@ -229,19 +212,7 @@ bench_args(int argc, char **argv, struct bench *b)
 					  "bench: --remote-completion is for "
 					  "puts (a get completes at the target "
 					  "anyway)");
-	/* about a second at usual rates, bounded in ops and bytes */
-	if (!b->have_count) {
-		uint64_t n = (256ull << 20) / b->size;
-
-		b->count = n > 100000 ? 100000 : n < 16 ? 16 : n;
-	}
-	/* what it takes to connect the lanes, without costing much */
-	if (!b->have_warmup) {
-		uint64_t n = (4ull << 20) / b->size;
-
-		n = n < 1 ? 1 : n;
-		b->warmup = n < b->window ? n : b->window;
-	}
+	bench_params_default(&b->p);
 	return 0;
 }
 
@@ -295,18 +266,18 @@ bench_open(struct bench *b, const char *desc)
 	if (st != RMA_OK)
 		return rmactl_fail("bench", st, b->client);
 	rlen = rma_remote_length(b->remote);
-	if (b->size > rlen)
+	if (b->p.size > rlen)
 		return rmactl_errx(EX_DATAERR, "bench",
 				   "size %" PRIu64 " is bigger than the remote "
 				   "region (%" PRIu64 " bytes)",
-				   b->size, rlen);
-	b->span = rlen - b->size + 1;
-	b->slots = BENCH_LOCAL_MAX / b->size;
-	if (b->slots > b->window)
-		b->slots = b->window;
+				   b->p.size, rlen);
+	b->span = rlen - b->p.size + 1;
+	b->slots = BENCH_LOCAL_MAX / b->p.size;
+	if (b->slots > b->p.window)
+		b->slots = b->p.window;
 	if (b->slots == 0)
 		b->slots = 1;
-	local = b->slots * b->size;
+	local = b->slots * b->p.size;
 	st = rma_region_alloc(b->client, (size_t)local, &b->region);
 	if (st != RMA_OK) {
 		b->region = NULL;
@@ -315,14 +286,14 @@ bench_open(struct bench *b, const char *desc)
 	/* touch it: page faults are not what we measure */
 	memset(rma_region_ptr(b->region), 0xa5, (size_t)local);
 
-	b->stamp = calloc(b->count, sizeof(*b->stamp));
-	b->done = calloc(b->window, sizeof(*b->done));
-	b->slot_mem = calloc(b->window, sizeof(*b->slot_mem));
-	b->retry = calloc(b->window, sizeof(*b->retry));
+	b->stamp = calloc(b->p.count, sizeof(*b->stamp));
+	b->done = calloc(b->p.window, sizeof(*b->done));
+	b->slot_mem = calloc(b->p.window, sizeof(*b->slot_mem));
+	b->retry = calloc(b->p.window, sizeof(*b->retry));
 	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL ||
 	    b->retry == NULL)
 		return rmactl_errx(EX_SOFTWARE, "bench", "out of memory");
-	for (uint64_t i = 0; i < b->window; i++) {
+	for (uint64_t i = 0; i < b->p.window; i++) {
 		b->slot_mem[i].b = b;
 		b->slot_mem[i].next = b->slot_free;
 		b->slot_free = &b->slot_mem[i];
@@ -351,9 +322,9 @@ bench_close(struct bench *b)
 static uint64_t
 bench_remote_offset(const struct bench *b, uint64_t i)
 {
-	unsigned __int128 off = (unsigned __int128)i * b->size % b->span;
+	unsigned __int128 off = (unsigned __int128)i * b->p.size % b->span;
 
-	return (uint64_t)off / b->size * b->size;
+	return (uint64_t)off / b->p.size * b->p.size;
 }
 
 /* Issues op (its stamp index) as number seq of all issued: new, or
@@ -362,7 +333,7 @@ static int
 bench_issue(struct bench *b, uint64_t op, uint64_t seq)
 {
 	struct bench_slot *slot = b->slot_free;
-	uint64_t local = seq % b->slots * b->size;
+	uint64_t local = seq % b->slots * b->p.size;
 	uint64_t remote = bench_remote_offset(b, seq);
 	rma_status_t st;
 
@@ -371,19 +342,19 @@ bench_issue(struct bench *b, uint64_t op, uint64_t seq)
 	slot->seq = seq;
 	if (b->atomic >= 0)
 		st = rma_atomic(b->client, b->remote, remote,
-				(rma_atomic_op_t)b->atomic, (unsigned)b->size,
+				(rma_atomic_op_t)b->atomic, (unsigned)b->p.size,
 				1, 0, bench_on_done, slot, NULL);
 	else if (b->get)
 		st = rma_get(b->client, b->region, local, b->remote, remote,
-			     b->size, bench_on_done, slot, NULL);
+			     b->p.size, bench_on_done, slot, NULL);
 	else if (b->notify)
 		st = rma_put_notify(
-		    b->client, b->region, local, b->remote, remote, b->size,
+		    b->client, b->region, local, b->remote, remote, b->p.size,
 		    seq, b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
 		    bench_on_done, slot, NULL);
 	else
 		st = rma_put(
-		    b->client, b->region, local, b->remote, remote, b->size,
+		    b->client, b->region, local, b->remote, remote, b->p.size,
 		    b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
 		    bench_on_done, slot, NULL);
 	if (st != RMA_OK) {
@@ -421,7 +392,7 @@ bench_resubmit(struct bench *b)
 		b->limited = 0;
 		poll(NULL, 0, 1);
 	}
-	while (b->retry_n > 0 && b->in_flight + b->ndone < b->window) {
+	while (b->retry_n > 0 && b->in_flight + b->ndone < b->p.window) {
 		b->retry_n--;
 		rc = bench_issue(b, b->retry[b->retry_n].op,
 				 b->retry[b->retry_n].seq);
@@ -435,19 +406,19 @@ bench_resubmit(struct bench *b)
 static int
 bench_loop(struct bench *b, uint64_t n)
 {
-	uint64_t submitted = 0, completed = 0, now, last = bench_now_ns();
+	uint64_t submitted = 0, completed = 0, now, last = monotime_ns();
 	uint64_t timeout_ns = (uint64_t)b->timeout_ms * 1000000u;
 	rma_status_t st;
 	int rc, left;
 
 	b->ndone = 0;
 	while (completed < n) {
-		now = bench_now_ns();
+		now = monotime_ns();
 		rc = bench_resubmit(b);
 		if (rc != 0)
 			return rc;
 		while (b->error == RMA_OK && submitted < n &&
-		       b->in_flight + b->ndone + b->retry_n < b->window) {
+		       b->in_flight + b->ndone + b->retry_n < b->p.window) {
 			rc = bench_submit(b, submitted, now);
 			if (rc != 0)
 				return rc;
@@ -462,7 +433,7 @@ bench_loop(struct bench *b, uint64_t n)
 					   b->error_detail[0] ? ": " : "",
 					   b->error_detail);
 		if (submitted - b->in_flight - b->retry_n > completed) {
-			now = bench_now_ns();
+			now = monotime_ns();
 			for (uint64_t k = 0; k < b->ndone; k++)
 				b->stamp[b->done[k]] =
 				    now - b->stamp[b->done[k]];
@@ -474,7 +445,7 @@ bench_loop(struct bench *b, uint64_t n)
 		/* nothing came: sleep until the daemon says something, or
 		 * put again what was refused (an owner that never catches
 		 * up times the run out as well) */
-		now = bench_now_ns();
+		now = monotime_ns();
 		if (now - last >= timeout_ns)
 			return rmactl_errx(
 			    EX_TEMPFAIL, "bench",
@@ -500,9 +471,9 @@ bench_report(const struct bench *b, double seconds)
 	    .tool = "rmad",
 	    .get = b->get,
 	    .op = b->atomic >= 0 || b->notify ? b->op_name : NULL,
-	    .size = b->size,
-	    .count = b->count,
-	    .window = b->window,
+	    .size = b->p.size,
+	    .count = b->p.count,
+	    .window = b->p.window,
 	    .remote_completion = b->remote_completion,
 	    .seconds = seconds,
 	    .latency_ns = b->stamp,
@@ -540,14 +511,14 @@ rmactl_bench_run(int argc, char **argv)
 	if (rc != 0)
 		goto out;
 
-	if (b.warmup > 0) {
-		rc = bench_loop(&b, b.warmup);
+	if (b.p.warmup > 0) {
+		rc = bench_loop(&b, b.p.warmup);
 		if (rc != 0)
 			goto out;
 	}
 	b.recording = 1;
-	t0 = bench_now_ns();
-	rc = bench_loop(&b, b.count);
+	t0 = monotime_ns();
+	rc = bench_loop(&b, b.p.count);
 	if (rc != 0)
 		goto out;
 	/* puts count once they are at the target, as raw_ucx's do */
@@ -558,7 +529,7 @@ rmactl_bench_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	t1 = bench_now_ns();
+	t1 = monotime_ns();
 	rc = bench_report(&b, (double)(t1 - t0) / 1e9);
 out:
 	bench_close(&b);

@@ -5,6 +5,7 @@
 #include "rma.h"
 #include "rma.pb-c.h"
 #include "rmactl.h"
+#include "monotime.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,12 +34,13 @@ static const struct {
 	 "  errors, age of the oldest operation, drops, refusals and\n"
 	 "  connect tries, one line each\n",
 	 {"peers", NULL}},
-    [VIEW_CLIENTS] = {"clients",
-		      "usage: rmactl [--socket PATH] clients [--json]\n"
-		      "  local clients: pid, uid, gid, name, worker thread,\n"
-		      "  ring or socket, regions, bytes, in flight, age of the oldest,\n"
-		      "  operations\n",
-		      {"clients", NULL}},
+    [VIEW_CLIENTS] =
+	{"clients",
+	 "usage: rmactl [--socket PATH] clients [--json]\n"
+	 "  local clients: pid, uid, gid, name, worker thread,\n"
+	 "  ring or socket, regions, bytes, in flight, age of the oldest,\n"
+	 "  operations\n",
+	 {"clients", NULL}},
     [VIEW_REGIONS] = {"regions",
 		      "usage: rmactl [--socket PATH] regions [--json]\n"
 		      "  registered regions: id, length, owning\n"
@@ -70,15 +72,6 @@ rmactl_ops_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "; see rmactl %s --help\n", cmd);
 	return EX_USAGE;
-}
-
-static double
-rmactl_ops_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* An age in the unit that reads best; "-" for none. */
@@ -452,19 +445,19 @@ rmactl_ops_ping(int argc, char **argv)
 	/* the path rma_connect takes */
 	socket_path =
 	    rmactl_socket != NULL ? rmactl_socket : rma_default_socket();
-	t0 = rmactl_ops_now();
+	t0 = monotime_s();
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK)
 		return rmactl_fail("ping", st, NULL);
-	hello_ms = (rmactl_ops_now() - t0) * 1e3;
+	hello_ms = (monotime_s() - t0) * 1e3;
 	for (uint64_t i = 0; i < count; i++) {
 		double ms;
 
-		t0 = rmactl_ops_now();
+		t0 = monotime_s();
 		rc = rmactl_status_get("ping", client, &s);
 		if (rc != 0)
 			goto out_disconnect;
-		ms = (rmactl_ops_now() - t0) * 1e3;
+		ms = (monotime_s() - t0) * 1e3;
 		if (i == 0)
 			snprintf(version, sizeof(version), "%s", s->version);
 		rma__v1__status_reply__free_unpacked(s, NULL);

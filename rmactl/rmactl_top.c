@@ -8,6 +8,7 @@
 #include "rma.h"
 #include "rma.pb-c.h"
 #include "rmactl.h"
+#include "monotime.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -53,15 +54,6 @@ struct rmactl_top {
 struct rmactl_top_rate {
 	double ops, bytes, errors;
 };
-
-static double
-rmactl_top_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* A counter's growth; a counter that went back (the daemon restarted, or
  * the object is new) counts from zero. */
@@ -414,7 +406,7 @@ rmactl_top_wait(struct rmactl_top *t, double deadline)
 	int n;
 
 	for (;;) {
-		left = deadline - rmactl_top_now();
+		left = deadline - monotime_s();
 		if (left <= 0)
 			return 1;
 		n = poll(pfd, t->raw ? 2 : 1, (int)(left * 1000) + 1);
@@ -444,7 +436,7 @@ rmactl_top_run_loop(struct rmactl_top *t)
 	rc = rmactl_top_status(t, &t->prev);
 	if (rc != 0)
 		return rc;
-	t->prev_t = rmactl_top_now();
+	t->prev_t = monotime_s();
 	deadline = t->prev_t;
 	for (uint64_t i = 0; t->count == 0 || i < t->count; i++) {
 		deadline += t->interval;
@@ -454,7 +446,7 @@ rmactl_top_run_loop(struct rmactl_top *t)
 		rc = rmactl_top_status(t, &cur);
 		if (rc != 0)
 			return rc;
-		now = rmactl_top_now();
+		now = monotime_s();
 		if (strcmp(cur->daemon_id, t->prev->daemon_id) != 0)
 			fprintf(stderr, "rmactl: top: the daemon restarted\n");
 		if (t->json)

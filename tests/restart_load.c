@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "rma.h"
+#include "monotime.h"
 
 #define MAX_CLIENTS 8
 #define SLOT 4096u
@@ -99,21 +100,12 @@ on_signal(int sig)
 		stop_all = 1;
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Waits min(seconds, time left until deadline): the pause between two
  * tries of something that has its own deadline. */
 static void
 pause_until(double seconds, double deadline)
 {
-	double left = deadline - now();
+	double left = deadline - monotime_s();
 
 	if (left > seconds)
 		left = seconds;
@@ -247,7 +239,7 @@ client_op(struct client *c, int put, int i, unsigned j, char *detail,
 static int
 client_until_ok(struct client *c, int put, int i, unsigned j)
 {
-	double deadline = now() + RETRY_S;
+	double deadline = monotime_s() + RETRY_S;
 	uint8_t *mine = rma_region_ptr(c->region);
 	uint8_t *out = mine + slots_size(c->l->n);
 	int tries = 0;
@@ -291,7 +283,7 @@ client_until_ok(struct client *c, int put, int i, unsigned j)
 		}
 		c->retriable[-st]++;
 		tries++;
-		if (now() > deadline) {
+		if (monotime_s() > deadline) {
 			client_error(c,
 				     "%s of slot %u failed for %.0f s, last "
 				     "%s (%s)",
@@ -314,7 +306,7 @@ client_run(void *arg)
 	char who[128];
 	uint64_t op = 0;
 
-	while (!stop_load && now() < c->l->deadline) {
+	while (!stop_load && monotime_s() < c->l->deadline) {
 		int i = (int)(op % (uint64_t)n);
 		unsigned j = (unsigned)(op / (uint64_t)n % SLOTS_PER_WRITER);
 
@@ -666,7 +658,7 @@ main(int argc, char **argv)
 	l.sock[1] = argv[4];
 	l.addr[1] = argv[5];
 	l.n = atoi(argv[6]);
-	l.deadline = now() + atof(argv[7]);
+	l.deadline = monotime_s() + atof(argv[7]);
 	if (l.n < 1 || l.n > MAX_CLIENTS)
 		return 2;
 	sigaction(SIGUSR1, &sa, NULL);
@@ -689,7 +681,7 @@ main(int argc, char **argv)
 			pthread_create(&l.cl[h][k].thread, NULL, client_run,
 				       &l.cl[h][k]);
 	l.mark = -1;
-	while (!stop_load && !stop_all && now() < l.deadline) {
+	while (!stop_load && !stop_all && monotime_s() < l.deadline) {
 		read_mark(&l);
 		write_progress(&l);
 		pause_until(0.01, l.deadline);
@@ -727,8 +719,8 @@ main(int argc, char **argv)
 	       2 * l.n);
 	fflush(stdout);
 	/* The regions live as long as their owners: until SIGUSR2. */
-	deadline = now() + 60.0;
-	while (!stop_all && now() < deadline) {
+	deadline = monotime_s() + 60.0;
+	while (!stop_all && monotime_s() < deadline) {
 		for (int h = 0; h < 2; h++)
 			for (int k = 0; k < l.n; k++)
 				rma_progress(l.cl[h][k].c);

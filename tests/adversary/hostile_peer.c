@@ -31,6 +31,7 @@
 
 #include "am.h"
 #include "descriptor.h"
+#include "monotime.h"
 #include "walkaround.h"
 
 #define HOSTILE_IDS 64 /* handlers we register: every id rmad may send */
@@ -102,15 +103,6 @@ struct hostile {
 /* Read-only payloads: every send points into these, so nothing is freed
  * while UCX still holds a request. */
 static uint8_t hostile_pattern[HOSTILE_BIG];
-
-static double
-hostile_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void hostile_note(struct hostile *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -250,9 +242,9 @@ hostile_send(struct hostile *h, struct hostile_ep *e, unsigned id,
 static void
 hostile_flush(struct hostile *h, struct hostile_ep *e, double seconds)
 {
-	double deadline = hostile_now() + seconds;
+	double deadline = monotime_s() + seconds;
 
-	while (h->inflight > 0 && !e->failed && hostile_now() < deadline)
+	while (h->inflight > 0 && !e->failed && monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 }
 
@@ -264,10 +256,10 @@ static void
 hostile_hold(double seconds)
 {
 	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-	double deadline = hostile_now() + seconds;
+	double deadline = monotime_s() + seconds;
 	double left;
 
-	while ((left = deadline - hostile_now()) > 0 &&
+	while ((left = deadline - monotime_s()) > 0 &&
 	       poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno == EINTR)
 		;
 }
@@ -276,9 +268,9 @@ hostile_hold(double seconds)
 static void
 hostile_progress_for(struct hostile *h, double seconds)
 {
-	double deadline = hostile_now() + seconds;
+	double deadline = monotime_s() + seconds;
 
-	while (hostile_now() < deadline)
+	while (monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 }
 
@@ -325,7 +317,7 @@ hostile_close(struct hostile *h, struct hostile_ep *e)
 	    .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
 	    .flags = UCP_EP_CLOSE_FLAG_FORCE,
 	};
-	double deadline = hostile_now() + 2.0;
+	double deadline = monotime_s() + 2.0;
 	ucs_status_ptr_t sp;
 
 	if (e->ep == NULL)
@@ -333,7 +325,7 @@ hostile_close(struct hostile *h, struct hostile_ep *e)
 	sp = ucp_ep_close_nbx(e->ep, &param);
 	if (UCS_PTR_IS_PTR(sp)) {
 		while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
-		       hostile_now() < deadline)
+		       monotime_s() < deadline)
 			ucp_worker_progress(h->worker);
 		if (ucp_request_check_status(sp) != UCS_INPROGRESS)
 			ucp_request_free(sp);
@@ -361,7 +353,7 @@ static bool
 hostile_hello(struct hostile *h, struct hostile_ep *e)
 {
 	struct am_hello m;
-	double deadline = hostile_now() + 5.0;
+	double deadline = monotime_s() + 5.0;
 
 	hostile_hello_fill(h, &m);
 	h->hello_answered = false;
@@ -370,7 +362,7 @@ hostile_hello(struct hostile *h, struct hostile_ep *e)
 	/* The payload lives on our stack: wait for it to leave. */
 	hostile_flush(h, e, 5.0);
 	while (!(h->hello_answered && h->hello_token == m.token) &&
-	       !e->failed && hostile_now() < deadline)
+	       !e->failed && monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 	if (!h->hello_answered) {
 		hostile_note(h, "no HELLO_REPLY");
@@ -408,7 +400,7 @@ static bool
 hostile_resolve(struct hostile *h, struct hostile_ep *e)
 {
 	static struct am_resolve m;
-	double deadline = hostile_now() + 5.0;
+	double deadline = monotime_s() + 5.0;
 
 	memset(&m, 0, sizeof(m));
 	m.magic = AM_MAGIC;
@@ -419,7 +411,7 @@ hostile_resolve(struct hostile *h, struct hostile_ep *e)
 	h->resolve_answered = false;
 	hostile_send(h, e, AM_RESOLVE, NULL, 0, &m, sizeof(m),
 		     UCP_AM_SEND_FLAG_REPLY);
-	while (!h->resolve_answered && !e->failed && hostile_now() < deadline)
+	while (!h->resolve_answered && !e->failed && monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 	if (!h->resolve_answered) {
 		hostile_note(h, "no RESOLVE_REPLY");
@@ -542,7 +534,7 @@ static void
 hostile_flood(struct hostile *h, struct hostile_ep *e, bool get)
 {
 	static struct am_resolve m;
-	double deadline = hostile_now() + h->seconds;
+	double deadline = monotime_s() + h->seconds;
 	uint64_t length = h->length;
 	unsigned long n = 0;
 
@@ -552,7 +544,7 @@ hostile_flood(struct hostile *h, struct hostile_ep *e, bool get)
 	m.magic = AM_MAGIC;
 	if (h->have_desc)
 		memcpy(m.daemon_id, h->desc.daemon_id, DAEMON_ID_SIZE);
-	while (!e->failed && hostile_now() < deadline &&
+	while (!e->failed && monotime_s() < deadline &&
 	       (h->count <= 0 || n < (unsigned long)h->count)) {
 		if (h->inflight >= HOSTILE_INFLIGHT_MAX)
 			continue; /* bounded: just hold, still not reading */
@@ -972,9 +964,9 @@ hostile_attack_epochs(struct hostile *h)
 	h->put_acked = false;
 	r = hostile_rma(h, AM_PUT, HOSTILE_EPOCHS_NEW_AT, 64);
 	hostile_send(h, &e2, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	deadline = hostile_now() + 5.0;
+	deadline = monotime_s() + 5.0;
 	while (!(h->put_acked && h->put_ack_token == r.token) && !e2.failed &&
-	       hostile_now() < deadline)
+	       monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 	if (h->put_acked && h->put_ack_token == r.token)
 		hostile_note(h, "new put acked %d", h->put_ack_status);
@@ -1022,7 +1014,7 @@ hostile_await(struct hostile *h, unsigned id, unsigned long n,
 	      const struct hostile_ep *e, double deadline)
 {
 	while (h->capture[id].n == n && (e == NULL || !e->failed) &&
-	       hostile_now() < deadline)
+	       monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
 	return h->capture[id].n > n;
 }
@@ -1074,7 +1066,7 @@ hostile_hello_once(struct hostile *h, const struct sockaddr_storage *sa,
 	hostile_send(h, &e, AM_HELLO, NULL, 0, copy, len,
 		     UCP_AM_SEND_FLAG_REPLY);
 	hostile_flush(h, &e, 2.0);
-	if (hostile_await(h, AM_HELLO_REPLY, n, &e, hostile_now() + 5.0))
+	if (hostile_await(h, AM_HELLO_REPLY, n, &e, monotime_s() + 5.0))
 		hostile_note(h, "%s answered %d", what,
 			     hostile_captured_status(h, AM_HELLO_REPLY));
 	else
@@ -1121,7 +1113,7 @@ hostile_attack_reflect(struct hostile *h)
 	    .conn_handler.cb = hostile_on_conn_request,
 	    .conn_handler.arg = h,
 	};
-	double deadline = hostile_now() + h->seconds;
+	double deadline = monotime_s() + h->seconds;
 	struct hostile_ep back;
 	struct am_hello theirs, m;
 	unsigned long n;
@@ -1485,7 +1477,7 @@ main(int argc, char **argv)
 	setenv("UCX_TLS", "tcp", 0);
 	if (hostile_ucx_start(&h) < 0)
 		return 1;
-	started = hostile_now();
+	started = monotime_s();
 	if (strcmp(h.attack, "high-ids") == 0)
 		rc = hostile_attack_high_ids(&h);
 	else if (strcmp(h.attack, "rndv") == 0)
@@ -1517,7 +1509,7 @@ main(int argc, char **argv)
 		printf("hostile_peer: %s: %.1f s, %lu sent, %lu completed, "
 		       "%lu send errors, %lu max queued at us, %lu answers "
 		       "(%lu bytes); %s\n",
-		       h.attack, hostile_now() - started, h.sent, h.completed,
+		       h.attack, monotime_s() - started, h.sent, h.completed,
 		       h.send_errors, h.inflight_max, answers, h.received_bytes,
 		       h.notes);
 	}

@@ -12,46 +12,16 @@ RMACTL=${RMACTL_BIN:?}
 T=$(mktemp -d /tmp/rmad-atomic.XXXXXX)
 PIDS=()
 
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
-}
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+. "$(dirname "$0")/lib.sh"
+trap lib_cleanup EXIT
 
 PROTO=()
 if [ -n "${RMAD_PROTOCOL:-}" ]; then
 	PROTO=(--rma-protocol "$RMAD_PROTOCOL" --rma-protocol-unchecked)
 fi
 
-start_daemon() { # name
-	local name=$1 port
-	port=$(free_port)
-	mkfifo "$T/$name.ready"
-	"$RMAD" --socket "$T/$name.sock" --listen "127.0.0.1:$port" \
-		--ready-fd 3 --log-level warn --connect-timeout 2 "${PROTO[@]}" \
-		3>"$T/$name.ready" 2>"$T/$name.log" &
-	PIDS+=($!)
-	timeout 10 head -c 6 "$T/$name.ready" >/dev/null || fail "$name not ready"
-	eval "${name}_PORT=$port"
-}
-
-start_daemon a
-start_daemon b
+start_daemon a "${PROTO[@]}"
+start_daemon b "${PROTO[@]}"
 
 # 64 bytes of 0x00, then 0x11.. pattern; the word at 8 holds 5
 python3 -c 'import sys,struct; sys.stdout.buffer.write(bytes(8)+struct.pack("<Q",5)+bytes(48))' >"$T/fill"

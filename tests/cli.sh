@@ -9,42 +9,8 @@ RMACTL=${RMACTL_BIN:?}
 T=$(mktemp -d /tmp/rmad-cli.XXXXXX)
 PIDS=()
 
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
-}
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((20000 + RANDOM % 20000))
-}
-
-start_daemon() { # name
-	local name=$1 port
-	port=$(free_port)
-	mkfifo "$T/$name.ready"
-	"$RMAD" --socket "$T/$name.sock" --listen "127.0.0.1:$port" \
-		--ready-fd 3 --log-level warn --connect-timeout 2 \
-		3>"$T/$name.ready" 2>"$T/$name.log" &
-	PIDS+=($!)
-	# "ready", or the daemon exited (end of file) or hung: say why
-	[ "$(timeout 10 head -c 5 "$T/$name.ready")" = ready ] ||
-		fail "$name not ready: $(cat "$T/$name.log")"
-	eval "${name}_PORT=$port"
-}
+. "$(dirname "$0")/lib.sh"
+trap lib_cleanup EXIT
 
 start_daemon a
 start_daemon b

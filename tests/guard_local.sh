@@ -22,23 +22,14 @@ T=$(mktemp -d /tmp/rmad-guard-local.XXXXXX)
 chmod 755 "$T"
 PIDS=()
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+trap 'lib_cleanup KILL' EXIT
 trap "exit 1" TERM INT HUP
 
 fail() {
 	echo "guard-local: FAIL: $*" >&2
 	tail -5 "$T"/*/*.log >&2 || true
 	exit 1
-}
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 # start_daemon NAME USER(root|nobody): its directory belongs to that user

@@ -227,6 +227,22 @@ harness_daemon_restart(struct daemon_proc *p, const char *const *extra)
 	}
 }
 
+void
+harness_daemon_take_over(struct daemon_proc *p, const char *const *extra,
+			 double seconds)
+{
+	struct daemon_proc old = *p;
+	int status = -1;
+
+	p->pid = 0;
+	harness_daemon_restart(p, extra);
+	old.socket[0] = '\0'; /* the path is the successor's now */
+	ck_assert_msg(harness_daemon_wait_exit(&old, seconds, &status),
+		      "the old rmad did not exit after the hand-over");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the old rmad exited with status %d", status);
+}
+
 int
 harness_daemon_wait_exit(struct daemon_proc *p, double seconds, int *status_p)
 {

@@ -31,6 +31,11 @@ int harness_daemon_stop(struct daemon_proc *p, int sig);
 /* Starts rmad again on the same socket and port (after a stop or kill),
  * retrying while the port is not free yet; fails the test after 10 s. */
 void harness_daemon_restart(struct daemon_proc *p, const char *const *extra);
+/* Starts a successor of *p (extra names --take-over) on its socket and
+ * port, then waits up to seconds for the predecessor's clean exit (status
+ * 0), failing the test otherwise; *p then names the successor. */
+void harness_daemon_take_over(struct daemon_proc *p, const char *const *extra,
+			      double seconds);
 /* 1 once the daemon exited within seconds (reaped, *status_p set if not
  * NULL), 0 if it is still running. */
 int harness_daemon_wait_exit(struct daemon_proc *p, double seconds,

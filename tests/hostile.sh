@@ -53,28 +53,9 @@ PIDS=()
 
 export UCX_WARN_UNUSED_ENV_VARS=n
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+trap 'lib_cleanup KILL' EXIT
 trap "exit 1" TERM INT HUP
-
-# Polls for a condition until a deadline (seconds).
-wait_until() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05 # poll interval; bounded by the deadline above
-	done
-}
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((20000 + RANDOM % 20000))
-}
 
 # ASan inflates and delays RSS: the memory check is off under it.
 ASAN=0

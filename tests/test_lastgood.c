@@ -150,22 +150,6 @@ status_of(const char *socket, char *id, size_t id_len, char *refused,
 	rma_disconnect(c);
 }
 
-/* rmad --take-over of da with extra flags; the predecessor exits 0. */
-static void
-take_over(const char *const *extra)
-{
-	struct daemon_proc old = da;
-	int status = -1;
-
-	da.pid = 0;
-	harness_daemon_restart(&da, extra);
-	old.socket[0] = '\0'; /* the path is the successor's now */
-	ck_assert_msg(harness_daemon_wait_exit(&old, 10.0, &status),
-		      "the old rmad did not exit after the hand-over");
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the old rmad exited with status %d", status);
-}
-
 /* A take-over given extra (a configuration it must refuse) comes up on
  * its predecessor's configuration: the same identity, ra's bytes read by
  * the peer through the descriptor it imported before, a new region
@@ -185,7 +169,7 @@ falls_back(const char *const *extra, const char *why)
 		  sizeof(refused));
 	ck_assert_str_eq(refused, "");
 
-	take_over(extra);
+	harness_daemon_take_over(&da, extra, 10.0);
 
 	status_of(da.socket, id_after, sizeof(id_after), refused,
 		  sizeof(refused));
@@ -277,8 +261,8 @@ START_TEST(test_take_over_after_fall_back)
 			      NULL};
 	char id[64], refused[512];
 
-	take_over(bad);
-	take_over(good);
+	harness_daemon_take_over(&da, bad, 10.0);
+	harness_daemon_take_over(&da, good, 10.0);
 	status_of(da.socket, id, sizeof(id), refused, sizeof(refused));
 	ck_assert_str_eq(refused, "");
 	ck_assert_int_eq(metric("rmad_config_rejected"), 0);

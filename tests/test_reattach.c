@@ -210,16 +210,8 @@ static void
 take_over(void)
 {
 	static const char *const flags[] = {"--take-over", NULL};
-	struct daemon_proc old = da;
-	int status = -1;
 
-	da.pid = 0;
-	harness_daemon_restart(&da, flags);
-	old.socket[0] = '\0'; /* the path is the successor's now */
-	ck_assert_msg(harness_daemon_wait_exit(&old, WAIT_S, &status),
-		      "the old rmad did not exit after the hand-over");
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the old rmad exited with status %d", status);
+	harness_daemon_take_over(&da, flags, WAIT_S);
 }
 
 /* ---- the program's own event loop ---- */

@@ -68,23 +68,6 @@ teardown(void)
 		harness_daemon_stop(&da, SIGTERM);
 }
 
-/* Starts a successor of da with extra flags; waits for the old one's
- * clean exit. da then names the successor. */
-static void
-take_over(const char *const *extra)
-{
-	struct daemon_proc old = da;
-	int status = -1;
-
-	da.pid = 0;
-	harness_daemon_restart(&da, extra);
-	old.socket[0] = '\0'; /* the path is the successor's now */
-	ck_assert_msg(harness_daemon_wait_exit(&old, 10.0, &status),
-		      "the old rmad did not exit after the hand-over");
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the old rmad exited with status %d", status);
-}
-
 /* A put through remote_a, retried (as the documented retriable statuses
  * allow) until it completes; the first failure is reported in *first. */
 static rma_status_t
@@ -121,7 +104,7 @@ START_TEST(test_take_over_keeps_descriptors)
 	ck_assert_int_eq(memcmp(src, mine, SZ), 0);
 
 	t0 = harness_now();
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	harness_fill(src, SZ, 2);
 	st = put_until_ok(8192, 10.0, &first);
 	ck_assert_msg(st == RMA_OK, "put after the take-over: %s (first %s)",
@@ -159,8 +142,8 @@ START_TEST(test_take_over_twice)
 	uint8_t *src = rma_region_ptr(rb);
 	rma_status_t first;
 
-	take_over(flags);
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
+	harness_daemon_take_over(&da, flags, 10.0);
 	harness_fill(src, SZ, 3);
 	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
 	ck_assert_int_eq(memcmp(mine, src, 4096), 0);
@@ -175,7 +158,7 @@ START_TEST(test_take_over_keeps_read_only)
 	rma_remote_t *ro;
 
 	snprintf(text, sizeof(text), "%s", rma_region_read_only_descriptor(ra));
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(rma_remote_import(cb, peer_a, text, &ro), RMA_OK);
 	memcpy(rma_region_ptr(ra), "readonly", 8);
 	ck_assert_int_eq(rma_get_sync(cb, rb, 0, ro, 0, 8, 10000), RMA_OK);
@@ -194,7 +177,7 @@ START_TEST(test_orphan_goes_stale)
 	rma_status_t first, st;
 	double deadline;
 
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
 	/* Nobody came back for the region: past the deadline it is freed
 	 * and its descriptor stale, as after a free by its owner. */
@@ -219,11 +202,11 @@ START_TEST(test_orphan_deadline_survives_take_overs)
 	double t0, deadline;
 	int n = 0;
 
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	t0 = harness_now();
 	ck_assert_int_eq(put_until_ok(0, 10.0, &first), RMA_OK);
 	while (harness_now() < t0 + 3.0) {
-		take_over(flags);
+		harness_daemon_take_over(&da, flags, 10.0);
 		n++;
 	}
 	/* the last process took no orphan, or frees it at once */
@@ -303,7 +286,7 @@ START_TEST(test_local_client_reattaches)
 	    rma_put(ca, ra, 0, remote_b, 0, 4096, 0, NULL, NULL, &req), RMA_OK);
 
 	t0 = harness_now();
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	/* Another client cannot claim ca's region without its secret. */
 	{
 		Rma__V1__Request q = RMA__V1__REQUEST__INIT;
@@ -423,7 +406,7 @@ START_TEST(test_free_orphan_then_reattach_the_rest)
 	ck_assert_int_eq(rma_region_alloc(ca, 4096, &ra2), RMA_OK);
 	memcpy(rma_region_ptr(ra2), "kept", 4);
 	gen = ((struct rma_region *)ra2)->generation;
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(rma_connect(da.socket, &c2), RMA_OK);
 	ck_assert_int_eq(free_orphan(c2, ra2, 0), RMA_ERR_NO_REGION);
 	ck_assert_int_eq(free_orphan(c2, ra2, gen ^ 2), RMA_ERR_NO_REGION);
@@ -483,7 +466,7 @@ START_TEST(test_in_flight_at_take_over)
 				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
 			 RMA_OK);
 	ck_assert_int_eq(rma_progress(ca), RMA_OK);
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
 	st = rma_request_wait(ca, req, WAIT_MS);
 	ck_assert_msg(st == RMA_ERR_SHUTDOWN || st == RMA_ERR_RESTARTED,
@@ -531,7 +514,7 @@ START_TEST(test_no_reattach_opt_out)
 	ck_assert_int_eq(
 	    rma_remote_import(cb, peer_a, rma_region_descriptor(r), &rem),
 	    RMA_OK);
-	take_over(flags);
+	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(progress_after_close(c), RMA_ERR_DAEMON_GONE);
 	deadline = harness_now() + 10.0;
 	do {
@@ -772,7 +755,7 @@ START_TEST(test_blackout_under_load)
 		ck_assert_int_ge(w.pidfd, 0);
 		ck_assert_int_eq(pthread_create(&wt, NULL, exit_watch_run, &w),
 				 0);
-		take_over(flags);
+		harness_daemon_take_over(&da, flags, 10.0);
 		pthread_join(wt, NULL);
 		close(w.pidfd);
 		for (int s = 0; s < LOAD_SERIES; s++)

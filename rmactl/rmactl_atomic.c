@@ -62,8 +62,73 @@ rmactl_atomic_value(const char *s, unsigned width, uint64_t *v_p)
 	return 0;
 }
 
-int
-rmactl_atomic_run(int argc, char **argv)
+/* What the command line asks for. */
+struct rmactl_atomic {
+	const char *peer, *descriptor_file;
+	const char *value_text, *compare_text;
+	int timeout_ms;
+	uint64_t offset, value, compare;
+	int op, have_offset;
+	unsigned width; /* bytes: 8 or 4 */
+};
+
+/* One option into *a; 0, or the exit code of a usage error (said). */
+static int
+rmactl_atomic_option(int c, char **argv, struct rmactl_atomic *a)
+{
+	switch (c) {
+	case 'p':
+		a->peer = optarg;
+		break;
+	case 'd':
+		a->descriptor_file = optarg;
+		break;
+	case 'o':
+		if (size_parse(optarg, &a->offset) < 0)
+			return rmactl_usage_error(
+			    RMACTL_ATOMIC, "atomic: bad offset \"%s\"", optarg);
+		a->have_offset = 1;
+		break;
+	case 'x':
+		a->op = rmactl_atomic_op_parse(optarg);
+		if (a->op < 0)
+			return rmactl_usage_error(
+			    RMACTL_ATOMIC, "atomic: unknown op \"%s\"", optarg);
+		break;
+	case 'v':
+		a->value_text = optarg;
+		break;
+	case 'c':
+		a->compare_text = optarg;
+		break;
+	case 'w':
+		if (strcmp(optarg, "64") == 0)
+			a->width = 8;
+		else if (strcmp(optarg, "32") == 0)
+			a->width = 4;
+		else
+			return rmactl_usage_error(
+			    RMACTL_ATOMIC,
+			    "atomic: width is 64 or 32, not \"%s\"", optarg);
+		break;
+	case 't':
+		if (rmactl_parse_timeout(optarg, &a->timeout_ms) < 0)
+			return rmactl_usage_error(RMACTL_ATOMIC,
+						  "atomic: bad timeout \"%s\"",
+						  optarg);
+		break;
+	default:
+		return rmactl_usage_error(RMACTL_ATOMIC,
+					  "atomic: unknown option %s",
+					  argv[optind - 1]);
+	}
+	return 0;
+}
+
+/* Fills *a from the command line. Returns 0, -1 after --help, or the exit
+ * code of a usage error (said). */
+static int
+rmactl_atomic_args(int argc, char **argv, struct rmactl_atomic *a)
 {
 	static const struct option opts[] = {
 	    {"peer", required_argument, NULL, 'p'},
@@ -77,73 +142,24 @@ rmactl_atomic_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *cmd = "atomic", *peer = NULL, *descriptor_file = NULL;
-	const char *value_text = NULL, *compare_text = NULL;
-	int timeout_ms = RMACTL_ATOMIC_TIMEOUT_DEFAULT_S * 1000;
-	uint64_t offset = 0, value = 0, compare = 0, old = 0;
-	int c, op = -1, have_offset = 0, rc;
-	unsigned width = 8;
-	rma_client_t *client;
-	rma_remote_t *remote;
-	rma_status_t st;
-	char *desc;
+	int c, rc;
 
+	*a = (struct rmactl_atomic){
+	    .timeout_ms = RMACTL_ATOMIC_TIMEOUT_DEFAULT_S * 1000,
+	    .op = -1,
+	    .width = 8,
+	};
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			peer = optarg;
-			break;
-		case 'd':
-			descriptor_file = optarg;
-			break;
-		case 'o':
-			if (size_parse(optarg, &offset) < 0)
-				return rmactl_usage_error(
-				    RMACTL_ATOMIC, "atomic: bad offset \"%s\"",
-				    optarg);
-			have_offset = 1;
-			break;
-		case 'x':
-			op = rmactl_atomic_op_parse(optarg);
-			if (op < 0)
-				return rmactl_usage_error(
-				    RMACTL_ATOMIC, "atomic: unknown op \"%s\"",
-				    optarg);
-			break;
-		case 'v':
-			value_text = optarg;
-			break;
-		case 'c':
-			compare_text = optarg;
-			break;
-		case 'w':
-			if (strcmp(optarg, "64") == 0)
-				width = 8;
-			else if (strcmp(optarg, "32") == 0)
-				width = 4;
-			else
-				return rmactl_usage_error(
-				    RMACTL_ATOMIC,
-				    "atomic: width is 64 or 32, not \"%s\"",
-				    optarg);
-			break;
-		case 't':
-			if (rmactl_parse_timeout(optarg, &timeout_ms) < 0)
-				return rmactl_usage_error(
-				    RMACTL_ATOMIC, "atomic: bad timeout \"%s\"",
-				    optarg);
-			break;
-		case 'h':
+		if (c == 'h') {
 			fputs(rmactl_cmd_usage[RMACTL_ATOMIC], stdout);
-			return 0;
-		default:
-			return rmactl_usage_error(RMACTL_ATOMIC,
-						  "atomic: unknown option %s",
-						  argv[optind - 1]);
+			return -1;
 		}
+		rc = rmactl_atomic_option(c, argv, a);
+		if (rc != 0)
+			return rc;
 	}
-	if (peer == NULL || descriptor_file == NULL || !have_offset || op < 0 ||
-	    value_text == NULL)
+	if (a->peer == NULL || a->descriptor_file == NULL || !a->have_offset ||
+	    a->op < 0 || a->value_text == NULL)
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: --peer, --descriptor, "
 					  "--offset, --op and --value are "
@@ -152,35 +168,53 @@ rmactl_atomic_run(int argc, char **argv)
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: unexpected argument %s",
 					  argv[optind]);
-	if (rmactl_check_address(peer) < 0)
+	if (rmactl_check_address(a->peer) < 0)
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: bad peer address \"%s\" "
 					  "(want HOST:PORT)",
-					  peer);
-	if (offset % width != 0)
+					  a->peer);
+	if (a->offset % a->width != 0)
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: offset %" PRIu64
 					  " is not aligned to the word's %u "
 					  "bytes",
-					  offset, width);
-	if ((op == RMA_ATOMIC_CSWAP) != (compare_text != NULL))
+					  a->offset, a->width);
+	if ((a->op == RMA_ATOMIC_CSWAP) != (a->compare_text != NULL))
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: --compare goes with cswap, "
 					  "and only with it");
-	if (rmactl_atomic_value(value_text, width, &value) < 0 ||
-	    (compare_text != NULL &&
-	     rmactl_atomic_value(compare_text, width, &compare) < 0))
+	if (rmactl_atomic_value(a->value_text, a->width, &a->value) < 0 ||
+	    (a->compare_text != NULL &&
+	     rmactl_atomic_value(a->compare_text, a->width, &a->compare) < 0))
 		return rmactl_usage_error(RMACTL_ATOMIC,
 					  "atomic: bad value for a %u-bit word",
-					  width * 8);
-	rc = rmactl_file_read_descriptor(cmd, descriptor_file, &desc);
+					  a->width * 8);
+	return 0;
+}
+
+int
+rmactl_atomic_run(int argc, char **argv)
+{
+	const char *cmd = "atomic";
+	struct rmactl_atomic a;
+	uint64_t old = 0;
+	rma_client_t *client;
+	rma_remote_t *remote;
+	rma_status_t st;
+	char *desc;
+	int rc;
+
+	rc = rmactl_atomic_args(argc, argv, &a);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	rc = rmactl_file_read_descriptor(cmd, a.descriptor_file, &desc);
 	if (rc != 0)
 		return rc;
-	rc = rmactl_xfer_connect(cmd, peer, desc, &client, &remote);
+	rc = rmactl_xfer_connect(cmd, a.peer, desc, &client, &remote);
 	if (rc != 0)
 		goto out_free_desc;
-	st = rma_atomic_sync(client, remote, offset, (rma_atomic_op_t)op, width,
-			     value, compare, &old, timeout_ms);
+	st = rma_atomic_sync(client, remote, a.offset, (rma_atomic_op_t)a.op,
+			     a.width, a.value, a.compare, &old, a.timeout_ms);
 	if (st != RMA_OK)
 		rc = rmactl_fail(cmd, st, client);
 	else if (printf("%" PRIu64 "\n", old) < 0 || fflush(stdout) != 0)

@@ -106,6 +106,54 @@ bench_bad_param(int param, const char *arg)
 	}
 }
 
+/* The checks across options, once all are read; op is --op's text. */
+static int
+bench_args_check(struct bench *b, const char *op)
+{
+	b->atomic = op != NULL ? rmactl_atomic_op_parse(op) : -1;
+	if (b->atomic >= 0 && b->p.size == 0)
+		b->p.size = 8; /* one 64-bit word */
+	if (b->peer == NULL || b->descriptor_file == NULL || op == NULL ||
+	    b->p.size == 0)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: --peer, --descriptor, --op "
+					  "and --size are required");
+	if (rmactl_check_address(b->peer) < 0)
+		return rmactl_usage_error(
+		    RMACTL_BENCH,
+		    "bench: bad peer address \"%s\" (want "
+		    "HOST:PORT)",
+		    b->peer);
+	b->op_name = op;
+	if (b->atomic >= 0) {
+		if (b->p.size != 8 && b->p.size != 4)
+			return rmactl_usage_error(
+			    RMACTL_BENCH, "bench: an atomic's --size is "
+					  "8 or 4");
+		if (b->atomic == RMA_ATOMIC_CSWAP)
+			return rmactl_usage_error(RMACTL_BENCH,
+						  "bench: cswap is not "
+						  "benchmarked (use swap)");
+	} else if (strcmp(op, "put") == 0)
+		b->get = 0;
+	else if (strcmp(op, "put-notify") == 0)
+		b->notify = 1;
+	else if (strcmp(op, "get") == 0)
+		b->get = 1;
+	else
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: bad op \"%s\" (put, "
+					  "put-notify, get, or an atomic: "
+					  "fetch-add ...)",
+					  op);
+	if ((b->get || b->atomic >= 0) && b->remote_completion)
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: --remote-completion is for "
+					  "puts (a get completes at the target "
+					  "anyway)");
+	return 0;
+}
+
 static int
 bench_args(int argc, char **argv, struct bench *b)
 {
@@ -124,7 +172,7 @@ bench_args(int argc, char **argv, struct bench *b)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *op = NULL;
-	int c;
+	int c, rc;
 
 	bench_params_init(&b->p);
 	b->timeout_ms = BENCH_TIMEOUT_DEFAULT_S * 1000;
@@ -171,47 +219,9 @@ bench_args(int argc, char **argv, struct bench *b)
 		return rmactl_usage_error(RMACTL_BENCH,
 					  "bench: unexpected argument %s",
 					  argv[optind]);
-	b->atomic = op != NULL ? rmactl_atomic_op_parse(op) : -1;
-	if (b->atomic >= 0 && b->p.size == 0)
-		b->p.size = 8; /* one 64-bit word */
-	if (b->peer == NULL || b->descriptor_file == NULL || op == NULL ||
-	    b->p.size == 0)
-		return rmactl_usage_error(RMACTL_BENCH,
-					  "bench: --peer, --descriptor, --op "
-					  "and --size are required");
-	if (rmactl_check_address(b->peer) < 0)
-		return rmactl_usage_error(
-		    RMACTL_BENCH,
-		    "bench: bad peer address \"%s\" (want "
-		    "HOST:PORT)",
-		    b->peer);
-	b->op_name = op;
-	if (b->atomic >= 0) {
-		if (b->p.size != 8 && b->p.size != 4)
-			return rmactl_usage_error(
-			    RMACTL_BENCH, "bench: an atomic's --size is "
-					  "8 or 4");
-		if (b->atomic == RMA_ATOMIC_CSWAP)
-			return rmactl_usage_error(RMACTL_BENCH,
-						  "bench: cswap is not "
-						  "benchmarked (use swap)");
-	} else if (strcmp(op, "put") == 0)
-		b->get = 0;
-	else if (strcmp(op, "put-notify") == 0)
-		b->notify = 1;
-	else if (strcmp(op, "get") == 0)
-		b->get = 1;
-	else
-		return rmactl_usage_error(RMACTL_BENCH,
-					  "bench: bad op \"%s\" (put, "
-					  "put-notify, get, or an atomic: "
-					  "fetch-add ...)",
-					  op);
-	if ((b->get || b->atomic >= 0) && b->remote_completion)
-		return rmactl_usage_error(RMACTL_BENCH,
-					  "bench: --remote-completion is for "
-					  "puts (a get completes at the target "
-					  "anyway)");
+	rc = bench_args_check(b, op);
+	if (rc != 0)
+		return rc;
 	bench_params_default(&b->p);
 	return 0;
 }

@@ -69,8 +69,17 @@ rmactl_expose_wait(rma_client_t *client, int sfd)
 	}
 }
 
-int
-rmactl_expose_run(int argc, char **argv)
+/* What the command line asks for. */
+struct rmactl_expose {
+	const char *fill, *desc_out, *dump, *ro_out;
+	uint64_t size;
+	int notifications;
+};
+
+/* Fills *x from the command line. Returns 0, -1 after --help, or the exit
+ * code of a usage error (said). */
+static int
+rmactl_expose_args(int argc, char **argv, struct rmactl_expose *x)
 {
 	static const struct option opts[] = {
 	    {"size", required_argument, NULL, 's'},
@@ -82,44 +91,34 @@ rmactl_expose_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fill = NULL, *desc_out = NULL, *dump = NULL;
-	const char *ro_out = NULL;
-	uint8_t *fill_buf = NULL;
-	size_t fill_len = 0;
-	uint64_t size = 0;
-	rma_client_t *client;
-	rma_region_t *region;
-	rma_status_t st;
-	sigset_t mask;
-	char *line;
-	int c, sfd, rc = 0, notifications = 0;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (size_parse(optarg, &size) < 0 || size == 0)
+			if (size_parse(optarg, &x->size) < 0 || x->size == 0)
 				return rmactl_usage_error(
 				    RMACTL_EXPOSE, "expose: bad size \"%s\"",
 				    optarg);
 			break;
 		case 'f':
-			fill = optarg;
+			x->fill = optarg;
 			break;
 		case 'd':
-			desc_out = optarg;
+			x->desc_out = optarg;
 			break;
 		case 'D':
-			dump = optarg;
+			x->dump = optarg;
 			break;
 		case 'r':
-			ro_out = optarg;
+			x->ro_out = optarg;
 			break;
 		case 'n':
-			notifications = 1;
+			x->notifications = 1;
 			break;
 		case 'h':
 			fputs(rmactl_cmd_usage[RMACTL_EXPOSE], stdout);
-			return 0;
+			return -1;
 		default:
 			return rmactl_usage_error(RMACTL_EXPOSE,
 						  "expose: unknown option %s",
@@ -130,36 +129,127 @@ rmactl_expose_run(int argc, char **argv)
 		return rmactl_usage_error(RMACTL_EXPOSE,
 					  "expose: unexpected argument %s",
 					  argv[optind]);
-	if (size == 0)
+	if (x->size == 0)
 		return rmactl_usage_error(RMACTL_EXPOSE,
 					  "expose: --size is required");
-	if (size > SIZE_MAX)
+	if (x->size > SIZE_MAX)
 		return rmactl_errx(EX_DATAERR, "expose", "size too big");
 	/* the descriptor would share stdout with the notification lines */
-	if (notifications && desc_out == NULL)
+	if (x->notifications && x->desc_out == NULL)
 		return rmactl_usage_error(RMACTL_EXPOSE,
 					  "expose: --notifications needs "
 					  "--descriptor-out");
+	return 0;
+}
 
-	if (fill != NULL) {
-		rc = rmactl_file_read("expose", fill, &fill_buf, &fill_len);
+/* The --fill file, no bigger than the region; *buf_p is the caller's to
+ * free. Nothing (NULL, 0) without --fill. */
+static int
+rmactl_expose_read_fill(const struct rmactl_expose *x, uint8_t **buf_p,
+			size_t *len_p)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (x->fill == NULL)
+		return 0;
+	rc = rmactl_file_read("expose", x->fill, &buf, &len);
+	if (rc != 0)
+		return rc;
+	if (len > x->size) {
+		free(buf);
+		return rmactl_errx(EX_DATAERR, "expose",
+				   "%s is %zu bytes, bigger than the "
+				   "region (%" PRIu64 " bytes)",
+				   x->fill, len, x->size);
+	}
+	*buf_p = buf;
+	*len_p = len;
+	return 0;
+}
+
+/* SIGINT and SIGTERM blocked and readable on *sfd_p. */
+static int
+rmactl_expose_signals(int *sfd_p)
+{
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
+		return rmactl_errx(EX_SOFTWARE, "expose", "signalfd: %s",
+				   strerror(errno));
+	*sfd_p = sfd;
+	return 0;
+}
+
+/* The read-only descriptor to --read-only-descriptor-out (if asked), then
+ * the full one to --descriptor-out or stdout. */
+static int
+rmactl_expose_publish(const struct rmactl_expose *x, rma_region_t *region)
+{
+	char *line;
+	int rc = 0;
+
+	/* Before the full one: a script that waits for --descriptor-out
+	 * finds this one there too. */
+	if (x->ro_out != NULL) {
+		if (asprintf(&line, "%s\n",
+			     rma_region_read_only_descriptor(region)) < 0)
+			return rmactl_errx(EX_SOFTWARE, "expose",
+					   "out of memory");
+		if (rmactl_file_write_atomic(x->ro_out, line, strlen(line)) < 0)
+			rc = rmactl_errx(EX_CANTCREAT, "expose",
+					 "cannot write %s: %s", x->ro_out,
+					 strerror(errno));
+		free(line);
 		if (rc != 0)
 			return rc;
-		if (fill_len > size) {
-			free(fill_buf);
-			return rmactl_errx(EX_DATAERR, "expose",
-					   "%s is %zu bytes, bigger than the "
-					   "region (%" PRIu64 " bytes)",
-					   fill, fill_len, size);
-		}
 	}
+	if (asprintf(&line, "%s\n", rma_region_descriptor(region)) < 0)
+		return rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
+	if (x->desc_out != NULL) {
+		if (rmactl_file_write_atomic(x->desc_out, line, strlen(line)) <
+		    0)
+			rc = rmactl_errx(EX_CANTCREAT, "expose",
+					 "cannot write %s: %s", x->desc_out,
+					 strerror(errno));
+	} else if (fputs(line, stdout) == EOF || fflush(stdout) != 0) {
+		rc = rmactl_errx(EX_IOERR, "expose", "write to stdout: %s",
+				 strerror(errno));
+	}
+	free(line);
+	return rc;
+}
+
+int
+rmactl_expose_run(int argc, char **argv)
+{
+	struct rmactl_expose x = {0};
+	uint8_t *fill_buf = NULL;
+	size_t fill_len = 0;
+	rma_client_t *client;
+	rma_region_t *region;
+	rma_status_t st;
+	int sfd = -1, rc;
+
+	rc = rmactl_expose_args(argc, argv, &x);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	rc = rmactl_expose_read_fill(&x, &fill_buf, &fill_len);
+	if (rc != 0)
+		return rc;
 
 	st = rma_connect(rmactl_socket, &client);
 	if (st != RMA_OK) {
 		rc = rmactl_fail("expose", st, NULL);
 		goto out_free_fill;
 	}
-	st = rma_region_alloc(client, (size_t)size, &region);
+	st = rma_region_alloc(client, (size_t)x.size, &region);
 	if (st != RMA_OK) {
 		rc = rmactl_fail("expose", st, client);
 		goto out_disconnect;
@@ -168,63 +258,26 @@ rmactl_expose_run(int argc, char **argv)
 		memcpy(rma_region_ptr(region), fill_buf, fill_len);
 	/* Taken either way: notifying puts to a region served here never
 	 * fail for want of a reader. */
-	rma_notify_callback(client, rmactl_expose_on_notify, &notifications);
+	rma_notify_callback(client, rmactl_expose_on_notify, &x.notifications);
 	free(fill_buf);
 	fill_buf = NULL;
 
 	/* Blocked before the descriptor is out, as a script may signal us as
 	 * soon as it reads it; not earlier, so that ^C still interrupts a
 	 * connect to a stuck daemon. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
-		rc = rmactl_errx(EX_SOFTWARE, "expose", "signalfd: %s",
-				 strerror(errno));
+	rc = rmactl_expose_signals(&sfd);
+	if (rc != 0)
 		goto out_free_region;
-	}
-
-	/* Before the full one: a script that waits for --descriptor-out
-	 * finds this one there too. */
-	if (ro_out != NULL) {
-		if (asprintf(&line, "%s\n",
-			     rma_region_read_only_descriptor(region)) < 0) {
-			rc =
-			    rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
-			goto out_close_sfd;
-		}
-		if (rmactl_file_write_atomic(ro_out, line, strlen(line)) < 0)
-			rc = rmactl_errx(EX_CANTCREAT, "expose",
-					 "cannot write %s: %s", ro_out,
-					 strerror(errno));
-		free(line);
-		if (rc != 0)
-			goto out_close_sfd;
-	}
-	if (asprintf(&line, "%s\n", rma_region_descriptor(region)) < 0) {
-		rc = rmactl_errx(EX_SOFTWARE, "expose", "out of memory");
-		goto out_close_sfd;
-	}
-	if (desc_out != NULL) {
-		if (rmactl_file_write_atomic(desc_out, line, strlen(line)) < 0)
-			rc = rmactl_errx(EX_CANTCREAT, "expose",
-					 "cannot write %s: %s", desc_out,
-					 strerror(errno));
-	} else if (fputs(line, stdout) == EOF || fflush(stdout) != 0) {
-		rc = rmactl_errx(EX_IOERR, "expose", "write to stdout: %s",
-				 strerror(errno));
-	}
-	free(line);
+	rc = rmactl_expose_publish(&x, region);
 	if (rc != 0)
 		goto out_close_sfd;
 
 	rc = rmactl_expose_wait(client, sfd);
-	if (rc == 0 && dump != NULL &&
-	    rmactl_file_write_atomic(dump, rma_region_ptr(region),
+	if (rc == 0 && x.dump != NULL &&
+	    rmactl_file_write_atomic(x.dump, rma_region_ptr(region),
 				     rma_region_length(region)) < 0)
 		rc = rmactl_errx(EX_CANTCREAT, "expose", "cannot write %s: %s",
-				 dump, strerror(errno));
+				 x.dump, strerror(errno));
 
 out_close_sfd:
 	close(sfd);

@@ -10,12 +10,11 @@
 #include <string.h>
 #include <sysexits.h>
 
+/* Who the daemon is, how long it has been up, what it runs on. */
 static void
-rmactl_status_human(const Rma__V1__StatusReply *s)
+rmactl_status_human_daemon(const Rma__V1__StatusReply *s)
 {
-	const Rma__V1__Counters *k = s->counters;
 	uint64_t up = s->uptime_ms / 1000;
-	char b1[32], b2[32];
 
 	printf("daemon      %s (pid %d, version %s)\n",
 	       rmactl_or_dash(s->daemon_id), s->pid,
@@ -36,11 +35,12 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		printf("config      REFUSED, running on the last configuration "
 		       "that worked: %s\n",
 		       s->config_refused);
+}
 
-	printf("\npeers (%zu)\n", s->n_peers);
-	/* rmactl peers --wide and status --json have every detail */
-	if (s->n_peers > 0)
-		rmactl_peers_print(s, 0, "  ");
+static void
+rmactl_status_human_clients(const Rma__V1__StatusReply *s)
+{
+	char b1[32];
 
 	printf("\nclients (%zu)\n", s->n_clients);
 	if (s->n_clients > 0)
@@ -57,6 +57,12 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		       rmactl_or_dash(c->name), c->regions, b1, c->in_flight,
 		       c->ops);
 	}
+}
+
+static void
+rmactl_status_human_regions(const Rma__V1__StatusReply *s)
+{
+	char b1[32];
 
 	printf("\nregions (%zu)\n", s->n_regions);
 	if (s->n_regions > 0)
@@ -76,46 +82,62 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		printf("  %8" PRIu64 " %10s %6s %8" PRIu64 "\n", r->region_id,
 		       b1, owner, r->in_flight);
 	}
+}
 
-	if (k != NULL) {
-		printf("\ncounters\n");
-		printf("  ops            put %" PRIu64 ", get %" PRIu64
-		       ", atomic %" PRIu64 ", flush %" PRIu64
-		       ", failed %" PRIu64 "\n",
-		       k->ops_put, k->ops_get, k->ops_atomic, k->ops_flush,
-		       k->ops_failed);
-		rmactl_bytes(b1, sizeof(b1), k->bytes_put);
-		rmactl_bytes(b2, sizeof(b2), k->bytes_get);
-		printf("  bytes          put %s, get %s\n", b1, b2);
-		printf("  clients        %" PRIu64 " accepted, %" PRIu64
-		       " protocol errors\n",
-		       k->clients_accepted, k->protocol_errors);
-		printf("  regions        %" PRIu64 " created\n",
-		       k->regions_created);
-		printf("  resolves       %" PRIu64 " served\n",
-		       k->resolves_served);
-		printf("  served         put %" PRIu64 ", get %" PRIu64
-		       ", atomic %" PRIu64 " for other daemons, %" PRIu64
-		       " refused\n",
-		       k->target_puts, k->target_gets, k->target_atomics,
-		       k->target_refused);
-		printf("  notifications  %" PRIu64 " through rings, %" PRIu64
-		       " over sockets; owners woken %" PRIu64
-		       " at once, %" PRIu64 " held\n",
-		       k->notifications_ring, k->notifications_socket,
-		       k->notify_wakeups, k->notify_wakeups_held);
-		printf("  connects       %" PRIu64 " started, %" PRIu64
-		       " never came up\n",
-		       k->peer_connect_attempts, k->peer_connect_failures);
-		printf("  peers          %" PRIu64 " messages dropped, %" PRIu64
-		       " cut off, %" PRIu64 " connections refused, %" PRIu64
-		       " key proofs failed\n",
-		       k->peer_messages_dropped, k->peers_cut_off,
-		       k->inbound_refused, k->peer_auth_failures);
-		printf("  ucx sockets    %" PRIu64 " connections refused at "
-		       "accept, %" PRIu64 " of them from other local users\n",
-		       k->ucx_accept_refused, k->ucx_accept_refused_local_user);
-	}
+static void
+rmactl_status_human_counters(const Rma__V1__Counters *k)
+{
+	char b1[32], b2[32];
+
+	printf("\ncounters\n");
+	printf("  ops            put %" PRIu64 ", get %" PRIu64
+	       ", atomic %" PRIu64 ", flush %" PRIu64 ", failed %" PRIu64 "\n",
+	       k->ops_put, k->ops_get, k->ops_atomic, k->ops_flush,
+	       k->ops_failed);
+	rmactl_bytes(b1, sizeof(b1), k->bytes_put);
+	rmactl_bytes(b2, sizeof(b2), k->bytes_get);
+	printf("  bytes          put %s, get %s\n", b1, b2);
+	printf("  clients        %" PRIu64 " accepted, %" PRIu64
+	       " protocol errors\n",
+	       k->clients_accepted, k->protocol_errors);
+	printf("  regions        %" PRIu64 " created\n", k->regions_created);
+	printf("  resolves       %" PRIu64 " served\n", k->resolves_served);
+	printf("  served         put %" PRIu64 ", get %" PRIu64
+	       ", atomic %" PRIu64 " for other daemons, %" PRIu64 " refused\n",
+	       k->target_puts, k->target_gets, k->target_atomics,
+	       k->target_refused);
+	printf("  notifications  %" PRIu64 " through rings, %" PRIu64
+	       " over sockets; owners woken %" PRIu64 " at once, %" PRIu64
+	       " held\n",
+	       k->notifications_ring, k->notifications_socket,
+	       k->notify_wakeups, k->notify_wakeups_held);
+	printf("  connects       %" PRIu64 " started, %" PRIu64
+	       " never came up\n",
+	       k->peer_connect_attempts, k->peer_connect_failures);
+	printf("  peers          %" PRIu64 " messages dropped, %" PRIu64
+	       " cut off, %" PRIu64 " connections refused, %" PRIu64
+	       " key proofs failed\n",
+	       k->peer_messages_dropped, k->peers_cut_off, k->inbound_refused,
+	       k->peer_auth_failures);
+	printf("  ucx sockets    %" PRIu64 " connections refused at "
+	       "accept, %" PRIu64 " of them from other local users\n",
+	       k->ucx_accept_refused, k->ucx_accept_refused_local_user);
+}
+
+static void
+rmactl_status_human(const Rma__V1__StatusReply *s)
+{
+	rmactl_status_human_daemon(s);
+
+	printf("\npeers (%zu)\n", s->n_peers);
+	/* rmactl peers --wide and status --json have every detail */
+	if (s->n_peers > 0)
+		rmactl_peers_print(s, 0, "  ");
+
+	rmactl_status_human_clients(s);
+	rmactl_status_human_regions(s);
+	if (s->counters != NULL)
+		rmactl_status_human_counters(s->counters);
 }
 
 int

@@ -165,47 +165,13 @@ rmactl_top_us_text(char *buf, size_t len, double us)
 		snprintf(buf, len, "%.2fs", us / 1e6);
 }
 
+/* The latency percentiles of this interval, one kind after another. */
 static void
-rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
-		 double dt)
+rmactl_top_human_latency(const struct rmactl_top *t,
+			 const Rma__V1__StatusReply *s)
 {
-	const Rma__V1__StatusReply *o = t->prev;
-	const Rma__V1__Counters *k = s->counters, *ko = o->counters;
-	struct rmactl_top_rate all = {0};
-	char r[32], b[32], e[32], p50[32], p99[32];
-	time_t now = time(NULL);
-	char clock[16];
-	int bytes_counted = 0;
+	char p50[32], p99[32];
 
-	strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
-	if (k != NULL && ko != NULL) {
-		all.ops = (rmactl_top_delta(k->ops_put, ko->ops_put) +
-			   rmactl_top_delta(k->ops_get, ko->ops_get) +
-			   rmactl_top_delta(k->ops_flush, ko->ops_flush)) /
-			  dt;
-		all.bytes = (rmactl_top_delta(k->bytes_put, ko->bytes_put) +
-			     rmactl_top_delta(k->bytes_get, ko->bytes_get)) /
-			    dt;
-		all.errors =
-		    rmactl_top_delta(k->ops_failed, ko->ops_failed) / dt;
-	}
-	if (t->screen)
-		fputs("\033[H\033[2J", stdout);
-	rmactl_top_rate_text(r, sizeof(r), all.ops);
-	rmactl_top_bytes_text(b, sizeof(b), all.bytes);
-	rmactl_top_rate_text(e, sizeof(e), all.errors);
-	printf("rmad %s  %s  every %gs%s\n", rmactl_or_dash(s->daemon_id),
-	       clock, t->interval, t->screen ? "  (q quits)" : "");
-	printf("ops/s %s  bytes/s %s  errors/s %s  in flight %" PRIu64 "\n", r,
-	       b, e, s->ops_in_flight);
-	if (k != NULL && ko != NULL) {
-		rmactl_top_rate_text(
-		    r, sizeof(r),
-		    (rmactl_top_delta(k->target_puts, ko->target_puts) +
-		     rmactl_top_delta(k->target_gets, ko->target_gets)) /
-			dt);
-		printf("served for other daemons: ops/s %s\n", r);
-	}
 	printf("latency");
 	if (s->n_latency == 0)
 		printf(" -  (not reported by this daemon)");
@@ -221,6 +187,14 @@ rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 		printf("  %s p50 %s p99 %s", rmactl_op_kind((int)h->kind), p50,
 		       p99);
 	}
+}
+
+static void
+rmactl_top_human_peers(const struct rmactl_top *t,
+		       const Rma__V1__StatusReply *s, double dt)
+{
+	char r[32], b[32], e[32];
+
 	printf("\n\npeers (%zu)\n", s->n_peers);
 	if (s->n_peers > 0)
 		printf("  %4s  %-22s %-10s %-3s %9s %13s %8s %8s\n", "ID",
@@ -245,6 +219,15 @@ rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 		       rmactl_peer_state(p->state), p->inbound ? "in" : "out",
 		       r, b, e, p->in_flight);
 	}
+}
+
+static void
+rmactl_top_human_clients(const struct rmactl_top *t,
+			 const Rma__V1__StatusReply *s, double dt)
+{
+	char r[32], b[32], e[32];
+	int bytes_counted = 0;
+
 	/* a daemon that does not count client bytes leaves them all 0 */
 	for (size_t i = 0; i < s->n_clients; i++)
 		bytes_counted |= s->clients[i]->bytes != 0;
@@ -276,6 +259,51 @@ rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
 		       c->client_id, c->pid, rmactl_or_dash(c->name), r, b, e,
 		       c->in_flight);
 	}
+}
+
+static void
+rmactl_top_human(const struct rmactl_top *t, const Rma__V1__StatusReply *s,
+		 double dt)
+{
+	const Rma__V1__StatusReply *o = t->prev;
+	const Rma__V1__Counters *k = s->counters, *ko = o->counters;
+	struct rmactl_top_rate all = {0};
+	char r[32], b[32], e[32];
+	time_t now = time(NULL);
+	char clock[16];
+
+	strftime(clock, sizeof(clock), "%H:%M:%S", localtime(&now));
+	if (k != NULL && ko != NULL) {
+		all.ops = (rmactl_top_delta(k->ops_put, ko->ops_put) +
+			   rmactl_top_delta(k->ops_get, ko->ops_get) +
+			   rmactl_top_delta(k->ops_flush, ko->ops_flush)) /
+			  dt;
+		all.bytes = (rmactl_top_delta(k->bytes_put, ko->bytes_put) +
+			     rmactl_top_delta(k->bytes_get, ko->bytes_get)) /
+			    dt;
+		all.errors =
+		    rmactl_top_delta(k->ops_failed, ko->ops_failed) / dt;
+	}
+	if (t->screen)
+		fputs("\033[H\033[2J", stdout);
+	rmactl_top_rate_text(r, sizeof(r), all.ops);
+	rmactl_top_bytes_text(b, sizeof(b), all.bytes);
+	rmactl_top_rate_text(e, sizeof(e), all.errors);
+	printf("rmad %s  %s  every %gs%s\n", rmactl_or_dash(s->daemon_id),
+	       clock, t->interval, t->screen ? "  (q quits)" : "");
+	printf("ops/s %s  bytes/s %s  errors/s %s  in flight %" PRIu64 "\n", r,
+	       b, e, s->ops_in_flight);
+	if (k != NULL && ko != NULL) {
+		rmactl_top_rate_text(
+		    r, sizeof(r),
+		    (rmactl_top_delta(k->target_puts, ko->target_puts) +
+		     rmactl_top_delta(k->target_gets, ko->target_gets)) /
+			dt);
+		printf("served for other daemons: ops/s %s\n", r);
+	}
+	rmactl_top_human_latency(t, s);
+	rmactl_top_human_peers(t, s, dt);
+	rmactl_top_human_clients(t, s, dt);
 	if (!t->screen)
 		putchar('\n');
 }

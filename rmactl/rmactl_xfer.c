@@ -28,6 +28,99 @@ struct rmactl_xfer {
 	uint64_t notify_value;
 };
 
+/* A --notify value: decimal or 0x hex, not negative. */
+static int
+rmactl_xfer_notify_value(const char *s, uint64_t *v_p)
+{
+	char *end;
+
+	errno = 0;
+	*v_p = strtoull(s, &end, 0);
+	return errno != 0 || end == s || *end != '\0' || s[0] == '-' ? -1 : 0;
+}
+
+/* One option into *x; 0, or the exit code of a usage error (said). */
+static int
+rmactl_xfer_option(int which, int c, char **argv, struct rmactl_xfer *x)
+{
+	int is_get = which == RMACTL_GET;
+
+	switch (c) {
+	case 'p':
+		x->peer = optarg;
+		return 0;
+	case 'd':
+		x->descriptor_file = optarg;
+		return 0;
+	case 'o':
+		if (size_parse(optarg, &x->offset) < 0)
+			return rmactl_usage_error(
+			    which, "%s: bad offset \"%s\"", x->cmd, optarg);
+		return 0;
+	case 'l':
+		if (!is_get)
+			break;
+		if (size_parse(optarg, &x->length) < 0 || x->length == 0)
+			return rmactl_usage_error(
+			    which, "%s: bad length \"%s\"", x->cmd, optarg);
+		x->have_length = 1;
+		return 0;
+	case 'O':
+		if (!is_get)
+			break;
+		x->out = optarg;
+		return 0;
+	case 't':
+		if (rmactl_parse_timeout(optarg, &x->timeout_ms) < 0)
+			return rmactl_usage_error(
+			    which, "%s: bad timeout \"%s\"", x->cmd, optarg);
+		return 0;
+	case 'n':
+		if (is_get)
+			break;
+		if (rmactl_xfer_notify_value(optarg, &x->notify_value) < 0)
+			return rmactl_usage_error(which,
+						  "%s: bad notify value \"%s\"",
+						  x->cmd, optarg);
+		x->notify = 1;
+		return 0;
+	}
+	return rmactl_usage_error(which, "%s: unknown option %s", x->cmd,
+				  argv[optind - 1]);
+}
+
+/* The checks once every option is read, and put's DATAFILE. */
+static int
+rmactl_xfer_args_check(int which, int argc, char **argv, struct rmactl_xfer *x)
+{
+	if (x->peer == NULL || x->descriptor_file == NULL)
+		return rmactl_usage_error(which,
+					  "%s: --peer and --descriptor are "
+					  "required",
+					  x->cmd);
+	if (rmactl_check_address(x->peer) < 0)
+		return rmactl_usage_error(which,
+					  "%s: bad peer address \"%s\" (want "
+					  "HOST:PORT)",
+					  x->cmd, x->peer);
+	if (which != RMACTL_GET) {
+		if (optind + 1 != argc)
+			return rmactl_usage_error(
+			    which, "%s: want one DATAFILE", x->cmd);
+		x->datafile = argv[optind];
+		return 0;
+	}
+	if (!x->have_length)
+		return rmactl_usage_error(which, "%s: --length is required",
+					  x->cmd);
+	if (x->length > SIZE_MAX)
+		return rmactl_usage_error(which, "%s: length too big", x->cmd);
+	if (optind != argc)
+		return rmactl_usage_error(which, "%s: unexpected argument %s",
+					  x->cmd, argv[optind]);
+	return 0;
+}
+
 static int
 rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 {
@@ -42,97 +135,19 @@ rmactl_xfer_args(int which, int argc, char **argv, struct rmactl_xfer *x)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, is_get = which == RMACTL_GET;
+	int c, rc;
 
 	x->timeout_ms = RMACTL_TIMEOUT_DEFAULT_S * 1000;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			x->peer = optarg;
-			break;
-		case 'd':
-			x->descriptor_file = optarg;
-			break;
-		case 'o':
-			if (size_parse(optarg, &x->offset) < 0)
-				return rmactl_usage_error(
-				    which, "%s: bad offset \"%s\"", x->cmd,
-				    optarg);
-			break;
-		case 'l':
-			if (!is_get)
-				goto bad_option;
-			if (size_parse(optarg, &x->length) < 0 ||
-			    x->length == 0)
-				return rmactl_usage_error(
-				    which, "%s: bad length \"%s\"", x->cmd,
-				    optarg);
-			x->have_length = 1;
-			break;
-		case 'O':
-			if (!is_get)
-				goto bad_option;
-			x->out = optarg;
-			break;
-		case 't':
-			if (rmactl_parse_timeout(optarg, &x->timeout_ms) < 0)
-				return rmactl_usage_error(
-				    which, "%s: bad timeout \"%s\"", x->cmd,
-				    optarg);
-			break;
-		case 'n': {
-			char *end;
-			if (is_get)
-				goto bad_option;
-			errno = 0;
-			x->notify_value = strtoull(optarg, &end, 0);
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    optarg[0] == '-')
-				return rmactl_usage_error(
-				    which, "%s: bad notify value \"%s\"",
-				    x->cmd, optarg);
-			x->notify = 1;
-			break;
-		}
-		case 'h':
+		if (c == 'h') {
 			fputs(rmactl_cmd_usage[which], stdout);
 			return -1;
-		default:
-			goto bad_option;
 		}
+		rc = rmactl_xfer_option(which, c, argv, x);
+		if (rc != 0)
+			return rc;
 	}
-	if (x->peer == NULL || x->descriptor_file == NULL)
-		return rmactl_usage_error(which,
-					  "%s: --peer and --descriptor are "
-					  "required",
-					  x->cmd);
-	if (rmactl_check_address(x->peer) < 0)
-		return rmactl_usage_error(which,
-					  "%s: bad peer address \"%s\" (want "
-					  "HOST:PORT)",
-					  x->cmd, x->peer);
-	if (is_get) {
-		if (!x->have_length)
-			return rmactl_usage_error(
-			    which, "%s: --length is required", x->cmd);
-		if (x->length > SIZE_MAX)
-			return rmactl_usage_error(which, "%s: length too big",
-						  x->cmd);
-		if (optind != argc)
-			return rmactl_usage_error(which,
-						  "%s: unexpected argument %s",
-						  x->cmd, argv[optind]);
-	} else {
-		if (optind + 1 != argc)
-			return rmactl_usage_error(
-			    which, "%s: want one DATAFILE", x->cmd);
-		x->datafile = argv[optind];
-	}
-	return 0;
-
-bad_option:
-	return rmactl_usage_error(which, "%s: unknown option %s", x->cmd,
-				  argv[optind - 1]);
+	return rmactl_xfer_args_check(which, argc, argv, x);
 }
 
 static int

@@ -848,10 +848,7 @@ raw_client_args(int argc, char **argv, struct raw_client *b)
 	static const struct option opts[] = {
 	    {"connect", required_argument, NULL, 'c'},
 	    {"op", required_argument, NULL, 'o'},
-	    {"size", required_argument, NULL, 's'},
-	    {"count", required_argument, NULL, 'n'},
-	    {"window", required_argument, NULL, 'w'},
-	    {"warmup", required_argument, NULL, 'W'},
+	    BENCH_PARAM_OPTIONS,
 	    {"remote-completion", no_argument, NULL, 'r'},
 	    {"timeout", required_argument, NULL, 't'},
 	    {"progress", required_argument, NULL, 'P'},

@@ -21,6 +21,15 @@ enum bench_param {
 	BENCH_PARAM_WARMUP = 'W',
 };
 
+/* Their getopt_long(3) entries, for both option tables (<getopt.h>). */
+/* clang-format off */
+#define BENCH_PARAM_OPTIONS                                                   \
+	{"size", required_argument, NULL, BENCH_PARAM_SIZE},                  \
+	{"count", required_argument, NULL, BENCH_PARAM_COUNT},                \
+	{"window", required_argument, NULL, BENCH_PARAM_WINDOW},              \
+	{"warmup", required_argument, NULL, BENCH_PARAM_WARMUP}
+/* clang-format on */
+
 struct bench_params {
 	uint64_t size, count, window, warmup;
 	bool have_count, have_warmup; /* given: not defaulted */

@@ -390,6 +390,85 @@ raw_server_close_failed(struct raw_server *s)
 	}
 }
 
+/* s->info: the region's address, length and packed rkey, as a client
+ * gets it on connecting. */
+static int
+raw_server_info(struct raw_server *s, uint64_t size)
+{
+	void *rkey;
+	size_t rkey_len;
+	ucs_status_t st;
+
+	st = ucp_rkey_pack(s->raw.ucp, s->region.memh, &rkey, &rkey_len);
+	if (st != UCS_OK || rkey_len > RAW_RKEY_MAX)
+		return raw_errx(EX_SOFTWARE, "ucp_rkey_pack: %s",
+				ucs_status_string(st));
+	s->info_len = sizeof(*s->info) + rkey_len;
+	s->info = calloc(1, s->info_len);
+	if (s->info == NULL) {
+		ucp_rkey_buffer_release(rkey);
+		return raw_errx(EX_OSERR, "out of memory");
+	}
+	s->info->addr = (uint64_t)(uintptr_t)s->region.addr;
+	s->info->length = size;
+	s->info->rkey_len = (uint32_t)rkey_len;
+	memcpy(s->info->rkey, rkey, rkey_len);
+	ucp_rkey_buffer_release(rkey);
+	return 0;
+}
+
+/* s->listener on ss, and the line scripts wait for: "listening
+ * HOST:PORT". */
+static int
+raw_server_listen(struct raw_server *s, const char *listen_addr,
+		  struct sockaddr_storage *ss, socklen_t sslen)
+{
+	ucp_listener_params_t lparams;
+	ucp_listener_attr_t lattr = {.field_mask =
+					 UCP_LISTENER_ATTR_FIELD_SOCKADDR};
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	ucs_status_t st;
+
+	memset(&lparams, 0, sizeof(lparams));
+	lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			     UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+	lparams.sockaddr.addr = (struct sockaddr *)ss;
+	lparams.sockaddr.addrlen = sslen;
+	lparams.conn_handler.cb = raw_server_on_conn;
+	lparams.conn_handler.arg = s;
+	st = ucp_listener_create(s->raw.worker, &lparams, &s->listener);
+	if (st != UCS_OK)
+		return raw_errx(EX_UNAVAILABLE, "listen on %s: %s", listen_addr,
+				ucs_status_string(st));
+	st = ucp_listener_query(s->listener, &lattr);
+	if (st != UCS_OK ||
+	    getnameinfo((struct sockaddr *)&lattr.sockaddr, sizeof(*ss), host,
+			sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		ucp_listener_destroy(s->listener);
+		return raw_errx(EX_SOFTWARE, "cannot tell the listening port");
+	}
+	printf("listening %s:%s\n", host, port);
+	fflush(stdout);
+	return 0;
+}
+
+/* Serves until SIGINT or SIGTERM, then closes every endpoint. */
+static void
+raw_server_loop(struct raw_server *s)
+{
+	while (!raw_stop) {
+		raw_progress(&s->raw, 1000);
+		while (s->npending > 0)
+			raw_server_accept(s, s->pending[--s->npending]);
+		raw_server_close_failed(s);
+	}
+	for (size_t i = 0; i < RAW_SERVER_EPS_MAX; i++)
+		if (s->eps[i].ep != NULL)
+			s->eps[i].failed = 1;
+	raw_server_close_failed(s);
+}
+
 static int
 raw_server_run(int argc, char **argv)
 {
@@ -404,15 +483,8 @@ raw_server_run(int argc, char **argv)
 	struct raw_server *s;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	ucp_listener_params_t lparams;
-	ucp_listener_attr_t lattr = {.field_mask =
-					 UCP_LISTENER_ATTR_FIELD_SOCKADDR};
-	void *rkey;
-	size_t rkey_len;
-	char host[NI_MAXHOST], port[NI_MAXSERV];
-	int c, wait_mode = 0, rc = 0;
 	struct sigaction sa = {.sa_handler = raw_on_signal};
-	ucs_status_t st;
+	int c, wait_mode = 0, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -450,64 +522,17 @@ raw_server_run(int argc, char **argv)
 	rc = raw_region_create(&s->raw, (size_t)size, &s->region);
 	if (rc != 0)
 		goto err_fini;
-	st = ucp_rkey_pack(s->raw.ucp, s->region.memh, &rkey, &rkey_len);
-	if (st != UCS_OK || rkey_len > RAW_RKEY_MAX) {
-		rc = raw_errx(EX_SOFTWARE, "ucp_rkey_pack: %s",
-			      ucs_status_string(st));
+	rc = raw_server_info(s, size);
+	if (rc != 0)
 		goto err_region;
-	}
-	s->info_len = sizeof(*s->info) + rkey_len;
-	s->info = calloc(1, s->info_len);
-	if (s->info == NULL) {
-		ucp_rkey_buffer_release(rkey);
-		rc = raw_errx(EX_OSERR, "out of memory");
-		goto err_region;
-	}
-	s->info->addr = (uint64_t)(uintptr_t)s->region.addr;
-	s->info->length = size;
-	s->info->rkey_len = (uint32_t)rkey_len;
-	memcpy(s->info->rkey, rkey, rkey_len);
-	ucp_rkey_buffer_release(rkey);
-
-	memset(&lparams, 0, sizeof(lparams));
-	lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-			     UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-	lparams.sockaddr.addr = (struct sockaddr *)&ss;
-	lparams.sockaddr.addrlen = sslen;
-	lparams.conn_handler.cb = raw_server_on_conn;
-	lparams.conn_handler.arg = s;
-	st = ucp_listener_create(s->raw.worker, &lparams, &s->listener);
-	if (st != UCS_OK) {
-		rc = raw_errx(EX_UNAVAILABLE, "listen on %s: %s", listen_addr,
-			      ucs_status_string(st));
-		goto err_info;
-	}
-	st = ucp_listener_query(s->listener, &lattr);
-	if (st != UCS_OK ||
-	    getnameinfo((struct sockaddr *)&lattr.sockaddr, sizeof(ss), host,
-			sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-		rc = raw_errx(EX_SOFTWARE, "cannot tell the listening port");
-		goto err_listener;
-	}
+	/* before the line that tells a script it may signal us */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* the line scripts wait for */
-	printf("listening %s:%s\n", host, port);
-	fflush(stdout);
+	rc = raw_server_listen(s, listen_addr, &ss, sslen);
+	if (rc != 0)
+		goto err_info;
+	raw_server_loop(s);
 
-	while (!raw_stop) {
-		raw_progress(&s->raw, 1000);
-		while (s->npending > 0)
-			raw_server_accept(s, s->pending[--s->npending]);
-		raw_server_close_failed(s);
-	}
-	for (size_t i = 0; i < RAW_SERVER_EPS_MAX; i++)
-		if (s->eps[i].ep != NULL)
-			s->eps[i].failed = 1;
-	raw_server_close_failed(s);
-
-err_listener:
 	ucp_listener_destroy(s->listener);
 err_info:
 	free(s->info);

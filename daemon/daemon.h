@@ -876,6 +876,13 @@ void op_done_waiting(struct op *op);
 void op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked);
+/* The remote of c that o names and its bounds, checked the same way for
+ * RMA and atomics: op_remote fails o (ERR_NO_PEER) and returns NULL when
+ * c has no such remote; op_fail_remote_bounds fails o (ERR_OUT_OF_BOUNDS)
+ * for a remote range or word (what) outside res. */
+struct remote *op_remote(struct conn *c, const Rma__V1__Op *o);
+void op_fail_remote_bounds(struct conn *c, const Rma__V1__Op *o,
+			   const char *what, const struct resolved *res);
 /* op.c's steps that op_atomic.c shares: an op record begun (counted,
  * listed on p), its submission ended; the local region an op names. */
 struct op *op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p);

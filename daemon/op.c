@@ -335,6 +335,31 @@ op_fail(struct conn *c, const Rma__V1__Op *o, wire_status_t st, const char *fmt,
 	conn_complete(c, o->op_id, st, 0, detail);
 }
 
+struct remote *
+op_remote(struct conn *c, const Rma__V1__Op *o)
+{
+	struct remote *rem = idmap_get(&c->remotes, o->remote_id);
+
+	if (rem == NULL)
+		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
+			"remote %llu is not a remote of this client",
+			(unsigned long long)o->remote_id);
+	return rem;
+}
+
+void
+op_fail_remote_bounds(struct conn *c, const Rma__V1__Op *o, const char *what,
+		      const struct resolved *res)
+{
+	op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
+		"remote %s [%llu, +%llu) is outside remote region %llu of "
+		"%llu bytes",
+		what, (unsigned long long)o->remote_offset,
+		(unsigned long long)o->length,
+		(unsigned long long)res->region_id,
+		(unsigned long long)res->length);
+}
+
 /* One peer's flush: UCX's flush of the endpoint, and the wait for every
  * older operation (our puts complete on the target's answer, which a
  * UCX flush does not wait for). */
@@ -571,22 +596,12 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			(unsigned long long)local->id, local->length);
 		return;
 	}
-	rem = idmap_get(&c->remotes, o->remote_id);
-	if (rem == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
-			"remote %llu is not a remote of this client",
-			(unsigned long long)o->remote_id);
+	rem = op_remote(c, o);
+	if (rem == NULL)
 		return;
-	}
 	res = rem->res;
 	if (!bounds_within(o->remote_offset, o->length, res->length)) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
-			"remote range [%llu, +%llu) is outside remote region "
-			"%llu of %llu bytes",
-			(unsigned long long)o->remote_offset,
-			(unsigned long long)o->length,
-			(unsigned long long)res->region_id,
-			(unsigned long long)res->length);
+		op_fail_remote_bounds(c, o, "range", res);
 		return;
 	}
 	if (rem->peer == NULL) {

@@ -48,13 +48,9 @@ op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			(int)o->atomic_op, (unsigned long long)o->length);
 		return;
 	}
-	rem = idmap_get(&c->remotes, o->remote_id);
-	if (rem == NULL) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_NO_PEER,
-			"remote %llu is not a remote of this client",
-			(unsigned long long)o->remote_id);
+	rem = op_remote(c, o);
+	if (rem == NULL)
 		return;
-	}
 	res = rem->res;
 	if (o->remote_offset % o->length != 0) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_INVALID,
@@ -65,13 +61,7 @@ op_start_atomic(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		return;
 	}
 	if (!atomic_fits(o->remote_offset, o->length, res->length)) {
-		op_fail(c, o, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS,
-			"remote word [%llu, +%llu) is outside remote region "
-			"%llu of %llu bytes",
-			(unsigned long long)o->remote_offset,
-			(unsigned long long)o->length,
-			(unsigned long long)res->region_id,
-			(unsigned long long)res->length);
+		op_fail_remote_bounds(c, o, "word", res);
 		return;
 	}
 	if (rem->peer == NULL) {

@@ -8,6 +8,7 @@
  * a tick, the deadline timer or a drain does up there, it reaches only
  * through the hooks daemon.c hands it (struct worker_hooks). */
 #include "daemon.h"
+#include "monotime.h"
 #include "ucx_defaults.h"
 
 #include <stdio.h>
@@ -19,10 +20,7 @@
 double
 daemon_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return monotime_s();
 }
 
 struct timeval

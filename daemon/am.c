@@ -194,7 +194,7 @@ am_tx_release(struct daemon *d, struct am_tx *tx)
 		TAILQ_REMOVE(&p->tx, tx, link);
 		p->tx_msgs--;
 		p->tx_bytes -= tx->bytes;
-		if (p->linger && p->tx_msgs == 0)
+		if (p->linger == PEER_LINGER_SENT && p->tx_msgs == 0)
 			worker_kick(d); /* its refusal left: close it now */
 	}
 	if (tx->hold != NULL)

@@ -597,6 +597,17 @@ struct op_parked;
 TAILQ_HEAD(op_list, op);
 TAILQ_HEAD(op_parked_list, op_parked);
 
+/* What the close of a peer that refused its handshake waits for
+ * (handshake.c: handshake_refuse), connect_timeout at the latest. */
+enum peer_linger {
+	PEER_LINGER_NONE,
+	/* the refusal to leave: the far end answers it no more */
+	PEER_LINGER_SENT,
+	/* the far end to close once it read the refusal: UCX's disconnect
+	 * can overtake what was sent before it (handshake_refuse) */
+	PEER_LINGER_HEARD,
+};
+
 struct peer {
 	struct daemon *d;
 	uint32_t id;
@@ -651,7 +662,8 @@ struct peer {
 	uint32_t guard;
 	uint32_t path;	      /* the initiator's peer id for this target */
 	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
-	bool linger; /* failed, but close only once the refusal was sent */
+	/* failed, but the endpoint's close waits (handshake_refuse) */
+	enum peer_linger linger;
 	/* Outbound connect: did a plain TCP connect to the address succeed
 	 * (something listens there), and did an rmad answer the hello? */
 	struct event *probe_ev;

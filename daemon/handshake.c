@@ -241,12 +241,30 @@ handshake_up_as(struct peer *p, const uint8_t *daemon_id)
 	resolve_peer_up(p, restarted);
 }
 
-/* Fails p once what was just sent to it (a refusal saying why) has left:
- * a forced close would drop it. connect_timeout bounds the wait. */
+/* Fails p, closing its endpoint only once what was just sent to it (a
+ * refusal saying why) can reach the far end: a forced close would drop
+ * it. connect_timeout bounds the wait.
+ *
+ * Sent is not enough for an answer the far end must read. UCX 1.13 tells
+ * the far end of our close over the connection manager's socket, and the
+ * answer went over the tcp lane, another socket. The far end's async
+ * thread takes the disconnect and queues ucp_ep_cm_disconnect_progress
+ * (src/ucp/wireup/wireup_cm.c, v1.13.1) for its next worker progress,
+ * which fails the endpoint and destroys its lanes: an answer still unread
+ * on the lane goes with them, though it was on the wire first (hostile
+ * reflect lost one in 8 of 40 runs on a loaded host, up to 25 ms between
+ * the answer and the close; an rmad initiator would report an older
+ * daemon protocol). So the target, which answers last, leaves the close
+ * to the initiator, which closes once it has read the answer (linger
+ * HEARD; peer_on_ep_error ends it). An initiator that refuses closes once
+ * its last word was sent (linger SENT): the target answers a refused
+ * proof and waits for that close. A refused peer serves nothing meanwhile
+ * (state DOWN), and peer_fail closed its guard entry: the wait holds no
+ * more than a connection that never says hello. */
 static void
-handshake_refuse(struct peer *p, const char *detail)
+handshake_refuse(struct peer *p, enum peer_linger linger, const char *detail)
 {
-	p->linger = true;
+	p->linger = linger;
 	peer_fail(p, UCS_ERR_REJECTED, detail);
 }
 
@@ -300,8 +318,9 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	     (sodium_memcmp(in.nonce, p->hello.nonce, AM_NONCE_SIZE) == 0 ||
 	      handshake_issued_find(d->world, in.nonce, false)))) {
 		d->counters.auth_failures++;
-		handshake_refuse(p, "answered with this daemon's own id or "
-				    "nonce (a reflected connection)");
+		handshake_refuse(p, PEER_LINGER_SENT,
+				 "answered with this daemon's own id or "
+				 "nonce (a reflected connection)");
 		return;
 	}
 	if (!d->cfg.peer_key_set) {
@@ -318,7 +337,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 		d->counters.auth_failures++;
 		am_send(p, AM_HELLO_PROOF, NULL, 0, &proof, sizeof(proof),
 			NULL);
-		handshake_refuse(p,
+		handshake_refuse(p, PEER_LINGER_SENT,
 				 "failed the cluster key proof (another key?)");
 		return;
 	}
@@ -458,7 +477,7 @@ handshake_refuse_hello(struct peer *p, wire_status_t status, const char *why)
 			 (unsigned long long)d->counters.auth_failures);
 	}
 	handshake_send_reply(p, AM_HELLO_REPLY, status);
-	handshake_refuse(p, why);
+	handshake_refuse(p, PEER_LINGER_HEARD, why);
 }
 
 /* Target: why the hello in must be refused, with the status to answer,
@@ -569,7 +588,8 @@ handshake_on_proof(struct peer *p, const struct am_msg *m)
 		}
 		handshake_send_reply(p, AM_HELLO_DONE,
 				     RMA__V1__STATUS__ERR_REJECTED);
-		handshake_refuse(p, "failed the cluster key proof");
+		handshake_refuse(p, PEER_LINGER_HEARD,
+				 "failed the cluster key proof");
 		return;
 	}
 	handshake_accept(p, AM_HELLO_DONE);

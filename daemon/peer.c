@@ -129,6 +129,13 @@ peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 	struct peer *p = arg;
 	bool lost;
 
+	/* The far end closed a connection whose handshake we refused: it
+	 * read the refusal, or never will. Ours closes now. */
+	if (p->linger == PEER_LINGER_HEARD) {
+		p->linger = PEER_LINGER_NONE;
+		worker_kick(p->d);
+		return;
+	}
 	/* Once a connection was up, UCX 1.13's tcp path names its loss in
 	 * several ways ("Endpoint timeout", "Destination is unreachable",
 	 * "Endpoint is not connected") when the far end closed, reset or
@@ -239,6 +246,21 @@ peer_close_ep(struct peer *p)
 		d->closing_eps--;
 }
 
+/* Does p's close still wait for its refusal (handshake_refuse)? */
+static bool
+peer_lingers(const struct peer *p)
+{
+	switch (p->linger) {
+	case PEER_LINGER_SENT:
+		return p->tx_msgs > 0;
+	case PEER_LINGER_HEARD:
+		return true;
+	case PEER_LINGER_NONE:
+		break;
+	}
+	return false;
+}
+
 int
 peer_close_failed(struct daemon *d)
 {
@@ -252,14 +274,15 @@ peer_close_failed(struct daemon *d)
 		next = TAILQ_NEXT(p, link);
 		if (!p->ep_failed)
 			continue;
-		/* A refusal still on its way: close once it left (am.c
-		 * kicks), or at connect_timeout at the latest. */
-		if (p->linger && p->tx_msgs > 0 && !d->shutting_down &&
+		/* A refusal still on its way (am.c kicks once it left) or
+		 * not yet read (peer_on_ep_error kicks once the far end
+		 * closed): connect_timeout at the latest. */
+		if (peer_lingers(p) && !d->shutting_down &&
 		    daemon_now() < p->state_since + d->cfg.connect_timeout) {
 			d->failed_eps++;
 			continue;
 		}
-		p->linger = false;
+		p->linger = PEER_LINGER_NONE;
 		p->ep_failed = false;
 		closed++;
 		peer_close_ep(p);

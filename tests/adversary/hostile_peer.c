@@ -1066,7 +1066,7 @@ hostile_hello_once(struct hostile *h, const struct sockaddr_storage *sa,
 	hostile_send(h, &e, AM_HELLO, NULL, 0, copy, len,
 		     UCP_AM_SEND_FLAG_REPLY);
 	hostile_flush(h, &e, 2.0);
-	if (hostile_await(h, AM_HELLO_REPLY, n, &e, monotime_s() + 5.0))
+	if (hostile_await(h, AM_HELLO_REPLY, n, &e, monotime_s() + 10.0))
 		hostile_note(h, "%s answered %d", what,
 			     hostile_captured_status(h, AM_HELLO_REPLY));
 	else
@@ -1185,8 +1185,9 @@ hostile_attack_reflect(struct hostile *h)
 				hostile_note(h, "reflected proof unanswered");
 		}
 	}
-	/* Whatever it said: is anything served to us? The daemon closes
-	 * a refused connection, which ends the wait. */
+	/* Whatever it said: is anything served to us? A daemon that
+	 * refused leaves the close to us until its connect_timeout (its
+	 * answer must reach us first), then closes, which ends the wait. */
 	h->resolve_answered = false;
 	if (!back.failed && hostile_resolve(h, &back))
 		hostile_note(h, "RESOLVE served %d", h->resolve_status);

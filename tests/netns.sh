@@ -52,26 +52,10 @@ addr() { echo "10.231.0.$1:$PORT"; }
 sock() { echo "$T/h$1.sock"; }
 
 start_daemon() { # host, then extra flags
-	local h=$1 deadline=$((SECONDS + 10)) n=0; shift
-	while :; do
-		n=$((n + 1))
-		rm -f "$T/h$h.ready"
-		mkfifo "$T/h$h.ready"
-		ip netns exec "${NS[$h]}" "$RMAD" --listen "$(addr "$h")" \
-			--socket "$(sock "$h")" --ready-fd 3 --log-level warn \
-			--connect-timeout 2 "$@" \
-			3>"$T/h$h.ready" 2>>"$T/h$h.log" &
-		DPID[$h]=$!
-		if timeout 10 head -c 6 "$T/h$h.ready" 2>/dev/null | grep -q ready; then
-			return 0
-		fi
-		# Not ready: the port of a killed predecessor may linger.
-		kill -KILL "${DPID[$h]}" 2>/dev/null || true
-		{ wait "${DPID[$h]}"; } 2>/dev/null || true
-		unset "DPID[$h]"
-		[ $SECONDS -lt $deadline ] || fail "rmad on host $h not ready after $n tries"
-		sleep 0.1 # retry interval; bounded by the deadline above
-	done
+	local h=$1
+	shift
+	netns_start_rmad "$T" "$h" "${NS[$h]}" "$(addr "$h")" "$(sock "$h")" \
+		--log-level warn --connect-timeout 2 "$@"
 }
 
 stop_daemon() { # host, signal

@@ -52,6 +52,31 @@ kill_wait() { # pids: TERM, a deadline, then KILL
 	done
 }
 
+# netns_start_rmad DIR H NS LISTEN SOCKET [rmad flags]: rmad of host H in
+# namespace NS, logging to DIR/hH.log, its pid in DPID[H] (the caller's
+# array); retried for 10 s, as the port of a killed predecessor may linger.
+netns_start_rmad() {
+	local dir=$1 h=$2 ns=$3 listen=$4 sock=$5
+	local deadline=$((SECONDS + 10)) n=0
+	shift 5
+	while :; do
+		n=$((n + 1))
+		rm -f "$dir/h$h.ready"
+		mkfifo "$dir/h$h.ready"
+		ip netns exec "$ns" "$RMAD" --listen "$listen" --socket "$sock" \
+			--ready-fd 3 "$@" 3>"$dir/h$h.ready" 2>>"$dir/h$h.log" &
+		DPID[$h]=$!
+		if timeout 10 head -c 6 "$dir/h$h.ready" 2>/dev/null | grep -q ready; then
+			return 0
+		fi
+		kill -KILL "${DPID[$h]}" 2>/dev/null || true
+		{ wait "${DPID[$h]}"; } 2>/dev/null || true
+		unset "DPID[$h]"
+		[ $SECONDS -lt $deadline ] || fail "rmad on host $h not ready after $n tries"
+		sleep 0.1 # retry interval; bounded by the deadline above
+	done
+}
+
 netns_add() { # name: a namespace with its loopback up
 	ip netns add "$1" 2>/dev/null || { echo "$SKIP_MSG"; exit 77; }
 	CREATED+=("$1")

@@ -121,27 +121,12 @@ addr() { echo "$NET.$1:$PORT"; }
 sock() { echo "$RUN_DIR/h$1.sock"; }
 
 start_daemon() { # host
-	local h=$1 deadline=$((SECONDS + 10)) n=0
-	while :; do
-		n=$((n + 1))
-		rm -f "$RUN_DIR/h$h.ready"
-		mkfifo "$RUN_DIR/h$h.ready"
-		ip netns exec "${H[$h]}" "$RMAD" --listen "$(addr "$h")" \
-			--socket "$(sock "$h")" --ready-fd 3 --log-level info \
-			--connect-timeout 2 --op-timeout "$OP_TIMEOUT" \
-			--peer-allow "$NET.0/24" ${DFLAGS[$h]:-} \
-			3>"$RUN_DIR/h$h.ready" 2>>"$RUN_DIR/h$h.log" &
-		DPID[$h]=$!
-		if timeout 10 head -c 6 "$RUN_DIR/h$h.ready" 2>/dev/null | grep -q ready; then
-			return 0
-		fi
-		# Not ready: the port of a killed predecessor may linger.
-		kill -KILL "${DPID[$h]}" 2>/dev/null || true
-		{ wait "${DPID[$h]}"; } 2>/dev/null || true
-		unset "DPID[$h]"
-		[ $SECONDS -lt $deadline ] || fail "rmad on host $h not ready after $n tries"
-		sleep 0.1 # retry interval; bounded by the deadline above
-	done
+	local h=$1
+	# DFLAGS: words, split on purpose
+	# shellcheck disable=SC2086
+	netns_start_rmad "$RUN_DIR" "$h" "${H[$h]}" "$(addr "$h")" "$(sock "$h")" \
+		--log-level info --connect-timeout 2 --op-timeout "$OP_TIMEOUT" \
+		--peer-allow "$NET.0/24" ${DFLAGS[$h]:-}
 }
 
 kill_daemon() { # host: SIGKILL, and reap it

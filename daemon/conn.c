@@ -5,6 +5,7 @@
  * without ever blocking on a slow client, and the connection's life:
  * refcount, close, the stuck-client check. The listener is server.c's. */
 #include "daemon.h"
+#include "snapshot.h"
 #include "oprec.h"
 
 #include <errno.h>
@@ -639,4 +640,21 @@ conn_create(struct daemon *d, int fd)
 	d->counters.clients_accepted++;
 	log_debug("conn_create: client %u pid %d uid %u", c->id, (int)c->pid,
 		  (unsigned)c->uid);
+}
+
+/* For snapshot.c, with the world stopped. */
+void
+conn_info_fill(const struct conn *c, struct client_info *ci)
+{
+	ci->id = c->id;
+	ci->pid = c->pid;
+	ci->uid = c->uid;
+	ci->gid = c->gid;
+	snprintf(ci->name, sizeof(ci->name), "%s", c->name);
+	ci->regions = (uint32_t)c->regions.count;
+	ci->region_bytes = c->region_bytes;
+	ci->in_flight = c->in_flight;
+	ci->ops = c->ops;
+	ci->worker = c->d->index;
+	ci->ring = c->ring != NULL;
 }

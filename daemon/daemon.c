@@ -10,6 +10,7 @@
  * Lower floors reach up only through those tables. */
 #include "daemon.h"
 #include "am.h"
+#include "snapshot.h"
 #include "ucx_defaults.h"
 
 #include <time.h>
@@ -215,6 +216,7 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 		if (w->workers[i] == NULL)
 			goto err;
 	}
+	w->snapshot = &snapshot_hooks;
 	w->next_region_id = 1;
 	w->next_conn_id = 1;
 	w->next_peer_id = 1;

@@ -1007,6 +1007,8 @@ struct handshake_issued {
 	uint8_t nonce[HANDSHAKE_ISSUED][AM_NONCE_SIZE];
 };
 
+struct snapshot_hooks;
+
 struct world {
 	uint32_t n;		 /* workers, the main thread's included */
 	struct daemon **workers; /* [0] is the main thread's */
@@ -1033,6 +1035,9 @@ struct world {
 	/* main.c: why the configuration this start was given was refused,
 	 * while it runs on the last one that worked ("" = on the given) */
 	char config_refused[384];
+	/* daemon.c: snapshot.c's, for status.c and metrics.c; a snapshot
+	 * asks the files below them, so they may not call it by name */
+	const struct snapshot_hooks *snapshot;
 };
 
 typedef void (*world_fn_t)(struct daemon *d, void *arg);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Prometheus text exposition (format 0.0.4) at GET /metrics, served by
- * evhttp from worker 0's loop: a scrape stops the world and reads every
- * worker's state directly, with no copy. Counters that status.c does not
- * keep (by operation kind and peer, the latency histogram) are recorded
- * by one call from op_finish, in each worker's own struct metrics. */
+ * evhttp from worker 0's loop: a scrape renders a snapshot (snapshot.h),
+ * taken under one world stop, as status.c does. Counters that status.c
+ * does not keep (by operation kind and peer, the latency histogram) are
+ * recorded by one call from op_finish, in each worker's own struct metrics. */
 #include "daemon.h"
 #include "metrics.h"
+#include "snapshot.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -304,134 +305,270 @@ metrics_by_series(struct evbuffer *out, const struct metrics *m,
  * a reconnect keeps its series, and a gone peer's series go with it. */
 static void
 metrics_peer_labels(struct evbuffer *out, const char *name,
-		    const struct peer *p)
+		    const struct peer_info *p)
 {
-	char listen[96];
-
-	peer_listen_address(p, listen, sizeof(listen));
 	evbuffer_add_printf(out, "%s{peer=", name);
-	metrics_label(out, listen);
+	metrics_label(out, p->listen);
 	evbuffer_add_printf(out, ",daemon_id=");
-	metrics_label(out, p->remote_id_hex);
+	metrics_label(out, p->daemon_id);
 	evbuffer_add_printf(out, ",direction=\"%s\",worker=\"%u\"",
 			    p->inbound ? "in" : "out",
-			    p->inbound ? p->lane : p->d->index);
+			    p->inbound ? (uint32_t)p->lane : p->worker);
 }
 
 /* Inbound peers show once their handshake named them, and while they are
  * up: one replaced by a reconnect (down, closed at the next tick) would
  * repeat its successor's labels. */
 static bool
-metrics_peer_shown(const struct peer *p)
+metrics_peer_shown(const struct peer_info *p)
 {
 	return !p->inbound ||
 	       (p->known && p->state == RMA__V1__PEER_STATE__PEER_UP);
 }
 
-/* Every peer of every worker. */
-#define METRICS_FOREACH_PEER(w, p)                                             \
-	for (uint32_t wi_ = 0; wi_ < (w)->n; wi_++)                            \
-		TAILQ_FOREACH(p, &(w)->workers[wi_]->peers, link)              \
-	if (metrics_peer_shown(p))
+/* A value in a snapshot or a peer_info: its offset and size (4 or 8). */
+struct metrics_field {
+	size_t offset, size;
+};
 
-/* Called with the world stopped. */
-static void
-metrics_render(struct metrics *m, struct evbuffer *out)
+#define METRICS_FIELD(type, f)                                                 \
+	{                                                                      \
+		offsetof(type, f), sizeof(((type *)NULL)->f)                   \
+	}
+#define METRICS_SNAP(f) METRICS_FIELD(struct snapshot, f)
+#define METRICS_PEER(f) METRICS_FIELD(struct peer_info, f)
+
+static unsigned long long
+metrics_field_get(const void *base, struct metrics_field f)
 {
-	static const Rma__V1__PeerState states[] = {
-	    RMA__V1__PEER_STATE__PEER_CONNECTING, RMA__V1__PEER_STATE__PEER_UP,
-	    RMA__V1__PEER_STATE__PEER_DOWN};
-	struct daemon *d = m->d;
-	struct world *w = d->world;
-	unsigned long long clients = 0, regions = 0, region_bytes = 0;
-	unsigned long long orphans = 0;
-	unsigned long long in_flight = 0;
-	uint32_t stored, store_capacity;
-	struct counters sum = {0};
-	struct metrics merged = {0}; /* every worker's series and buckets */
-	struct conn *c;
-	struct peer *p;
-	struct region *r;
-	size_t pos = 0;
+	const char *p = (const char *)base + f.offset;
 
-	for (uint32_t i = 0; i < w->n; i++) {
-		const struct daemon *wd = w->workers[i];
-		const struct counters *k = &wd->counters;
+	if (f.size == sizeof(uint32_t))
+		return *(const uint32_t *)p;
+	return *(const uint64_t *)p;
+}
 
-		TAILQ_FOREACH(c, &wd->conns, link)
-		clients++;
-		in_flight += wd->ops_in_flight;
-		sum.ops_failed += k->ops_failed;
-		sum.clients_accepted += k->clients_accepted;
-		sum.protocol_errors += k->protocol_errors;
-		sum.regions_created += k->regions_created;
-		sum.resolves_served += k->resolves_served;
-		sum.target_puts += k->target_puts;
-		sum.target_gets += k->target_gets;
-		sum.target_atomics += k->target_atomics;
-		sum.notify_ring += k->notify_ring;
-		sum.notify_socket += k->notify_socket;
-		sum.notify_wakeups += k->notify_wakeups;
-		sum.notify_wakeups_held += k->notify_wakeups_held;
-		sum.am_dropped += k->am_dropped;
-		sum.peers_cut_off += k->peers_cut_off;
-		sum.inbound_refused += k->inbound_refused;
-		sum.auth_failures += k->auth_failures;
-		sum.connect_attempts += k->connect_attempts;
-		sum.connect_failures += k->connect_failures;
-		sum.target_refused += k->target_refused;
-		sum.peers_evicted += k->peers_evicted;
-		if (wd->metrics != NULL)
-			metrics_merge_series(&merged, wd->metrics);
-		metrics_latency_add(&merged.latency, &wd->latency);
+/* One unlabelled sample per family. */
+struct metrics_scalar_def {
+	const char *name, *type, *help;
+	struct metrics_field field;
+};
+
+/* One sample per shown peer; which: 0 all, 1 inbound, -1 outbound. */
+struct metrics_peer_def {
+	const char *name, *type, *help;
+	int which;
+	struct metrics_field field;
+};
+
+#define METRICS_COUNTER(f) METRICS_SNAP(world.counters.f)
+
+static const struct metrics_scalar_def metrics_ops_scalars[] = {
+    {"rmad_operations_failed_total", "counter",
+     "Failed operations, including those refused before reaching UCX (bad "
+     "range, stale descriptor, limits).",
+     METRICS_COUNTER(ops_failed)},
+    {"rmad_operations_in_flight", "gauge",
+     "Operations accepted and not yet completed.",
+     METRICS_SNAP(world.ops_in_flight)},
+};
+
+static const struct metrics_peer_def metrics_peer_in_flight[] = {
+    {"rmad_peer_operations_in_flight", "gauge",
+     "Operations in flight on each peer.", 0, METRICS_PEER(in_flight)},
+};
+
+static const struct metrics_peer_def metrics_peer_defs[] = {
+    {"rmad_peer_served_bytes_total", "counter",
+     "Bytes this daemon wrote and read for a peer daemon.", 1,
+     METRICS_PEER(served_bytes)},
+    {"rmad_peer_refused_total", "counter",
+     "Requests of a peer daemon answered with an error (stale descriptor, "
+     "out of bounds, malformed).",
+     1, METRICS_PEER(refused)},
+    {"rmad_peer_connect_attempts_total", "counter",
+     "Connects started to this peer daemon since it was first asked for.", -1,
+     METRICS_PEER(connect_attempts)},
+    {"rmad_peer_connect_failures_total", "counter",
+     "Connects to this peer daemon that never came up.", -1,
+     METRICS_PEER(connect_failures)},
+};
+
+/* The sums, forgotten peers' connects included: a name of their own, not
+ * an unlabelled sample among the per-peer ones. Then the daemon's own. */
+static const struct metrics_scalar_def metrics_daemon_scalars[] = {
+    {"rmad_connect_attempts_total", "counter",
+     "Connects to peer daemons started, by this process.",
+     METRICS_COUNTER(connect_attempts)},
+    {"rmad_connect_failures_total", "counter",
+     "Connects to peer daemons that never came up (refused, unreachable, "
+     "timed out, or no rmad).",
+     METRICS_COUNTER(connect_failures)},
+    {"rmad_peers_evicted_total", "counter",
+     "Peers that never answered, forgotten to make room for new ones.",
+     METRICS_COUNTER(peers_evicted)},
+    {"rmad_target_refused_total", "counter",
+     "Requests of peer daemons answered with an error.",
+     METRICS_COUNTER(target_refused)},
+    {"rmad_clients", "gauge", "Local clients connected.",
+     METRICS_SNAP(n_clients)},
+    {"rmad_clients_accepted_total", "counter",
+     "Local client connections accepted.", METRICS_COUNTER(clients_accepted)},
+    {"rmad_protocol_errors_total", "counter",
+     "Clients cut off for protocol errors.", METRICS_COUNTER(protocol_errors)},
+    {"rmad_regions", "gauge", "Regions registered with UCX.",
+     METRICS_SNAP(n_regions)},
+    {"rmad_region_bytes", "gauge", "Bytes of memory registered in regions.",
+     METRICS_SNAP(region_bytes)},
+    {"rmad_regions_created_total", "counter", "Regions created.",
+     METRICS_COUNTER(regions_created)},
+    {"rmad_restarts", "gauge",
+     "Take-overs and restarts from systemd's fd store this daemon identity "
+     "went through.",
+     METRICS_SNAP(world.restarts)},
+};
+
+static const struct metrics_scalar_def metrics_store_scalars[] = {
+    {"rmad_store_recoveries_total", "counter",
+     "Starts that rebuilt the regions from systemd's fd store after the "
+     "previous process died.",
+     METRICS_SNAP(world.store_recoveries)},
+    {"rmad_fd_store_regions", "gauge", "Regions kept in systemd's fd store.",
+     METRICS_SNAP(fd_stored)},
+    {"rmad_fd_store_capacity", "gauge",
+     "Regions systemd's fd store has room for (0: not under systemd, or "
+     "fd_store = no).",
+     METRICS_SNAP(fd_capacity)},
+    {"rmad_regions_recovered_total", "counter",
+     "Regions this process took over from its predecessor.",
+     METRICS_SNAP(world.regions_recovered)},
+    {"rmad_regions_reattached_total", "counter",
+     "Regions taken over that their owners claimed back.",
+     METRICS_SNAP(world.regions_reattached)},
+    {"rmad_regions_orphaned", "gauge",
+     "Regions taken over whose owners have not come back.",
+     METRICS_SNAP(regions_orphaned)},
+    {"rmad_resolves_served_total", "counter",
+     "Descriptor resolutions answered for other daemons.",
+     METRICS_COUNTER(resolves_served)},
+    {"rmad_target_puts_total", "counter", "Puts served for other daemons.",
+     METRICS_COUNTER(target_puts)},
+    {"rmad_target_gets_total", "counter", "Gets served for other daemons.",
+     METRICS_COUNTER(target_gets)},
+    {"rmad_target_atomics_total", "counter",
+     "Atomics applied (or refused) for other daemons.",
+     METRICS_COUNTER(target_atomics)},
+};
+
+static const struct metrics_scalar_def metrics_guard_scalars[] = {
+    {"rmad_peer_messages_dropped_total", "counter",
+     "Messages from other daemons refused unread: unknown id, rendezvous, an "
+     "endpoint rmad did not accept, the wrong direction, or before the "
+     "handshake.",
+     METRICS_COUNTER(am_dropped)},
+    {"rmad_peers_cut_off_total", "counter",
+     "Peer daemons disconnected for not reading their answers.",
+     METRICS_COUNTER(peers_cut_off)},
+    {"rmad_inbound_refused_total", "counter",
+     "Daemon connections refused: not in peer_allow, over max_inbound_peers "
+     "or max_inbound_per_address, shutting down, or older than a connection "
+     "of the same origin.",
+     METRICS_COUNTER(inbound_refused)},
+    {"rmad_ucx_accept_refused_total", "counter",
+     "Connections to UCX's own sockets closed at accept: a local socket of "
+     "another user, or not from peer_allow (listener), a live endpoint's "
+     "host (interfaces) or this host.",
+     METRICS_SNAP(ucx_accept_refused)},
+    {"rmad_ucx_accept_refused_local_user_total", "counter",
+     "Of those, connections from a local socket of another user than rmad's "
+     "(or root), or from one closed.",
+     METRICS_SNAP(ucx_accept_refused_local_user)},
+    {"rmad_peer_auth_failures_total", "counter",
+     "Daemon connections that failed the cluster key proof or held no key "
+     "when one is required.",
+     METRICS_COUNTER(auth_failures)},
+};
+
+#define METRICS_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static void
+metrics_scalars(struct evbuffer *out, const struct snapshot *s,
+		const struct metrics_scalar_def *defs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		metrics_scalar(out, defs[i].name, defs[i].type, defs[i].help,
+			       metrics_field_get(s, defs[i].field));
+}
+
+static void
+metrics_peer_values(struct evbuffer *out, const struct snapshot *s,
+		    const struct metrics_peer_def *defs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		metrics_head(out, defs[i].name, defs[i].type, defs[i].help);
+		for (size_t k = 0; k < s->n_peers; k++) {
+			const struct peer_info *p = &s->peers[k];
+
+			if (!metrics_peer_shown(p) ||
+			    (defs[i].which > 0 && !p->inbound) ||
+			    (defs[i].which < 0 && p->inbound))
+				continue;
+			metrics_peer_labels(out, defs[i].name, p);
+			evbuffer_add_printf(
+			    out, "} %llu\n",
+			    metrics_field_get(p, defs[i].field));
+		}
 	}
-	fdstore_count(d, &stored, &store_capacity);
-	while (idmap_next(&w->regions, &pos, (void **)&r)) {
-		regions++;
-		region_bytes += r->length;
-		if (r->orphan)
-			orphans++;
-	}
+}
 
+static void
+metrics_render_info(struct evbuffer *out, const struct snapshot *s)
+{
 	metrics_head(out, "rmad_info", "gauge",
 		     "This daemon: version, UCX version, identity (new at "
 		     "every start).");
 	evbuffer_add_printf(out, "rmad_info{version=");
 	metrics_label(out, RMA_VERSION);
 	evbuffer_add_printf(out, ",ucx_version=");
-	metrics_label(out, d->ucx_version);
+	metrics_label(out, s->ucx_version);
 	evbuffer_add_printf(out, ",daemon_id=");
-	metrics_label(out, d->id_hex);
+	metrics_label(out, s->daemon_id);
 	evbuffer_add_printf(out, "} 1\n");
 	metrics_head(out, "rmad_uptime_seconds", "gauge",
 		     "Seconds since the daemon started.");
-	evbuffer_add_printf(out, "rmad_uptime_seconds %.3f\n",
-			    daemon_now() - d->started);
+	evbuffer_add_printf(out, "rmad_uptime_seconds %.3f\n", s->uptime);
+}
 
-	metrics_by_series(out, &merged, "rmad_operations_total",
+static void
+metrics_render_ops(struct evbuffer *out, const struct snapshot *s)
+{
+	static const struct metrics empty;
+	const struct metrics *merged = s->series ? s->series : &empty;
+
+	metrics_by_series(out, merged, "rmad_operations_total",
 			  "Operations completed, by kind and peer.",
 			  offsetof(struct metrics_series, ops));
-	metrics_by_series(out, &merged, "rmad_operation_errors_total",
+	metrics_by_series(out, merged, "rmad_operation_errors_total",
 			  "Operations completed with an error, by kind and "
 			  "peer.",
 			  offsetof(struct metrics_series, errors));
-	metrics_by_series(out, &merged, "rmad_operation_bytes_total",
+	metrics_by_series(out, merged, "rmad_operation_bytes_total",
 			  "Bytes moved by successful operations, by kind and "
 			  "peer.",
 			  offsetof(struct metrics_series, bytes));
-	metrics_scalar(out, "rmad_operations_failed_total", "counter",
-		       "Failed operations, including those refused before "
-		       "reaching UCX (bad range, stale descriptor, limits).",
-		       sum.ops_failed);
-	metrics_scalar(out, "rmad_operations_in_flight", "gauge",
-		       "Operations accepted and not yet completed.", in_flight);
+	metrics_scalars(out, s, metrics_ops_scalars,
+			METRICS_LEN(metrics_ops_scalars));
+}
 
+static void
+metrics_render_latency(struct evbuffer *out, const struct metrics_latency *l)
+{
 	metrics_head(out, "rmad_operation_duration_seconds", "histogram",
 		     "Time from accepting an operation to its completion.");
 	for (int k = 0; k < METRICS_KINDS; k++) {
 		uint64_t cum = 0;
 		for (size_t b = 0; b <= METRICS_BUCKETS; b++) {
-			cum += merged.latency.buckets[k][b];
+			cum += l->buckets[k][b];
 			evbuffer_add_printf(
 			    out,
 			    "rmad_operation_duration_seconds_bucket{op=\"%s\","
@@ -445,222 +582,154 @@ metrics_render(struct metrics *m, struct evbuffer *out)
 			evbuffer_add_printf(out, "\"} %llu\n",
 					    (unsigned long long)cum);
 		}
-		evbuffer_add_printf(
-		    out,
-		    "rmad_operation_duration_seconds_sum{op="
-		    "\"%s\"} %.9f\n"
-		    "rmad_operation_duration_seconds_count{op="
-		    "\"%s\"} %llu\n",
-		    metrics_kind_names[k], merged.latency.sum[k],
-		    metrics_kind_names[k],
-		    (unsigned long long)merged.latency.count[k]);
+		evbuffer_add_printf(out,
+				    "rmad_operation_duration_seconds_sum{op="
+				    "\"%s\"} %.9f\n"
+				    "rmad_operation_duration_seconds_count{op="
+				    "\"%s\"} %llu\n",
+				    metrics_kind_names[k], l->sum[k],
+				    metrics_kind_names[k],
+				    (unsigned long long)l->count[k]);
 	}
+}
+
+/* The peer families whose samples are not one value each. */
+static void
+metrics_render_peer_states(struct evbuffer *out, const struct snapshot *s)
+{
+	static const Rma__V1__PeerState states[] = {
+	    RMA__V1__PEER_STATE__PEER_CONNECTING, RMA__V1__PEER_STATE__PEER_UP,
+	    RMA__V1__PEER_STATE__PEER_DOWN};
 
 	metrics_head(out, "rmad_peer_up", "gauge",
 		     "1 when the endpoint to this peer daemon is up.");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		metrics_peer_labels(out, "rmad_peer_up", p);
+	for (size_t k = 0; k < s->n_peers; k++) {
+		if (!metrics_peer_shown(&s->peers[k]))
+			continue;
+		metrics_peer_labels(out, "rmad_peer_up", &s->peers[k]);
 		evbuffer_add_printf(out, "} %d\n",
-				    p->state == RMA__V1__PEER_STATE__PEER_UP);
+				    s->peers[k].state ==
+					RMA__V1__PEER_STATE__PEER_UP);
 	}
 	metrics_head(out, "rmad_peer_state", "gauge",
 		     "State of each peer daemon (1 for the current one).");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]);
-		     i++) {
-			metrics_peer_labels(out, "rmad_peer_state", p);
+	for (size_t k = 0; k < s->n_peers; k++) {
+		if (!metrics_peer_shown(&s->peers[k]))
+			continue;
+		for (size_t i = 0; i < METRICS_LEN(states); i++) {
+			metrics_peer_labels(out, "rmad_peer_state",
+					    &s->peers[k]);
 			evbuffer_add_printf(out, ",state=\"%s\"} %d\n",
 					    peer_state_name(states[i]),
-					    p->state == states[i]);
+					    s->peers[k].state == states[i]);
 		}
 	}
-	metrics_head(out, "rmad_peer_operations_in_flight", "gauge",
-		     "Operations in flight on each peer.");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		metrics_peer_labels(out, "rmad_peer_operations_in_flight", p);
-		evbuffer_add_printf(out, "} %llu\n",
-				    (unsigned long long)p->in_flight);
-	}
+}
+
+static void
+metrics_render_peer_served(struct evbuffer *out, const struct snapshot *s)
+{
+	static const char *const ops[] = {"put", "get", "resolve"};
 
 	metrics_head(out, "rmad_peer_served_operations_total", "counter",
 		     "Requests this daemon served for a peer daemon, by kind "
 		     "(refused ones included).");
-	METRICS_FOREACH_PEER(w, p)
-	{
+	for (size_t k = 0; k < s->n_peers; k++) {
+		const struct peer_info *p = &s->peers[k];
 		const uint64_t v[] = {p->served_puts, p->served_gets,
 				      p->served_resolves};
-		static const char *const ops[] = {"put", "get", "resolve"};
-		if (!p->inbound)
+
+		if (!metrics_peer_shown(p) || !p->inbound)
 			continue;
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < METRICS_LEN(ops); i++) {
 			metrics_peer_labels(
 			    out, "rmad_peer_served_operations_total", p);
 			evbuffer_add_printf(out, ",op=\"%s\"} %llu\n", ops[i],
 					    (unsigned long long)v[i]);
 		}
 	}
-	metrics_head(out, "rmad_peer_served_bytes_total", "counter",
-		     "Bytes this daemon wrote and read for a peer daemon.");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		if (!p->inbound)
-			continue;
-		metrics_peer_labels(out, "rmad_peer_served_bytes_total", p);
-		evbuffer_add_printf(out, "} %llu\n",
-				    (unsigned long long)p->served_bytes);
-	}
-	metrics_head(out, "rmad_peer_refused_total", "counter",
-		     "Requests of a peer daemon answered with an error (stale "
-		     "descriptor, out of bounds, malformed).");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		if (!p->inbound)
-			continue;
-		metrics_peer_labels(out, "rmad_peer_refused_total", p);
-		evbuffer_add_printf(out, "} %llu\n",
-				    (unsigned long long)p->refused);
-	}
-	metrics_head(out, "rmad_peer_connect_attempts_total", "counter",
-		     "Connects started to this peer daemon since it was first "
-		     "asked for.");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		if (p->inbound)
-			continue;
-		metrics_peer_labels(out, "rmad_peer_connect_attempts_total", p);
-		evbuffer_add_printf(out, "} %llu\n",
-				    (unsigned long long)p->connect_attempts);
-	}
-	metrics_head(out, "rmad_peer_connect_failures_total", "counter",
-		     "Connects to this peer daemon that never came up.");
-	METRICS_FOREACH_PEER(w, p)
-	{
-		if (p->inbound)
-			continue;
-		metrics_peer_labels(out, "rmad_peer_connect_failures_total", p);
-		evbuffer_add_printf(out, "} %llu\n",
-				    (unsigned long long)p->connect_failures);
-	}
-	/* The sums, forgotten peers' connects included: a name of their
-	 * own, not an unlabelled sample among the per-peer ones. */
-	metrics_scalar(out, "rmad_connect_attempts_total", "counter",
-		       "Connects to peer daemons started, by this process.",
-		       sum.connect_attempts);
-	metrics_scalar(out, "rmad_connect_failures_total", "counter",
-		       "Connects to peer daemons that never came up (refused, "
-		       "unreachable, timed out, or no rmad).",
-		       sum.connect_failures);
-	metrics_scalar(out, "rmad_peers_evicted_total", "counter",
-		       "Peers that never answered, forgotten to make room for "
-		       "new ones.",
-		       sum.peers_evicted);
-	metrics_scalar(out, "rmad_target_refused_total", "counter",
-		       "Requests of peer daemons answered with an error.",
-		       sum.target_refused);
+}
 
-	metrics_scalar(out, "rmad_clients", "gauge", "Local clients connected.",
-		       clients);
-	metrics_scalar(out, "rmad_clients_accepted_total", "counter",
-		       "Local client connections accepted.",
-		       sum.clients_accepted);
-	metrics_scalar(out, "rmad_protocol_errors_total", "counter",
-		       "Clients cut off for protocol errors.",
-		       sum.protocol_errors);
-	metrics_scalar(out, "rmad_regions", "gauge",
-		       "Regions registered with UCX.", regions);
-	metrics_scalar(out, "rmad_region_bytes", "gauge",
-		       "Bytes of memory registered in regions.", region_bytes);
-	metrics_scalar(out, "rmad_regions_created_total", "counter",
-		       "Regions created.", sum.regions_created);
-	metrics_scalar(out, "rmad_restarts", "gauge",
-		       "Take-overs and restarts from systemd's fd store this "
-		       "daemon identity went through.",
-		       w->restarts);
+static void
+metrics_render_peers(struct evbuffer *out, const struct snapshot *s)
+{
+	metrics_render_peer_states(out, s);
+	metrics_peer_values(out, s, metrics_peer_in_flight,
+			    METRICS_LEN(metrics_peer_in_flight));
+	metrics_render_peer_served(out, s);
+	metrics_peer_values(out, s, metrics_peer_defs,
+			    METRICS_LEN(metrics_peer_defs));
+}
+
+static void
+metrics_render_daemon(struct metrics *m, struct evbuffer *out,
+		      const struct snapshot *s)
+{
+	const struct counters *sum = &s->world.counters;
+
+	metrics_scalars(out, s, metrics_daemon_scalars,
+			METRICS_LEN(metrics_daemon_scalars));
 	metrics_scalar(out, "rmad_config_rejected", "gauge",
 		       "1 while rmad runs on the last configuration that "
 		       "worked because the one it was started with was "
 		       "refused (rmactl status says why), else 0.",
-		       w->config_refused[0] != '\0');
-	metrics_scalar(out, "rmad_store_recoveries_total", "counter",
-		       "Starts that rebuilt the regions from systemd's fd "
-		       "store after the previous process died.",
-		       w->store_recoveries);
-	metrics_scalar(out, "rmad_fd_store_regions", "gauge",
-		       "Regions kept in systemd's fd store.", stored);
-	metrics_scalar(out, "rmad_fd_store_capacity", "gauge",
-		       "Regions systemd's fd store has room for (0: not "
-		       "under systemd, or fd_store = no).",
-		       store_capacity);
-	metrics_scalar(out, "rmad_regions_recovered_total", "counter",
-		       "Regions this process took over from its predecessor.",
-		       w->regions_recovered);
-	metrics_scalar(out, "rmad_regions_reattached_total", "counter",
-		       "Regions taken over that their owners claimed back.",
-		       w->regions_reattached);
-	metrics_scalar(out, "rmad_regions_orphaned", "gauge",
-		       "Regions taken over whose owners have not come back.",
-		       orphans);
-	metrics_scalar(out, "rmad_resolves_served_total", "counter",
-		       "Descriptor resolutions answered for other daemons.",
-		       sum.resolves_served);
-	metrics_scalar(out, "rmad_target_puts_total", "counter",
-		       "Puts served for other daemons.", sum.target_puts);
-	metrics_scalar(out, "rmad_target_gets_total", "counter",
-		       "Gets served for other daemons.", sum.target_gets);
-	metrics_scalar(out, "rmad_target_atomics_total", "counter",
-		       "Atomics applied (or refused) for other daemons.",
-		       sum.target_atomics);
+		       s->world.config_refused[0] != '\0');
+	metrics_scalars(out, s, metrics_store_scalars,
+			METRICS_LEN(metrics_store_scalars));
 	metrics_split(out, "rmad_notifications_total",
 		      "Notifications handed to the owners of this daemon's "
 		      "regions, by path: the owner's shared ring, or events "
 		      "over its socket (ring full, or no ring).",
-		      "path", "ring", sum.notify_ring, "socket",
-		      sum.notify_socket);
+		      "path", "ring", sum->notify_ring, "socket",
+		      sum->notify_socket);
 	metrics_split(out, "rmad_notify_wakeups_total",
 		      "Owners asleep woken for notifications in their ring: "
 		      "at once, or held back to carry more (after a wake-up "
 		      "that found a stream, the next comes 500 us later at "
 		      "the earliest).",
-		      "when", "at_once", sum.notify_wakeups, "held",
-		      sum.notify_wakeups_held);
-	metrics_scalar(out, "rmad_peer_messages_dropped_total", "counter",
-		       "Messages from other daemons refused unread: unknown "
-		       "id, rendezvous, an endpoint rmad did not accept, the "
-		       "wrong direction, or before the handshake.",
-		       sum.am_dropped);
-	metrics_scalar(out, "rmad_peers_cut_off_total", "counter",
-		       "Peer daemons disconnected for not reading their "
-		       "answers.",
-		       sum.peers_cut_off);
-	metrics_scalar(out, "rmad_inbound_refused_total", "counter",
-		       "Daemon connections refused: not in peer_allow, over "
-		       "max_inbound_peers or max_inbound_per_address, shutting "
-		       "down, or older than a connection of the same origin.",
-		       sum.inbound_refused);
-	metrics_scalar(out, "rmad_ucx_accept_refused_total", "counter",
-		       "Connections to UCX's own sockets closed at accept: "
-		       "a local socket of another user, or not from "
-		       "peer_allow (listener), a live endpoint's host "
-		       "(interfaces) or this host.",
-		       guard_refused());
-	metrics_scalar(out, "rmad_ucx_accept_refused_local_user_total",
-		       "counter",
-		       "Of those, connections from a local socket of another "
-		       "user than rmad's (or root), or from one closed.",
-		       guard_refused_local_user());
-	metrics_scalar(out, "rmad_peer_auth_failures_total", "counter",
-		       "Daemon connections that failed the cluster key proof "
-		       "or held no key when one is required.",
-		       sum.auth_failures);
+		      "when", "at_once", sum->notify_wakeups, "held",
+		      sum->notify_wakeups_held);
+	metrics_scalars(out, s, metrics_guard_scalars,
+			METRICS_LEN(metrics_guard_scalars));
 	metrics_scalar(out, "rmad_metrics_scrapes_total", "counter",
 		       "Requests for /metrics.", m->scrapes);
-	metrics_process(out);
-	free(merged.series);
 }
 
+/* From the snapshot alone: the world runs meanwhile. */
+static void
+metrics_render(struct metrics *m, struct evbuffer *out,
+	       const struct snapshot *s)
+{
+	metrics_render_info(out, s);
+	metrics_render_ops(out, s);
+	metrics_render_latency(out, &s->latency);
+	metrics_render_peers(out, s);
+	metrics_render_daemon(m, out, s);
+	metrics_process(out);
+}
+
+/* For snapshot.c, with the world stopped. */
+void
+metrics_info_fill(const struct daemon *wd, struct metrics **merged_p,
+		  struct metrics_latency *latency)
+{
+	metrics_latency_add(latency, &wd->latency);
+	if (merged_p == NULL || wd->metrics == NULL)
+		return;
+	if (*merged_p == NULL)
+		*merged_p = calloc(1, sizeof(**merged_p));
+	if (*merged_p != NULL)
+		metrics_merge_series(*merged_p, wd->metrics);
+}
+
+void
+metrics_info_free(struct metrics *merged)
+{
+	if (merged == NULL)
+		return;
+	free(merged->series);
+	free(merged);
+}
 static void
 metrics_on_request(struct evhttp_request *req, void *arg)
 {
@@ -669,6 +738,8 @@ metrics_on_request(struct evhttp_request *req, void *arg)
 	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
 	struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
 	struct evbuffer *body = evbuffer_new();
+	const struct snapshot_hooks *h = m->d->world->snapshot;
+	struct snapshot snap;
 
 	if (body == NULL) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
@@ -683,9 +754,9 @@ metrics_on_request(struct evhttp_request *req, void *arg)
 		return;
 	}
 	m->scrapes++;
-	world_stop(m->d);
-	metrics_render(m, body);
-	world_resume(m->d);
+	h->take(m->d, 0, true, &snap);
+	metrics_render(m, body, &snap);
+	h->release(&snap);
 	evhttp_add_header(headers, "Content-Type",
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);

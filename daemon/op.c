@@ -14,6 +14,7 @@
  * batches in both modes (op_start_atomic). A flush completes once
  * everything before it on its peer has. */
 #include "daemon.h"
+#include "snapshot.h"
 #include "oprec.h"
 #include "am.h"
 #include "bounds.h"
@@ -1045,4 +1046,38 @@ op_submit_packed(struct conn *c, const uint8_t *rec, size_t n)
 	op_submit_records(c, rec, n);
 	op_batch_send_all(c->d);
 	notification_flush(c->d);
+}
+
+/* For snapshot.c, with the world stopped: a peer's ops in flight, in
+ * start order (op_track keeps p->ops sorted by deadline). */
+const struct op *
+op_info_first(const struct peer *p)
+{
+	return TAILQ_FIRST(&p->ops);
+}
+
+const struct op *
+op_info_next(const struct op *op)
+{
+	return TAILQ_NEXT(op, link);
+}
+
+bool
+op_info_older(const struct op *a, const struct op *b)
+{
+	return a->deadline < b->deadline;
+}
+
+void
+op_info_fill(const struct op *op, double now, struct op_info *oi)
+{
+	oi->op_id = op->op_id;
+	oi->kind = op->kind;
+	oi->client_id = op->conn->id;
+	oi->client_pid = op->conn->pid;
+	oi->peer_id = op->peer->id;
+	snprintf(oi->peer_address, sizeof(oi->peer_address), "%s",
+		 op->peer->address);
+	oi->length = op->length;
+	oi->age = now - op->started;
 }

@@ -7,6 +7,7 @@
  * end is handshake.c, connections other daemons open are listener.c,
  * descriptor resolution is resolve.c. */
 #include "daemon.h"
+#include "snapshot.h"
 #include "am.h"
 
 #include <arpa/inet.h>
@@ -647,4 +648,34 @@ peer_system_stop(struct daemon *d)
 	while (!TAILQ_EMPTY(&d->peers))
 		peer_destroy(TAILQ_FIRST(&d->peers));
 	am_stop(d);
+}
+
+/* For snapshot.c, with the world stopped. */
+void
+peer_info_fill(const struct peer *p, struct peer_info *pi)
+{
+	pi->id = p->id;
+	snprintf(pi->address, sizeof(pi->address), "%s", p->address);
+	peer_listen_address(p, pi->listen, sizeof(pi->listen));
+	snprintf(pi->daemon_id, sizeof(pi->daemon_id), "%s", p->remote_id_hex);
+	pi->state = p->state;
+	pi->state_since = p->state_since;
+	pi->inbound = p->inbound;
+	pi->known = p->known;
+	pi->worker = p->d->index;
+	pi->lane = p->lane;
+	pi->ops = p->stat_ops;
+	pi->bytes = p->stat_bytes;
+	pi->errors = p->stat_errors;
+	pi->in_flight = p->in_flight;
+	pi->dropped = p->stat_dropped;
+	pi->served_puts = p->served_puts;
+	pi->served_gets = p->served_gets;
+	pi->served_resolves = p->served_resolves;
+	pi->served_bytes = p->served_bytes;
+	pi->refused = p->refused;
+	pi->connect_attempts = p->connect_attempts;
+	pi->connect_failures = p->connect_failures;
+	snprintf(pi->last_error, sizeof(pi->last_error), "%s", p->last_error);
+	pi->last_error_at = p->last_error_at;
 }

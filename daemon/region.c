@@ -4,6 +4,7 @@
  * private anonymous mapping absorbs any late remote write (over tcp UCX
  * writes to the raw address) until twice the operation deadline passed. */
 #include "daemon.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -576,4 +577,15 @@ __attribute__((noinline)) void
 region_copy(void *dst, const void *src, size_t n)
 {
 	memmove(dst, src, n);
+}
+
+/* For snapshot.c, with the world stopped. */
+void
+region_info_fill(const struct region *r, struct region_info *ri)
+{
+	ri->id = r->id;
+	ri->length = r->length;
+	ri->client_id = r->owner != NULL ? r->owner->id : 0;
+	ri->in_flight = r->in_flight;
+	ri->orphan = r->orphan;
 }

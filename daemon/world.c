@@ -20,6 +20,7 @@
  * Like worker.c, this file names nothing above it: a shutdown reaches the
  * subsystems through the worker's hooks. */
 #include "daemon.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -337,4 +338,55 @@ uint32_t
 world_next_id(uint32_t *counter)
 {
 	return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- for status and metrics ---------------------------------------------
+ */
+
+static void
+world_counters_add(struct counters *sum, const struct counters *c)
+{
+	sum->ops_put += c->ops_put;
+	sum->ops_get += c->ops_get;
+	sum->ops_flush += c->ops_flush;
+	sum->bytes_put += c->bytes_put;
+	sum->bytes_get += c->bytes_get;
+	sum->ops_failed += c->ops_failed;
+	sum->clients_accepted += c->clients_accepted;
+	sum->protocol_errors += c->protocol_errors;
+	sum->regions_created += c->regions_created;
+	sum->resolves_served += c->resolves_served;
+	sum->target_puts += c->target_puts;
+	sum->target_gets += c->target_gets;
+	sum->am_dropped += c->am_dropped;
+	sum->peers_cut_off += c->peers_cut_off;
+	sum->inbound_refused += c->inbound_refused;
+	sum->auth_failures += c->auth_failures;
+	sum->connect_attempts += c->connect_attempts;
+	sum->connect_failures += c->connect_failures;
+	sum->target_refused += c->target_refused;
+	sum->peers_evicted += c->peers_evicted;
+	sum->ops_atomic += c->ops_atomic;
+	sum->target_atomics += c->target_atomics;
+	sum->notify_ring += c->notify_ring;
+	sum->notify_socket += c->notify_socket;
+	sum->notify_wakeups += c->notify_wakeups;
+	sum->notify_wakeups_held += c->notify_wakeups_held;
+}
+
+/* For snapshot.c, with the world stopped. */
+void
+world_info_fill(const struct world *w, struct world_info *wi)
+{
+	wi->workers = w->n;
+	wi->restarts = w->restarts;
+	wi->regions_recovered = w->regions_recovered;
+	wi->regions_reattached = w->regions_reattached;
+	wi->store_recoveries = w->store_recoveries;
+	snprintf(wi->config_refused, sizeof(wi->config_refused), "%s",
+		 w->config_refused);
+	for (uint32_t i = 0; i < w->n; i++) {
+		world_counters_add(&wi->counters, &w->workers[i]->counters);
+		wi->ops_in_flight += w->workers[i]->ops_in_flight;
+	}
 }

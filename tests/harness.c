@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "harness.h"
+#include "rma.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -27,6 +28,38 @@ harness_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void
+harness_pair_start(const struct harness_pair *p, size_t size,
+		   const char *const *flags)
+{
+	harness_daemon_start(p->da, flags);
+	harness_daemon_start(p->db, flags);
+	ck_assert_int_eq(rma_connect(p->da->socket, p->ca), RMA_OK);
+	ck_assert_int_eq(rma_connect(p->db->socket, p->cb), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(*p->ca, size, p->ra), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(*p->cb, size, p->rb), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(*p->cb, p->da->listen, p->peer_a),
+			 RMA_OK);
+	ck_assert_int_eq(rma_remote_import(*p->cb, *p->peer_a,
+					   rma_region_descriptor(*p->ra),
+					   p->remote_a),
+			 RMA_OK);
+}
+
+void
+harness_pair_stop(const struct harness_pair *p)
+{
+	if (*p->cb)
+		rma_disconnect(*p->cb);
+	if (*p->ca)
+		rma_disconnect(*p->ca);
+	*p->cb = *p->ca = NULL;
+	if (p->db->pid > 0)
+		harness_daemon_stop(p->db, SIGTERM);
+	if (p->da->pid > 0)
+		harness_daemon_stop(p->da, SIGTERM);
 }
 
 uint16_t

@@ -44,6 +44,23 @@ int harness_daemon_wait_exit(struct daemon_proc *p, double seconds,
 void harness_daemon_kill(struct daemon_proc *p);
 
 /* A TCP port nobody listens on (bound then closed). */
+/* The two-daemon fixture, over the test's own variables: daemons a and b
+ * started with flags, a client of each with a region of size bytes, and
+ * b's client connected to a (peer_a), importing a's region (remote_a).
+ * harness_pair_stop disconnects both clients and stops both daemons
+ * (SIGTERM), whatever of it was started. */
+struct harness_pair {
+	struct daemon_proc *da, *db;
+	struct rma_client **ca, **cb;
+	struct rma_region **ra, **rb;
+	struct rma_peer **peer_a;
+	struct rma_remote **remote_a;
+};
+
+void harness_pair_start(const struct harness_pair *p, size_t size,
+			const char *const *flags);
+void harness_pair_stop(const struct harness_pair *p);
+
 uint16_t harness_free_port(void);
 /* 1 if this machine has an IPv6 loopback (a TCP socket binds to ::1). */
 int harness_have_ipv6_loopback(void);

@@ -35,37 +35,30 @@ static rma_client_t *ca, *cb;
 static rma_region_t *ra, *rb;
 static rma_peer_t *peer_a;
 static rma_remote_t *remote_a;
+static const struct harness_pair pair = {
+    .da = &da,
+    .db = &db,
+    .ca = &ca,
+    .cb = &cb,
+    .ra = &ra,
+    .rb = &rb,
+    .peer_a = &peer_a,
+    .remote_a = &remote_a,
+};
 
 static void
 setup(void)
 {
 	static const char *const flags[] = {"--connect-timeout", "2", NULL};
 
-	harness_daemon_start(&da, flags);
-	harness_daemon_start(&db, flags);
-	ck_assert_int_eq(rma_connect(da.socket, &ca), RMA_OK);
-	ck_assert_int_eq(rma_connect(db.socket, &cb), RMA_OK);
-	ck_assert_int_eq(rma_region_alloc(ca, SZ, &ra), RMA_OK);
-	ck_assert_int_eq(rma_region_alloc(cb, SZ, &rb), RMA_OK);
+	harness_pair_start(&pair, SZ, flags);
 	harness_fill(rma_region_ptr(ra), SZ, 1);
-	ck_assert_int_eq(rma_peer_connect(cb, da.listen, &peer_a), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &remote_a),
-	    RMA_OK);
 }
 
 static void
 teardown(void)
 {
-	if (cb)
-		rma_disconnect(cb);
-	if (ca)
-		rma_disconnect(ca);
-	cb = ca = NULL;
-	if (db.pid > 0)
-		harness_daemon_stop(&db, SIGTERM);
-	if (da.pid > 0)
-		harness_daemon_stop(&da, SIGTERM);
+	harness_pair_stop(&pair);
 }
 
 /* A put through remote_a, retried (as the documented retriable statuses

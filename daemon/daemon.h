@@ -1035,8 +1035,8 @@ struct world {
 	/* main.c: why the configuration this start was given was refused,
 	 * while it runs on the last one that worked ("" = on the given) */
 	char config_refused[384];
-	/* daemon.c: snapshot.c's, for status.c and metrics.c; a snapshot
-	 * asks the files below them, so they may not call it by name */
+	/* daemon.c: snapshot.c's, for status.c and metrics_http.c: a
+	 * snapshot asks files below status.c, which may not name it */
 	const struct snapshot_hooks *snapshot;
 };
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Prometheus metrics over HTTP (libevent's evhttp) on metrics_listen; off
- * when that option is empty, and then every call here costs a NULL test. */
+ * when that option is empty, and then every call here costs a NULL test.
+ * metrics.c records, metrics_http.c serves the page. */
 #ifndef RMAD_METRICS_H
 #define RMAD_METRICS_H
 

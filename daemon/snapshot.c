@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* One copy of the daemon's state for status.c and metrics.c (snapshot.h):
- * taken under one world stop, by asking each owner, and nothing else.
- * The lists are sized first and filled second, both under the stop, so
- * that no object comes or goes between the two. */
+/* One copy of the daemon's state for status.c and metrics_http.c
+ * (snapshot.h): taken under one world stop, by asking each owner, and
+ * nothing else. The lists are sized first and filled second, both under
+ * the stop, so that no object comes or goes between the two. */
 #include "snapshot.h"
 
 #include <stdio.h>

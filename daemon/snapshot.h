@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* What the daemon is doing, copied once: the one source status.c (the
- * StatusReply) and metrics.c (the Prometheus page) render.
+ * StatusReply) and metrics_http.c (the Prometheus page) render.
  *
  * Taking one (snapshot_hooks.take) stops the world, asks each owner
  * to describe its objects (the *_info_fill functions below, one in each
@@ -108,9 +108,9 @@ struct snapshot {
 };
 
 /* Reached through d->world->snapshot (daemon.c sets it to
- * snapshot_hooks): status.c and metrics.c sit below the owners a
- * snapshot asks (request.c calls status.c, op.c calls metrics.c), and a
- * call by name would close a cycle. */
+ * snapshot_hooks): status.c sits below the owners a snapshot asks
+ * (request.c calls it), and a call by name would close a cycle;
+ * metrics_http.c takes the same road. */
 struct snapshot_hooks {
 	/* Fills *s under one world stop from worker d (d's thread), with
 	 * at most ops_max operations, and the metrics series if series

@@ -448,9 +448,41 @@ START_TEST(test_store_smaller_than_config)
 }
 END_TEST
 
+/* The name (store-region-<id>) of the n-th region the sink stored. */
+static void
+sup_stored_name(const struct sup *s, int n, char *name, size_t len)
+{
+	static const char prefix[] = "stored ";
+	char line[128];
+	int k = 0;
+	FILE *f = fopen(s->log, "r");
+
+	name[0] = '\0';
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "stored store-region-", 20) != 0 || ++k != n)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(name, len, "%s", line + strlen(prefix));
+		break;
+	}
+	fclose(f);
+}
+
+/* FDSTOREREMOVE of that region ("removed NAME N"). */
+static int
+sup_removed(const struct sup *s, const char *name)
+{
+	char prefix[160];
+
+	snprintf(prefix, sizeof(prefix), "removed %s ", name);
+	return sup_count(s, prefix, NULL, 0);
+}
+
 struct removed_arg {
 	const struct sup *s;
-	int n;
+	const char *name;
 };
 
 static int
@@ -458,18 +490,34 @@ removed_cond(void *arg)
 {
 	struct removed_arg *a = arg;
 
-	return sup_count(a->s, "removed store-region-", NULL, 0) >= a->n;
+	return sup_removed(a->s, a->name) > 0;
+}
+
+/* Both logs, for a failure that depends on what rmad did when. */
+static void
+sup_show_logs(const struct sup *s)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "cat %s/sink.log %s/rmad.log >&2", s->dir,
+		 s->dir);
+	ck_assert_int_ge(system(cmd), -1);
 }
 
 /* rmad crash-looping: each start restores the orphans with the deadline
  * they got when they first became orphans, not reattach_timeout (3 s)
- * from that start. Restarts for longer than the timeout, each one living
- * less than it, then the orphan must go within well under the timeout. */
+ * from that start. Restarts, each process living well under the timeout,
+ * until the orphan goes: it must go after its deadline and during the
+ * loop (a deadline renewed at each start would keep it for ever), while
+ * the region whose owner re-attaches after every crash stays. Each region
+ * is told by its own name in the sink's log (the orphan's was stored
+ * first); only the deadline itself is a matter of time. */
 START_TEST(test_orphan_deadline_survives_crash_loop)
 {
 	rma_client_t *gone, *ca;
 	rma_region_t *left, *kept;
-	double first;
+	char orphan[128], owned[128];
+	double first, ready;
 	int crashes = 0;
 
 	sup_start(&sa, 64, 0);
@@ -478,38 +526,66 @@ START_TEST(test_orphan_deadline_survives_crash_loop)
 	ck_assert_int_eq(rma_connect(sa.socket, &gone), RMA_OK);
 	unsetenv("RMA_NO_REATTACH");
 	ck_assert_int_eq(rma_region_alloc(gone, SZ, &left), RMA_OK);
+	ck_assert_msg(sup_wait_count(&sa, "stored store-region-", 1),
+		      "the orphan-to-be is not in the store");
 	ck_assert_int_eq(rma_connect(sa.socket, &ca), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(ca, SZ, &kept), RMA_OK);
 	ck_assert_msg(sup_wait_count(&sa, "stored store-region-", 2),
 		      "the regions are not in the store");
+	sup_stored_name(&sa, 1, orphan, sizeof(orphan));
+	sup_stored_name(&sa, 2, owned, sizeof(owned));
+	ck_assert_str_ne(orphan, owned);
 	/* Before the kill: the orphan's deadline comes from the restart
-	 * after it, and a restart (the time to READY) can take half a
-	 * second under a sanitizer on a busy machine. */
+	 * after it (at least first + 3 s); that restart said READY by
+	 * ready (at most ready + 3 s). */
 	first = harness_now();
 	sup_crash(&sa);
+	ready = harness_now();
 	/* the owner that comes back each time keeps its region */
 	reattach(ca);
-	while (harness_now() < first + 4.0) {
-		if (harness_now() < first + 2.8)
-			ck_assert_msg(sup_count(&sa, "removed store-region-",
-						NULL, 0) == 0,
-				      "the orphan went before its deadline");
+	for (;;) {
+		/* The log first, the clock after it: a removal seen here was
+		 * made by now, however long this process waited in between
+		 * on a loaded machine. */
+		int went = sup_removed(&sa, orphan) > 0;
+		double now = harness_now();
+
+		if (sup_removed(&sa, owned) != 0) {
+			sup_show_logs(&sa);
+			ck_abort_msg("%s, re-attached after every crash, was "
+				     "removed (%d crashes)",
+				     owned, crashes + 1);
+		}
+		if (went) {
+			if (now < first + 2.8) {
+				sup_show_logs(&sa);
+				ck_abort_msg("the orphan %s went %.2f s after "
+					     "the crash, before its deadline",
+					     orphan, now - first);
+			}
+			break;
+		}
+		/* a generous bound: the deadline is ready + 3 s at most */
+		if (now > ready + 15.0) {
+			sup_show_logs(&sa);
+			ck_abort_msg("the orphan %s outlived its deadline "
+				     "through %d crashes",
+				     orphan, crashes + 1);
+		}
 		sup_crash(&sa);
 		reattach(ca);
 		crashes++;
 	}
-	{
-		struct removed_arg a = {&sa, 1};
-		ck_assert_msg(harness_until(1.5, removed_cond, &a),
-			      "the orphan outlived its deadline through %d "
-			      "crashes",
-			      crashes + 1);
-	}
-	ck_assert_int_eq(sup_count(&sa, "removed store-region-", NULL, 0), 1);
 	harness_fill(rma_region_ptr(kept), SZ, 5);
 	ck_assert_int_eq(rma_region_free(ca, kept), RMA_OK);
-	ck_assert_msg(sup_wait_count(&sa, "removed store-region-", 2),
-		      "the re-attached region was not freed");
+	{
+		struct removed_arg a = {&sa, owned};
+		ck_assert_msg(harness_until(10.0, removed_cond, &a),
+			      "the re-attached region was not freed");
+	}
+	ck_assert_int_eq(sup_removed(&sa, orphan), 1);
+	ck_assert_int_eq(sup_removed(&sa, owned), 1);
+	ck_assert_int_eq(sup_count(&sa, "removed store-region-", NULL, 0), 2);
 	rma_disconnect(gone);
 	rma_disconnect(ca);
 }

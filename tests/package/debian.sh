@@ -60,8 +60,10 @@ LIB=$(find "$R/usr/lib" -name 'librma.so.0.*' | head -n 1)
 [ -n "$LIB" ] || fail "no librma.so.0.* installed"
 for f in "$RMAD" "$RMACTL" "$LIB" "$PYSITE"/_rma.*.so; do
 	[ -f "$f" ] || continue
-	readelf -d "$f" | grep -q 'BIND_NOW\|Flags:.* NOW' || fail "${f#"$R"}: not linked -z now"
-	readelf -lW "$f" | grep -q GNU_RELRO || fail "${f#"$R"}: no RELRO"
+	readelf -d "$f" >"$T/dyn"
+	grep -q 'BIND_NOW\|Flags:.* NOW' "$T/dyn" || fail "${f#"$R"}: not linked -z now"
+	readelf -lW "$f" >"$T/phdr"
+	grep -q GNU_RELRO "$T/phdr" || fail "${f#"$R"}: no RELRO"
 done
 # (through files: grep -q closing a pipe early fails it under pipefail)
 readelf -sW "$RMAD" >"$T/rmad.syms"
@@ -69,8 +71,10 @@ grep -q '__[a-z_]*_chk@' "$T/rmad.syms" || fail "rmad calls no fortified functio
 [ "$(stat -c %a "$LIB")" = 644 ] || fail "${LIB#"$R"} mode $(stat -c %a "$LIB"), not 644"
 
 # the library others link
-readelf --version-info "$LIB" | grep -q 'Name: RMA_0\.1$' || fail "librma: no version RMA_0.1"
-readelf -d "$RMACTL" | grep -q 'NEEDED.*\[librma\.so\.0\]' || fail "rmactl does not link librma.so.0"
+readelf --version-info "$LIB" >"$T/lib.ver"
+grep -q 'Name: RMA_0\.1$' "$T/lib.ver" || fail "librma: no version RMA_0.1"
+readelf -d "$RMACTL" >"$T/rmactl.dyn"
+grep -q 'NEEDED.*\[librma\.so\.0\]' "$T/rmactl.dyn" || fail "rmactl does not link librma.so.0"
 nm "$RMACTL" >"$T/rmactl.syms" 2>&1 || true
 if grep -qw client_call "$T/rmactl.syms"; then
 	fail "rmactl carries librma's code"

@@ -303,7 +303,8 @@ in_ct kill -STOP "$pid"
 # ends the stopped process; then Restart=on-failure.
 wait_until 150 rmad_back "$pid" ||
 	fail "watchdog: rmad not restarted in 150 s: $(journal_since "$cursor" -u rmad | tail -n 20)"
-journal_since "$cursor" -u rmad | grep -q "rmad.service: Failed with result 'watchdog'" ||
+# (grep reads it all: grep -q leaving early would fail the pipe under pipefail)
+journal_since "$cursor" -u rmad | grep -c "rmad.service: Failed with result 'watchdog'" >/dev/null ||
 	fail "watchdog: restarted, but not by the watchdog: $(journal_since "$cursor" -u rmad | tail -n 20)"
 same_daemon watchdog "$pid"
 [ "$(prop rmad.service NRestarts)" -eq $((n + 1)) ] ||
@@ -365,7 +366,7 @@ bad_restart() {
 		soft_fail "$stage: rmad said nothing at error priority about the file it refused"
 	wait_until 20 status_refused ||
 		soft_fail "$stage: systemctl status does not say the file was refused (StatusText: $(prop rmad.service StatusText))"
-	rmactl --socket "$RMAD_SOCK" status | grep -q '^config  *REFUSED' ||
+	rmactl --socket "$RMAD_SOCK" status | grep -c '^config  *REFUSED' >/dev/null ||
 		soft_fail "$stage: rmactl status does not say the file was refused"
 	check_region "$stage at restart"
 	# The good file back, a reload applies it: nothing refused any more.

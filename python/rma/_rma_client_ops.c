@@ -136,6 +136,28 @@ client_import_remote(ClientObject *c, PyObject *args)
 }
 
 /* put and get share their arguments and submission. */
+/* The end of every submission, under the client's lock: the request is
+ * in librma's hands, or the error (read before the lock goes: another
+ * thread may set the next one) is raised and the request released.
+ * Returns r or NULL. */
+static PyObject *
+client_submitted(ClientObject *c, RequestObject *r, rma_status_t st)
+{
+	char detail[512];
+
+	if (st == RMA_OK)
+		request_submitted(r);
+	else
+		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK) {
+		error_raise(c->state, st, detail);
+		Py_DECREF(r);
+		return NULL;
+	}
+	return (PyObject *)r;
+}
+
 static PyObject *transfer_submit(ClientObject *c, RegionObject *reg,
 				 unsigned long long off, RemoteObject *rem,
 				 unsigned long long roff,
@@ -183,7 +205,6 @@ transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
 {
 	RequestObject *r;
 	rma_status_t st;
-	char detail[512];
 	unsigned long long value = 0;
 
 	if (notify != NULL && !u64_arg(notify, &value))
@@ -214,16 +235,7 @@ transfer_submit(ClientObject *c, RegionObject *reg, unsigned long long off,
 	else
 		st = rma_get(c->rc, reg->rr, off, rem->rr, roff, len,
 			     request_on_complete, r, &r->req);
-	if (st == RMA_OK)
-		request_submitted(r);
-	else
-		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
-	client_leave(c);
-	if (st != RMA_OK) {
-		error_raise(c->state, st, detail);
-		goto err_request;
-	}
-	return (PyObject *)r;
+	return client_submitted(c, r, st);
 
 err_request:
 	Py_DECREF(r);
@@ -308,7 +320,6 @@ client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
 	rma_atomic_op_t op;
 	RequestObject *r;
 	rma_status_t st;
-	char detail[512];
 
 	if (!PyArg_ParseTupleAndKeywords(
 		args, kw, "O!O&sO|OiOO:atomic", kwlist, c->state->remote_type,
@@ -342,16 +353,7 @@ client_atomic(ClientObject *c, PyObject *args, PyObject *kw)
 		goto err_request;
 	st = rma_atomic(c->rc, rem->rr, off, op, (unsigned)width / 8, value,
 			compare, request_on_complete, r, &r->req);
-	if (st == RMA_OK)
-		request_submitted(r);
-	else
-		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
-	client_leave(c);
-	if (st != RMA_OK) {
-		error_raise(c->state, st, detail);
-		goto err_request;
-	}
-	return (PyObject *)r;
+	return client_submitted(c, r, st);
 
 err_request:
 	Py_DECREF(r);
@@ -373,7 +375,6 @@ client_vector(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	Py_ssize_t n;
 	RequestObject *r = NULL;
 	rma_status_t st;
-	char detail[512];
 
 	if (!PyArg_ParseTupleAndKeywords(
 		args, kw, is_put ? "O!O!O|OO$p:putv" : "O!O!O|OO:getv", kwlist,
@@ -425,15 +426,8 @@ client_vector(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
 	else
 		st = rma_getv(c->rc, reg->rr, rem->rr, iov, (size_t)n,
 			      request_on_complete, r, &r->req);
-	if (st == RMA_OK)
-		request_submitted(r);
-	else
-		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
-	client_leave(c);
-	if (st != RMA_OK) {
-		error_raise(c->state, st, detail);
-		goto err_request;
-	}
+	/* r, or NULL with the error raised (and r released) */
+	r = (RequestObject *)client_submitted(c, r, st);
 	goto out;
 
 err_request:
@@ -463,7 +457,6 @@ client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 	PyObject *peer = Py_None, *cb = Py_None, *ud = Py_None;
 	RequestObject *r;
 	rma_status_t st;
-	char detail[512];
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:flush", kwlist, &peer,
 					 &cb, &ud))
@@ -482,16 +475,7 @@ client_flush(ClientObject *c, PyObject *args, PyObject *kw)
 		goto err_request;
 	st = rma_flush(c->rc, peer == Py_None ? NULL : ((PeerObject *)peer)->rp,
 		       request_on_complete, r, &r->req);
-	if (st == RMA_OK)
-		request_submitted(r);
-	else
-		snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
-	client_leave(c);
-	if (st != RMA_OK) {
-		error_raise(c->state, st, detail);
-		goto err_request;
-	}
-	return (PyObject *)r;
+	return client_submitted(c, r, st);
 
 err_request:
 	Py_DECREF(r);

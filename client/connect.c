@@ -110,20 +110,22 @@ client_connect_socket(int fd, const struct sockaddr_un *sa, int64_t deadline,
 	case EACCES:
 	case EPERM:
 		/* rmad's socket (and /run/rmad) admit its socket_group */
-		return client_error(NULL, RMA_ERR_PERMISSION,
-				    "cannot connect to %s: %s (rmad admits the "
-				    "members of its socket_group, 'rma' by "
-				    "default: usermod -aG rma USER, then log in "
-				    "again)",
-				    path, strerror(err));
+		return client_error(
+		    NULL, RMA_ERR_PERMISSION,
+		    "cannot connect to %s: %s (rmad admits the "
+		    "members of its socket_group, 'rma' by "
+		    "default: usermod -aG rma USER, then log in "
+		    "again)",
+		    path, strerror(err));
 	case ENOENT:
 	case ENOTDIR:
 		/* never there, not gone: say what is missing */
-		return client_error(NULL, RMA_ERR_DAEMON_GONE,
-				    "socket %s does not exist: is rmad running? "
-				    "(systemctl start rmad.socket; RMAD_SOCKET "
-				    "or --socket names another)",
-				    path);
+		return client_error(
+		    NULL, RMA_ERR_DAEMON_GONE,
+		    "socket %s does not exist: is rmad running? "
+		    "(systemctl start rmad.socket; RMAD_SOCKET "
+		    "or --socket names another)",
+		    path);
 	case ECONNREFUSED:
 		return client_error(NULL, RMA_ERR_DAEMON_GONE,
 				    "no daemon at %s: %s (a socket left by one "

@@ -623,7 +623,7 @@ struct peer {
 	ucs_status_t ep_status;
 	uint8_t remote_id[DAEMON_ID_SIZE];
 	char remote_id_hex[2 * DAEMON_ID_SIZE + 1];
-	bool known;	     /* remote_id is set: a handshake completed once */
+	bool known; /* remote_id is set: a handshake completed once */
 	/* The id before the last restart seen at this address: a
 	 * descriptor of it is stale, not one imported through the wrong
 	 * peer (resolve_import_from). */
@@ -660,14 +660,14 @@ struct peer {
 	uint16_t origin_port; /* inbound: the initiator's listen port */
 	/* the guard's entry for its endpoint (guard.h), 0 when none */
 	uint32_t guard;
-	uint32_t path;	      /* the initiator's peer id for this target */
-	bool await_proof;     /* keyed handshake: hello seen, proof not yet */
+	uint32_t path;	  /* the initiator's peer id for this target */
+	bool await_proof; /* keyed handshake: hello seen, proof not yet */
 	/* failed, but the endpoint's close waits (handshake_refuse) */
 	enum peer_linger linger;
 	/* Outbound connect: did a plain TCP connect to the address succeed
 	 * (something listens there), and did an rmad answer the hello? */
 	struct event *probe_ev;
-	bool probe_ok;      /* the probe connected: something listens */
+	bool probe_ok;	    /* the probe connected: something listens */
 	bool probe_foreign; /* and spoke first: not an rmad */
 	bool answered;
 	/* Outbound: the target answers gets of several pieces in one
@@ -1016,11 +1016,11 @@ struct world {
 	struct idmap regions; /* every live region, by id */
 	uint64_t next_region_id;
 	uint32_t next_conn_id, next_peer_id;
-	uint64_t next_epoch;  /* atomic: connections this daemon opens */
+	uint64_t next_epoch; /* atomic: connections this daemon opens */
 	struct handshake_issued issued; /* nonces of our latest hellos */
-	uint32_t next_accept; /* round robin of new clients */
-	bool handed_over;     /* a successor has the regions: make none */
-	uint32_t restarts;    /* hand-overs this identity went through */
+	uint32_t next_accept;		/* round robin of new clients */
+	bool handed_over;  /* a successor has the regions: make none */
+	uint32_t restarts; /* hand-overs this identity went through */
 	uint64_t regions_recovered;
 	uint64_t regions_reattached; /* orphans their owners came back for */
 	struct fdstore *fdstore;     /* fdstore.c: NULL when off */

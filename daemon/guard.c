@@ -158,8 +158,7 @@ guard_ip_unspecified(const struct guard_ip *ip)
 }
 
 bool
-guard_cidrs_match(const struct cidr *cidrs, size_t n,
-		  const struct sockaddr *sa)
+guard_cidrs_match(const struct cidr *cidrs, size_t n, const struct sockaddr *sa)
 {
 	struct guard_ip ip;
 
@@ -235,9 +234,8 @@ guard_open(const struct sockaddr_storage *remote, double window)
 				      memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
 		high = atomic_load(&guard_entries_high);
-		while (high < i + 1 &&
-		       !atomic_compare_exchange_weak(&guard_entries_high, &high,
-						     i + 1))
+		while (high < i + 1 && !atomic_compare_exchange_weak(
+					   &guard_entries_high, &high, i + 1))
 			;
 		return (uint32_t)i + 1;
 	}
@@ -274,8 +272,8 @@ guard_close(uint32_t *entry)
 static bool
 guard_entry_admit(const struct guard_ip *src, double now)
 {
-	size_t high = atomic_load_explicit(&guard_entries_high,
-					   memory_order_acquire);
+	size_t high =
+	    atomic_load_explicit(&guard_entries_high, memory_order_acquire);
 
 	for (size_t i = 0; i < high && i < GUARD_ENDPOINTS; i++) {
 		struct guard_entry *e = &guard_entries[i];
@@ -575,7 +573,8 @@ guard_accept(int listen_fd, int fd, const struct sockaddr *peer)
 		return guard_refuse(false);
 	}
 	if (guard_is_listener(listen_fd)) {
-		if (allow != NULL && guard_cidrs_match(allow->cidrs, allow->n, peer))
+		if (allow != NULL &&
+		    guard_cidrs_match(allow->cidrs, allow->n, peer))
 			return true;
 		return guard_refuse(false);
 	}

@@ -51,8 +51,7 @@ bool guard_accept(int listen_fd, int fd, const struct sockaddr *peer);
  * local socket of another uid than its own (root's too, unless it runs
  * as root): daemons of different users would connect about half the
  * time, so they do not try. */
-int guard_local_listener_owner(const struct sockaddr_storage *sa,
-			       uid_t *uid_p);
+int guard_local_listener_owner(const struct sockaddr_storage *sa, uid_t *uid_p);
 
 /* Connections refused at accept, all reasons together. */
 uint64_t guard_refused(void);

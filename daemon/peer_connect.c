@@ -34,9 +34,8 @@ peer_probe_stop(struct peer *p)
 	if (p->probe_ev != NULL) {
 		/* UCX may fail the connect on a banner before the probe's
 		 * own read event ran: look once more. */
-		if (p->probe_ok &&
-		    recv(event_get_fd(p->probe_ev), &byte, 1,
-			 MSG_PEEK | MSG_DONTWAIT) > 0)
+		if (p->probe_ok && recv(event_get_fd(p->probe_ev), &byte, 1,
+					MSG_PEEK | MSG_DONTWAIT) > 0)
 			p->probe_foreign = true;
 		close(event_get_fd(p->probe_ev));
 		event_free(p->probe_ev);

@@ -400,8 +400,10 @@ START_TEST(test_unreachable_and_not_rmad)
 	 * to answer, so it is a TIMEOUT that says what was seen. */
 	lfd = listen_loopback(addr, sizeof(addr));
 	st = rma_peer_connect(cb, addr, &p);
-	ck_assert_msg(st == RMA_ERR_TIMEOUT, "connect to a silent listener: "
-		      "%s (%s)", rma_strerror(st), rma_last_error(cb));
+	ck_assert_msg(st == RMA_ERR_TIMEOUT,
+		      "connect to a silent listener: "
+		      "%s (%s)",
+		      rma_strerror(st), rma_last_error(cb));
 	ck_assert_ptr_nonnull(
 	    strstr(rma_last_error(cb), "something accepted the connection"));
 	close(lfd);
@@ -411,8 +413,10 @@ START_TEST(test_unreachable_and_not_rmad)
 	harness_daemon_start(&dc, flags);
 	ck_assert_int_eq(kill(dc.pid, SIGSTOP), 0);
 	st = rma_peer_connect(cb, dc.listen, &p);
-	ck_assert_msg(st == RMA_ERR_TIMEOUT, "connect to a stopped rmad: %s "
-		      "(%s)", rma_strerror(st), rma_last_error(cb));
+	ck_assert_msg(st == RMA_ERR_TIMEOUT,
+		      "connect to a stopped rmad: %s "
+		      "(%s)",
+		      rma_strerror(st), rma_last_error(cb));
 	ck_assert_int_eq(kill(dc.pid, SIGCONT), 0);
 	harness_daemon_kill(&dc);
 

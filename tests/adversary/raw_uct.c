@@ -38,9 +38,9 @@
  * then sent to each, the listener's included), at --host (127.0.0.1).
  * The put's target is the daemon's first region (/proc/PID/maps), or
  * --target: another user can read neither, so its caller tells it.
- * --bind picks our source address ("any": the kernel's), --count how many connections each
- * port gets (one after the other). Prints one line per port: whether the
- * daemon closed the connections before any byte of ours (refused at
+ * --bind picks our source address ("any": the kernel's), --count how many
+ * connections each port gets (one after the other). Prints one line per port:
+ * whether the daemon closed the connections before any byte of ours (refused at
  * accept) or kept them. Exit 0 when it ran. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -256,8 +256,8 @@ raw_uct_idle(const char *host, const char *bind_ip, const uint16_t *ports,
 int
 main(int argc, char **argv)
 {
-	const char *bind_ip = "127.0.0.1", *host = "127.0.0.1",
-		   *attack = "put", *port_list = NULL;
+	const char *bind_ip = "127.0.0.1", *host = "127.0.0.1", *attack = "put",
+		   *port_list = NULL;
 	int pid = 0, refused = 0, kept = 0, ran = 0, count = 1;
 	uint16_t listener = 0, ports[RAW_UCT_PORTS];
 	uint64_t target = 0;
@@ -310,11 +310,12 @@ main(int argc, char **argv)
 	     strcmp(attack, "sockcm") != 0 && strcmp(attack, "crash") != 0 &&
 	     strcmp(attack, "oracle") != 0 && strcmp(attack, "runaway") != 0 &&
 	     strcmp(attack, "idle") != 0)) {
-		fprintf(stderr,
-			"usage: raw_uct {--pid PID --listener PORT | --ports "
-			"P1,P2,... --target ADDR} [--host IP] [--bind IP] "
-			"[--attack put|oversize|sockcm|crash|oracle|runaway|idle] "
-			"[--count N]\n");
+		fprintf(
+		    stderr,
+		    "usage: raw_uct {--pid PID --listener PORT | --ports "
+		    "P1,P2,... --target ADDR} [--host IP] [--bind IP] "
+		    "[--attack put|oversize|sockcm|crash|oracle|runaway|idle] "
+		    "[--count N]\n");
 		return 2;
 	}
 	if (target == 0)
@@ -381,8 +382,9 @@ main(int argc, char **argv)
 		close(fd);
 	}
 	if (ran > 0)
-		printf("raw_uct: %d connections sent a put and closed at once\n",
-		       ran);
+		printf(
+		    "raw_uct: %d connections sent a put and closed at once\n",
+		    ran);
 	else
 		printf("raw_uct: %d connections closed at accept, %d kept\n",
 		       refused, kept);

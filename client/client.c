@@ -145,11 +145,11 @@ client_reap(rma_client_t *c)
  * rma_notify_next()) is the caller's to take, as before. */
 
 static rma_status_t
-client_epoll_add(rma_client_t *c)
+client_epoll_add(rma_client_t *c, int fd)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.fd = c->fd};
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
 
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return client_error(c, RMA_ERR_NO_MEMORY,
 				    "epoll_ctl: cannot watch the connection: "
 				    "%s",
@@ -168,11 +168,18 @@ client_socket_replace(rma_client_t *c, int fd)
 				    "cannot take the new connection: %s",
 				    strerror(errno));
 	}
+	/* The new one in first: should that fail, the old one (shut down
+	 * by client_fail, reading EOF) stays in the set, so that rma_fd()
+	 * still wakes its poller to see the daemon gone. */
+	if (client_epoll_add(c, fd) != RMA_OK) {
+		close(fd);
+		return RMA_ERR_NO_MEMORY;
+	}
 	/* the old one out of the set before its file goes */
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = fd;
-	return client_epoll_add(c);
+	return RMA_OK;
 }
 
 /* ---- received file descriptors, oldest first ---- */
@@ -897,7 +904,7 @@ client_attach(int fd, const char *name, const char *path, int timeout_ms,
 				  strerror(errno));
 		goto err_free_client;
 	}
-	if (c->epfd < 0 || client_epoll_add(c) != RMA_OK) {
+	if (c->epfd < 0 || client_epoll_add(c, c->fd) != RMA_OK) {
 		st = client_error(NULL, RMA_ERR_NO_MEMORY,
 				  "no epoll instance for rma_fd(): %s",
 				  strerror(errno));

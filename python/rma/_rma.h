@@ -183,6 +183,8 @@ extern unsigned rma_fork_generation;
  * state of the thread, not of the module. */
 extern __thread PyObject *rma_leave_running;
 PyObject *running_loop(rma_state *st);
+void callback_report(ClientObject *c, PyObject *cb, const char *message,
+		     const char *key, PyObject *obj);
 PyObject *error_new(rma_state *st, int status, const char *detail);
 PyObject *error_raise(rma_state *st, int status, const char *detail);
 PyObject *error_closed(rma_state *st);

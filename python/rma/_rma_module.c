@@ -19,6 +19,45 @@ running_loop(rma_state *st)
 	return PyObject_CallNoArgs(st->get_running_loop);
 }
 
+/* Reports the exception a callback (@p cb) raised: to the loop's
+ * exception handler when the client's loop runs in this thread, with
+ * @p message and the object it was about (@p obj, under @p key), else
+ * sys.unraisablehook. For request and notification callbacks. */
+void
+callback_report(ClientObject *c, PyObject *cb, const char *message,
+		const char *key, PyObject *obj)
+{
+	PyObject *et, *ev, *tb, *running = NULL, *ctx, *res;
+
+	PyErr_Fetch(&et, &ev, &tb);
+	PyErr_NormalizeException(&et, &ev, &tb);
+	if (tb != NULL && ev != NULL)
+		PyException_SetTraceback(ev, tb);
+	if (c->loop != NULL)
+		running = running_loop(c->state);
+	if (running == NULL || running != c->loop) {
+		Py_XDECREF(running);
+		PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		PyErr_WriteUnraisable(cb);
+		return;
+	}
+	ctx = Py_BuildValue("{s:s,s:O,s:O,s:O}", "message", message,
+			    "exception", ev ? ev : Py_None, key,
+			    obj ? obj : Py_None, "callback", cb);
+	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
+					ctx)
+		  : NULL;
+	if (res == NULL)
+		PyErr_WriteUnraisable(cb);
+	Py_XDECREF(res);
+	Py_XDECREF(ctx);
+	Py_DECREF(running);
+	Py_XDECREF(et);
+	Py_XDECREF(ev);
+	Py_XDECREF(tb);
+}
+
 /* ---- errors ---- */
 
 /* Symbolic names, indexed by the negated status (rma.h's enum). */

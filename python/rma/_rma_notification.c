@@ -85,44 +85,6 @@ err:
 	return NULL;
 }
 
-/* Reports an exception of a notification callback as request_report
- * does: the loop's exception handler when its loop runs here, else
- * sys.unraisablehook. */
-static void
-notify_report(ClientObject *c, PyObject *cb, PyObject *n)
-{
-	PyObject *et, *ev, *tb, *running = NULL, *ctx, *res;
-
-	PyErr_Fetch(&et, &ev, &tb);
-	PyErr_NormalizeException(&et, &ev, &tb);
-	if (tb != NULL && ev != NULL)
-		PyException_SetTraceback(ev, tb);
-	if (c->loop != NULL)
-		running = running_loop(c->state);
-	if (running == NULL || running != c->loop) {
-		Py_XDECREF(running);
-		PyErr_Clear();
-		PyErr_Restore(et, ev, tb);
-		PyErr_WriteUnraisable(cb);
-		return;
-	}
-	ctx = Py_BuildValue("{s:s,s:O,s:O,s:O}", "message",
-			    "exception in an rma notification callback",
-			    "exception", ev ? ev : Py_None, "notification",
-			    n ? n : Py_None, "callback", cb);
-	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
-					ctx)
-		  : NULL;
-	if (res == NULL)
-		PyErr_WriteUnraisable(cb);
-	Py_XDECREF(res);
-	Py_XDECREF(ctx);
-	Py_DECREF(running);
-	Py_XDECREF(et);
-	Py_XDECREF(ev);
-	Py_XDECREF(tb);
-}
-
 /* Gives the awaiting iterator its notification (@p val) or failure
  * (@p exc): directly in the future's loop, which checked that the future
  * is pending; from another thread through the loop, where a future
@@ -171,7 +133,10 @@ notify_dispatch(ClientObject *c, rma_notification_t *nq, size_t nnq,
 		n = notify_make(c, &nq[i]);
 		res = n ? PyObject_CallOneArg(cb, n) : NULL;
 		if (res == NULL)
-			notify_report(c, cb, n);
+			callback_report(c, cb,
+					"exception in an rma notification "
+					"callback",
+					"notification", n);
 		Py_XDECREF(res);
 		Py_XDECREF(n);
 		Py_DECREF(cb);

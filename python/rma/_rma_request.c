@@ -180,47 +180,6 @@ report:
 	Py_DECREF(w);
 }
 
-/* Reports an exception a callback raised: to the loop's exception
- * handler when the loop is running here, else sys.unraisablehook. */
-static void
-request_report(RequestObject *r, PyObject *callback)
-{
-	ClientObject *c = r->client;
-	PyObject *et, *ev, *tb, *running, *ctx, *res;
-
-	if (c->loop == NULL) {
-		PyErr_WriteUnraisable(callback);
-		return;
-	}
-	PyErr_Fetch(&et, &ev, &tb);
-	PyErr_NormalizeException(&et, &ev, &tb);
-	if (tb != NULL && ev != NULL)
-		PyException_SetTraceback(ev, tb);
-	running = running_loop(c->state);
-	if (running == NULL || running != c->loop) {
-		Py_XDECREF(running);
-		PyErr_Clear();
-		PyErr_Restore(et, ev, tb);
-		PyErr_WriteUnraisable(callback);
-		return;
-	}
-	ctx = Py_BuildValue("{s:s,s:O,s:O,s:O}", "message",
-			    "exception in an rma request callback", "exception",
-			    ev ? ev : Py_None, "request", (PyObject *)r,
-			    "callback", callback);
-	res = ctx ? PyObject_CallMethod(running, "call_exception_handler", "O",
-					ctx)
-		  : NULL;
-	if (res == NULL)
-		PyErr_WriteUnraisable(callback);
-	Py_XDECREF(res);
-	Py_XDECREF(ctx);
-	Py_DECREF(running);
-	Py_XDECREF(et);
-	Py_XDECREF(ev);
-	Py_XDECREF(tb);
-}
-
 /* Once per request: records the outcome, runs the callback, resolves the
  * future. Takes @p detail (malloc'd). */
 void
@@ -253,7 +212,9 @@ request_finish(RequestObject *r, int status, unsigned long long bytes,
 		res = PyObject_CallFunction(cb, "OiO", (PyObject *)r, status,
 					    ud ? ud : Py_None);
 		if (res == NULL)
-			request_report(r, cb);
+			callback_report(c, cb,
+					"exception in an rma request callback",
+					"request", (PyObject *)r);
 		Py_XDECREF(res);
 	}
 	Py_XDECREF(cb);

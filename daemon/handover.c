@@ -91,24 +91,7 @@ static int
 handover_send(int fd, const struct handover_msg *m, const void *body,
 	      size_t body_len, const int *fds, size_t n_fds)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
-	struct iovec iov[2] = {{(void *)m, sizeof(*m)},
-			       {(void *)body, body_len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = body_len ? 2 : 1};
-
-	if (n_fds > 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+	if (handover_wire_send(fd, m, body, body_len, fds, n_fds) < 0) {
 		log_error("handover_send: sendmsg: %s", strerror(errno));
 		return -1;
 	}

@@ -7,7 +7,11 @@
 #ifndef RMAD_HANDOVER_WIRE_H
 #define RMAD_HANDOVER_WIRE_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "descriptor.h" /* DAEMON_ID_SIZE */
 
@@ -68,5 +72,35 @@ struct handover_head {
 	uint32_t restarts;
 	uint32_t has_listen_fd;
 };
+
+/* One message: m, its body, up to HANDOVER_CHUNK fds. 0, or -1 with
+ * errno (EINVAL: more fds than that). */
+static inline int
+handover_wire_send(int fd, const struct handover_msg *m, const void *body,
+		   size_t body_len, const int *fds, size_t n_fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
+	struct iovec iov[2] = {{(void *)m, sizeof(*m)},
+			       {(void *)body, body_len}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = body_len ? 2 : 1};
+
+	if (n_fds > HANDOVER_CHUNK) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (n_fds > 0) {
+		struct cmsghdr *cm;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
 
 #endif

@@ -50,30 +50,6 @@ fake_die(const char *what)
 }
 
 static int
-fake_send(int fd, const struct handover_msg *m, const void *body,
-	  size_t body_len, const int *fds, size_t n_fds)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * FAKE_MAX_REGIONS)];
-	struct iovec iov[2] = {{(void *)m, sizeof(*m)},
-			       {(void *)body, body_len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = body_len ? 2 : 1};
-
-	if (n_fds > 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
-}
-
-static int
 fake_memfd(unsigned i, int sealed)
 {
 	int fd = memfd_create("rmad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -175,14 +151,15 @@ main(int argc, char **argv)
 		descriptor_format(&d, text);
 		printf("region %u %s\n", i + 1, text);
 	}
-	if (fake_send(fd, &m, &head, sizeof(head), NULL, 0) < 0)
+	if (handover_wire_send(fd, &m, &head, sizeof(head), NULL, 0) < 0)
 		fake_die("send HEAD");
 	m.kind = HANDOVER_REGIONS;
 	m.count = n;
-	if (fake_send(fd, &m, recs, n * sizeof(recs[0]), memfds, n) < 0)
+	if (handover_wire_send(fd, &m, recs, n * sizeof(recs[0]), memfds, n) <
+	    0)
 		fake_die("send REGIONS");
 	m.kind = HANDOVER_END;
-	if (fake_send(fd, &m, NULL, 0, NULL, 0) < 0)
+	if (handover_wire_send(fd, &m, NULL, 0, NULL, 0) < 0)
 		fake_die("send END");
 	printf("handed %u\n", n);
 	/* "gone": the successor starts now; the memfds stay ours */

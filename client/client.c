@@ -756,8 +756,7 @@ rma_daemon_status(rma_client_t *client, void **status_p, size_t *len_p)
 	if (client == NULL || status_p == NULL || len_p == NULL)
 		return client_error(client, RMA_ERR_INVALID,
 				    "rma_daemon_status: missing argument");
-	if (fork_inherited(client))
-		return fork_error(client);
+	/* client_call checks fork_inherited */
 	req.body_case = RMA__V1__REQUEST__BODY_STATUS;
 	req.status = &body;
 	st = client_call(client, &req, CLIENT_CALL_TIMEOUT_MS, &reply, NULL);
@@ -1045,8 +1044,7 @@ rma_wait(rma_client_t *client, int timeout_ms)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
-	if (fork_inherited(client))
-		return fork_error(client);
+	/* rma_progress, first, checks fork_inherited */
 	since[0] = client->dispatched;
 	since[1] = (uint64_t)(uintptr_t)client;
 	st = rma_progress(client);

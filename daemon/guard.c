@@ -366,12 +366,16 @@ guard_is_local_address(const struct guard_ip *ip)
 		return -1;
 	if (nh->nlmsg_type == NLMSG_ERROR) {
 		const struct nlmsgerr *err = NLMSG_DATA(nh);
+
+		if (NLMSG_PAYLOAD(nh, 0) < sizeof(*err))
+			return -1;
 		/* no route to it: certainly not one of ours */
 		return err->error == -ENETUNREACH || err->error == -EHOSTUNREACH
 			   ? 0
 			   : -1;
 	}
-	if (nh->nlmsg_type != RTM_NEWROUTE)
+	if (nh->nlmsg_type != RTM_NEWROUTE ||
+	    NLMSG_PAYLOAD(nh, 0) < sizeof(struct rtmsg))
 		return -1;
 	return ((const struct rtmsg *)NLMSG_DATA(nh))->rtm_type == RTN_LOCAL;
 }
@@ -391,10 +395,13 @@ guard_diag_addr_is(int family, const uint32_t *words, const struct guard_ip *ip)
 	       guard_ip_same_host(&seen, ip);
 }
 
-/* Whose is the socket at the other end of an accepted connection? The
- * kernel looks it up by the exact 4-tuple (its local end is our peer). */
-static enum guard_owner
-guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
+/* The kernel's exact inet_diag lookup of the TCP socket whose local end
+ * is src (and whose remote end is dst, when dst is not 0): 1 and *m
+ * filled when found, 0 when there is no such socket, -1 when the kernel
+ * did not say. */
+static int
+guard_diag_lookup(const struct guard_ip *src, const struct guard_ip *dst,
+		  struct inet_diag_msg *m)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -405,8 +412,6 @@ guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
 		char buf[1024];
 	} ans;
 	const struct nlmsghdr *nh = &ans.nh;
-	const struct inet_diag_msg *m;
-	uid_t uid;
 	ssize_t n;
 
 	memset(&req, 0, sizeof(req));
@@ -417,19 +422,45 @@ guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
 	req.req.sdiag_protocol = IPPROTO_TCP;
 	req.req.idiag_states = ~0u;
 	req.req.id.idiag_sport = src->port;
-	req.req.id.idiag_dport = dst->port;
 	memcpy(req.req.id.idiag_src, src->addr, guard_addr_len(src->family));
-	memcpy(req.req.id.idiag_dst, dst->addr, guard_addr_len(dst->family));
+	if (dst != NULL) {
+		req.req.id.idiag_dport = dst->port;
+		memcpy(req.req.id.idiag_dst, dst->addr,
+		       guard_addr_len(dst->family));
+	}
 	req.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	req.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 	n = guard_netlink_ask(NETLINK_SOCK_DIAG, &req, sizeof(req), &ans,
 			      sizeof(ans));
 	if (n < 0 || !NLMSG_OK(nh, (size_t)n))
-		return GUARD_OWNER_UNKNOWN;
+		return -1;
 	if (nh->nlmsg_type == NLMSG_ERROR) {
-		const struct nlmsgerr *err = NLMSG_DATA(nh);
-		if (err->error != -ENOENT)
-			return GUARD_OWNER_UNKNOWN;
+		if (NLMSG_PAYLOAD(nh, 0) < sizeof(struct nlmsgerr))
+			return -1;
+		return ((const struct nlmsgerr *)NLMSG_DATA(nh))->error ==
+			       -ENOENT
+			   ? 0
+			   : -1;
+	}
+	if (nh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    NLMSG_PAYLOAD(nh, 0) < sizeof(*m))
+		return -1;
+	memcpy(m, NLMSG_DATA(nh), sizeof(*m));
+	return 1;
+}
+
+/* Whose is the socket at the other end of an accepted connection? The
+ * kernel looks it up by the exact 4-tuple (its local end is our peer). */
+static enum guard_owner
+guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
+{
+	struct inet_diag_msg m;
+	uid_t uid;
+
+	switch (guard_diag_lookup(src, dst, &m)) {
+	case 1:
+		break;
+	case 0:
 		/* No such socket here: another host, or a local one gone
 		 * (reset, or its orphan expired) with its bytes still
 		 * queued for us. */
@@ -441,22 +472,20 @@ guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
 		default:
 			return GUARD_OWNER_UNKNOWN;
 		}
-	}
-	if (nh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-	    NLMSG_PAYLOAD(nh, 0) < sizeof(*m))
+	default:
 		return GUARD_OWNER_UNKNOWN;
-	m = NLMSG_DATA(nh);
+	}
 	/* The lookup falls back to a listening socket on the same address
 	 * and port: only the connecting socket itself counts. */
-	if (m->id.idiag_sport != src->port || m->id.idiag_dport != dst->port ||
-	    !guard_diag_addr_is(m->idiag_family, m->id.idiag_src, src) ||
-	    !guard_diag_addr_is(m->idiag_family, m->id.idiag_dst, dst))
+	if (m.id.idiag_sport != src->port || m.id.idiag_dport != dst->port ||
+	    !guard_diag_addr_is(m.idiag_family, m.id.idiag_src, src) ||
+	    !guard_diag_addr_is(m.idiag_family, m.id.idiag_dst, dst))
 		return GUARD_OWNER_OTHER;
 	/* Closed by its owner, it is orphaned (uid 0 in TIME_WAIT): only
 	 * a socket still open in its owner's hands is asked about. */
-	if (m->idiag_state != TCP_ESTABLISHED && m->idiag_state != TCP_SYN_SENT)
+	if (m.idiag_state != TCP_ESTABLISHED && m.idiag_state != TCP_SYN_SENT)
 		return GUARD_OWNER_OTHER;
-	uid = m->idiag_uid;
+	uid = m.idiag_uid;
 	return uid == geteuid() || uid == 0 ? GUARD_OWNER_OURS
 					    : GUARD_OWNER_OTHER;
 }
@@ -464,18 +493,9 @@ guard_owner_of(const struct guard_ip *src, const struct guard_ip *dst)
 int
 guard_local_listener_owner(const struct sockaddr_storage *sa, uid_t *uid_p)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct inet_diag_req_v2 req;
-	} req;
-	union {
-		struct nlmsghdr nh;
-		char buf[1024];
-	} ans;
-	const struct nlmsghdr *nh = &ans.nh;
-	const struct inet_diag_msg *m;
+	struct inet_diag_msg m;
 	struct guard_ip ip;
-	ssize_t n;
+	int found;
 
 	if (!guard_ip_of((const struct sockaddr *)sa, &ip))
 		return -1;
@@ -489,33 +509,12 @@ guard_local_listener_owner(const struct sockaddr_storage *sa, uid_t *uid_p)
 	default:
 		return -1;
 	}
-	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_len = sizeof(req);
-	req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.req.sdiag_family = ip.family;
-	req.req.sdiag_protocol = IPPROTO_TCP;
-	req.req.idiag_states = ~0u;
-	req.req.id.idiag_sport = ip.port;
-	memcpy(req.req.id.idiag_src, ip.addr, guard_addr_len(ip.family));
-	req.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-	req.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	n = guard_netlink_ask(NETLINK_SOCK_DIAG, &req, sizeof(req), &ans,
-			      sizeof(ans));
-	if (n < 0 || !NLMSG_OK(nh, (size_t)n))
-		return -1;
-	if (nh->nlmsg_type == NLMSG_ERROR)
-		return ((const struct nlmsgerr *)NLMSG_DATA(nh))->error ==
-			       -ENOENT
-			   ? 0
-			   : -1;
-	if (nh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-	    NLMSG_PAYLOAD(nh, 0) < sizeof(*m))
-		return -1;
-	m = NLMSG_DATA(nh);
-	if (m->idiag_state != TCP_LISTEN || m->id.idiag_sport != ip.port)
+	found = guard_diag_lookup(&ip, NULL, &m);
+	if (found != 1)
+		return found;
+	if (m.idiag_state != TCP_LISTEN || m.id.idiag_sport != ip.port)
 		return 0;
-	*uid_p = m->idiag_uid;
+	*uid_p = m.idiag_uid;
 	return 1;
 }
 

@@ -639,8 +639,12 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		goto err_stream;
 	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
 		sizeof(head) ||
-	    m.kind != HANDOVER_HEAD)
+	    m.kind != HANDOVER_HEAD) {
+		/* a wrong message may carry an fd all the same */
+		if (n_fds == 1)
+			close(lfd);
 		goto err_stream;
+	}
 	memcpy(st->id, head.id, sizeof(st->id));
 	st->next_region_id = head.next_region_id;
 	st->next_epoch = head.next_epoch;

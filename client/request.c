@@ -743,19 +743,13 @@ request_part_done(rma_request_t *part, rma_status_t st, void *arg)
 	request_part_finish(parent);
 }
 
+/* What fails a putv/getv before any request exists (the client's last
+ * error set): RMA_OK when the arguments are usable. */
 static rma_status_t
-request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
-	       rma_remote_t *remote, const rma_iov_t *iov, size_t n,
-	       unsigned flags, rma_callback_t cb, void *user_data,
-	       rma_request_t **req_p)
+request_vector_args(rma_client_t *client, const char *name,
+		    const rma_region_t *region, rma_remote_t *remote,
+		    const rma_iov_t *iov, size_t n, unsigned flags)
 {
-	const char *name = kind == RMA__V1__OP_KIND__PUT ? "putv" : "getv";
-	struct rma_request *parent;
-	rma_status_t st = RMA_OK;
-	size_t i;
-
-	if (client == NULL)
-		return RMA_ERR_INVALID;
 	if (fork_inherited(client))
 		return fork_error(client);
 	if (region == NULL || remote == NULL || (iov == NULL && n > 0))
@@ -778,23 +772,34 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	if (flags & ~RMA_FLAG_REMOTE_COMPLETION)
 		return client_error(client, RMA_ERR_INVALID,
 				    "unknown %s flags 0x%x", name, flags);
-	if (request_decided_here(client, region, name, cb, user_data, req_p,
-				 &st))
-		return st;
-	/* Every piece is checked before any is sent: a bad one and nothing
-	 * moves. */
-	for (i = 0; i < n; i++) {
+	return RMA_OK;
+}
+
+/* Every piece is checked before any is sent: a bad one and nothing
+ * moves. True when one is bad, with what to return in *st_p: a piece of
+ * length 0 is an argument error, one outside its region completes the
+ * request at once. */
+static bool
+request_vector_refused(rma_client_t *client, const char *name,
+		       const rma_region_t *region, const rma_remote_t *remote,
+		       const rma_iov_t *iov, size_t n, rma_callback_t cb,
+		       void *user_data, rma_request_t **req_p,
+		       rma_status_t *st_p)
+{
+	for (size_t i = 0; i < n; i++) {
 		const rma_iov_t *v = &iov[i];
 
-		if (v->length == 0)
-			return client_error(client, RMA_ERR_INVALID,
-					    "%s piece %zu has length 0", name,
-					    i);
+		if (v->length == 0) {
+			*st_p =
+			    client_error(client, RMA_ERR_INVALID,
+					 "%s piece %zu has length 0", name, i);
+			return true;
+		}
 		if (v->offset > region->length ||
 		    v->length > region->length - v->offset ||
 		    v->remote_offset > remote->length ||
-		    v->length > remote->length - v->remote_offset)
-			return request_complete_now(
+		    v->length > remote->length - v->remote_offset) {
+			*st_p = request_complete_now(
 			    client, RMA_ERR_OUT_OF_BOUNDS, cb, user_data, req_p,
 			    "%s piece %zu ([%llu, +%llu) here, [%llu, +%llu) "
 			    "there) is outside its region",
@@ -802,19 +807,26 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 			    (unsigned long long)v->length,
 			    (unsigned long long)v->remote_offset,
 			    (unsigned long long)v->length);
+			return true;
+		}
 	}
-	parent = request_alloc(client);
-	if (parent == NULL)
-		return client_error(client, RMA_ERR_NO_MEMORY,
-				    "no memory for a request");
-	parent->refs = 1; /* the library's, until the last piece */
-	parent->cb = cb;
-	parent->user_data = user_data;
-	parent->parts_left = 1; /* held while the pieces are queued */
-	/* the pieces go out in one frame (the daemon then sends the small
-	 * ones to the target in one message) */
+	return false;
+}
+
+/* Submits the pieces as parts of parent, in one frame (the daemon then
+ * sends the small ones to the target in one message). Returns the first
+ * failure, the pieces submitted before it in *done_p. */
+static rma_status_t
+request_vector_submit(rma_client_t *client, Rma__V1__OpKind kind,
+		      const rma_region_t *region, const rma_remote_t *remote,
+		      const rma_iov_t *iov, size_t n, unsigned flags,
+		      struct rma_request *parent, size_t *done_p)
+{
+	rma_status_t st = RMA_OK;
+	size_t i;
+
 	client->hold_batch = 1;
-	for (i = 0; i < n && st == RMA_OK; i++) {
+	for (i = 0; i < n; i++) {
 		Rma__V1__Op op = RMA__V1__OP__INIT;
 		rma_request_t *part = NULL;
 
@@ -838,7 +850,42 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	client->hold_batch = 0;
 	if (client->pending_n > 0 && client->sent_in_flight == 0)
 		request_flush(client);
-	if (st != RMA_OK && i == 0) {
+	*done_p = i;
+	return st;
+}
+
+static rma_status_t
+request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
+	       rma_remote_t *remote, const rma_iov_t *iov, size_t n,
+	       unsigned flags, rma_callback_t cb, void *user_data,
+	       rma_request_t **req_p)
+{
+	const char *name = kind == RMA__V1__OP_KIND__PUT ? "putv" : "getv";
+	struct rma_request *parent;
+	rma_status_t st;
+	size_t done;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	st = request_vector_args(client, name, region, remote, iov, n, flags);
+	if (st != RMA_OK)
+		return st;
+	if (request_decided_here(client, region, name, cb, user_data, req_p,
+				 &st) ||
+	    request_vector_refused(client, name, region, remote, iov, n, cb,
+				   user_data, req_p, &st))
+		return st;
+	parent = request_alloc(client);
+	if (parent == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a request");
+	parent->refs = 1; /* the library's, until the last piece */
+	parent->cb = cb;
+	parent->user_data = user_data;
+	parent->parts_left = 1; /* held while the pieces are queued */
+	st = request_vector_submit(client, kind, region, remote, iov, n, flags,
+				   parent, &done);
+	if (st != RMA_OK && done == 0) {
 		/* nothing submitted: no request */
 		request_unref(parent);
 		return st;

@@ -6,7 +6,7 @@
  * groups, sizes, seconds), the file, the flags and the printing; what
  * needs every option set is config_check.c's, net_devices = auto is
  * netdev.c's. */
-#include "daemon.h"
+#include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "frame.h"
 #include "size.h"
 #include "socket_path.h"
 

@@ -6,7 +6,7 @@
  * cluster key, and the addresses and devices the start binds must be
  * this host's. Runs after the file, the environment
  * and the flags, before the daemon starts or --check-config prints. */
-#include "daemon.h"
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>

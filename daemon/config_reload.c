@@ -10,7 +10,7 @@
  * shaped the daemon at start (socket, listener, UCX, threads) keeps its
  * old value until a restart. The cluster key is compared but never
  * printed. */
-#include "daemon.h"
+#include "config.h"
 
 #include <string.h>
 

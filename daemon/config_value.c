@@ -4,7 +4,7 @@
  * number (a number that does not fit is an error, never a wrap), and
  * booleans. Every parser reports through config_error into the caller's
  * buffer. */
-#include "daemon.h"
+#include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

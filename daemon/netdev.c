@@ -6,7 +6,7 @@
  * wildcard address) and the RDMA ports behind them, found through sysfs.
  * And for config_check: the devices named and the addresses to bind are
  * this host's. */
-#include "daemon.h"
+#include "config.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

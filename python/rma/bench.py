@@ -175,6 +175,9 @@ def main(argv=None):
                     "python_bytes_per_s": py_rate * size,
                     "python_callback_ops_per_s": med[1],
                     "runs": len(runs),
+                    # each repetition's await rate over the rmactl run
+                    # right after it: bench/compare judges the worst
+                    "pair_ratios": [r[0] / r[2] for r in runs if r[2]],
                     "rmactl_ops_per_s": ref["ops_per_s"],
                     "rmactl_bytes_per_s": ref["bytes_per_s"],
                     "ratio": py_rate / ref["ops_per_s"]

@@ -466,11 +466,10 @@ static void
 handshake_refuse_hello(struct peer *p, wire_status_t status, const char *why)
 {
 	struct daemon *d = p->d;
-	static double last_logged;
+	static struct log_limit limit;
 
 	d->counters.auth_failures++;
-	if (daemon_now() - last_logged > HANDSHAKE_LOG_INTERVAL) {
-		last_logged = daemon_now();
+	if (log_limit_pass(&limit, HANDSHAKE_LOG_INTERVAL)) {
 		log_warn("handshake_on_hello: %s: hello refused: %s (%llu "
 			 "handshakes refused so far)",
 			 p->address, why,
@@ -568,7 +567,7 @@ handshake_on_proof(struct peer *p, const struct am_msg *m)
 {
 	struct daemon *d = p->d;
 	struct am_hello_proof in;
-	static double last_logged;
+	static struct log_limit limit;
 
 	if (m->length < sizeof(in) ||
 	    p->state != RMA__V1__PEER_STATE__PEER_CONNECTING || !p->await_proof)
@@ -579,8 +578,7 @@ handshake_on_proof(struct peer *p, const struct am_msg *m)
 	    !handshake_proof_ok(d, p->transcript, "initiator", in.proof)) {
 		d->counters.auth_failures++;
 		/* Rate-limited: a stranger may try without end. */
-		if (daemon_now() - last_logged > HANDSHAKE_LOG_INTERVAL) {
-			last_logged = daemon_now();
+		if (log_limit_pass(&limit, HANDSHAKE_LOG_INTERVAL)) {
 			log_warn("handshake_on_proof: %s failed the cluster "
 				 "key proof (%llu failures so far)",
 				 p->address,

@@ -101,7 +101,7 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	    .err_handler.cb = peer_on_ep_error,
 	};
 	char host[INET6_ADDRSTRLEN] = "?", address[96];
-	static double last_logged;
+	static struct log_limit limit;
 	const char *refusal;
 	struct peer *p;
 	ucs_status_t st;
@@ -131,8 +131,7 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	if (refusal != NULL || d->shutting_down) {
 		d->counters.inbound_refused++;
 		/* Rate-limited: a flood must not flood the log too. */
-		if (daemon_now() - last_logged >= 1.0) {
-			last_logged = daemon_now();
+		if (log_limit_pass(&limit, 1.0)) {
 			log_warn(
 			    "listener_on_conn_request: rejected daemon "
 			    "connection from %s: %s (%llu refused so far)",

@@ -60,6 +60,23 @@ log_level_name(enum log_level level)
 	return log_names[level];
 }
 
+bool
+log_limit_pass(struct log_limit *l, double interval_s)
+{
+	struct timespec ts;
+	uint64_t now, next;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	next = atomic_load_explicit(&l->next_ns, memory_order_relaxed);
+	if (next != 0 && now < next)
+		return false;
+	/* Of the threads that saw the same expired clock, one wins. */
+	return atomic_compare_exchange_strong_explicit(
+	    &l->next_ns, &next, now + (uint64_t)(interval_s * 1e9),
+	    memory_order_relaxed, memory_order_relaxed);
+}
+
 int
 log_enabled(enum log_level level)
 {

@@ -5,6 +5,10 @@
 #ifndef RMAD_LOG_H
 #define RMAD_LOG_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 enum log_level {
 	LOG_LEVEL_ERROR,
 	LOG_LEVEL_WARN,
@@ -26,6 +30,17 @@ void log_msg(enum log_level level, const char *fmt, ...)
  * journal. */
 void log_startup(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* One rate limit for a log line that a stranger can trigger without end
+ * (refused connections, failed proofs). Shared by every worker thread
+ * that reaches the same line, so its clock is an atomic. */
+struct log_limit {
+	_Atomic uint64_t next_ns; /* CLOCK_MONOTONIC; 0: never logged */
+};
+
+/* True at most once per @interval_s for @l, in whichever thread asks
+ * first; false for every other caller until then. */
+bool log_limit_pass(struct log_limit *l, double interval_s);
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

@@ -279,13 +279,32 @@ int
 server_adopt(struct daemon *d, int fd)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	socklen_t sa_len = sizeof(sa);
+	socklen_t sa_len = sizeof(sa), opt_len = sizeof(int);
+	int type = 0, listening = 0;
 
-	if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&
-	    sa_len > offsetof(struct sockaddr_un, sun_path) &&
-	    sa.sun_path[0] != '\0')
-		snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%.*s",
-			 (int)sizeof(d->cfg.socket_path) - 1, sa.sun_path);
+	/* The predecessor passed it: whatever it is, it must be what we
+	 * would have made ourselves, a listening stream socket with a path
+	 * in a directory only we (or root) can write. */
+	memset(sa.sun_path, 0, sizeof(sa.sun_path));
+	if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) < 0 ||
+	    sa.sun_family != AF_UNIX ||
+	    sa_len <= offsetof(struct sockaddr_un, sun_path) ||
+	    sa.sun_path[0] == '\0' ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &opt_len) < 0 ||
+	    type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &opt_len) <
+		0 ||
+	    !listening) {
+		log_error("server_adopt: the predecessor's client socket is "
+			  "not a listening Unix stream socket with a path; "
+			  "not taking it");
+		return -1;
+	}
+	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	if (server_check_dir(&d->cfg, sa.sun_path, "serving") < 0)
+		return -1;
+	snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%.*s",
+		 (int)sizeof(d->cfg.socket_path) - 1, sa.sun_path);
 	evutil_make_socket_nonblocking(fd);
 	return server_listen(d, fd);
 }

@@ -1041,6 +1041,32 @@ START_TEST(test_take_over_refuses_another_uid)
 }
 END_TEST
 
+/* A predecessor of our own uid hands, as the client socket, something
+ * that is not a listening Unix stream socket with a path: the successor
+ * takes none of it (exit 1) rather than serve on it. */
+START_TEST(test_take_over_refuses_foreign_listen_fd)
+{
+	static const char *const kinds[] = {"pipe", "dgram", "idle",
+					    "nameless"};
+	static const char *const take[] = {"--take-over", NULL};
+	char dir[] = "/tmp/rmad-fake.XXXXXX", sock[64], err[4096];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/rmad.sock", dir);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		const char *args[] = {"--listen-fd", kinds[i], NULL};
+		struct fake f;
+
+		fake_start(&f, sock, 0, args);
+		successor_refused(sock, take, err, sizeof(err));
+		ck_assert_msg(strstr(err, "not a listening Unix stream socket"),
+			      "%s: %s", kinds[i], err);
+		ck_assert_int_eq(fake_stop(&f), 0);
+	}
+	remove_dir(dir);
+}
+END_TEST
+
 /* A directory anyone may write (sticky, as /tmp): nobody binds
  * "<socket>.takeover" there; the successor refuses the directory, and
  * with socket_dir_shared still refuses the predecessor's uid. */
@@ -1246,6 +1272,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_take_over_refuses_another_uid);
 	tcase_add_test(tc, test_take_over_refuses_shared_dir);
+	tcase_add_test(tc, test_take_over_refuses_foreign_listen_fd);
 	tcase_add_test(tc, test_socket_dir_shared);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);

@@ -5,6 +5,7 @@
  * messages (daemon/handover_wire.h).
  *
  *   fake_predecessor SOCKET [--as-uid UID] [--unsealed K] [--regions N]
+ *                           [--listen-fd KIND]
  *
  * --as-uid: bind as the caller (root: the path may sit in root's own
  * directory), then become UID (groups dropped) before listen(), whose
@@ -12,6 +13,10 @@
  * caller's (setpriv runs it as another user). --regions: N regions of
  * 64 KiB (default 2), ids 1..N; the first K of them (default 0) are
  * memfds without seals, the rest sealed as rmad seals its own.
+ * --listen-fd: hand, in HEAD, a client socket that is not one: "pipe"
+ * (a pipe's read end), "dgram" (a bound Unix datagram socket), "idle"
+ * (a bound Unix stream socket that does not listen), "nameless" (a
+ * listening stream socket without a path).
  *
  * stdout, one line each: "listening", then for each region its
  * descriptor ("region ID rma1:..."), then "handed N" once END is sent.
@@ -49,6 +54,39 @@ fake_die(const char *what)
 	exit(1);
 }
 
+/* The client socket handed as KIND (see above), or -1 for none. */
+static int
+fake_listen_fd(const char *kind, const char *sock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, fds[2];
+
+	if (kind == NULL)
+		return -1;
+	if (strcmp(kind, "pipe") == 0) {
+		if (pipe(fds) < 0)
+			fake_die("pipe");
+		return fds[0];
+	}
+	fd = socket(AF_UNIX,
+		    strcmp(kind, "dgram") == 0 ? SOCK_DGRAM : SOCK_STREAM, 0);
+	if (fd < 0)
+		fake_die("socket");
+	if (strcmp(kind, "nameless") == 0) {
+		/* an address of the family alone: an abstract autobind */
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) <
+			0 ||
+		    listen(fd, 1) < 0)
+			fake_die("listen nameless");
+		return fd;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.fake-%s", sock, kind);
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		fake_die("bind fake listen fd");
+	return fd;
+}
+
 static int
 fake_memfd(unsigned i, int sealed)
 {
@@ -80,7 +118,9 @@ main(int argc, char **argv)
 		struct handover_msg m;
 		struct handover_ask ask;
 	} ask;
+	const char *listen_kind = NULL;
 	unsigned n = 2, unsealed = 0;
+	int listen_fd;
 	long as_uid = -1;
 	struct pollfd p;
 	char line[64];
@@ -89,7 +129,8 @@ main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: fake_predecessor SOCKET [--as-uid "
-				"UID] [--unsealed K] [--regions N]\n");
+				"UID] [--unsealed K] [--regions N] [--listen-fd "
+				"KIND]\n");
 		return 1;
 	}
 	for (int i = 2; i + 1 < argc; i += 2) {
@@ -97,6 +138,8 @@ main(int argc, char **argv)
 			as_uid = strtol(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--unsealed") == 0)
 			unsealed = (unsigned)strtoul(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--listen-fd") == 0)
+			listen_kind = argv[i + 1];
 		else if (strcmp(argv[i], "--regions") == 0)
 			n = (unsigned)strtoul(argv[i + 1], NULL, 10);
 	}
@@ -151,7 +194,10 @@ main(int argc, char **argv)
 		descriptor_format(&d, text);
 		printf("region %u %s\n", i + 1, text);
 	}
-	if (handover_wire_send(fd, &m, &head, sizeof(head), NULL, 0) < 0)
+	listen_fd = fake_listen_fd(listen_kind, argv[1]);
+	head.has_listen_fd = listen_fd >= 0;
+	if (handover_wire_send(fd, &m, &head, sizeof(head), &listen_fd,
+			       listen_fd >= 0 ? 1 : 0) < 0)
 		fake_die("send HEAD");
 	m.kind = HANDOVER_REGIONS;
 	m.count = n;

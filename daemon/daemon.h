@@ -119,6 +119,9 @@ struct notification_owner;
 struct notification_initiator {
 	const uint8_t *daemon_id; /* DAEMON_ID_SIZE bytes */
 	uint64_t client;
+	/* Whose word the client is: with daemon_id, the group its share is
+	 * part of (a peer daemon: 0; a client of ours: its uid + 1). */
+	uint64_t group;
 };
 /* Takes one place in the bound of r's owner, and in its initiator's
  * share of it, before the bytes are copied: OK with the share in

@@ -22,7 +22,14 @@
  * free (2048 alone, 1024 beside one that took its 2048, ...), so that one
  * initiator that fills its share never starves the others. An initiator is
  * a client, of this daemon or of a peer (whose notifying puts name their
- * client, am_rma_notify.client). The place is taken before a byte is copied,
+ * client, am_rma_notify.client). Initiators are counted in groups whose
+ * name is not anyone's word: a peer daemon (the handshake names it) for
+ * its clients, a uid (the kernel names it) for ours. A group holds at most
+ * three quarters of what the other groups leave, and half of the free
+ * share slots, so that no count of client numbers (or of connections)
+ * takes one peer or one user past that: beside it, the others keep a
+ * quarter. One client alone still has the half it would have without
+ * groups (2048: the rules only bind once a group's clients add up) * share. The place is taken before a byte is copied,
  * by whichever worker applies the put, under the owner's lock: a put over
  * either bound fails with ERR_LIMIT and its bytes are not applied, so
  * nothing is lost silently.
@@ -47,7 +54,17 @@ struct notification_share {
 	uint8_t daemon_id[DAEMON_ID_SIZE];
 	uint64_t client;
 	uint32_t held;
-	bool used; /* holds a key: a lookup goes on past it */
+	uint16_t group; /* its initiator in groups[] */
+	bool used;	/* holds a key: a lookup goes on past it */
+};
+
+/* The initiators of one peer daemon, or of one uid of ours. */
+struct notification_group {
+	uint8_t daemon_id[DAEMON_ID_SIZE];
+	uint64_t group; /* notification_initiator.group */
+	uint32_t held;	/* of its shares */
+	uint16_t live;	/* its shares that hold any */
+	uint16_t refs;	/* its shares in the table; 0: a free group */
 };
 
 /* Notifications sent to the owner in a row from one share. */
@@ -59,7 +76,9 @@ struct notification_run {
 /* What the notifications an owner holds are, by initiator. */
 struct notification_bound {
 	uint32_t held;
+	uint32_t live; /* shares that hold any */
 	struct notification_share shares[NOTIFICATION_SHARES];
+	struct notification_group groups[NOTIFICATION_SHARES];
 };
 
 /* An owner's bound. lock guards it (any worker reserves); runs are the
@@ -146,6 +165,36 @@ notification_share_hash(const struct notification_initiator *from)
 	return (uint32_t)(a >> 40) & (NOTIFICATION_SHARES - 1);
 }
 
+/* from's initiator in b, made if need be: a scan, but only for a share
+ * new to the table (one that stays in it keeps its group). */
+static int
+notification_group_find(struct notification_bound *b,
+			const struct notification_initiator *from)
+{
+	int free_group = -1;
+
+	for (int i = 0; i < NOTIFICATION_SHARES; i++) {
+		struct notification_group *g = &b->groups[i];
+
+		if (g->refs == 0) {
+			if (free_group < 0)
+				free_group = i;
+		} else if (g->group == from->group &&
+			   memcmp(g->daemon_id, from->daemon_id,
+				  DAEMON_ID_SIZE) == 0) {
+			return i;
+		}
+	}
+	if (free_group >= 0) {
+		struct notification_group *g = &b->groups[free_group];
+
+		memset(g, 0, sizeof(*g));
+		memcpy(g->daemon_id, from->daemon_id, DAEMON_ID_SIZE);
+		g->group = from->group;
+	}
+	return free_group;
+}
+
 /* from's share in b, made if need be; NULL when every share is held by
  * another initiator. */
 static struct notification_share *
@@ -154,6 +203,7 @@ notification_share_find(struct notification_bound *b,
 {
 	uint32_t at = notification_share_hash(from);
 	struct notification_share *free_share = NULL;
+	int group;
 
 	for (uint32_t probe = 0; probe < NOTIFICATION_SHARES; probe++) {
 		struct notification_share *sh = &b->shares[at];
@@ -172,9 +222,20 @@ notification_share_find(struct notification_bound *b,
 			return NULL;
 		free_share = &b->shares[at];
 	}
+	/* reused: no longer its group's (which may be free now) */
+	if (free_share->used)
+		b->groups[free_share->group].refs--;
+	group = notification_group_find(b, from);
+	if (group < 0) {
+		if (free_share->used)
+			b->groups[free_share->group].refs++;
+		return NULL;
+	}
 	memcpy(free_share->daemon_id, from->daemon_id, DAEMON_ID_SIZE);
 	free_share->client = from->client;
+	free_share->group = (uint16_t)group;
 	free_share->used = true;
+	b->groups[group].refs++;
 	return free_share;
 }
 
@@ -192,6 +253,7 @@ notification_share_drop(struct notification_bound *b,
 		return;
 	while (b->shares[at].used && b->shares[at].held == 0) {
 		b->shares[at].used = false;
+		b->groups[b->shares[at].group].refs--;
 		at = (at - 1) & mask;
 	}
 }
@@ -202,32 +264,53 @@ notification_share_release(struct notification_bound *b, uint32_t share,
 			   uint32_t n)
 {
 	struct notification_share *sh = &b->shares[share];
+	struct notification_group *g = &b->groups[sh->group];
 
 	/* clamped: a broken count never raises a bound */
 	n = n < sh->held ? n : sh->held;
 	sh->held -= n;
+	g->held -= n;
 	b->held -= n;
+	if (sh->held == 0 && n > 0) {
+		g->live--;
+		b->live--;
+	}
 	if (sh->held == 0)
 		notification_share_drop(b, sh);
 }
 
-/* One place for from, if its share has room: half of what the others
- * leave free, 2 * (its held + 1) + the others' <= the bound. */
+/* One place for from, if its share has room: half of what the other
+ * initiators leave free, within its group's three quarters of what the
+ * other groups leave; and a share slot, if its group holds at most half
+ * of the free ones. */
 static struct notification_share *
 notification_bound_take(struct notification_bound *b,
 			const struct notification_initiator *from)
 {
 	struct notification_share *sh = notification_share_find(b, from);
+	struct notification_group *g;
+	uint32_t others;
+	bool fits;
 
 	if (sh == NULL)
 		return NULL;
-	if (2 * (sh->held + 1) + (b->held - sh->held) >
-	    NOTIFICATION_QUEUE_MAX) {
+	g = &b->groups[sh->group];
+	others = b->held - g->held;
+	fits = 2 * (sh->held + 1) + (b->held - sh->held) <=
+		   NOTIFICATION_QUEUE_MAX &&
+	       4 * (g->held + 1) <= 3 * (NOTIFICATION_QUEUE_MAX - others) &&
+	       (sh->held > 0 ||
+		2 * (g->live + 1) + (b->live - g->live) <= NOTIFICATION_SHARES);
+	if (!fits) {
 		if (sh->held == 0)
 			notification_share_drop(b, sh);
 		return NULL;
 	}
-	sh->held++;
+	if (sh->held++ == 0) {
+		g->live++;
+		b->live++;
+	}
+	g->held++;
 	b->held++;
 	return sh;
 }

@@ -516,9 +516,10 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 
 	bool notify = o->kind == RMA__V1__OP_KIND__PUT &&
 		      (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
-	/* a client of this daemon is an initiator of its own */
+	/* a client of this daemon is an initiator within its uid's group */
 	struct notification_initiator from = {.daemon_id = c->d->id,
-					      .client = (uint64_t)c->id + 1};
+					      .client = (uint64_t)c->id + 1,
+					      .group = (uint64_t)c->uid + 1};
 	uint32_t share = 0;
 	wire_status_t st;
 

@@ -96,10 +96,11 @@ static wire_status_t
 target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
 		 const struct am_batch_notify *notify)
 {
-	/* each client of the peer is an initiator of its own */
+	/* each client of the peer is an initiator within the peer's group */
 	struct notification_initiator from = {
 	    .daemon_id = p->remote_id,
-	    .client = notify != NULL ? notify->client : 0};
+	    .client = notify != NULL ? notify->client : 0,
+	    .group = 0};
 	struct region *r = NULL;
 	uint32_t share = 0;
 	wire_status_t st;

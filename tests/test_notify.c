@@ -484,14 +484,16 @@ owner_take_all(rma_client_t *owner, struct taker *t, int n_t)
  * region B, each up to its own share: half of what the others leave free
  * (2048 alone, then 1024, 512, 256). Whoever is over its share gets
  * LIMIT, its bytes not written, and its places come back once the owner
- * took (acknowledged) its notifications. */
+ * took (acknowledged) its notifications. The peer daemon (u[0], u[1])
+ * holds 3072 here, the most a group may beside nobody: a third client
+ * of it gets nothing, though 128 would be its own share. */
 #define SHARERS 4
 
 START_TEST(test_share_per_initiator)
 {
 	rma_client_t *owner;
 	rma_region_t *a, *b;
-	struct user u[SHARERS];
+	struct user u[SHARERS], third;
 	struct taker t[SHARERS];
 	/* u[0] through the peer daemon to a; the others to b: u[1]
 	 * through the peer daemon, u[2] and u[3] clients of the owner's */
@@ -529,10 +531,14 @@ START_TEST(test_share_per_initiator)
 				ck_assert_uint_eq(mem_a[2048 + k], 0);
 		}
 	}
+	ck_assert_uint_eq(held, 3840);
 	/* each is over the share the others left it */
 	for (int i = 0; i < SHARERS; i++)
 		ck_assert_int_eq(put_notify_sync(&u[i], 0, 0, 8, 7),
 				 RMA_ERR_LIMIT);
+	user_open(&third, 1, rma_region_descriptor(b));
+	ck_assert_int_eq(put_notify_sync(&third, 0, 0, 8, 7), RMA_ERR_LIMIT);
+	rma_disconnect(third.c);
 
 	/* The owner takes everything, each initiator's in its order; the
 	 * status call after it answers once the daemon had the last
@@ -545,6 +551,57 @@ START_TEST(test_share_per_initiator)
 						 8, t[i].first + t[i].count),
 				 RMA_OK);
 	for (int i = 0; i < SHARERS; i++)
+		rma_disconnect(u[i].c);
+	rma_disconnect(owner);
+}
+END_TEST
+
+/* A peer's client numbers are the peer's word: however many it names,
+ * they take at most half of the free share slots (32 of 64 alone), and
+ * the owner's own clients still find a place. Once the owner took the
+ * notifications, the slots come back. */
+#define PEER_NAMES 34
+
+START_TEST(test_share_peer_names)
+{
+	static struct user u[PEER_NAMES + 1];
+	static struct taker t[PEER_NAMES + 1];
+	rma_client_t *owner;
+	rma_region_t *a;
+	int ok = 0, n_t = 0;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &a), RMA_OK);
+	for (int i = 0; i <= PEER_NAMES; i++) {
+		/* the last one a client of the owner's daemon */
+		user_open(&u[i], i < PEER_NAMES ? 1 : 0,
+			  rma_region_descriptor(a));
+		memset(rma_region_ptr(u[i].src), 0xab, 4096);
+	}
+	for (int i = 0; i <= PEER_NAMES; i++) {
+		rma_status_t st =
+		    put_notify_sync(&u[i], 0, (uint64_t)i * 8, 8, 1000 + i);
+
+		if (i < 32 || i == PEER_NAMES) {
+			ck_assert_msg(st == RMA_OK, "put %d: %s", i,
+				      rma_strerror(st));
+			t[n_t++] = (struct taker){
+			    .region = a,
+			    .daemon_id = rma_daemon_id(u[i].c),
+			    .first = 1000 + (uint64_t)i,
+			    .count = 1};
+			ok++;
+		} else {
+			ck_assert_msg(st == RMA_ERR_LIMIT, "put %d: %s", i,
+				      rma_strerror(st));
+		}
+	}
+	ck_assert_int_eq(ok, 33);
+	owner_take_all(owner, t, n_t);
+	rma__v1__reply__free_unpacked(status_call(owner), NULL);
+	ck_assert_int_eq(put_notify_sync(&u[PEER_NAMES - 1], 0, 8, 8, 5000),
+			 RMA_OK);
+	for (int i = 0; i <= PEER_NAMES; i++)
 		rma_disconnect(u[i].c);
 	rma_disconnect(owner);
 }
@@ -1195,6 +1252,7 @@ main(void)
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
 	tcase_add_test(tc, test_share_per_initiator);
+	tcase_add_test(tc, test_share_peer_names);
 	tcase_add_test(tc, test_cli_lines);
 	tcase_add_test(tc, test_owner_dies);
 	suite_add_tcase(s, tc);

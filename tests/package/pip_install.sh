@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # What a Python user does: rmad installed (here: meson install into a
 # scratch destdir, its rma.pc pointed there), then in a fresh venv of an
-# interpreter other than Debian's (pyenv's, when there is one)
-#   pip install --no-build-isolation --no-index ./python
-# (no package index here: meson-python comes from Debian's
-# python3-mesonpy), then examples/put.py from outside the source tree,
+# interpreter other than Debian's (pyenv's, when there is one) the
+# README's block that runs pip install --no-build-isolation ./python with
+# Debian's python3-mesonpy on PYTHONPATH (no package index here), then
+# examples/put.py from outside the source tree,
 # against two real daemons. The extension must link the installed
 # librma.so.0, not carry the client code. Skipped (77) when venv,
 # meson-python, a compiler, pkg-config or Python.h is missing.
@@ -37,20 +37,19 @@ echo "interpreter: $PY ($("$PY" -V 2>&1))"
 	skip "$PY cannot make a venv (Debian's python3: apt-get install python3-venv): $(tail -n 1 "$T/venv.log")"
 VPY=$T/venv/bin/python
 
-# meson-python for the build: the venv's own, else Debian's pure-Python
-# packages (python3-mesonpy and what it imports) through PYTHONPATH for
-# pip alone; the venv stays as it was made.
-BUILD_PYTHONPATH=""
-if ! "$VPY" -c 'import mesonpy' 2>/dev/null; then
-	mkdir "$T/buildreq"
-	for m in mesonpy pyproject_metadata packaging tomli; do
-		[ -e "/usr/lib/python3/dist-packages/$m" ] &&
-			ln -s "/usr/lib/python3/dist-packages/$m" "$T/buildreq/$m"
-	done
-	PYTHONPATH=$T/buildreq "$VPY" -c 'import mesonpy' 2>"$T/mesonpy.err" ||
-		skip "meson-python not importable by $PY (apt-get install python3-mesonpy): $(tail -n 1 "$T/mesonpy.err")"
-	BUILD_PYTHONPATH=$T/buildreq
-fi
+# meson-python for the build: Debian's pure-Python packages
+# (python3-mesonpy and what it imports), for pip alone, by the README's
+# own block; the venv stays as it was made.
+for m in mesonpy pyproject_metadata packaging tomli; do
+	[ -e "/usr/lib/python3/dist-packages/$m" ] ||
+		skip "no /usr/lib/python3/dist-packages/$m (apt-get install python3-mesonpy)"
+done
+awk '
+	/^ *```sh$/ { fence = 1; block = ""; next }
+	fence && /^ *```$/ { fence = 0; if (block ~ /pip install --no-build-isolation/ && block ~ /PYTHONPATH=/) { printf "%s", block; found = 1; exit } next }
+	fence { sub(/^  /, ""); block = block $0 "\n" }
+	END { if (!found) exit 1 }
+' "$SRCDIR/README.md" >"$T/readme_pip.sh" || fail "README.md has no sh block with PYTHONPATH=... pip install --no-build-isolation"
 
 # rmad installed; pkg-config finds its librma there
 D=$T/dest
@@ -64,14 +63,18 @@ LIBDIR=$(PKG_CONFIG_PATH=$T/pc pkg-config --variable=libdir rma)
 [ -e "$LIBDIR/librma.so.0" ] || fail "no librma.so.0 in $LIBDIR"
 
 # pip builds python/ as it is in the repository, copied so that nothing
-# is written into the source tree
-cp -r "$SRCDIR/python" "$T/src"
-rm -rf "$T/src/tests"
+# is written into the source tree; the README's block runs as it is, from
+# the copy's top, with the venv's pip first on PATH (no package index
+# here: the package needs nothing from one)
+mkdir "$T/work"
+cp -r "$SRCDIR/python" "$T/work/python"
+rm -rf "$T/work/python/tests"
+cat "$T/readme_pip.sh"
 (
-	cd "$T"
-	PKG_CONFIG_PATH=$T/pc PYTHONPATH=$BUILD_PYTHONPATH \
-		PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
-		"$VPY" -m pip install --no-build-isolation --no-index "$T/src"
+	cd "$T/work"
+	PATH=$T/venv/bin:$PATH PKG_CONFIG_PATH=$T/pc \
+		PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_NO_INDEX=1 \
+		bash -euo pipefail "$T/readme_pip.sh"
 ) >"$T/pip.log" 2>&1 || {
 	# Debian 12's meson 1.0 reads an interpreter through distutils,
 	# which Python 3.12 dropped (pip with an index fetches a newer meson)

@@ -671,35 +671,37 @@ err_close:
 	return -1;
 }
 
-/* CLOCK_REALTIME in ms: an orphan's deadline crosses processes. */
+/* CLOCK_BOOTTIME in ms: an orphan's deadline crosses processes, within
+ * one boot (the memfds do not outlive it), and a clock set forward or
+ * back by hand or NTP moves no deadline. */
 static uint64_t
-handover_realtime_ms(void)
+handover_boottime_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* reattach_timeout after the region first became an orphan: a deadline
  * an earlier process set stands, or a crash loop would keep the orphan
- * for ever; at most reattach_timeout from now (a clock set back, a
- * shorter timeout since). */
+ * for ever; at most reattach_timeout from now (a shorter timeout since,
+ * or a wall-clock deadline from an older rmad: cut to a full one). */
 static uint64_t
 handover_orphan_deadline(const struct daemon *d, uint64_t inherited)
 {
-	uint64_t latest = handover_realtime_ms() +
+	uint64_t latest = handover_boottime_ms() +
 			  (uint64_t)(d->cfg.reattach_timeout * 1000.0);
 
 	return inherited != 0 && inherited < latest ? inherited : latest;
 }
 
-/* The timer, for the first deadline (CLOCK_REALTIME ms) of the orphans
+/* The timer, for the first deadline (CLOCK_BOOTTIME ms) of the orphans
  * left. */
 static void
 handover_orphan_arm(struct handover *h, uint64_t first)
 {
-	uint64_t now = handover_realtime_ms();
+	uint64_t now = handover_boottime_ms();
 	struct timeval tv;
 
 	if (first == UINT64_MAX || h->orphan_ev == NULL)
@@ -716,7 +718,7 @@ handover_on_orphan_deadline(evutil_socket_t fd, short what, void *arg)
 	size_t freed;
 
 	freed = region_expire_orphans(h->d, h->orphans, &h->n_orphans,
-				      handover_realtime_ms(), &next);
+				      handover_boottime_ms(), &next);
 	if (freed > 0)
 		log_info("handover_on_orphan_deadline: %zu regions nobody "
 			 "came back for freed",
@@ -728,7 +730,7 @@ int
 handover_restore(struct daemon *d, struct handover_state *st)
 {
 	struct handover *h = handover_get(d);
-	uint64_t now = handover_realtime_ms(), first = UINT64_MAX;
+	uint64_t now = handover_boottime_ms(), first = UINT64_MAX;
 	size_t lost = 0, expired = 0;
 
 	if (h == NULL)

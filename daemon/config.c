@@ -183,7 +183,6 @@ config_defaults(struct config *cfg)
 	cfg->reattach_timeout = 60.0;
 	snprintf(cfg->fd_store, sizeof(cfg->fd_store), "auto");
 	cfg->fd_store_max = 4096;
-	cfg->activation_fd = -1;
 }
 
 static const struct config_option *

@@ -78,7 +78,6 @@ struct config {
 				    waits for its owner */
 	char fd_store[8];	 /* fdstore.c: "auto", "yes" or "no" */
 	uint32_t fd_store_max;	 /* fdstore.c: FileDescriptorStoreMax= */
-	int activation_fd;	 /* notify.c: the socket systemd passed, -1 */
 };
 
 void config_defaults(struct config *cfg);

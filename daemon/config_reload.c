@@ -5,11 +5,13 @@
  * the --config file, the environment, the flags, the checks), so flags
  * keep winning over the file as they did at start, and a file that would
  * not start the daemon is refused as a whole: nothing of it applies.
- * What a running daemon can take (config.c marks those options) goes to
- * every worker's copy at once, inside one world stop (daemon.c); what
- * shaped the daemon at start (socket, listener, UCX, threads) keeps its
- * old value until a restart. The cluster key is compared but never
- * printed. */
+ * What a running daemon can take (config.c marks those options) goes
+ * into a new configuration that replaces the one every worker reads,
+ * inside one world stop (daemon.c); what shaped the daemon at start
+ * (socket, listener, UCX, threads) keeps its old value until a restart.
+ * Old and new are compared as given, not as learned at start (the port
+ * bound for listen = HOST:0, UCX_TLS over transports). The cluster key
+ * is compared but never printed. */
 #include "config.h"
 
 #include <string.h>

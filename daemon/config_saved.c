@@ -126,7 +126,6 @@ config_saved_decode(const uint8_t *blob, size_t len, struct config *cfg,
 	memcpy(next.peer_key, head.key, sizeof(next.peer_key));
 	next.take_over = cfg->take_over;
 	next.ready_fd = cfg->ready_fd;
-	next.activation_fd = cfg->activation_fd;
 	*cfg = next;
 	return 0;
 }

@@ -23,8 +23,8 @@ struct config_saved {
  * and the flag-only options are left out: they say how this process
  * starts, not what it runs on. 0, or -1 without memory. */
 int config_saved_encode(const struct config *cfg, struct config_saved *out);
-/* The configuration a blob holds, into cfg (its take_over, ready_fd
- * and activation_fd stay: this start's). 0, or -1 with err. */
+/* The configuration a blob holds, into cfg (its take_over and ready_fd
+ * stay: this start's). 0, or -1 with err. */
 int config_saved_decode(const uint8_t *blob, size_t len, struct config *cfg,
 			char *err, size_t err_len);
 /* The newest store-config-<n> systemd passed, out of passed (older ones

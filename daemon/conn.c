@@ -254,7 +254,7 @@ conn_send_message(struct conn *c, Rma__V1__DaemonMessage *m, int fd)
 	conn_queue_frame(c, &m->base, fd);
 	if (c->dead)
 		return;
-	if (evbuffer_get_length(c->out) > c->d->cfg.max_queued_bytes) {
+	if (evbuffer_get_length(c->out) > c->d->cfg->max_queued_bytes) {
 		conn_close(c, "client does not read its socket: output over "
 			      "max_queued_bytes");
 		return;
@@ -484,7 +484,7 @@ conn_check_stuck(struct daemon *d)
 
 	for (c = TAILQ_FIRST(&d->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->read_paused && now - c->paused_since > d->cfg.op_timeout)
+		if (c->read_paused && now - c->paused_since > d->cfg->op_timeout)
 			conn_close(c, "client stopped reading its socket");
 	}
 }
@@ -562,7 +562,7 @@ conn_close(struct conn *c, const char *why)
 static bool
 conn_allowed(struct daemon *d, int fd, const struct ucred *cred)
 {
-	const struct config *cfg = &d->cfg;
+	const struct config *cfg = d->cfg;
 	gid_t groups[256];
 	socklen_t len = sizeof(groups);
 
@@ -612,9 +612,9 @@ conn_create(struct daemon *d, int fd)
 		c->gid = cred.gid;
 		c->refused = !conn_allowed(d, fd, &cred);
 	} else {
-		c->refused = d->cfg.n_allow_uids > 0 || d->cfg.n_allow_gids > 0;
+		c->refused = d->cfg->n_allow_uids > 0 || d->cfg->n_allow_gids > 0;
 	}
-	frame_reader_init(&c->in, d->cfg.max_frame);
+	frame_reader_init(&c->in, d->cfg->max_frame);
 	idmap_init(&c->regions);
 	idmap_init(&c->remotes);
 	c->next_remote_id = 1;

@@ -133,9 +133,9 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 {
 	d->world = w;
 	d->index = index;
+	d->cfg = &w->cfg;
 	d->ucp = w->ucp;
 	if (first != NULL) {
-		d->cfg = first->cfg;
 		memcpy(d->id, first->id, sizeof(d->id));
 		memcpy(d->id_hex, first->id_hex, sizeof(d->id_hex));
 		memcpy(d->ucx_version, first->ucx_version,
@@ -175,6 +175,17 @@ daemon_worker_stop(struct daemon *d)
 	}
 }
 
+/* Until a part learns better: what the configuration says. */
+static void
+daemon_learned_init(struct world_learned *l, const struct config *cfg)
+{
+	snprintf(l->transports, sizeof(l->transports), "%s", cfg->transports);
+	l->listen_port = cfg->listen_port;
+	snprintf(l->socket_path, sizeof(l->socket_path), "%s",
+		 cfg->socket_path);
+	l->activation_fd = -1;
+}
+
 int
 daemon_start(struct daemon *d, const struct config *cfg)
 {
@@ -189,8 +200,14 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 	uint32_t n = cfg->workers > 0 ? cfg->workers : 1;
 
 	memset(d, 0, sizeof(*d));
-	d->cfg = *cfg;
-	d->cfg.workers = n;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -1;
+	d->world = w;
+	w->cfg = *cfg;
+	w->cfg.workers = n;
+	d->cfg = &w->cfg;
+	daemon_learned_init(&w->learned, cfg);
 	/* A fresh identity per start: descriptors of a previous run are
 	 * recognised as stale, never written through. A hand-over keeps
 	 * the identity, since it keeps the regions. */
@@ -198,14 +215,10 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 		memcpy(d->id, from->id, sizeof(d->id));
 	else if (getrandom(d->id, sizeof(d->id), 0) != sizeof(d->id)) {
 		log_error("daemon_start: getrandom: %s", strerror(errno));
-		return -1;
+		goto err_free_world;
 	}
 	descriptor_hex(d->id, sizeof(d->id), d->id_hex);
 	d->started = daemon_now();
-	w = calloc(1, sizeof(*w));
-	if (w == NULL)
-		return -1;
-	d->world = w;
 	w->n = n;
 	w->workers = calloc(n, sizeof(*w->workers));
 	if (w->workers == NULL)
@@ -257,6 +270,11 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 err:
 	daemon_stop(d);
 	return -1;
+
+err_free_world:
+	free(w);
+	d->world = NULL;
+	return -1;
 }
 
 void
@@ -285,6 +303,7 @@ daemon_stop(struct daemon *d)
 	free(w->workers);
 	free(w);
 	d->world = NULL;
+	d->cfg = NULL;
 }
 
 static void
@@ -294,7 +313,8 @@ daemon_finish_shutdown(evutil_socket_t fd, short what, void *arg)
 
 	log_warn("daemon_finish_shutdown: %llu operations still in flight "
 		 "after %.1f s, failing them",
-		 (unsigned long long)d->ops_in_flight, d->cfg.shutdown_timeout);
+		 (unsigned long long)d->ops_in_flight,
+		 d->cfg->shutdown_timeout);
 	event_base_loopbreak(d->base);
 }
 
@@ -303,7 +323,7 @@ daemon_begin_shutdown(struct daemon *d)
 {
 	Rma__V1__Shutdown shutdown = RMA__V1__SHUTDOWN__INIT;
 	Rma__V1__Event event = RMA__V1__EVENT__INIT;
-	struct timeval tv = worker_timeval(d->cfg.shutdown_timeout);
+	struct timeval tv = worker_timeval(d->cfg->shutdown_timeout);
 	struct conn *c;
 
 	if (d->shutting_down)
@@ -324,12 +344,13 @@ void
 daemon_reconfigure(struct daemon *d, const struct config *next)
 {
 	struct world *w = d->world;
+	struct config merged = w->cfg;
 
-	/* Every copy changes between two callbacks of its worker: no
-	 * operation sees half a limit list. */
+	config_take_reloadable(&merged, next);
+	/* Replaced between two callbacks of every worker: no operation
+	 * sees half a limit list. */
 	world_stop(d);
-	for (uint32_t i = 0; i < w->n; i++)
-		config_take_reloadable(&w->workers[i]->cfg, next);
+	w->cfg = merged;
 	log_init(next->log_level);
 	world_resume(d);
 	/* UCX's async thread takes it on its own: no world stop needed */

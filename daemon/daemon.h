@@ -811,8 +811,8 @@ struct worker_hooks {
 	void (*begin_shutdown)(struct daemon *d);
 };
 
-/* The UCX context every worker shares; fills d->ucx_version and settles
- * d->cfg.transports. */
+/* The UCX context every worker shares; fills d->ucx_version and the
+ * transports in use (world->learned). */
 int worker_context_create(struct daemon *d, ucp_context_h *ucp_p);
 int worker_start(struct daemon *d);
 void worker_stop(struct daemon *d);
@@ -851,8 +851,25 @@ struct handshake_issued {
 
 struct snapshot_hooks;
 
+/* What the daemon learns as it starts, kept apart from the configuration
+ * it was given: each is written once on worker 0 before the other
+ * workers run, then only read. */
+struct world_learned {
+	char transports[64];  /* UCX_TLS in use: the option's, or the env's */
+	uint16_t listen_port; /* the UCX listener's (any free one for 0) */
+	/* the client socket served: the option's, or the path of the socket
+	 * systemd or a predecessor passed */
+	char socket_path[108];
+	/* the client socket systemd passed, until server_start takes it */
+	int activation_fd;
+};
+
 struct world {
-	uint32_t n;		 /* workers, the main thread's included */
+	uint32_t n; /* workers, the main thread's included */
+	/* As checked at start; a reload replaces it whole, in a world stop
+	 * (daemon_reconfigure). Every worker reads it, none writes it. */
+	struct config cfg;
+	struct world_learned learned;
 	struct daemon **workers; /* [0] is the main thread's */
 	ucp_context_h ucp;
 	struct idmap regions; /* every live region, by id */
@@ -902,6 +919,10 @@ int world_start_threads(struct world *w);
  * shutdown), or at once when quit asks them to. */
 void world_join_threads(struct daemon *self, bool quit);
 uint32_t world_next_id(uint32_t *counter);
+/* The configuration as it runs, for a successor to fall back on: the one
+ * checked, with what was learned in its place (the transports in use,
+ * the bound port, the socket served). */
+void world_config_running(const struct world *w, struct config *out);
 
 /* ---- the daemon ------------------------------------------------------------
  */
@@ -934,8 +955,8 @@ struct counters {
 /* One worker: with --workers 1 (the default), the whole daemon. */
 struct daemon {
 	struct world *world;
-	uint32_t index; /* in world->workers */
-	struct config cfg;
+	uint32_t index;		  /* in world->workers */
+	const struct config *cfg; /* &world->cfg */
 	struct event_base *base;
 	uint8_t id[DAEMON_ID_SIZE];
 	char id_hex[2 * DAEMON_ID_SIZE + 1];
@@ -1042,9 +1063,9 @@ void daemon_stop(struct daemon *d);
 /* First step of a graceful stop on every worker: refuse new work, tell
  * clients, leave the loop once drained or after shutdown_timeout. */
 void daemon_begin_shutdown(struct daemon *d);
-/* SIGHUP, on worker 0: what a running daemon can take from next goes to
- * every worker's configuration at once (the world stopped), and the log
- * level with it. */
+/* SIGHUP, on worker 0: the configuration every worker reads is replaced
+ * by one with what a running daemon can take from next (the world
+ * stopped), and the log level with it. */
 void daemon_reconfigure(struct daemon *d, const struct config *next);
 
 #endif

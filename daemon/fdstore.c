@@ -362,7 +362,7 @@ fdstore_open(const struct config *cfg, struct notify_fds *passed,
 			 "back from systemd's fd store",
 			 from->n);
 		k = fdstore_find(passed, FDSTORE_LISTEN);
-		if (k >= 0 && cfg->activation_fd < 0) {
+		if (k >= 0 && passed->activation_fd < 0) {
 			from->listen_fd = passed->fds[k];
 			passed->fds[k] = -1;
 			s->listen_stored = true;

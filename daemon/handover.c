@@ -210,9 +210,11 @@ handover_give_config(struct daemon *d, int fd)
 	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION,
 				 HANDOVER_CONFIG, 1};
 	struct config_saved c = {0};
+	struct config running;
 	int rc;
 
-	if (config_saved_encode(&d->cfg, &c) < 0)
+	world_config_running(d->world, &running);
+	if (config_saved_encode(&running, &c) < 0)
 		return -1;
 	rc = handover_send(fd, &m, c.blob, c.len, NULL, 0);
 	config_saved_free(&c);
@@ -354,7 +356,7 @@ handover_start(struct daemon *d)
 
 	if (h == NULL)
 		return -1;
-	if (handover_path(d->cfg.socket_path, sa.sun_path,
+	if (handover_path(d->world->learned.socket_path, sa.sun_path,
 			  sizeof(sa.sun_path)) < 0) {
 		log_warn("handover_start: socket path too long for %s: no "
 			 "take-over possible",
@@ -691,7 +693,7 @@ static uint64_t
 handover_orphan_deadline(const struct daemon *d, uint64_t inherited)
 {
 	uint64_t latest = handover_boottime_ms() +
-			  (uint64_t)(d->cfg.reattach_timeout * 1000.0);
+			  (uint64_t)(d->cfg->reattach_timeout * 1000.0);
 
 	return inherited != 0 && inherited < latest ? inherited : latest;
 }

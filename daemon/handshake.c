@@ -180,8 +180,8 @@ handshake_proof(const struct daemon *d, const uint8_t *h, const char *role,
 {
 	uint8_t k[AM_TRANSCRIPT_SIZE];
 
-	crypto_generichash(k, sizeof(k), h, AM_TRANSCRIPT_SIZE, d->cfg.peer_key,
-			   sizeof(d->cfg.peer_key));
+	crypto_generichash(k, sizeof(k), h, AM_TRANSCRIPT_SIZE,
+			   d->cfg->peer_key, sizeof(d->cfg->peer_key));
 	crypto_generichash(out, AM_PROOF_SIZE, (const uint8_t *)role,
 			   strlen(role), k, sizeof(k));
 	sodium_memzero(k, sizeof(k));
@@ -212,9 +212,9 @@ handshake_start(struct peer *p)
 	hello->epoch = p->epoch = handshake_next_epoch(d);
 	hello->lane = p->lane = (uint16_t)d->index;
 	hello->path = p->path = p->id;
-	hello->listen_port = d->cfg.listen_port;
+	hello->listen_port = d->world->learned.listen_port;
 	hello->flags = AM_HELLO_PUT_ACK_RANGES;
-	if (d->cfg.peer_key_set)
+	if (d->cfg->peer_key_set)
 		hello->flags |= AM_HELLO_KEYED;
 	handshake_addr(&p->sa, &hello->dialed);
 	randombytes_buf(hello->nonce, sizeof(hello->nonce));
@@ -304,9 +304,9 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 		peer_fail(p, UCS_ERR_REJECTED, handshake_refusal_detail(&in));
 		return;
 	}
-	if (!(in.flags & AM_HELLO_KEYED) != !d->cfg.peer_key_set) {
+	if (!(in.flags & AM_HELLO_KEYED) != !d->cfg->peer_key_set) {
 		peer_fail(p, UCS_ERR_REJECTED,
-			  d->cfg.peer_key_set
+			  d->cfg->peer_key_set
 			      ? "does not prove a cluster key, and this "
 				"daemon requires one"
 			      : "requires a cluster key (peer_key_file)");
@@ -314,7 +314,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	}
 	/* Our own reply, or our own nonce, come back: a reflection. */
 	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0 ||
-	    (d->cfg.peer_key_set &&
+	    (d->cfg->peer_key_set &&
 	     (sodium_memcmp(in.nonce, p->hello.nonce, AM_NONCE_SIZE) == 0 ||
 	      handshake_issued_find(d->world, in.nonce, false)))) {
 		d->counters.auth_failures++;
@@ -323,7 +323,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 				 "nonce (a reflected connection)");
 		return;
 	}
-	if (!d->cfg.peer_key_set) {
+	if (!d->cfg->peer_key_set) {
 		handshake_up_as(p, in.daemon_id);
 		return;
 	}
@@ -378,7 +378,7 @@ handshake_send_reply(struct peer *p, unsigned id, wire_status_t status)
 	out.version = AM_VERSION;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
 	out.flags = AM_HELLO_GET_RANGES;
-	if (d->cfg.peer_key_set && status != RMA__V1__STATUS__ERR_VERSION) {
+	if (d->cfg->peer_key_set && status != RMA__V1__STATUS__ERR_VERSION) {
 		out.flags |= AM_HELLO_KEYED;
 		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
 			randombytes_buf(out.nonce, sizeof(out.nonce));
@@ -494,7 +494,7 @@ handshake_hello_refusal(const struct peer *p, const struct am_hello *in,
 	if (handshake_issued_find(d->world, in->nonce, false))
 		return "it carries a nonce this daemon issued (a reflected "
 		       "hello)";
-	if (!d->cfg.peer_key_set)
+	if (!d->cfg->peer_key_set)
 		return NULL;
 	if (!(in->flags & AM_HELLO_KEYED)) {
 		*status_p = RMA__V1__STATUS__ERR_REJECTED;
@@ -553,7 +553,7 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 	p->path = in.path;
 	p->origin_port = in.listen_port;
 	p->put_ack_ranges = (in.flags & AM_HELLO_PUT_ACK_RANGES) != 0;
-	if (!d->cfg.peer_key_set) {
+	if (!d->cfg->peer_key_set) {
 		handshake_accept(p, AM_HELLO_REPLY);
 		return;
 	}

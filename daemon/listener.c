@@ -20,7 +20,7 @@
 static bool
 listener_address_allowed(struct daemon *d, const struct sockaddr_storage *ss)
 {
-	return guard_cidrs_match(d->cfg.peer_allow, d->cfg.n_peer_allow,
+	return guard_cidrs_match(d->cfg->peer_allow, d->cfg->n_peer_allow,
 				 (const struct sockaddr *)ss);
 }
 
@@ -55,9 +55,9 @@ listener_refusal(struct daemon *d, const struct sockaddr_storage *ss)
 		total++;
 		same += listener_same_host(&p->sa, ss);
 	}
-	if (total >= d->cfg.max_inbound_peers)
+	if (total >= d->cfg->max_inbound_peers)
 		return "max_inbound_peers reached";
-	if (same >= d->cfg.max_inbound_per_address)
+	if (same >= d->cfg->max_inbound_per_address)
 		return "max_inbound_per_address reached";
 	return NULL;
 }
@@ -151,7 +151,7 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	p->sa_len = sizeof(p->sa);
 	/* Before UCX answers: the initiator's tcp may then connect to our
 	 * interface sockets, before the handshake can run. */
-	p->guard = guard_open(&p->sa, d->cfg.connect_timeout);
+	p->guard = guard_open(&p->sa, d->cfg->connect_timeout);
 	if (p->guard == 0) {
 		log_warn("listener_on_conn_request: %s: too many endpoints at "
 			 "once for UCX's sockets (%d)",
@@ -174,7 +174,7 @@ listener_on_conn_request(ucp_conn_request_h req, void *arg)
 	/* Served only once its handshake is done, within connect_timeout. */
 	p->state = RMA__V1__PEER_STATE__PEER_CONNECTING;
 	p->state_since = daemon_now();
-	peer_timer_start(p, d->cfg.connect_timeout);
+	peer_timer_start(p, d->cfg->connect_timeout);
 	log_debug(
 	    "listener_on_conn_request: accepted daemon connection from %s",
 	    address);
@@ -196,9 +196,9 @@ listener_start(struct daemon *d)
 	ucs_status_t st;
 	socklen_t len;
 
-	snprintf(address, sizeof(address), "%s:%u", d->cfg.listen_host,
-		 d->cfg.listen_port);
-	if (peer_sockaddr(d->cfg.listen_host, d->cfg.listen_port, false,
+	snprintf(address, sizeof(address), "%s:%u", d->cfg->listen_host,
+		 d->cfg->listen_port);
+	if (peer_sockaddr(d->cfg->listen_host, d->cfg->listen_port, false,
 			  &d->listen_sa, &len) < 0) {
 		log_error("listener_start: cannot resolve listen address %s",
 			  address);
@@ -221,13 +221,14 @@ listener_start(struct daemon *d)
 		return -1;
 	}
 	/* Port 0 asks for any free port: learn which one we got. */
+	d->world->learned.listen_port = d->cfg->listen_port;
 	if (ucp_listener_query(d->listener, &lattr) == UCS_OK) {
 		struct sockaddr_storage *ss = &lattr.sockaddr;
 		if (ss->ss_family == AF_INET)
-			d->cfg.listen_port =
+			d->world->learned.listen_port =
 			    ntohs(((struct sockaddr_in *)ss)->sin_port);
 		else if (ss->ss_family == AF_INET6)
-			d->cfg.listen_port =
+			d->world->learned.listen_port =
 			    ntohs(((struct sockaddr_in6 *)ss)->sin6_port);
 		/* the guard tells UCX's sockcm from its tcp interfaces */
 		guard_set_listener(ss);

@@ -26,6 +26,16 @@ struct main_reload {
 
 static void main_fd_budget(struct config *cfg);
 
+/* What runs, kept for the next start (fdstore.c) to fall back on. */
+static void
+main_save(struct config_saved *saved, const struct daemon *d)
+{
+	struct config running;
+
+	world_config_running(d->world, &running);
+	config_saved_store(saved, &running);
+}
+
 /* First signal: stop taking work, drain for a bounded time. Second: go. */
 static void
 main_on_signal(evutil_socket_t sig, short what, void *arg)
@@ -73,7 +83,7 @@ main_on_hup(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("main_on_hup: SIGHUP, reloading the configuration");
 	main_fd_budget(&next);
-	old = r->d->cfg;
+	old = *r->d->cfg;
 	daemon_reconfigure(r->d, &next);
 	/* after: lines about a new log level obey it */
 	if (config_reload_report(&old, &next) == 0 &&
@@ -85,7 +95,7 @@ main_on_hup(evutil_socket_t sig, short what, void *arg)
 		r->d->world->config_refused[0] = '\0';
 	}
 	if (r->store)
-		config_saved_store(r->saved, &r->d->cfg);
+		main_save(r->saved, r->d);
 }
 
 /* The configuration given was refused (why): run on the last one that
@@ -139,17 +149,17 @@ main_start(struct daemon *d, struct config *cfg,
 	return daemon_start_as(d, cfg, from);
 }
 
+/* --ready-fd: written and closed once serving. */
 static void
-main_signal_ready(struct daemon *d)
+main_signal_ready(int fd)
 {
 	static const char msg[] = "ready\n";
 
-	if (d->cfg.ready_fd < 0)
+	if (fd < 0)
 		return;
-	if (write(d->cfg.ready_fd, msg, sizeof(msg) - 1) < 0)
+	if (write(fd, msg, sizeof(msg) - 1) < 0)
 		log_warn("main_signal_ready: write: %s", strerror(errno));
-	close(d->cfg.ready_fd);
-	d->cfg.ready_fd = -1;
+	close(fd);
 }
 
 /* Descriptors: the soft limit goes up to the hard one (systemd's
@@ -198,7 +208,7 @@ main(int argc, char **argv)
 	const uint8_t *good;
 	size_t good_len;
 	char refused[384] = "";
-	int rc, recovered;
+	int rc, recovered, activation_fd;
 
 	config_defaults(&cfg);
 	rc = config_parse_args(&cfg, argc, argv, refused, sizeof(refused));
@@ -224,9 +234,9 @@ main(int argc, char **argv)
 	    (saved.blob == NULL ||
 	     main_fall_back(&cfg, saved.blob, saved.len, refused) < 0))
 		goto err_config;
-	cfg.activation_fd = passed.activation_fd;
-	passed.activation_fd = -1; /* cfg's, then server_start's */
 	recovered = fdstore_open(&cfg, &passed, &store, &from);
+	activation_fd = passed.activation_fd;
+	passed.activation_fd = -1; /* the world's, then server_start's */
 	notify_fds_free(&passed);
 	if (recovered < 0)
 		goto err_saved;
@@ -252,6 +262,7 @@ main(int argc, char **argv)
 	if (main_start(&d, &cfg, cfg.take_over || recovered ? &from : NULL,
 		       good, good_len, refused, sizeof(refused)) < 0)
 		goto err_start;
+	d.world->learned.activation_fd = activation_fd;
 	if (cfg.take_over || recovered)
 		rc = handover_restore(&d, &from) < 0 ? 1 : 0;
 	else
@@ -266,7 +277,7 @@ main(int argc, char **argv)
 		 refused);
 	reload.store = store != NULL;
 	if (store != NULL)
-		config_saved_store(&saved, &d.cfg);
+		main_save(&saved, &d);
 	/* Without it the daemon serves, but cannot be taken over. */
 	handover_start(&d);
 	rc = 1; /* what the failures below exit with */
@@ -283,9 +294,9 @@ main(int argc, char **argv)
 	evsignal_add(sighup_ev, NULL);
 
 	log_info("main: rmad %s id %s serving %s, listening on %s:%u",
-		 RMA_VERSION, d.id_hex, d.cfg.socket_path, d.cfg.listen_host,
-		 d.cfg.listen_port);
-	main_signal_ready(&d);
+		 RMA_VERSION, d.id_hex, d.world->learned.socket_path,
+		 d.cfg->listen_host, d.world->learned.listen_port);
+	main_signal_ready(cfg.ready_fd);
 	notify_ready(&d);
 	event_base_dispatch(d.base);
 

@@ -617,13 +617,13 @@ metrics_start(struct daemon *d)
 	char host[64];
 	uint16_t port;
 
-	if (d->cfg.metrics_listen[0] == '\0')
+	if (d->cfg->metrics_listen[0] == '\0')
 		return 0;
-	if (config_parse_hostport(d->cfg.metrics_listen, host, sizeof(host),
+	if (config_parse_hostport(d->cfg->metrics_listen, host, sizeof(host),
 				  &port) < 0) {
 		log_error("metrics_start: metrics_listen: expected HOST:PORT, "
 			  "got '%s'",
-			  d->cfg.metrics_listen);
+			  d->cfg->metrics_listen);
 		return -1;
 	}
 	m = calloc(1, sizeof(*m));
@@ -646,7 +646,7 @@ metrics_start(struct daemon *d)
 	bound = evhttp_bind_socket_with_handle(m->http, host, port);
 	if (bound == NULL) {
 		log_error("metrics_start: cannot listen on %s for metrics",
-			  d->cfg.metrics_listen);
+			  d->cfg->metrics_listen);
 		goto err_http;
 	}
 	/* port 0 takes a free one: say which */

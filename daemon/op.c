@@ -117,7 +117,7 @@ void
 op_set_timed_out(struct op *op)
 {
 	op_set_failed(op, RMA__V1__STATUS__ERR_TIMEOUT,
-		      "no completion within %.1f s", op->d->cfg.op_timeout);
+		      "no completion within %.1f s", op->d->cfg->op_timeout);
 }
 
 static struct op *
@@ -298,7 +298,7 @@ op_begin(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 		     (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
 	op->notify_value = o->notify_value;
 	op->started = daemon_op_clock(d);
-	op->deadline = op->started + d->cfg.op_timeout;
+	op->deadline = op->started + d->cfg->op_timeout;
 	/* Held until UCX is done, so the pending request never dangles. */
 	op->pending = 1;
 	op->pieces = 1;
@@ -666,7 +666,7 @@ op_report_overdue(struct op *op)
 		 op->peer ? op->peer->address : "?");
 	snprintf(detail, sizeof(detail),
 		 "no completion within %.1f s (peer down)",
-		 op->d->cfg.op_timeout);
+		 op->d->cfg->op_timeout);
 	op->d->counters.ops_failed++;
 	conn_complete(op->conn, op->op_id, RMA__V1__STATUS__ERR_TIMEOUT, 0,
 		      detail);
@@ -983,11 +983,11 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			"daemon shutting down");
 		return;
 	}
-	if (c->in_flight >= c->d->cfg.max_in_flight) {
+	if (c->in_flight >= c->d->cfg->max_in_flight) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_LIMIT,
 			"%llu operations in flight (max_in_flight %u)",
 			(unsigned long long)c->in_flight,
-			c->d->cfg.max_in_flight);
+			c->d->cfg->max_in_flight);
 		return;
 	}
 	switch (o->kind) {

@@ -28,7 +28,7 @@ op_park(struct conn *c, const Rma__V1__Op *o, struct peer *p)
 	}
 	pk->o = *o;
 	pk->conn = c;
-	pk->deadline = daemon_now() + c->d->cfg.op_timeout;
+	pk->deadline = daemon_now() + c->d->cfg->op_timeout;
 	conn_ref(c);
 	c->in_flight++;
 	c->d->ops_in_flight++;
@@ -101,7 +101,7 @@ op_expire_parked(struct peer *p, double now)
 	while ((pk = TAILQ_FIRST(&p->parked)) != NULL && pk->deadline <= now) {
 		snprintf(detail, sizeof(detail),
 			 "%s did not come back within %.1f s%s%s", p->address,
-			 p->d->cfg.op_timeout, p->last_error[0] ? ": " : "",
+			 p->d->cfg->op_timeout, p->last_error[0] ? ": " : "",
 			 p->last_error);
 		op_fail_parked(p, pk,
 			       p->last_status != RMA__V1__STATUS__OK

@@ -279,7 +279,7 @@ peer_close_failed(struct daemon *d)
 		 * not yet read (peer_on_ep_error kicks once the far end
 		 * closed): connect_timeout at the latest. */
 		if (peer_lingers(p) && !d->shutting_down &&
-		    daemon_now() < p->state_since + d->cfg.connect_timeout) {
+		    daemon_now() < p->state_since + d->cfg->connect_timeout) {
 			d->failed_eps++;
 			continue;
 		}
@@ -506,17 +506,17 @@ peer_on_timer(evutil_socket_t fd, short what, void *arg)
 		snprintf(detail, sizeof(detail),
 			 "no handshake within %.1f s (connect_timeout); "
 			 "closed",
-			 p->d->cfg.connect_timeout);
+			 p->d->cfg->connect_timeout);
 	else if (p->probe_ok)
 		snprintf(detail, sizeof(detail),
 			 "something accepted the connection, but no rmad "
 			 "answered within %.1f s (a busy or stopped rmad, or "
 			 "a program that says nothing)",
-			 p->d->cfg.connect_timeout);
+			 p->d->cfg->connect_timeout);
 	else
 		snprintf(detail, sizeof(detail),
 			 "nothing answered within %.1f s (unreachable)",
-			 p->d->cfg.connect_timeout);
+			 p->d->cfg->connect_timeout);
 	peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 }
 
@@ -584,7 +584,7 @@ peer_check_deadlines(struct daemon *d)
 			snprintf(detail, sizeof(detail),
 				 "no answer to a descriptor resolve within "
 				 "%.1f s; endpoint closed",
-				 d->cfg.op_timeout);
+				 d->cfg->op_timeout);
 			peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 			continue;
 		}
@@ -600,7 +600,7 @@ peer_check_deadlines(struct daemon *d)
 		snprintf(detail, sizeof(detail),
 			 "%d operation(s) got no completion within %.1f s; "
 			 "endpoint closed",
-			 expired, d->cfg.op_timeout);
+			 expired, d->cfg->op_timeout);
 		peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 	}
 }

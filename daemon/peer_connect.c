@@ -138,7 +138,7 @@ peer_connect_start(struct peer *p)
 	p->await_proof = false;
 	p->answered = false;
 	peer_probe_start(p);
-	peer_timer_start(p, d->cfg.connect_timeout);
+	peer_timer_start(p, d->cfg->connect_timeout);
 	/* Before UCX connects: its tcp may connect back to us from there,
 	 * before the handshake (guard.c). Only for this endpoint. */
 	guard_close(&p->guard);
@@ -155,7 +155,7 @@ peer_connect_start(struct peer *p)
 		peer_fail(p, UCS_ERR_REJECTED, detail);
 		return -1;
 	}
-	p->guard = guard_open(&p->sa, d->cfg.connect_timeout);
+	p->guard = guard_open(&p->sa, d->cfg->connect_timeout);
 	if (p->guard == 0) {
 		p->ep = NULL;
 		peer_fail(p, UCS_ERR_EXCEEDS_LIMIT,
@@ -303,14 +303,14 @@ peer_is_self(const struct daemon *d, const struct sockaddr_storage *sa)
 	if (sa->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const void *)sa,
 					 *l = (const void *)ls;
-		if (ntohs(a->sin_port) != d->cfg.listen_port)
+		if (ntohs(a->sin_port) != d->world->learned.listen_port)
 			return false;
 		if (l->sin_addr.s_addr != htonl(INADDR_ANY))
 			return a->sin_addr.s_addr == l->sin_addr.s_addr;
 	} else if (sa->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const void *)sa,
 					  *l = (const void *)ls;
-		if (ntohs(a->sin6_port) != d->cfg.listen_port)
+		if (ntohs(a->sin6_port) != d->world->learned.listen_port)
 			return false;
 		if (!IN6_IS_ADDR_UNSPECIFIED(&l->sin6_addr))
 			return IN6_ARE_ADDR_EQUAL(&a->sin6_addr, &l->sin6_addr);

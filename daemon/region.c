@@ -98,18 +98,18 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 			 "rmad is handing over to its successor");
 		return RMA__V1__STATUS__ERR_SHUTDOWN;
 	}
-	if (owner->regions.count >= d->cfg.max_regions) {
+	if (owner->regions.count >= d->cfg->max_regions) {
 		snprintf(detail, detail_len,
 			 "client already holds %zu regions (max_regions %u)",
-			 owner->regions.count, d->cfg.max_regions);
+			 owner->regions.count, d->cfg->max_regions);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
-	if (length > d->cfg.max_region_bytes - owner->region_bytes) {
+	if (length > d->cfg->max_region_bytes - owner->region_bytes) {
 		snprintf(detail, detail_len,
 			 "%llu more bytes would exceed max_region_bytes %llu "
 			 "(client holds %llu)",
 			 (unsigned long long)length,
-			 (unsigned long long)d->cfg.max_region_bytes,
+			 (unsigned long long)d->cfg->max_region_bytes,
 			 (unsigned long long)owner->region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
@@ -266,7 +266,7 @@ static void
 region_release(struct daemon *d, struct region *r)
 {
 	struct quarantine *q;
-	struct timeval tv = worker_timeval(2 * d->cfg.op_timeout);
+	struct timeval tv = worker_timeval(2 * d->cfg->op_timeout);
 	void *p;
 
 	ucp_rkey_buffer_release(r->rkey);
@@ -525,14 +525,14 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 			 (unsigned long long)id);
 		return RMA__V1__STATUS__ERR_NO_REGION;
 	}
-	if (c->regions.count >= d->cfg.max_regions ||
-	    r->length > d->cfg.max_region_bytes - c->region_bytes) {
+	if (c->regions.count >= d->cfg->max_regions ||
+	    r->length > d->cfg->max_region_bytes - c->region_bytes) {
 		world_resume(d);
 		snprintf(detail, detail_len,
 			 "region %llu (%zu bytes) would exceed this client's "
 			 "max_regions %u or max_region_bytes %llu",
-			 (unsigned long long)id, r->length, d->cfg.max_regions,
-			 (unsigned long long)d->cfg.max_region_bytes);
+			 (unsigned long long)id, r->length, d->cfg->max_regions,
+			 (unsigned long long)d->cfg->max_region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
 	if (idmap_put(&c->regions, id, r) < 0) {

@@ -39,7 +39,7 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	hello.max_frame =
 	    c->in.max_frame; /* this client's, kept over a reload */
 	/* A ring if asked for (once); without one, the socket serves. */
-	if (h->ring && c->ring == NULL && c->d->cfg.ring) {
+	if (h->ring && c->ring == NULL && c->d->cfg->ring) {
 		char detail[160];
 
 		if (ring_create(c, h->ring_comp_slots, &ring_fd, &ring, detail,

@@ -51,7 +51,7 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 	/* Addresses and keys go out only when UCX-native RMA is on, and
 	 * never for the read-only secret: its every access must reach
 	 * target.c's check (UCX RMA over an rkey writes as well as reads). */
-	if (r != NULL && !read_only && d->cfg.ucx_rma &&
+	if (r != NULL && !read_only && d->cfg->ucx_rma &&
 	    r->rkey_len <= AM_RKEY_MAX)
 		out_len += r->rkey_len;
 	out = calloc(1, out_len);
@@ -174,11 +174,11 @@ resolve_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 		return;
 	}
 	/* Imports cost the daemon memory: as many as regions may be held. */
-	if (c->remotes.count >= c->d->cfg.max_regions) {
+	if (c->remotes.count >= c->d->cfg->max_regions) {
 		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
 				"client already holds %zu remotes (max_regions "
 				"%u); release some",
-				c->remotes.count, c->d->cfg.max_regions);
+				c->remotes.count, c->d->cfg->max_regions);
 		return;
 	}
 	rem = calloc(1, sizeof(*rem));
@@ -213,7 +213,7 @@ resolve_unpack_rkey(struct peer *p, const struct am_resolve_reply *in,
 		    const void *data, ucp_rkey_h *rkey_p)
 {
 	*rkey_p = NULL;
-	if (!p->d->cfg.ucx_rma || in->rkey_len == 0)
+	if (!p->d->cfg->ucx_rma || in->rkey_len == 0)
 		return UCS_OK;
 	return ucp_ep_rkey_unpack(p->ep, (const char *)data + sizeof(*in),
 				  rkey_p);
@@ -236,7 +236,7 @@ resolve_send(struct peer *p, struct peer_waiter *w, uint64_t region_id,
 	msg.generation = generation;
 	st = am_send(p, AM_RESOLVE, NULL, 0, &msg, sizeof(msg), NULL);
 	if (st == UCS_OK) {
-		w->deadline = daemon_now() + p->d->cfg.op_timeout;
+		w->deadline = daemon_now() + p->d->cfg->op_timeout;
 		TAILQ_INSERT_TAIL(&p->resolve_waiters, w, link);
 	}
 	return st;

@@ -427,7 +427,7 @@ ring_hold_wake(struct conn *c, uint32_t room)
 
 	/* a clock read only when the rest allows holding */
 	if (!r->stream || room < r->comp_slots / 2 ||
-	    c->d->cfg.ring_spin_us == 0 ||
+	    c->d->cfg->ring_spin_us == 0 ||
 	    !ringrec_load(&r->h->client_sleeps) || (now = daemon_now()) >= due)
 		return false;
 	if (r->wake_ev == NULL &&
@@ -562,7 +562,7 @@ ring_after_pass(struct daemon *d)
 	uint64_t traffic = ring_traffic(d);
 	struct ring_poller *rp;
 
-	if (d->cfg.polling || d->cfg.ring_spin_us == 0 || d->shutting_down)
+	if (d->cfg->polling || d->cfg->ring_spin_us == 0 || d->shutting_down)
 		return;
 	rp = d->rings;
 	if (rp != NULL && traffic == rp->traffic)
@@ -586,7 +586,7 @@ ring_poll_worker(struct daemon *d, struct ring_poller *rp, double now)
 	if (ucp_worker_progress(d->worker) != 0) {
 		rp->worker_active = now;
 		worker_kick(d);
-	} else if (now - rp->worker_active > d->cfg.ring_spin_us * 1e-6) {
+	} else if (now - rp->worker_active > d->cfg->ring_spin_us * 1e-6) {
 		rp->worker_hot = false;
 	}
 }
@@ -643,7 +643,7 @@ ring_poll(evutil_socket_t fd, short what, void *arg)
 		/* Nothing new: sleep once ring_spin passed, or at once if
 		 * the client runs on our CPU (we only keep it off). */
 		if (!c->dead && c->ring != NULL && r->active == active &&
-		    (now - r->active > d->cfg.ring_spin_us * 1e-6 ||
+		    (now - r->active > d->cfg->ring_spin_us * 1e-6 ||
 		     ringrec_load(&r->h->client_cpu) ==
 			 ringrec_note_cpu(&r->h->daemon_cpu)))
 			ring_try_sleep(r);

@@ -183,25 +183,26 @@ server_start(struct daemon *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	socklen_t sa_len = sizeof(sa);
-	const char *path = d->cfg.socket_path;
+	struct world_learned *learned = &d->world->learned;
+	const char *path = learned->socket_path;
 	char why[256];
 	mode_t old_umask;
 	int fd;
 
-	fd = d->cfg.activation_fd; /* notify_listen_fds() found it */
+	fd = learned->activation_fd; /* notify_listen_fds() found it */
 	if (fd >= 0) {
-		d->cfg.activation_fd = -1; /* ours now */
+		learned->activation_fd = -1; /* ours now */
 		/* Socket activation: systemd made the socket (path, mode,
 		 * group) and keeps it across our restarts; say where it is. */
 		if (getsockname(fd, (struct sockaddr *)&sa, &sa_len) == 0 &&
 		    sa_len > offsetof(struct sockaddr_un, sun_path) &&
 		    sa.sun_path[0] != '\0')
-			snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path),
-				 "%.*s", (int)sizeof(d->cfg.socket_path) - 1,
+			snprintf(learned->socket_path,
+				 sizeof(learned->socket_path), "%.*s",
+				 (int)sizeof(learned->socket_path) - 1,
 				 sa.sun_path);
 		d->listen_inherited = true;
-		if (server_check_dir(&d->cfg, d->cfg.socket_path, "serving") <
-		    0) {
+		if (server_check_dir(d->cfg, path, "serving") < 0) {
 			close(fd);
 			return EX_NOPERM;
 		}
@@ -222,7 +223,7 @@ server_start(struct daemon *d)
 		return EX_NOPERM;
 	}
 	if (server_check_path(path) < 0 ||
-	    server_check_dir(&d->cfg, path, "serving") < 0)
+	    server_check_dir(d->cfg, path, "serving") < 0)
 		return EX_NOPERM;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -249,12 +250,12 @@ server_start(struct daemon *d)
 		goto err_close;
 	}
 	umask(old_umask);
-	if (d->cfg.socket_group[0] != '\0') {
-		struct group *gr = getgrnam(d->cfg.socket_group);
+	if (d->cfg->socket_group[0] != '\0') {
+		struct group *gr = getgrnam(d->cfg->socket_group);
 		if (gr == NULL || chown(path, (uid_t)-1, gr->gr_gid) < 0) {
 			log_error("server_start: cannot give %s to group "
 				  "%s: %s",
-				  path, d->cfg.socket_group,
+				  path, d->cfg->socket_group,
 				  gr ? strerror(errno) : "no such group");
 			goto err_unlink;
 		}
@@ -301,10 +302,11 @@ server_adopt(struct daemon *d, int fd)
 		return -1;
 	}
 	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
-	if (server_check_dir(&d->cfg, sa.sun_path, "serving") < 0)
+	if (server_check_dir(d->cfg, sa.sun_path, "serving") < 0)
 		return -1;
-	snprintf(d->cfg.socket_path, sizeof(d->cfg.socket_path), "%.*s",
-		 (int)sizeof(d->cfg.socket_path) - 1, sa.sun_path);
+	snprintf(d->world->learned.socket_path,
+		 sizeof(d->world->learned.socket_path), "%.*s",
+		 (int)sizeof(d->world->learned.socket_path) - 1, sa.sun_path);
 	evutil_make_socket_nonblocking(fd);
 	return server_listen(d, fd);
 }
@@ -322,5 +324,5 @@ server_stop(struct daemon *d)
 	/* systemd's copy of an inherited socket queues clients for our next
 	 * start: its path stays */
 	if (!d->listen_inherited)
-		unlink(d->cfg.socket_path);
+		unlink(d->world->learned.socket_path);
 }

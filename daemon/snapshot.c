@@ -14,10 +14,11 @@ snapshot_self(const struct daemon *d, struct snapshot *s)
 {
 	snprintf(s->daemon_id, sizeof(s->daemon_id), "%s", d->id_hex);
 	snprintf(s->ucx_version, sizeof(s->ucx_version), "%s", d->ucx_version);
-	snprintf(s->transports, sizeof(s->transports), "%s", d->cfg.transports);
-	snprintf(s->listen, sizeof(s->listen), "%s:%u", d->cfg.listen_host,
-		 d->cfg.listen_port);
-	s->polling = d->cfg.polling;
+	snprintf(s->transports, sizeof(s->transports), "%s",
+		 d->world->learned.transports);
+	snprintf(s->listen, sizeof(s->listen), "%s:%u", d->cfg->listen_host,
+		 d->world->learned.listen_port);
+	s->polling = d->cfg->polling;
 	s->uptime = s->now - d->started;
 }
 

@@ -76,9 +76,9 @@ worker_spin(struct daemon *d)
 {
 	double end;
 
-	if (d->cfg.progress_spin_us == 0 || d->ops_in_flight == 0)
+	if (d->cfg->progress_spin_us == 0 || d->ops_in_flight == 0)
 		return false;
-	end = daemon_now() + d->cfg.progress_spin_us * 1e-6;
+	end = daemon_now() + d->cfg->progress_spin_us * 1e-6;
 	do {
 		if (ucp_worker_progress(d->worker) != 0)
 			return true;
@@ -92,7 +92,7 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 	struct daemon *d = arg;
 	bool spun = false;
 
-	if (d->cfg.polling) {
+	if (d->cfg->polling) {
 		worker_progress_idle(d);
 		d->hooks->flush(d);
 		return;
@@ -153,13 +153,14 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	    /* Without UCP_FEATURE_RMA no peer can use UCX's emulated
 	     * RMA, which writes any address it is sent. */
 	    .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP |
-			(d->cfg.ucx_rma ? UCP_FEATURE_RMA : 0),
+			(d->cfg->ucx_rma ? UCP_FEATURE_RMA : 0),
 	    /* Workers register memory from their own threads. */
-	    .mt_workers_shared = d->cfg.workers > 1,
+	    .mt_workers_shared = d->cfg->workers > 1,
 	};
 	ucp_config_t *config;
 	ucs_status_t st;
 	unsigned major, minor, release;
+	const char *tls = d->cfg->transports;
 	char warning[320];
 
 	log_ucx_start();
@@ -177,11 +178,12 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 		return -1;
 	}
 	/* The environment wins, as UCX users expect. */
-	if (getenv("UCX_TLS") == NULL)
-		ucp_config_modify(config, "TLS", d->cfg.transports);
+	if (getenv("UCX_TLS") != NULL)
+		tls = getenv("UCX_TLS");
 	else
-		snprintf(d->cfg.transports, sizeof(d->cfg.transports), "%s",
-			 getenv("UCX_TLS"));
+		ucp_config_modify(config, "TLS", tls);
+	snprintf(d->world->learned.transports,
+		 sizeof(d->world->learned.transports), "%s", tls);
 	/* rmad's UCX settings (copies only, the tcp transport's fragment
 	 * size): why each, in common/ucx_defaults.c. */
 	for (const struct ucx_default *u = ucx_defaults; u->name; u++) {
@@ -208,7 +210,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 	ucp_config_modify(config, "AF_PRIO", "inet");
 	if (getenv("UCX_NET_DEVICES") == NULL) {
 		char devices[512];
-		if (netdev_auto(&d->cfg, devices, sizeof(devices)) < 0) {
+		if (netdev_auto(d->cfg, devices, sizeof(devices)) < 0) {
 			ucp_config_release(config);
 			return -1;
 		}
@@ -216,7 +218,7 @@ worker_context_create(struct daemon *d, ucp_context_h *ucp_p)
 		log_info("worker_context_create: UCX network devices %s",
 			 devices);
 	}
-	if (config_check_rma_unchecked(&d->cfg, warning, sizeof(warning)))
+	if (config_check_rma_unchecked(d->cfg, warning, sizeof(warning)))
 		log_warn("worker_context_create: %s (rma_protocol_unchecked)",
 			 warning);
 	st = ucp_init(&params, config, ucp_p);
@@ -260,13 +262,13 @@ worker_start(struct daemon *d)
 	    event_new(d->base, -1, EV_PERSIST, worker_on_deadline, d);
 	if (d->worker_ev == NULL || d->tick_ev == NULL ||
 	    d->deadline_ev == NULL ||
-	    (!d->cfg.polling && event_add(d->worker_ev, NULL) < 0))
+	    (!d->cfg->polling && event_add(d->worker_ev, NULL) < 0))
 		goto err_events;
-	period = d->cfg.op_timeout / 10;
+	period = d->cfg->op_timeout / 10;
 	period = period < 0.05 ? 0.05 : period > 1.0 ? 1.0 : period;
 	tv = worker_timeval(period);
 	event_add(d->deadline_ev, &tv);
-	if (d->cfg.polling) {
+	if (d->cfg->polling) {
 		/* Lowest priority would be nicer; one priority level keeps it
 		 * fair with the client sockets. */
 		d->poll_ev = evtimer_new(d->base, worker_poll, d);
@@ -278,9 +280,9 @@ worker_start(struct daemon *d)
 	if (d->index == 0)
 		log_info("worker_start: UCX %s, transports %s, %s progress, "
 			 "%u worker%s",
-			 d->ucx_version, d->cfg.transports,
-			 d->cfg.polling ? "polling" : "blocking",
-			 d->cfg.workers, d->cfg.workers == 1 ? "" : "s");
+			 d->ucx_version, d->world->learned.transports,
+			 d->cfg->polling ? "polling" : "blocking",
+			 d->cfg->workers, d->cfg->workers == 1 ? "" : "s");
 	return 0;
 
 err_events:

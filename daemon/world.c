@@ -23,6 +23,7 @@
 #include "snapshot.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -389,4 +390,17 @@ world_info_fill(const struct world *w, struct world_info *wi)
 		world_counters_add(&wi->counters, &w->workers[i]->counters);
 		wi->ops_in_flight += w->workers[i]->ops_in_flight;
 	}
+}
+
+void
+world_config_running(const struct world *w, struct config *out)
+{
+	const struct world_learned *l = &w->learned;
+
+	*out = w->cfg;
+	snprintf(out->transports, sizeof(out->transports), "%s",
+		 l->transports);
+	out->listen_port = l->listen_port;
+	snprintf(out->socket_path, sizeof(out->socket_path), "%s",
+		 l->socket_path);
 }

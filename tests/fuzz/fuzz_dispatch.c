@@ -415,12 +415,12 @@ count_fds(void)
 	return n;
 }
 
-/* Rebuilds the peer table and its listener, as at start. */
+/* Rebuilds the peer table and its listener, as at start (on any free
+ * port: the configuration's 0). */
 static void
 fuzz_reset_peers(void)
 {
 	peer_system_stop(&d);
-	d.cfg.listen_port = 0;
 	d.world->next_peer_id = 1;
 	if (peer_system_start(&d) < 0)
 		fuzz_fail("cannot restart the peer system");

@@ -338,11 +338,11 @@ far_start(void)
 	if (ucp_config_read(NULL, NULL, &config) != UCS_OK)
 		fuzz_fail("far: ucp_config_read");
 	if (getenv("UCX_TLS") == NULL)
-		ucp_config_modify(config, "TLS", d.cfg.transports);
+		ucp_config_modify(config, "TLS", d.world->learned.transports);
 	if (getenv("UCX_ZCOPY_THRESH") == NULL)
 		ucp_config_modify(config, "ZCOPY_THRESH", "inf");
 	if (getenv("UCX_NET_DEVICES") == NULL &&
-	    netdev_auto(&d.cfg, devices, sizeof(devices)) == 0)
+	    netdev_auto(d.cfg, devices, sizeof(devices)) == 0)
 		ucp_config_modify(config, "NET_DEVICES", devices);
 	if (ucp_init(&params, config, &far_ctx) != UCS_OK)
 		fuzz_fail("far: ucp_init");
@@ -476,7 +476,7 @@ inbound_make(struct far_ep **far_p)
 	struct sockaddr_in sin = {
 	    .sin_family = AF_INET,
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	    .sin_port = htons(d.cfg.listen_port),
+	    .sin_port = htons(d.world->learned.listen_port),
 	};
 	ucp_ep_params_t params = {
 	    .field_mask = UCP_EP_PARAM_FIELD_FLAGS |

@@ -804,6 +804,7 @@ client_free(rma_client_t *c)
 		close(c->epfd);
 	frame_reader_cleanup(&c->reader);
 	notification_free(c);
+	staging_free(c);
 	free(c->fds);
 	free(c->out);
 	free(c->socket_path);

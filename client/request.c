@@ -17,7 +17,7 @@
  * headers. */
 #define REQUEST_FRAME_SLACK 64
 
-static struct rma_request *
+struct rma_request *
 request_alloc(rma_client_t *c)
 {
 	struct rma_request *req = c->req_free;
@@ -40,7 +40,7 @@ request_alloc(rma_client_t *c)
 	return req;
 }
 
-static void
+void
 request_unref(struct rma_request *req)
 {
 	rma_client_t *c = req->client;
@@ -173,23 +173,30 @@ request_flush(rma_client_t *c)
 	return RMA_OK;
 }
 
-static rma_status_t
-request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
-	       void *user_data, rma_request_t **req_p)
+rma_status_t
+request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
+		      const struct request_stage *stage, rma_callback_t cb,
+		      void *user_data, rma_request_t **req_p)
 {
 	struct rma_request *req;
 	Rma__V1__Op rec_op;
 	uint32_t slot;
 
-	if (c->gone)
+	/* Not submitted: a staged piece's extent goes back (staging_drop) */
+	if (c->gone) {
+		staging_drop(c, stage != NULL ? stage->ext : 0);
 		return client_gone_error(c);
+	}
 	req = request_alloc(c);
-	if (req == NULL)
+	if (req == NULL) {
+		staging_drop(c, stage != NULL ? stage->ext : 0);
 		return client_error(c, RMA_ERR_NO_MEMORY,
 				    "no memory for a request");
+	}
 	req->refs = 1;
 	if (request_slot_get(c, &slot) < 0) {
 		request_unref(req);
+		staging_drop(c, stage != NULL ? stage->ext : 0);
 		return client_error(c, RMA_ERR_NO_MEMORY,
 				    "no memory for a request");
 	}
@@ -200,6 +207,12 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 		c->op_seq = 1;
 	req->cb = cb;
 	req->user_data = user_data;
+	/* before it can complete: a flush below may complete it */
+	if (stage != NULL) {
+		req->stage_ext = stage->ext;
+		req->stage_dst = stage->dst;
+		req->parent = stage->parent;
+	}
 	c->slots[slot] = req;
 	c->in_flight++;
 	/* Ours while it is sent: a take-over noticed as it is written
@@ -236,6 +249,8 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 			c->pending_n--;
 		if (c->slots[req->slot] == req) {
 			request_slot_put(c, req);
+			staging_drop(c, req->stage_ext);
+			req->stage_ext = 0;
 			request_unref(req); /* the library's */
 		}
 		request_unref(req); /* ours */
@@ -249,20 +264,35 @@ request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	return RMA_OK;
 }
 
+static rma_status_t
+request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
+	       void *user_data, rma_request_t **req_p)
+{
+	return request_submit_staged(c, op, NULL, cb, user_data, req_p);
+}
+
 static void
 request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 		 uint64_t bytes, uint64_t value, const char *detail)
 {
+	bool staged = req->stage_ext != 0;
+
 	request_slot_put(c, req);
 	req->status = status;
 	req->bytes = bytes;
 	req->value = value;
 	if (detail != NULL && detail[0] != '\0')
 		req->detail = strdup(detail);
+	/* a get's bytes reach the caller's buffer before it completes */
+	if (staged)
+		staging_release(c, req);
 	if (req->cb != NULL)
 		req->cb(req, status, req->user_data);
 	/* the library's reference */
 	request_unref(req);
+	/* the room it left lets waiting transfers go on */
+	if (staged)
+		staging_pump(c);
 }
 
 void
@@ -293,6 +323,8 @@ request_complete_all(rma_client_t *c, rma_status_t status, const char *detail)
 		if (c->slots[i] != NULL)
 			request_complete(c, c->slots[i], status, 0, 0, detail);
 	}
+	/* transfers waiting for staging room fail too */
+	staging_pump(c);
 }
 
 int
@@ -363,13 +395,7 @@ request_cleanup(rma_client_t *c)
  * to be gone): it completes here, before the call that started it
  * returns, with its callback run in the caller's thread, as ucxx does for
  * a request that completes at once. The daemon never hears of it. */
-static rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
-					 rma_callback_t cb, void *user_data,
-					 rma_request_t **req_p, const char *fmt,
-					 ...)
-    __attribute__((format(printf, 6, 7)));
-
-static rma_status_t
+rma_status_t
 request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 		     void *user_data, rma_request_t **req_p, const char *fmt,
 		     ...)
@@ -402,7 +428,7 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
  * freed local region or one lost at a restart (region may be NULL: none),
  * a daemon known gone.
  * True when the request completed here, its call's status in *st_p. */
-static bool
+bool
 request_decided_here(rma_client_t *c, const rma_region_t *region,
 		     const char *name, rma_callback_t cb, void *user_data,
 		     rma_request_t **req_p, rma_status_t *st_p)
@@ -676,6 +702,9 @@ request_cancel_sent_parts(rma_client_t *c, const struct rma_request *parent)
 RMA_API rma_status_t
 rma_request_cancel(rma_client_t *client, rma_request_t *req)
 {
+	bool unissued = false;
+	rma_status_t st;
+
 	if (client != NULL && fork_inherited(client))
 		return fork_error(client);
 	if (client == NULL || req == NULL || req->client != client)
@@ -702,10 +731,17 @@ rma_request_cancel(rma_client_t *client, rma_request_t *req)
 				 "canceled before it was sent");
 		return RMA_OK;
 	}
+	/* A transfer through the staging area: its pieces not issued yet
+	 * never will be (it may complete here). */
+	if (req->xfer != NULL)
+		unissued = staging_cancel(client, req);
 	if (req->parts_left > 0) {
 		request_cancel_sent_parts(client, req);
-		return request_cancel_parts(client, req);
+		st = request_cancel_parts(client, req);
+		return unissued ? RMA_OK : st;
 	}
+	if (unissued)
+		return RMA_OK;
 	/* Handed to the daemon: only it can tell whether it already left
 	 * (parked ops have not); the completion says which. */
 	request_cancel_sent(client, &req->op_id, 1);
@@ -714,7 +750,7 @@ rma_request_cancel(rma_client_t *client, rma_request_t *req)
 
 /* A vectored request loses one piece still to wait for: the last
  * completes it, with its first failure (or RMA_OK). */
-static void
+void
 request_part_finish(struct rma_request *parent)
 {
 	if (--parent->parts_left > 0)

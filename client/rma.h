@@ -500,6 +500,113 @@ rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
 		     uint64_t remote_offset, uint64_t length, rma_callback_t cb,
 		     void *user_data, rma_request_t **req_p);
 
+/** Largest put that rma_put_buf() copies before it returns. */
+#define RMA_BUF_COPY_MAX 65536
+
+/**
+ * Start a put of @p len bytes from any memory of this process at @p buf
+ * (the stack, malloc(), a mapped file, another library's buffer) to
+ * @p remote at @p remote_offset. The daemon cannot read private memory,
+ * so the library moves the bytes through a staging area of its own: a
+ * region (see rma_region_alloc()) that it allocates at the first
+ * rma_put_buf() or rma_get_buf() of the client, which therefore waits
+ * for the daemon's answer (and may run callbacks, as any call that asks
+ * the daemon something). Its size is RMA_STAGING_SIZE bytes from the
+ * environment at that first call (a number, or with K, M or G; 256K to
+ * 1G; default 4M; anything else fails the call with RMA_ERR_INVALID); it
+ * counts against the daemon's per-client limits (max_regions,
+ * max_region_bytes) as any region, shows in `rmactl status`, survives a
+ * take-over or a restart as regions do, and lives until rma_disconnect().
+ *
+ * A transfer travels in pieces of a quarter of the area, at most 256 KiB
+ * (64 KiB to 256 KiB), each an ordinary put of the staging region (see
+ * rma_put() for what completion and failure mean); the pieces of a big
+ * transfer flow through the area, the next copied in while the ones
+ * before it are on the wire, as completions give room back (the library
+ * drives them from rma_progress() and the waits). The request completes
+ * once every piece has: with RMA_OK, or with the first failure of a
+ * piece (its detail in rma_request_detail(); no piece is issued after a
+ * failure, those in flight complete unseen). rma_request_bytes() gives
+ * the bytes of the pieces that worked. rma_in_flight() counts a
+ * transfer's pieces in flight.
+ *
+ * When the area is full, or other transfers wait for it, the transfer
+ * waits in a queue, in the order of the calls, and goes on as pieces
+ * complete: that is not an error. At most 4096 transfers wait, holding
+ * at most 64 MiB of copies of small puts; one more is refused with
+ * RMA_ERR_LIMIT (nothing submitted): make progress, then retry.
+ *
+ * The buffer: a put of at most RMA_BUF_COPY_MAX (64 KiB) bytes is copied
+ * before rma_put_buf() returns (into the area, or into memory of the
+ * library while it waits): the caller may reuse or free @p buf at once.
+ * A bigger one is read until the request completes: @p buf must stay
+ * valid and unchanged until then (rma_request_is_completed(), or the
+ * callback). rma_request_cancel() works as for rma_putv(): pieces not
+ * issued yet are dropped (the request then completes with
+ * RMA_ERR_CANCELED once those in flight are done; it may have written
+ * some pieces).
+ *
+ * fork(): as every transfer (see the file comment); the area is the
+ * parent's in the child.
+ *
+ * @return as rma_put(): RMA_OK when submitted (or queued); RMA_OK with
+ *         the request already completed for a remote range outside the
+ *         remote region (RMA_ERR_OUT_OF_BOUNDS) or a daemon known gone
+ *         (see "Immediate completion" at rma_put()). Errors with nothing
+ *         submitted: RMA_ERR_INVALID (NULL @p buf or remote, a remote of
+ *         another client, @p len 0, unknown flags, a bad
+ *         RMA_STAGING_SIZE), RMA_ERR_LIMIT (the queue is full, or the
+ *         daemon refused the staging area: its limits), RMA_ERR_NO_MEMORY,
+ *         RMA_ERR_DAEMON_GONE, and at the first call what
+ *         rma_region_alloc() returns.
+ */
+rma_status_t rma_put_buf(rma_client_t *client, const void *buf, size_t len,
+			 rma_remote_t *remote, uint64_t remote_offset,
+			 unsigned flags, rma_callback_t cb, void *user_data,
+			 rma_request_t **req_p);
+
+/**
+ * Start a get of @p len bytes from @p remote at @p remote_offset into any
+ * memory of this process at @p buf, through the staging area, as
+ * rma_put_buf(). Each piece is copied from the area into @p buf when its
+ * get completed with RMA_OK, before the request completes: once it has
+ * completed with RMA_OK, @p buf holds the bytes. @p buf must stay valid
+ * until the request completes (the library writes it until then, and
+ * never after).
+ *
+ * A failed get (a failure, RMA_ERR_CANCELED included) leaves @p buf in
+ * pieces: each piece (the range [k * P, (k + 1) * P) of @p buf, P the
+ * piece size above, 64 KiB to 256 KiB) whose get worked holds the
+ * remote's bytes, the others what they held before, untouched. So
+ * pieces before the failure may have landed, and after it too (those
+ * already in flight).
+ * @return as rma_put_buf().
+ */
+rma_status_t rma_get_buf(rma_client_t *client, void *buf, size_t len,
+			 rma_remote_t *remote, uint64_t remote_offset,
+			 rma_callback_t cb, void *user_data,
+			 rma_request_t **req_p);
+
+/**
+ * Blocking rma_put_buf(): waits up to @p timeout_ms (-1: no limit) and
+ * returns the final status. On RMA_ERR_TIMEOUT the transfer is canceled
+ * (rma_request_cancel()) and the library reads @p buf no more: pieces in
+ * flight may still land.
+ */
+rma_status_t rma_put_buf_sync(rma_client_t *client, const void *buf,
+			      size_t len, rma_remote_t *remote,
+			      uint64_t remote_offset, unsigned flags,
+			      int timeout_ms);
+
+/**
+ * Blocking rma_get_buf(). On RMA_ERR_TIMEOUT the transfer is canceled and
+ * the library writes @p buf no more, whatever its pieces in flight do:
+ * @p buf is the caller's again (its bytes as a failed get leaves them).
+ */
+rma_status_t rma_get_buf_sync(rma_client_t *client, void *buf, size_t len,
+			      rma_remote_t *remote, uint64_t remote_offset,
+			      int timeout_ms);
+
 /**
  * Start a flush: completes when everything issued before it to @p peer
  * (every peer if NULL) is complete at the target, or has failed with its

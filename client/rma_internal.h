@@ -48,6 +48,13 @@ struct rma_request {
 	struct rma_request *parent;
 	uint32_t parts_left;
 	rma_status_t first_error; /* of its pieces (RMA_OK: none yet) */
+	/* staging.c: a piece through the staging area holds extent
+	 * stage_ext - 1 (0: none) and, for a get, copies it to stage_dst
+	 * before it completes; a transfer with pieces still to issue has
+	 * its xfer */
+	uint32_t stage_ext;
+	void *stage_dst;
+	struct staging_xfer *xfer;
 	/* every live request of a client, so rma_disconnect can detach
 	 * the ones a caller still holds */
 	struct rma_request *prev, *next;
@@ -186,6 +193,10 @@ struct rma_client {
 	rma_notification_t *notify_q;
 	size_t notify_head, notify_count, notify_cap;
 	uint32_t notify_unacked;
+
+	/* staging.c: the staging area of rma_put_buf and rma_get_buf, made
+	 * at their first call; NULL until then */
+	struct staging *staging;
 
 	/* fork.c: the fork generation this client was made in */
 	unsigned fork_generation;
@@ -352,6 +363,59 @@ int request_in_flight_ids(rma_client_t *c, uint64_t **ids_p, size_t *n_p);
 /* Complete those of ids still in flight with status (callbacks run). */
 void request_complete_ids(rma_client_t *c, const uint64_t *ids, size_t n,
 			  rma_status_t status, const char *detail);
+
+/* What request_submit_staged gives a piece through the staging area. */
+struct request_stage {
+	uint32_t ext; /* its extent + 1 */
+	void *dst;    /* a get's destination, NULL for a put */
+	struct rma_request *parent; /* the request of pieces, or NULL */
+};
+
+/* As rma_put() and friends submit an op: numbered, batched, sent; with
+ * stage (or NULL) set on the request before anything can complete it.
+ * RMA_OK, or an error with nothing submitted. */
+rma_status_t request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
+				   const struct request_stage *stage,
+				   rma_callback_t cb, void *user_data,
+				   rma_request_t **req_p);
+/* A request struct (status INPROGRESS, refs 0) on the client's live
+ * list, not in the slot table; NULL without memory. */
+struct rma_request *request_alloc(rma_client_t *c);
+/* Drops a reference; the last frees it. */
+void request_unref(struct rma_request *req);
+/* A request the library decided alone: completed (callback run) before
+ * this returns RMA_OK, detail set; see rma_put(). */
+rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
+				  rma_callback_t cb, void *user_data,
+				  rma_request_t **req_p, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* A freed or lost region (NULL: none), a daemon known gone: completed
+ * here, true, the call's status in *st_p. */
+bool request_decided_here(rma_client_t *c, const rma_region_t *region,
+			  const char *name, rma_callback_t cb, void *user_data,
+			  rma_request_t **req_p, rma_status_t *st_p);
+/* A request of pieces loses one to wait for; the last completes it with
+ * its first_error. */
+void request_part_finish(struct rma_request *parent);
+
+/* ---- staging.c ---- */
+
+struct staging;
+struct staging_xfer;
+/* A staged piece completed (its status set): a get's bytes are copied
+ * out if it worked, its extent is freed. */
+void staging_release(rma_client_t *c, struct rma_request *req);
+/* Issue what waits for staging room, as far as it goes; fail it once the
+ * client is gone or inherited across fork(). */
+void staging_pump(rma_client_t *c);
+/* rma_request_cancel of a transfer: no more pieces are issued, it fails
+ * with RMA_ERR_CANCELED; true if some were never issued. */
+bool staging_cancel(rma_client_t *c, struct rma_request *parent);
+/* Frees the staging bookkeeping (its region goes with the others). */
+void staging_free(rma_client_t *c);
+/* Gives back extent e (index + 1; 0: none) of a piece that was never
+ * submitted after all. */
+void staging_drop(rma_client_t *c, uint32_t e);
 
 /* ---- region.c, peer.c ---- */
 

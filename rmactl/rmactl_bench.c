@@ -56,6 +56,7 @@ struct bench {
 	struct bench_params p; /* size, count, window, warm-up */
 	int json;
 	int remote_completion;
+	int from_buffer; /* rma_put_buf / rma_get_buf from buf */
 	int timeout_ms;
 
 	/* connection */
@@ -63,6 +64,7 @@ struct bench {
 	rma_peer_t *peer_h;
 	rma_remote_t *remote;
 	rma_region_t *region;
+	uint8_t *buf;	/* --from-buffer: malloc'd, in place of region */
 	uint64_t slots; /* local buffer = slots * size bytes */
 	uint64_t span;	/* remote length - size + 1 */
 
@@ -146,6 +148,10 @@ bench_args_check(struct bench *b, const char *op)
 					  "put-notify, get, or an atomic: "
 					  "fetch-add ...)",
 					  op);
+	if (b->from_buffer && (b->atomic >= 0 || b->notify))
+		return rmactl_usage_error(RMACTL_BENCH,
+					  "bench: --from-buffer is for put and "
+					  "get");
 	if ((b->get || b->atomic >= 0) && b->remote_completion)
 		return rmactl_usage_error(RMACTL_BENCH,
 					  "bench: --remote-completion is for "
@@ -163,6 +169,7 @@ bench_args(int argc, char **argv, struct bench *b)
 	    {"op", required_argument, NULL, 'o'},
 	    BENCH_PARAM_OPTIONS,
 	    {"remote-completion", no_argument, NULL, 'r'},
+	    {"from-buffer", no_argument, NULL, 'f'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"timeout", required_argument, NULL, 't'},
 	    {"help", no_argument, NULL, 'h'},
@@ -193,6 +200,9 @@ bench_args(int argc, char **argv, struct bench *b)
 			break;
 		case 'r':
 			b->remote_completion = 1;
+			break;
+		case 'f':
+			b->from_buffer = 1;
 			break;
 		case 'j':
 			b->json = 1;
@@ -285,13 +295,22 @@ bench_open(struct bench *b, const char *desc)
 	if (b->slots == 0)
 		b->slots = 1;
 	local = b->slots * b->p.size;
-	st = rma_region_alloc(b->client, (size_t)local, &b->region);
-	if (st != RMA_OK) {
-		b->region = NULL;
-		return rmactl_fail("bench", st, b->client);
+	if (b->from_buffer) {
+		/* the application's own memory: librma stages it */
+		b->buf = malloc((size_t)local);
+		if (b->buf == NULL)
+			return rmactl_errx(EX_SOFTWARE, "bench",
+					   "out of memory");
+	} else {
+		st = rma_region_alloc(b->client, (size_t)local, &b->region);
+		if (st != RMA_OK) {
+			b->region = NULL;
+			return rmactl_fail("bench", st, b->client);
+		}
+		b->buf = rma_region_ptr(b->region);
 	}
 	/* touch it: page faults are not what we measure */
-	memset(rma_region_ptr(b->region), 0xa5, (size_t)local);
+	memset(b->buf, 0xa5, (size_t)local);
 
 	b->stamp = calloc(b->p.count, sizeof(*b->stamp));
 	b->done = calloc(b->p.window, sizeof(*b->done));
@@ -318,6 +337,8 @@ bench_close(struct bench *b)
 			rma_region_free(b->client, b->region);
 		rma_disconnect(b->client);
 	}
+	if (b->from_buffer)
+		free(b->buf);
 	free(b->stamp);
 	free(b->done);
 	free(b->slot_mem);
@@ -351,6 +372,14 @@ bench_issue(struct bench *b, uint64_t op, uint64_t seq)
 		st = rma_atomic(b->client, b->remote, remote,
 				(rma_atomic_op_t)b->atomic, (unsigned)b->p.size,
 				1, 0, bench_on_done, slot, NULL);
+	else if (b->from_buffer && b->get)
+		st = rma_get_buf(b->client, b->buf + local, b->p.size,
+				 b->remote, remote, bench_on_done, slot, NULL);
+	else if (b->from_buffer)
+		st = rma_put_buf(
+		    b->client, b->buf + local, b->p.size, b->remote, remote,
+		    b->remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    bench_on_done, slot, NULL);
 	else if (b->get)
 		st = rma_get(b->client, b->region, local, b->remote, remote,
 			     b->p.size, bench_on_done, slot, NULL);

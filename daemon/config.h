@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The configuration: its options (config.c), the values' syntax
- * (config_value.c), what is judged once all are set (config_check.c),
- * net_devices = auto (netdev.c) and SIGHUP's report (config_reload.c). */
+/* The configuration: its options (config.c), where their values come
+ * from (config_load.c), the values' syntax (config_value.c), what is
+ * judged once all are set (config_check.c), net_devices = auto
+ * (netdev.c) and SIGHUP's report (config_reload.c). */
 #ifndef RMAD_CONFIG_H
 #define RMAD_CONFIG_H
 
@@ -13,7 +14,7 @@
 
 #include "log.h"
 
-/* ---- config.c ---------------------------------------------------------- */
+/* ---- config.c, config_load.c ------------------------------------------- */
 
 #define CONFIG_LIST_MAX 32
 #define CONFIG_WORKERS_MAX 64

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit: daemon/config.c, config_check.c and netdev.c alone. The pieces
- * judged after parsing (the cluster key file, rma_protocol over transports
- * that check no keys, net_devices = auto) and the flags that drive them. */
+/* Unit: daemon/config.c, config_load.c, config_check.c and netdev.c
+ * alone. Every option's value printed and read back, a refused value
+ * changing nothing; the pieces judged after parsing (the cluster key
+ * file, rma_protocol over transports that check no keys, net_devices =
+ * auto) and the flags that drive them. */
 #include <check.h>
 
 #include "check_main.h"
@@ -625,6 +627,155 @@ START_TEST(test_reload_diff)
 }
 END_TEST
 
+/* config_print's text, and the option names in it (each "name = "). */
+static char *
+print_text(const struct config *cfg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_ptr_nonnull(f);
+	config_print(f, cfg);
+	ck_assert_int_eq(fclose(f), 0);
+	return text;
+}
+
+/* Every line of text set again on cfg, as config_saved_decode does. */
+static void
+set_text(struct config *cfg, const char *text)
+{
+	char *copy = strdup(text), *line, *save, err[256];
+
+	for (line = strtok_r(copy, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strstr(line, " = ");
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		ck_assert_msg(config_set(cfg, line, eq + 3, err, sizeof(err)) ==
+				  0,
+			      "%s = %s: %s", line, eq + 3, err);
+	}
+	free(copy);
+}
+
+/* What config_print writes, config_set reads back to the same: for the
+ * defaults and for a value of every type that is not one. */
+START_TEST(test_print_set_round_trip)
+{
+	static const char *const values[][2] = {
+	    {"socket", "/tmp/x.sock"},
+	    {"listen", "[::1]:7"},
+	    {"log_level", "debug"},
+	    {"op_timeout", "0.25"},
+	    {"max_frame", "8K"},
+	    {"max_queued_bytes", "1G"},
+	    {"peer_allow", "10.0.0.0/8,fd00::/8"},
+	    {"allow_users", "0,7"},
+	    {"allow_groups", "0"},
+	    {"progress_mode", "polling"},
+	    {"progress_spin", "0"},
+	    {"ring", "no"},
+	    {"rma_protocol", "ucx"},
+	    {"workers", "64"},
+	    {"metrics_listen", "127.0.0.1:9"},
+	    {"fd_store_max", "1M"},
+	};
+	struct config a, b;
+	char *ta, *tb;
+
+	config_defaults(&a);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		ck_assert_int_eq(
+		    config_set(&a, values[i][0], values[i][1], NULL, 0), 0);
+	for (int round = 0; round < 2; round++) {
+		if (round == 1)
+			config_defaults(&a);
+		ta = print_text(&a);
+		config_defaults(&b);
+		set_text(&b, ta);
+		tb = print_text(&b);
+		ck_assert_str_eq(ta, tb);
+		free(ta);
+		free(tb);
+	}
+}
+END_TEST
+
+/* A value refused leaves the configuration as it was, for every option
+ * (a list too, and max_frame out of its range). */
+START_TEST(test_refused_changes_nothing)
+{
+	static const char *const bad[] = {"",
+					  "abc",
+					  "-1",
+					  "0",
+					  "1K",
+					  "4G",
+					  "257M",
+					  "65",
+					  "99999999999999999999",
+					  "1e3",
+					  "86401",
+					  "1000001",
+					  "10.1.2.3/16",
+					  "10.0.0.0/8,x",
+					  "0,-1",
+					  "root,no-such-user-here",
+					  "x:y",
+					  ":",
+					  "yes!",
+					  "polling2"};
+	char long_value[400], err[256];
+	struct config a, before;
+	char *names = NULL, *line, *save;
+	int options = 0;
+
+	memset(long_value, 'x', sizeof(long_value) - 1);
+	long_value[sizeof(long_value) - 1] = '\0';
+	config_defaults(&a);
+	/* lists that are not empty, so that emptying one shows */
+	ck_assert_int_eq(config_set(&a, "allow_users", "0", NULL, 0), 0);
+	ck_assert_int_eq(config_set(&a, "allow_groups", "0", NULL, 0), 0);
+	names = print_text(&a);
+	for (line = strtok_r(names, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strstr(line, " = ");
+		int refused = 0;
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		options++;
+		for (size_t i = 0; i <= sizeof(bad) / sizeof(bad[0]); i++) {
+			const char *v = i < sizeof(bad) / sizeof(bad[0])
+					    ? bad[i]
+					    : long_value;
+
+			before = a;
+			err[0] = '\0';
+			if (config_set(&a, line, v, err, sizeof(err)) == 0) {
+				a = before;
+				continue;
+			}
+			refused++;
+			ck_assert_msg(memcmp(&a, &before, sizeof(a)) == 0,
+				      "%s = '%.20s' refused (%s), but changed "
+				      "the configuration",
+				      line, v, err);
+			ck_assert_msg(strncmp(err, line, strlen(line)) == 0,
+				      "%s: the error names another: %s", line,
+				      err);
+		}
+		ck_assert_msg(refused > 0, "%s refused nothing", line);
+	}
+	free(names);
+	ck_assert_int_ge(options, 30);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -644,6 +795,8 @@ main(void)
 	tcase_add_test(tc, test_config_dir);
 	tcase_add_test(tc, test_config_file_refusals);
 	tcase_add_test(tc, test_reload_diff);
+	tcase_add_test(tc, test_print_set_round_trip);
+	tcase_add_test(tc, test_refused_changes_nothing);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -2,8 +2,9 @@
 /* SIGHUP, end to end: a real rmad started with --config FILE, the file
  * rewritten, SIGHUP, and the change seen from outside: a client's region
  * limit, the log lines, a listener that stays where it was, an invalid
- * file that changes nothing, flags that keep winning over the file, and a
- * peer_allow that refuses the next daemon. Every wait has a deadline. */
+ * file that changes nothing, flags that keep winning over the file, a
+ * port bound for listen = HOST:0 that is no change, and a peer_allow
+ * that refuses the next daemon. Every wait has a deadline. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -299,6 +300,25 @@ START_TEST(test_flags_win)
 }
 END_TEST
 
+/* listen = HOST:0: the port the daemon bound is what it learned, not
+ * what it was given, so the same file reloads with no listen change (a
+ * reload compares configurations as given). */
+START_TEST(test_listen_any_port)
+{
+	write_conf("listen = 127.0.0.1:0\nmax_regions = 3\n");
+	spawn(&dr, NULL);
+	log_wait("main: rmad ", 0);
+	ck_assert_int_eq(log_count(", listening on 127.0.0.1:"), 1);
+	ck_assert_int_eq(log_count(", listening on 127.0.0.1:0\n"), 0);
+	write_conf("listen = 127.0.0.1:0\nmax_regions = 4\n");
+	hup();
+	log_wait("config_reload: max_regions: 3 -> 4", 0);
+	log_wait("config_reload: 1 changes applied, 0 need a restart", 0);
+	ck_assert_int_eq(log_count("config_reload: listen:"), 0);
+	ck_assert_int_eq(regions_allowed(dr.socket), 4);
+}
+END_TEST
+
 /* peer_allow applies to the next connection: a daemon on 127.0.0.1 is
  * let in before, refused after peer_allow = 10.0.0.0/8 and SIGHUP. */
 START_TEST(test_peer_allow)
@@ -384,6 +404,7 @@ main(void)
 
 	ADD(s, test_limits_log_level_listen_invalid);
 	ADD(s, test_flags_win);
+	ADD(s, test_listen_any_port);
 	ADD(s, test_peer_allow);
 	ADD(s, test_peer_key_not_printed);
 	return check_main_run(s);

@@ -539,15 +539,18 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 			NOTIFICATION_QUEUE_MAX);
 		return;
 	}
+	/* One copy, the put's or the get's. (A put once copied the target
+	 * back into its source as well, which undid part of an overlapping
+	 * put within one region.) */
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		region_copy((char *)target->addr + o->remote_offset,
 			    (char *)local->addr + o->offset, o->length);
-	if (notify)
-		notification_post(c->d, target, o->remote_offset, o->length,
-				  o->notify_value, c->d->id, share);
 	else
 		region_copy((char *)local->addr + o->offset,
 			    (char *)target->addr + o->remote_offset, o->length);
+	if (notify)
+		notification_post(c->d, target, o->remote_offset, o->length,
+				  o->notify_value, c->d->id, share);
 	if (o->kind == RMA__V1__OP_KIND__PUT)
 		c->d->counters.bytes_put += o->length;
 	else

@@ -458,6 +458,36 @@ START_TEST(test_local_descriptor)
 }
 END_TEST
 
+/* A put within one region of the same daemon, its ranges overlapping:
+ * the target range ends with the source's bytes as they were (as
+ * memmove), and the source's bytes outside the target are untouched. */
+START_TEST(test_local_put_overlap)
+{
+	uint8_t *b = rma_region_ptr(rb), before[64];
+	rma_peer_t *self;
+	rma_remote_t *rem;
+
+	ck_assert_int_eq(rma_peer_connect(cb, db.listen, &self), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, self, rma_region_descriptor(rb), &rem),
+	    RMA_OK);
+	for (size_t i = 0; i < sizeof(before); i++)
+		b[i] = before[i] = (uint8_t)(i + 1);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, rem, 8, 32, 0, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(b, before, 8), 0);
+	ck_assert_int_eq(memcmp(b + 8, before, 32), 0);
+	ck_assert_int_eq(memcmp(b + 40, before + 40, 24), 0);
+	/* and downwards */
+	memcpy(b, before, sizeof(before));
+	ck_assert_int_eq(rma_put_sync(cb, rb, 8, rem, 0, 32, 0, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(b, before + 8, 32), 0);
+	ck_assert_int_eq(memcmp(b + 32, before + 32, 32), 0);
+	rma_remote_release(cb, rem);
+}
+END_TEST
+
 START_TEST(test_daemon_gone)
 {
 	enum { N = 500 };
@@ -557,6 +587,7 @@ main(void)
 	tcase_add_test(tc, test_connect_timeout);
 	tcase_add_test(tc, test_unreachable_and_not_rmad);
 	tcase_add_test(tc, test_local_descriptor);
+	tcase_add_test(tc, test_local_put_overlap);
 	tcase_add_test(tc, test_daemon_gone);
 	tcase_add_test(tc, test_peer_killed);
 	tcase_add_test(tc, test_sigterm_exits_zero);

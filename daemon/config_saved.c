@@ -25,7 +25,7 @@
 
 #define CONFIG_SAVED_MAGIC 0x524d4143u /* "RMAC" */
 #define CONFIG_SAVED_VERSION 1u
-#define CONFIG_SAVED_NAME NOTIFY_STORE_PREFIX "config-"
+#define CONFIG_SAVED_NAME SDNOTIFY_STORE_PREFIX "config-"
 /* Far above any configuration's text (about 3 KiB). */
 #define CONFIG_SAVED_MAX (64u * 1024)
 
@@ -167,7 +167,7 @@ config_saved_read(int fd, struct config_saved *saved)
 }
 
 void
-config_saved_take(struct notify_fds *passed, struct config_saved *saved)
+config_saved_take(struct sdnotify_fds *passed, struct config_saved *saved)
 {
 	const size_t prefix = strlen(CONFIG_SAVED_NAME);
 	uint64_t best = 0;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 struct config;
-struct notify_fds;
+struct sdnotify_fds;
 
 /* One saved configuration: its encoding, and under systemd the fd store
  * name it has there (store-config-<generation>). */
@@ -29,7 +29,7 @@ int config_saved_decode(const uint8_t *blob, size_t len, struct config *cfg,
 			char *err, size_t err_len);
 /* The newest store-config-<n> systemd passed, out of passed (older ones
  * are closed and removed from the store). Nothing when there is none. */
-void config_saved_take(struct notify_fds *passed, struct config_saved *saved);
+void config_saved_take(struct sdnotify_fds *passed, struct config_saved *saved);
 /* cfg into systemd's fd store as a sealed memfd, unless saved holds the
  * same already (the older one leaves the store first: one fd more
  * than FileDescriptorStoreMax= would be dropped). saved then describes

@@ -98,7 +98,7 @@ daemon_on_deadline(struct daemon *d)
 {
 	peer_check_deadlines(d);
 	conn_check_stuck(d);
-	notify_beat(d);
+	sdnotify_beat(d);
 }
 
 /* The end of a loop pass: the notifications its puts applied go to their

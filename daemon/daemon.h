@@ -28,7 +28,7 @@
 #include "idmap.h"
 #include "log.h"
 #include "metrics.h"
-#include "notify.h"
+#include "sdnotify.h"
 #include "rma.pb-c.h"
 
 typedef Rma__V1__Status wire_status_t;
@@ -358,7 +358,7 @@ struct fdstore;
  * the previous process left into *from (1: recovered), or prepares an
  * empty state (0). *store_p = NULL when the store is off. -1 logged:
  * fd_store = yes without NOTIFY_SOCKET, or no memory. */
-int fdstore_open(const struct config *cfg, struct notify_fds *passed,
+int fdstore_open(const struct config *cfg, struct sdnotify_fds *passed,
 		 struct fdstore **store_p, struct handover_state *from);
 /* After the regions are restored and the client socket served: identity
  * and counters into the state record, the state (and the client socket
@@ -1028,7 +1028,7 @@ struct daemon {
 	 * answered (0: none): see daemon_op_clock */
 	double op_clock;
 
-	struct notify notify;		/* notify.c: systemd */
+	struct sdnotify sdnotify;	/* sdnotify.c: systemd */
 	struct metrics *metrics;	/* metrics.c: NULL when off */
 	struct metrics_latency latency; /* metrics.c: always kept */
 	struct handover *handover;	/* handover.c: worker 0 only */

@@ -72,9 +72,9 @@
 
 #define FDSTORE_MAGIC 0x524d4153u /* "RMAS" */
 #define FDSTORE_VERSION 1u
-#define FDSTORE_STATE NOTIFY_STORE_PREFIX "state"
-#define FDSTORE_LISTEN NOTIFY_STORE_PREFIX "listen"
-#define FDSTORE_REGION NOTIFY_STORE_PREFIX "region-"
+#define FDSTORE_STATE SDNOTIFY_STORE_PREFIX "state"
+#define FDSTORE_LISTEN SDNOTIFY_STORE_PREFIX "listen"
+#define FDSTORE_REGION SDNOTIFY_STORE_PREFIX "region-"
 /* The state record, the client socket and the last configuration that
  * worked (config_saved.c). */
 #define FDSTORE_OWN_FDS 3u
@@ -269,7 +269,7 @@ err_close:
 }
 
 static int
-fdstore_find(const struct notify_fds *passed, const char *name)
+fdstore_find(const struct sdnotify_fds *passed, const char *name)
 {
 	for (size_t i = 0; i < passed->n; i++)
 		if (passed->fds[i] >= 0 && strcmp(passed->names[i], name) == 0)
@@ -280,7 +280,7 @@ fdstore_find(const struct notify_fds *passed, const char *name)
 /* The live slots become regions for handover_restore(); a live slot
  * without its fd is dropped. */
 static int
-fdstore_rebuild(struct fdstore *s, struct notify_fds *passed,
+fdstore_rebuild(struct fdstore *s, struct sdnotify_fds *passed,
 		struct handover_state *from)
 {
 	struct fdstore_head *h = s->head;
@@ -321,7 +321,7 @@ fdstore_rebuild(struct fdstore *s, struct notify_fds *passed,
 }
 
 int
-fdstore_open(const struct config *cfg, struct notify_fds *passed,
+fdstore_open(const struct config *cfg, struct sdnotify_fds *passed,
 	     struct fdstore **store_p, struct handover_state *from)
 {
 	bool have = getenv("NOTIFY_SOCKET") != NULL;

@@ -48,7 +48,7 @@ main_on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("main_on_signal: %s, shutting down",
 		 sig == SIGINT ? "SIGINT" : "SIGTERM");
-	notify_stopping(d);
+	sdnotify_stopping(d);
 	/* systemctl restart keeps the store, stop empties it: either way
 	 * the regions are systemd's to keep or drop now. */
 	fdstore_freeze(d);
@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	struct main_reload reload = {&d, argc, argv, &saved, false};
 	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
 	struct handover_state from = {.listen_fd = -1};
-	struct notify_fds passed;
+	struct sdnotify_fds passed;
 	struct fdstore *store = NULL;
 	const uint8_t *good;
 	size_t good_len;
@@ -226,7 +226,7 @@ main(int argc, char **argv)
 	/* systemd's: the activation socket, and what the fd store kept of
 	 * a previous process (fdstore.c), the last good configuration with
 	 * it */
-	if (notify_listen_fds(&passed) < 0)
+	if (sdnotify_listen_fds(&passed) < 0)
 		return 1;
 	config_saved_take(&passed, &saved);
 	/* nothing kept: config_parse_args said it all */
@@ -237,7 +237,7 @@ main(int argc, char **argv)
 	recovered = fdstore_open(&cfg, &passed, &store, &from);
 	activation_fd = passed.activation_fd;
 	passed.activation_fd = -1; /* the world's, then server_start's */
-	notify_fds_free(&passed);
+	sdnotify_fds_free(&passed);
 	if (recovered < 0)
 		goto err_saved;
 	if (rc < 0 && !cfg.take_over && recovered == 0) {
@@ -283,7 +283,7 @@ main(int argc, char **argv)
 	rc = 1; /* what the failures below exit with */
 	if (metrics_start(&d) < 0)
 		goto err_daemon;
-	if (notify_start(&d) < 0)
+	if (sdnotify_start(&d) < 0)
 		goto err_metrics;
 	sigterm_ev = evsignal_new(d.base, SIGTERM, main_on_signal, &d);
 	sigint_ev = evsignal_new(d.base, SIGINT, main_on_signal, &d);
@@ -297,13 +297,13 @@ main(int argc, char **argv)
 		 RMA_VERSION, d.id_hex, d.world->learned.socket_path,
 		 d.cfg->listen_host, d.world->learned.listen_port);
 	main_signal_ready(cfg.ready_fd);
-	notify_ready(&d);
+	sdnotify_ready(&d);
 	event_base_dispatch(d.base);
 
 	event_free(sigterm_ev);
 	event_free(sigint_ev);
 	event_free(sighup_ev);
-	notify_stop(&d);
+	sdnotify_stop(&d);
 	metrics_stop(&d);
 	handover_stop(&d);
 	daemon_stop(&d);
@@ -323,8 +323,8 @@ err_daemon:
 
 err_config:
 	/* the refusals before fdstore_open come here with passed still
-	 * held (freed again after it: notify_fds_free leaves it empty) */
-	notify_fds_free(&passed);
+	 * held (freed again after it: sdnotify_fds_free leaves it empty) */
+	sdnotify_fds_free(&passed);
 	config_saved_free(&saved);
 	return 78; /* sysexits.h: EX_CONFIG */
 

@@ -189,7 +189,7 @@ server_start(struct daemon *d)
 	mode_t old_umask;
 	int fd;
 
-	fd = learned->activation_fd; /* notify_listen_fds() found it */
+	fd = learned->activation_fd; /* sdnotify_listen_fds() found it */
 	if (fd >= 0) {
 		learned->activation_fd = -1; /* ours now */
 		/* Socket activation: systemd made the socket (path, mode,

@@ -2,8 +2,8 @@
 /* systemd integration through libsystemd: the socket systemd activated us
  * with, READY=1 / STATUS= / STOPPING=1, and the watchdog. All of it is a
  * silent no-op when rmad is started by hand. */
-#ifndef RMAD_NOTIFY_H
-#define RMAD_NOTIFY_H
+#ifndef RMAD_SDNOTIFY_H
+#define RMAD_SDNOTIFY_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 struct daemon;
 struct event;
 
-struct notify {
+struct sdnotify {
 	bool enabled;		   /* NOTIFY_SOCKET is set */
 	struct event *status_ev;   /* STATUS= refresh, when it changed */
 	struct event *watchdog_ev; /* WATCHDOG=1 at half the interval */
@@ -22,12 +22,12 @@ struct notify {
 };
 
 /* FDNAME= of the fds rmad keeps in systemd's fd store (fdstore.c). */
-#define NOTIFY_STORE_PREFIX "store-"
+#define SDNOTIFY_STORE_PREFIX "store-"
 
 /* What systemd passed at start (LISTEN_FDS, LISTEN_FDNAMES). */
-struct notify_fds {
+struct sdnotify_fds {
 	int activation_fd; /* the client socket (rmad.socket), or -1 */
-	size_t n; /* fds from the store, named NOTIFY_STORE_PREFIX... */
+	size_t n; /* fds from the store, named SDNOTIFY_STORE_PREFIX... */
 	int *fds; /* -1 once taken */
 	char **names;
 };
@@ -36,18 +36,18 @@ struct notify_fds {
  * started by hand) and the fd store's. Fails (-1, logged) when systemd
  * passed more than one socket or one that is not a listening AF_UNIX
  * stream socket. */
-int notify_listen_fds(struct notify_fds *out);
+int sdnotify_listen_fds(struct sdnotify_fds *out);
 /* Closes what nobody took. */
-void notify_fds_free(struct notify_fds *p);
+void sdnotify_fds_free(struct sdnotify_fds *p);
 /* Timers for STATUS= and the watchdog; after the loop exists. */
-int notify_start(struct daemon *d);
-void notify_stop(struct daemon *d);
+int sdnotify_start(struct daemon *d);
+void sdnotify_stop(struct daemon *d);
 /* READY=1 with the first STATUS=; once UCX and the listener are up. */
-void notify_ready(struct daemon *d);
+void sdnotify_ready(struct daemon *d);
 /* STOPPING=1 at the first SIGTERM/SIGINT. */
-void notify_stopping(struct daemon *d);
+void sdnotify_stopping(struct daemon *d);
 /* The worker's periodic pass (deadlines, stuck clients) ran: the watchdog
  * is fed only while it keeps running. */
-void notify_beat(struct daemon *d);
+void sdnotify_beat(struct daemon *d);
 
 #endif

@@ -18,7 +18,7 @@
 #define NOTIFY_STATUS_PERIOD 1.0
 
 static void
-notify_names_free(char **names)
+sdnotify_names_free(char **names)
 {
 	for (char **p = names; p != NULL && *p != NULL; p++)
 		free(*p);
@@ -28,29 +28,29 @@ notify_names_free(char **names)
 /* The activation socket: one listening AF_UNIX stream socket, made
  * nonblocking (systemd hands it over blocking). */
 static int
-notify_check_socket(int fd)
+sdnotify_check_socket(int fd)
 {
 	int r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
 
 	if (r < 0) {
-		log_error("notify_listen_fds: fd %d: %s", fd, strerror(-r));
+		log_error("sdnotify_listen_fds: fd %d: %s", fd, strerror(-r));
 		return -1;
 	}
 	if (r == 0) {
-		log_error("notify_listen_fds: fd %d from systemd is not a "
+		log_error("sdnotify_listen_fds: fd %d from systemd is not a "
 			  "listening AF_UNIX stream socket",
 			  fd);
 		return -1;
 	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		log_error("notify_listen_fds: fcntl: %s", strerror(errno));
+		log_error("sdnotify_listen_fds: fcntl: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
 void
-notify_fds_free(struct notify_fds *p)
+sdnotify_fds_free(struct sdnotify_fds *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->fds[i] >= 0)
@@ -66,7 +66,7 @@ notify_fds_free(struct notify_fds *p)
 }
 
 int
-notify_listen_fds(struct notify_fds *out)
+sdnotify_listen_fds(struct sdnotify_fds *out)
 {
 	char **names = NULL;
 	int n, sockets = 0;
@@ -78,7 +78,8 @@ notify_listen_fds(struct notify_fds *out)
 	 * LISTEN_FDNAMES every name is "unknown" (a socket). */
 	n = sd_listen_fds_with_names(1, &names);
 	if (n < 0) {
-		log_error("notify_listen_fds: sd_listen_fds: %s", strerror(-n));
+		log_error("sdnotify_listen_fds: sd_listen_fds: %s",
+			  strerror(-n));
 		return -1;
 	}
 	out->fds = calloc(n > 0 ? n : 1, sizeof(*out->fds));
@@ -91,8 +92,8 @@ notify_listen_fds(struct notify_fds *out)
 
 		/* none of them may leak into what we start */
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		if (strncmp(name, NOTIFY_STORE_PREFIX,
-			    strlen(NOTIFY_STORE_PREFIX)) == 0) {
+		if (strncmp(name, SDNOTIFY_STORE_PREFIX,
+			    strlen(SDNOTIFY_STORE_PREFIX)) == 0) {
 			out->fds[out->n] = fd;
 			out->names[out->n] = strdup(name);
 			if (out->names[out->n++] == NULL)
@@ -100,7 +101,7 @@ notify_listen_fds(struct notify_fds *out)
 			continue;
 		}
 		if (++sockets > 1) {
-			log_error("notify_listen_fds: systemd passed %d "
+			log_error("sdnotify_listen_fds: systemd passed %d "
 				  "sockets; rmad takes exactly one "
 				  "(ListenStream= in rmad.socket)",
 				  sockets);
@@ -108,20 +109,20 @@ notify_listen_fds(struct notify_fds *out)
 			goto err;
 		}
 		out->activation_fd = fd;
-		if (notify_check_socket(fd) < 0)
+		if (sdnotify_check_socket(fd) < 0)
 			goto err;
 	}
-	notify_names_free(names);
+	sdnotify_names_free(names);
 	return 0;
 
 err:
-	notify_names_free(names);
-	notify_fds_free(out);
+	sdnotify_names_free(names);
+	sdnotify_fds_free(out);
 	return -1;
 }
 
 static void
-notify_summary(struct daemon *d, char *buf, size_t len)
+sdnotify_summary(struct daemon *d, char *buf, size_t len)
 {
 	unsigned clients = 0, peers = 0, up = 0;
 	unsigned long long in_flight = 0;
@@ -161,116 +162,118 @@ notify_summary(struct daemon *d, char *buf, size_t len)
 }
 
 static void
-notify_send_status(struct daemon *d, const char *extra)
+sdnotify_send_status(struct daemon *d, const char *extra)
 {
-	char status[sizeof(d->notify.status)];
+	char status[sizeof(d->sdnotify.status)];
 	int r;
 
-	notify_summary(d, status, sizeof(status));
-	if (extra == NULL && strcmp(status, d->notify.status) == 0)
+	sdnotify_summary(d, status, sizeof(status));
+	if (extra == NULL && strcmp(status, d->sdnotify.status) == 0)
 		return;
-	memcpy(d->notify.status, status, sizeof(status));
+	memcpy(d->sdnotify.status, status, sizeof(status));
 	r = sd_notifyf(0, "%sSTATUS=%s", extra ? extra : "", status);
 	if (r < 0)
-		log_warn("notify_send_status: sd_notify: %s", strerror(-r));
+		log_warn("sdnotify_send_status: sd_notify: %s", strerror(-r));
 }
 
 static void
-notify_on_status(evutil_socket_t fd, short what, void *arg)
+sdnotify_on_status(evutil_socket_t fd, short what, void *arg)
 {
-	notify_send_status(arg, NULL);
+	sdnotify_send_status(arg, NULL);
 }
 
 static void
-notify_on_watchdog(evutil_socket_t fd, short what, void *arg)
+sdnotify_on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
-	double interval = (double)d->notify.watchdog_usec / 1e6;
+	double interval = (double)d->sdnotify.watchdog_usec / 1e6;
 	/* The worker's periodic pass runs at least once a second. */
 	double window = interval > 2.0 ? interval : 2.0;
-	double since = daemon_now() - d->notify.last_beat;
+	double since = daemon_now() - d->sdnotify.last_beat;
 
 	if (since > window) {
 		/* The loop runs but the worker's duties do not: let systemd
 		 * restart us rather than serve without deadlines. */
-		if (!d->notify.beat_missed)
-			log_error("notify_on_watchdog: worker's periodic pass "
-				  "has not run for %.1f s, withholding "
-				  "WATCHDOG=1",
-				  since);
-		d->notify.beat_missed = true;
+		if (!d->sdnotify.beat_missed)
+			log_error(
+			    "sdnotify_on_watchdog: worker's periodic pass "
+			    "has not run for %.1f s, withholding "
+			    "WATCHDOG=1",
+			    since);
+		d->sdnotify.beat_missed = true;
 		return;
 	}
-	d->notify.beat_missed = false;
+	d->sdnotify.beat_missed = false;
 	sd_notify(0, "WATCHDOG=1");
 }
 
 int
-notify_start(struct daemon *d)
+sdnotify_start(struct daemon *d)
 {
 	struct timeval tv;
 	uint64_t usec = 0;
 	int r;
 
-	d->notify.last_beat = daemon_now();
-	d->notify.enabled = getenv("NOTIFY_SOCKET") != NULL;
-	if (!d->notify.enabled)
+	d->sdnotify.last_beat = daemon_now();
+	d->sdnotify.enabled = getenv("NOTIFY_SOCKET") != NULL;
+	if (!d->sdnotify.enabled)
 		return 0;
-	d->notify.status_ev =
-	    event_new(d->base, -1, EV_PERSIST, notify_on_status, d);
-	if (d->notify.status_ev == NULL)
+	d->sdnotify.status_ev =
+	    event_new(d->base, -1, EV_PERSIST, sdnotify_on_status, d);
+	if (d->sdnotify.status_ev == NULL)
 		goto err_events;
 	tv = worker_timeval(NOTIFY_STATUS_PERIOD);
-	event_add(d->notify.status_ev, &tv);
+	event_add(d->sdnotify.status_ev, &tv);
 
 	r = sd_watchdog_enabled(0, &usec);
 	if (r < 0)
-		log_warn("notify_start: sd_watchdog_enabled: %s", strerror(-r));
+		log_warn("sdnotify_start: sd_watchdog_enabled: %s",
+			 strerror(-r));
 	if (r > 0 && usec > 0) {
-		d->notify.watchdog_usec = usec;
-		d->notify.watchdog_ev =
-		    event_new(d->base, -1, EV_PERSIST, notify_on_watchdog, d);
-		if (d->notify.watchdog_ev == NULL)
+		d->sdnotify.watchdog_usec = usec;
+		d->sdnotify.watchdog_ev =
+		    event_new(d->base, -1, EV_PERSIST, sdnotify_on_watchdog, d);
+		if (d->sdnotify.watchdog_ev == NULL)
 			goto err_events;
 		tv = worker_timeval((double)usec / 2e6);
-		event_add(d->notify.watchdog_ev, &tv);
-		log_info("notify_start: watchdog every %.3f s",
+		event_add(d->sdnotify.watchdog_ev, &tv);
+		log_info("sdnotify_start: watchdog every %.3f s",
 			 (double)usec / 2e6);
 	}
 	return 0;
 
 err_events:
-	log_error("notify_start: cannot set up notify events");
-	notify_stop(d);
+	log_error("sdnotify_start: cannot set up notify events");
+	sdnotify_stop(d);
 	return -1;
 }
 
 void
-notify_stop(struct daemon *d)
+sdnotify_stop(struct daemon *d)
 {
-	if (d->notify.status_ev)
-		event_free(d->notify.status_ev);
-	if (d->notify.watchdog_ev)
-		event_free(d->notify.watchdog_ev);
-	d->notify.status_ev = d->notify.watchdog_ev = NULL;
+	if (d->sdnotify.status_ev)
+		event_free(d->sdnotify.status_ev);
+	if (d->sdnotify.watchdog_ev)
+		event_free(d->sdnotify.watchdog_ev);
+	d->sdnotify.status_ev = d->sdnotify.watchdog_ev = NULL;
 }
 
 void
-notify_ready(struct daemon *d)
+sdnotify_ready(struct daemon *d)
 {
-	if (d->notify.enabled)
-		notify_send_status(d, "READY=1\n");
+	if (d->sdnotify.enabled)
+		sdnotify_send_status(d, "READY=1\n");
 }
 
 void
-notify_stopping(struct daemon *d)
+sdnotify_stopping(struct daemon *d)
 {
-	if (d->notify.enabled)
-		notify_send_status(d, "STOPPING=1\n");
+	if (d->sdnotify.enabled)
+		sdnotify_send_status(d, "STOPPING=1\n");
 }
 
 void
-notify_beat(struct daemon *d)
+sdnotify_beat(struct daemon *d)
 {
-	d->notify.last_beat = daemon_now();
+	d->sdnotify.last_beat = daemon_now();
 }

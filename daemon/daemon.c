@@ -126,6 +126,17 @@ static const struct worker_hooks daemon_hooks = {
     .begin_shutdown = daemon_begin_shutdown,
 };
 
+/* Upward events: what a lower subsystem tells the ones above it, which
+ * it may not name. */
+
+static const struct region_hooks daemon_region_hooks = {
+    .reserve = fdstore_reserve,
+    .commit = fdstore_commit,
+    .release = fdstore_release,
+    .orphan_update = fdstore_orphan_update,
+    .freed = resolve_broadcast_freed,
+};
+
 /* One worker's loop, UCX worker and handlers. */
 static int
 daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
@@ -143,7 +154,7 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 		d->started = first->started;
 	}
 	d->hooks = &daemon_hooks;
-	d->region_freed = resolve_broadcast_freed;
+	d->region_hooks = &daemon_region_hooks;
 	d->listen_fd = -1;
 	d->mail_fd = -1;
 	d->next_token = 1;

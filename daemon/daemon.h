@@ -257,6 +257,24 @@ struct quarantine {
 
 TAILQ_HEAD(quarantine_list, quarantine);
 
+/* What region.c tells the layers above it, through a table daemon.c
+ * fills: the fd store (fdstore.c) keeps a region's memfd for the next
+ * start, peers (resolve.c) hear that a region is gone. */
+struct region_hooks {
+	/* region_create: a slot for a region, before anything is made;
+	 * then, before the client hears of it, the region stored. */
+	wire_status_t (*reserve)(struct daemon *d, int *slot_p, char *detail,
+				 size_t detail_len);
+	wire_status_t (*commit)(struct daemon *d, struct region *r,
+				char *detail, size_t detail_len);
+	/* a slot reserved and never committed, or a region freed */
+	void (*release)(struct daemon *d, struct region *r);
+	/* r became an orphan or was claimed back */
+	void (*orphan_update)(struct daemon *d, const struct region *r);
+	/* a region freed, unless the regions are kept (regions_kept) */
+	void (*freed)(struct daemon *d, const struct region *r);
+};
+
 /* Creates the region and its memfd; *memfd_p goes to the client. */
 wire_status_t region_create(struct daemon *d, struct conn *owner,
 			    uint64_t length, struct region **region_p,
@@ -294,6 +312,12 @@ wire_status_t region_free_orphan_of(struct conn *c, uint64_t id,
  * joins c's table if generation proves it and c's limits allow. */
 wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
 			      char *detail, size_t detail_len);
+struct handover_region;
+/* The record of r (handover.c, fdstore.c); a region from rec and its
+ * memfd (taken). */
+void region_record_make(const struct region *r, struct handover_record *rec);
+void region_record_take(const struct handover_record *rec, int memfd,
+			struct handover_region *hr);
 
 /* ---- handover.c: an old and a new process of the same daemon ------------ */
 
@@ -338,13 +362,6 @@ int handover_receive(const struct config *cfg, struct handover_state *st);
  * socket served. Consumes st. 0, or -1 logged. */
 int handover_restore(struct daemon *d, struct handover_state *st);
 void handover_state_free(struct handover_state *st);
-/* The record of r; a region from rec and its memfd (taken). */
-void handover_record_make(const struct region *r, struct handover_record *rec);
-void handover_record_take(const struct handover_record *rec, int memfd,
-			  struct handover_region *hr);
-/* A region_freed hook that tells no peer: the region lives on in the next
- * process. */
-void handover_no_broadcast(struct daemon *d, const struct region *r);
 /* Old side: listen for a successor beside the client socket. */
 int handover_start(struct daemon *d);
 void handover_stop(struct daemon *d);
@@ -986,9 +1003,10 @@ struct daemon {
 	char ucx_version[32];
 
 	struct quarantine_list quarantine;
-	/* region.c calls it when a client frees a region (daemon.c sets
-	 * resolve_broadcast_freed: peers drop what they resolved). */
-	void (*region_freed)(struct daemon *d, const struct region *r);
+	const struct region_hooks *region_hooks; /* daemon.c's */
+	/* The regions live on in a successor or the fd store: a region
+	 * freed is not announced to peers (set with the world stopped). */
+	bool regions_kept;
 
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */

@@ -310,7 +310,7 @@ fdstore_rebuild(struct fdstore *s, struct sdnotify_fds *passed,
 			s->slot[i].live = 0;
 			continue;
 		}
-		handover_record_take(&s->slot[i].rec, passed->fds[k],
+		region_record_take(&s->slot[i].rec, passed->fds[k],
 				     &from->regions[from->n]);
 		from->regions[from->n++].orphan_until_ms = s->until[i];
 		passed->fds[k] = -1; /* from's now */
@@ -513,7 +513,7 @@ fdstore_commit(struct daemon *d, struct region *r, char *detail,
 		s->head->next_region_id = r->id + 1;
 	s->head->next_epoch = __atomic_load_n(&w->next_epoch, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
-	handover_record_make(r, &slot->rec);
+	region_record_make(r, &slot->rec);
 	s->until[r->store_slot] = 0; /* a slot is used again */
 	fdstore_region_name(r->id, name, sizeof(name));
 	if (fdstore_send("FDSTORE=1", name, r->memfd) < 0) {
@@ -564,7 +564,7 @@ fdstore_freeze(struct daemon *d)
 	__atomic_store_n(&s->frozen, true, __ATOMIC_RELEASE);
 	/* the regions live on in the next process: peers keep them */
 	for (uint32_t i = 0; i < w->n; i++)
-		w->workers[i]->region_freed = handover_no_broadcast;
+		w->workers[i]->regions_kept = true;
 	world_resume(d);
 	log_info("fdstore_freeze: %u regions stay in systemd's fd store for "
 		 "the next start",

@@ -100,49 +100,6 @@ handover_send(int fd, const struct handover_msg *m, const void *body,
 
 /* One record per region: what the hand-over sends and what fdstore.c
  * keeps in its state record, so both rebuild a region the same way. */
-void
-handover_record_make(const struct region *r, struct handover_record *rec)
-{
-	memset(rec, 0, sizeof(*rec));
-	rec->id = r->id;
-	rec->generation = r->generation;
-	rec->ro_generation = r->ro_generation;
-	rec->length = r->length;
-	if (r->owner != NULL) {
-		rec->owner_pid = r->owner->pid;
-		rec->owner_uid = r->owner->uid;
-		snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
-			 r->owner->name);
-	} else if (r->orphan) {
-		/* still away: its owner may come back to the next */
-		rec->owner_pid = r->orphan_pid;
-		rec->owner_uid = r->orphan_uid;
-	}
-}
-
-void
-handover_record_take(const struct handover_record *rec, int memfd,
-		     struct handover_region *hr)
-{
-	hr->id = rec->id;
-	hr->generation = rec->generation;
-	hr->ro_generation = rec->ro_generation;
-	hr->length = rec->length;
-	hr->owner_pid = rec->owner_pid;
-	hr->owner_uid = rec->owner_uid;
-	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
-	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
-	hr->orphan_until_ms = 0; /* the caller's, if it knows it */
-	hr->memfd = memfd;	 /* ownership moves to hr */
-}
-
-void
-handover_no_broadcast(struct daemon *d, const struct region *r)
-{
-	/* The successor serves the region: peers must not drop it (the
-	 * same when fdstore.c keeps it for our next start). */
-}
-
 /* ---- old side -------------------------------------------------------- */
 
 struct handover_snapshot {
@@ -175,7 +132,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 	world_stop(d);
 	__atomic_store_n(&w->handed_over, true, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < w->n; i++)
-		w->workers[i]->region_freed = handover_no_broadcast;
+		w->workers[i]->regions_kept = true;
 	cap = w->regions.count;
 	s->n = 0;
 	s->recs = calloc(cap ? cap : 1, sizeof(*s->recs));
@@ -193,7 +150,7 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 			rc = -1;
 			break;
 		}
-		handover_record_make(r, rec);
+		region_record_make(r, rec);
 		s->until[s->n] = r->orphan ? r->orphan_until_ms : 0;
 		s->fds[s->n++] = fd;
 	}
@@ -290,7 +247,7 @@ err:
 	world_stop(d);
 	__atomic_store_n(&w->handed_over, false, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < w->n; i++)
-		w->workers[i]->region_freed = resolve_broadcast_freed;
+		w->workers[i]->regions_kept = false;
 	world_resume(d);
 	return -1;
 }
@@ -517,7 +474,7 @@ handover_take_regions(int fd, struct handover_state *st)
 			st->regions = grown;
 		}
 		for (size_t i = 0; i < m.count; i++)
-			handover_record_take(&recs[i], fds[i],
+			region_record_take(&recs[i], fds[i],
 					     &st->regions[st->n++]);
 	}
 bad_fds:

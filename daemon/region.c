@@ -117,7 +117,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	if (r == NULL)
 		goto err_nomem;
 	/* A region that would not survive a restart is refused up front. */
-	status = fdstore_reserve(d, &r->store_slot, detail, detail_len);
+	status = d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		goto err_free;
 	fd = region_memfd_map("rmad-region", length, &r->addr, detail,
@@ -188,7 +188,7 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 		goto err_nomem_rkey;
 	}
 	/* Stored before the client hears of it (fdstore.c says why). */
-	status = fdstore_commit(d, r, detail, detail_len);
+	status = d->region_hooks->commit(d, r, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		goto err_tables;
 	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
@@ -227,7 +227,7 @@ err_unmap:
 	munmap(r->addr, length);
 	close(fd);
 err_slot:
-	fdstore_release(d, r);
+	d->region_hooks->release(d, r);
 err_free:
 	free(r);
 	return status;
@@ -308,6 +308,16 @@ region_unref(struct daemon *self, struct region *r)
 		region_release(self, r);
 }
 
+/* r left the region table: out of the fd store, and peers hear it unless
+ * the regions live on elsewhere. */
+static void
+region_gone(struct daemon *d, struct region *r)
+{
+	d->region_hooks->release(d, r);
+	if (!d->regions_kept)
+		d->region_hooks->freed(d, r);
+}
+
 void
 region_free(struct region *r)
 {
@@ -322,8 +332,7 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
-	fdstore_release(d, r);
-	d->region_freed(d, r);
+	region_gone(d, r);
 	region_unref(d, r);
 }
 
@@ -463,8 +472,7 @@ region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
 	world_resume(self);
 	*n_p = kept;
 	for (size_t i = 0; i < n_gone; i++) {
-		fdstore_release(self, gone[i]);
-		self->region_freed(self, gone[i]);
+		region_gone(self, gone[i]);
 		region_unref(self, gone[i]);
 	}
 	free(gone);
@@ -495,8 +503,7 @@ region_free_orphan_of(struct conn *c, uint64_t id, uint64_t generation,
 	world_resume(d);
 	/* This worker's now, as a re-attach would make it: its memory goes
 	 * to this worker's quarantine. */
-	fdstore_release(d, r);
-	d->region_freed(d, r);
+	region_gone(d, r);
 	region_unref(d, r);
 	log_info("region_free_orphan_of: region %llu freed by its owner "
 		 "before its re-attach",
@@ -547,7 +554,7 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 	r->d = d;
 	d->world->regions_reattached++;
 	/* a crash from here on brings it back with a new deadline */
-	fdstore_orphan_update(d, r);
+	d->region_hooks->orphan_update(d, r);
 	world_resume(d);
 	c->region_bytes += r->length;
 	log_info("region_reattach: region %llu back with client %u (%s)",
@@ -588,4 +595,40 @@ region_info_fill(const struct region *r, struct region_info *ri)
 	ri->client_id = r->owner != NULL ? r->owner->id : 0;
 	ri->in_flight = r->in_flight;
 	ri->orphan = r->orphan;
+}
+
+void
+region_record_make(const struct region *r, struct handover_record *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->id = r->id;
+	rec->generation = r->generation;
+	rec->ro_generation = r->ro_generation;
+	rec->length = r->length;
+	if (r->owner != NULL) {
+		rec->owner_pid = r->owner->pid;
+		rec->owner_uid = r->owner->uid;
+		snprintf(rec->owner_name, sizeof(rec->owner_name), "%s",
+			 r->owner->name);
+	} else if (r->orphan) {
+		/* still away: its owner may come back to the next */
+		rec->owner_pid = r->orphan_pid;
+		rec->owner_uid = r->orphan_uid;
+	}
+}
+
+void
+region_record_take(const struct handover_record *rec, int memfd,
+		     struct handover_region *hr)
+{
+	hr->id = rec->id;
+	hr->generation = rec->generation;
+	hr->ro_generation = rec->ro_generation;
+	hr->length = rec->length;
+	hr->owner_pid = rec->owner_pid;
+	hr->owner_uid = rec->owner_uid;
+	memcpy(hr->owner_name, rec->owner_name, sizeof(hr->owner_name));
+	hr->owner_name[sizeof(hr->owner_name) - 1] = '\0';
+	hr->orphan_until_ms = 0; /* the caller's, if it knows it */
+	hr->memfd = memfd;	 /* ownership moves to hr */
 }

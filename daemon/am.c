@@ -45,9 +45,11 @@ struct am_tx {
 static const struct am_route *
 am_route_of(const struct daemon *d, unsigned id)
 {
-	for (size_t i = 0; i < d->am_n_routes; i++) {
-		if (d->am_routes[i].id == id)
-			return &d->am_routes[i];
+	const struct am_hooks *h = d->am_hooks;
+
+	for (size_t i = 0; i < h->n_routes; i++) {
+		if (h->routes[i].id == id)
+			return &h->routes[i];
 	}
 	return NULL;
 }
@@ -111,8 +113,8 @@ am_deliver(struct daemon *d, unsigned id, const void *header,
 		/* A request before the handshake is a protocol violation. */
 		if (p->inbound &&
 		    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING)
-			peer_fail(p, UCS_ERR_REJECTED,
-				  "request before the handshake");
+			d->am_hooks->fail(p, UCS_ERR_REJECTED,
+					  "request before the handshake");
 		return;
 	}
 	route->fn(p, &m);
@@ -130,10 +132,8 @@ am_on_foreign(void *arg, const void *header, size_t header_length, void *data,
 }
 
 int
-am_start(struct daemon *d, const struct am_route *routes, size_t n)
+am_start(struct daemon *d)
 {
-	d->am_routes = routes;
-	d->am_n_routes = n;
 	idmap_init(&d->peers_by_ep);
 	/* Highest first: the table grows once to its full length. */
 	for (unsigned id = AM_ID_COUNT; id-- > 0;) {
@@ -241,7 +241,7 @@ am_send(struct peer *p, unsigned id, const void *header, size_t header_length,
 			 "endpoint closed",
 			 p->tx_msgs, (unsigned long long)p->tx_bytes);
 		d->counters.peers_cut_off++;
-		peer_fail(p, UCS_ERR_EXCEEDS_LIMIT, detail);
+		d->am_hooks->fail(p, UCS_ERR_EXCEEDS_LIMIT, detail);
 		return UCS_ERR_EXCEEDS_LIMIT;
 	}
 	tx = malloc(sizeof(*tx) + extra);

@@ -454,7 +454,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 			ring_drain(c);
 			if (c->dead || c->closing)
 				break;
-			request_dispatch(c, payload, len);
+			c->d->conn_hooks->dispatch(c, payload, len);
 			frames++;
 			if (c->dead || c->closing)
 				break;
@@ -515,7 +515,7 @@ conn_unref(struct conn *c)
 	frame_reader_cleanup(&c->in);
 	idmap_cleanup(&c->regions);
 	idmap_cleanup(&c->remotes);
-	notification_owner_free(c);
+	c->d->conn_hooks->freed(c);
 	free(c);
 }
 
@@ -524,7 +524,6 @@ conn_close(struct conn *c, const char *why)
 {
 	struct daemon *d = c->d;
 	struct region *r;
-	struct remote *rem;
 	size_t pos;
 
 	if (c->dead)
@@ -539,7 +538,6 @@ conn_close(struct conn *c, const char *why)
 	close(c->fd);
 	c->fd = -1;
 	ring_destroy(c);
-	server_accept_resume(d);
 	TAILQ_REMOVE(&d->conns, c, link);
 	if (c->dirty) {
 		TAILQ_REMOVE(&d->dirty_conns, c, dirty_link);
@@ -549,11 +547,8 @@ conn_close(struct conn *c, const char *why)
 	pos = 0;
 	while (idmap_next(&c->regions, &pos, (void **)&r))
 		region_free(r);
-	pos = 0;
-	while (idmap_next(&c->remotes, &pos, (void **)&rem))
-		remote_release(rem);
+	d->conn_hooks->closed(c);
 	idmap_cleanup(&c->remotes);
-	peer_conn_gone(d, c);
 	conn_unref(c);
 }
 

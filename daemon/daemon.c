@@ -137,6 +137,92 @@ static const struct region_hooks daemon_region_hooks = {
     .freed = resolve_broadcast_freed,
 };
 
+static void
+daemon_conn_closed(struct conn *c)
+{
+	resolve_conn_gone(c);
+	peer_conn_gone(c->d, c);
+	server_accept_resume(c->d); /* a descriptor came free */
+}
+
+static const struct conn_hooks daemon_conn_hooks = {
+    .dispatch = request_dispatch,
+    .submit_packed = op_submit_packed,
+    .closed = daemon_conn_closed,
+    .freed = notification_owner_free,
+};
+
+static void
+daemon_peer_up(struct peer *p, bool restarted)
+{
+	resolve_peer_up(p, restarted);
+	op_unpark(p); /* what is stale for good fails now, the rest runs */
+}
+
+static void
+daemon_peer_down(struct peer *p, ucs_status_t st, bool was_connecting)
+{
+	resolve_peer_down(p);
+	/* an inbound peer carries no operation of ours */
+	if (p->inbound)
+		return;
+	op_peer_failed(p, st);
+	/* Parked operations waited for this reconnect: it failed, and they
+	 * fail with its real cause. */
+	if (was_connecting)
+		op_parked_fail_all(p, p->last_status, p->last_error);
+}
+
+static void
+daemon_peer_forget(struct peer *p)
+{
+	op_parked_fail_all(p,
+			   p->d->shutting_down ? RMA__V1__STATUS__ERR_SHUTDOWN
+					       : RMA__V1__STATUS__ERR_CANCELED,
+			   "peer forgotten");
+	resolve_peer_destroy(p);
+	op_peer_forget(p);
+	target_forget(p);
+}
+
+static const struct peer_hooks daemon_peer_hooks = {
+    .up = daemon_peer_up,
+    .down = daemon_peer_down,
+    .import_waited = resolve_import_waited,
+    .forget = daemon_peer_forget,
+    .conn_gone = op_parked_conn_gone,
+    .expire_parked = op_expire_parked,
+    .ops_expire = op_check_deadlines,
+};
+
+static const struct resolve_hooks daemon_resolve_hooks = {
+    .settled = op_unpark,
+};
+
+/* What may arrive from other daemons, over which endpoints, and when:
+ * the one table of the subsystems that serve peer messages. */
+static const struct am_route daemon_am_routes[] = {
+    {AM_HELLO, true, true, 0, handshake_on_hello},
+    {AM_HELLO_PROOF, true, true, 0, handshake_on_proof},
+    {AM_HELLO_REPLY, false, true, 0, handshake_on_reply},
+    {AM_HELLO_DONE, false, true, 0, handshake_on_done},
+    {AM_RESOLVE, true, false, 0, resolve_on_request},
+    {AM_RESOLVE_REPLY, false, false, 0, resolve_on_reply},
+    {AM_FREED, false, false, 0, resolve_on_freed},
+    {AM_PUT, true, false, sizeof(struct am_rma), target_on_put},
+    {AM_GET, true, false, sizeof(struct am_rma), target_on_get},
+    {AM_BATCH, true, false, 0, target_on_batch},
+    {AM_PUT_ACK, false, false, sizeof(struct am_rma_answer), op_on_put_ack},
+    {AM_GET_REPLY, false, false, sizeof(struct am_rma_answer), op_on_get_reply},
+    {AM_BATCH_REPLY, false, false, 0, op_on_batch_reply},
+};
+
+static const struct am_hooks daemon_am_hooks = {
+    .routes = daemon_am_routes,
+    .n_routes = sizeof(daemon_am_routes) / sizeof(daemon_am_routes[0]),
+    .fail = peer_fail,
+};
+
 /* One worker's loop, UCX worker and handlers. */
 static int
 daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
@@ -155,6 +241,10 @@ daemon_worker_start(struct daemon *d, struct world *w, uint32_t index,
 	}
 	d->hooks = &daemon_hooks;
 	d->region_hooks = &daemon_region_hooks;
+	d->conn_hooks = &daemon_conn_hooks;
+	d->peer_hooks = &daemon_peer_hooks;
+	d->resolve_hooks = &daemon_resolve_hooks;
+	d->am_hooks = &daemon_am_hooks;
 	d->listen_fd = -1;
 	d->mail_fd = -1;
 	d->next_token = 1;

@@ -35,6 +35,22 @@ typedef Rma__V1__Status wire_status_t;
 
 /* ---- conn.c: one local client on the Unix socket ------------------------ */
 
+struct conn;
+
+/* What a client's connection (conn.c, ring.c) hands up, through a table
+ * daemon.c fills: the layers above it it may not name. */
+struct conn_hooks {
+	/* one request frame of c's (request.c) */
+	void (*dispatch)(struct conn *c, const uint8_t *payload, size_t len);
+	/* n operation records from c's ring, as a Submit frame's (op.c) */
+	void (*submit_packed)(struct conn *c, const uint8_t *rec, size_t n);
+	/* c closed, its regions freed: what it holds elsewhere goes, and
+	 * the client socket may accept again */
+	void (*closed)(struct conn *c);
+	/* the last reference to c went: just before it is freed */
+	void (*freed)(struct conn *c);
+};
+
 struct out_fd {
 	uint64_t pos; /* stream offset of the frame carrying it */
 	int fd;
@@ -553,6 +569,30 @@ struct remote {
 	struct resolved *res;
 };
 
+/* What the peer subsystem (peer.c, peer_connect.c, handshake.c,
+ * listener.c) tells the layers above it, through a table daemon.c fills:
+ * operations (op*.c), resolves (resolve.c) and the target side
+ * (target.c) hear a peer's events here; what arrives from it goes by the
+ * AM route table (struct am_hooks). */
+struct peer_hooks {
+	/* The handshake completed; restarted: the far daemon's id changed. */
+	void (*up)(struct peer *p, bool restarted);
+	/* p failed with st (state DOWN, its connect waiters answered);
+	 * was_connecting: it was the connect attempt that failed. */
+	void (*down)(struct peer *p, ucs_status_t st, bool was_connecting);
+	/* A connect waiter that is an import: go on, or fail. */
+	void (*import_waited)(struct peer *p, struct peer_waiter *w);
+	/* p goes for good: nothing may point at it any more. */
+	void (*forget)(struct peer *p);
+	/* Client c closed: what it left waiting on p goes. */
+	void (*conn_gone)(struct peer *p, struct conn *c);
+	/* The deadline tick: parked operations past it fail; operations in
+	 * flight past it fail, returning how many (the peer is up: peer.c
+	 * closes it), or are reported overdue (it is not: 0). */
+	void (*expire_parked)(struct peer *p, double now);
+	int (*ops_expire)(struct peer *p, double now);
+};
+
 /* Fails the peer: state DOWN, waiters answered, the endpoint closed at
  * the next tick (never inside a UCX callback). */
 void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
@@ -629,9 +669,18 @@ struct am_door {
 	unsigned id;
 };
 
-/* Registers a handler for every id: routes for rmad's own, a drop for
- * the rest. */
-int am_start(struct daemon *d, const struct am_route *routes, size_t n);
+/* What the door hands up, through a table daemon.c fills: each message
+ * to its route's handler, and a peer that broke the rules to be cut off
+ * (peer_fail), which am.c may not name. */
+struct am_hooks {
+	const struct am_route *routes;
+	size_t n_routes;
+	void (*fail)(struct peer *p, ucs_status_t st, const char *detail);
+};
+
+/* Registers a handler for every id: d->am_hooks' routes for rmad's own, a
+ * drop for the rest. */
+int am_start(struct daemon *d);
 void am_stop(struct daemon *d);
 /* The gate and the route for one message, as UCX hands it over (the
  * handler registered for id calls this; fuzzers call it directly). */
@@ -667,9 +716,18 @@ void listener_stop(struct daemon *d);
 
 /* ---- resolve.c: descriptors resolved with their owner -------------------- */
 
+/* What resolve.c tells the layers above it (daemon.c fills it). */
+struct resolve_hooks {
+	/* A region p owns was resolved again after a reconnect: what was
+	 * parked for p may run now (op_park.c). */
+	void (*settled)(struct peer *p);
+};
+
 void resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 			   const char *descriptor);
 void remote_release(struct remote *rem);
+/* c closed: the remotes it imported go (conn_close empties c->remotes). */
+void resolve_conn_gone(struct conn *c);
 void resolved_unref(struct resolved *res);
 /* Owner side: tell peers a region is gone, so their resolves go stale. */
 void resolve_broadcast_freed(struct daemon *d, const struct region *r);
@@ -772,10 +830,12 @@ void op_batch_add(struct op *op, const struct resolved *res,
 void op_batch_send_all(struct daemon *d);
 /* The peer failed: operations waiting for its answer fail with status. */
 void op_peer_failed(struct peer *p, ucs_status_t status);
-void op_report_overdue(struct op *op);
-/* Past its deadline: the op fails with ERR_TIMEOUT (peer.c closes the
- * endpoint next, which completes it). */
-void op_set_timed_out(struct op *op);
+/* The deadline tick for p's operations: on a peer up, how many failed
+ * with ERR_TIMEOUT (peer.c closes the endpoint, which completes them);
+ * on one down, the clients of the overdue hear (0). */
+int op_check_deadlines(struct peer *p, double now);
+/* p is forgotten: its operations no longer point at it. */
+void op_peer_forget(struct peer *p);
 /* Operations waiting for a peer to reconnect (op.c parks them): run what
  * can run now, in order; fail what waited past its deadline; drop a gone
  * client's; fail them all. */
@@ -803,7 +863,6 @@ void target_flush_answers(struct daemon *d);
 void target_forget(struct peer *p);
 /* A peer's endpoint went away: its ops complete through UCX callbacks. */
 void op_pool_cleanup(struct daemon *d);
-wire_status_t op_status_from_ucs(ucs_status_t st);
 
 /* ---- worker.c: UCX context, worker, listener, progress ----------------------
  */
@@ -838,6 +897,8 @@ void worker_kick(struct daemon *d);
 double daemon_now(void);
 /* seconds (negative counts as 0) as libevent takes a timeout. */
 struct timeval worker_timeval(double seconds);
+/* A UCX status as the wire's: the one place they are mapped. */
+wire_status_t worker_status_from_ucs(ucs_status_t st);
 void worker_drain(struct daemon *d, double seconds);
 
 /* ---- status.c
@@ -999,7 +1060,11 @@ struct daemon {
 	struct event *poll_ev;		  /* polling mode only */
 	bool in_tick;			  /* worker_tick is running */
 	const struct worker_hooks *hooks; /* daemon.c's */
-	uint32_t parts_started;		  /* daemon.c: parts to stop */
+	/* daemon.c's: the upward events of the subsystems below it */
+	const struct conn_hooks *conn_hooks;
+	const struct peer_hooks *peer_hooks;
+	const struct resolve_hooks *resolve_hooks;
+	uint32_t parts_started; /* daemon.c: parts to stop */
 	char ucx_version[32];
 
 	struct quarantine_list quarantine;
@@ -1028,8 +1093,7 @@ struct daemon {
 	struct sockaddr_storage listen_sa;
 
 	/* am.c */
-	const struct am_route *am_routes;
-	size_t am_n_routes;
+	const struct am_hooks *am_hooks; /* daemon.c's */
 	struct am_door am_doors[AM_ID_LIMIT];
 	struct idmap peers_by_ep; /* ep -> struct peer, served endpoints */
 

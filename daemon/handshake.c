@@ -238,7 +238,7 @@ handshake_up_as(struct peer *p, const uint8_t *daemon_id)
 	descriptor_hex(p->remote_id, DAEMON_ID_SIZE, p->remote_id_hex);
 	p->known = true;
 	peer_set_up(p);
-	resolve_peer_up(p, restarted);
+	p->d->peer_hooks->up(p, restarted);
 }
 
 /* Fails p, closing its endpoint only once what was just sent to it (a

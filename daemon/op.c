@@ -24,32 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-wire_status_t
-op_status_from_ucs(ucs_status_t st)
-{
-	switch (st) {
-	case UCS_OK:
-		return RMA__V1__STATUS__OK;
-	case UCS_ERR_CONNECTION_RESET:
-	case UCS_ERR_ENDPOINT_TIMEOUT:
-	case UCS_ERR_IO_ERROR:
-		return RMA__V1__STATUS__ERR_CONNECTION_RESET;
-	case UCS_ERR_CANCELED:
-		return RMA__V1__STATUS__ERR_CANCELED;
-	case UCS_ERR_REJECTED:
-		return RMA__V1__STATUS__ERR_REJECTED;
-	case UCS_ERR_UNREACHABLE:
-	case UCS_ERR_NOT_CONNECTED:
-		return RMA__V1__STATUS__ERR_UNREACHABLE;
-	case UCS_ERR_TIMED_OUT:
-		return RMA__V1__STATUS__ERR_TIMEOUT;
-	case UCS_ERR_NO_MEMORY:
-		return RMA__V1__STATUS__ERR_NO_MEMORY;
-	default:
-		return RMA__V1__STATUS__ERR_TRANSPORT;
-	}
-}
-
 /* The first failure decides; later ones are its consequences. */
 void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -88,10 +62,10 @@ op_set_ucs_failed(struct op *op, ucs_status_t st)
 		op_set_failed(op, p->last_status, "%s (%s)", p->last_error,
 			      ucs_status_string(st));
 	else if (p && p->last_error[0])
-		op_set_failed(op, op_status_from_ucs(st), "%s (%s)",
+		op_set_failed(op, worker_status_from_ucs(st), "%s (%s)",
 			      p->last_error, ucs_status_string(st));
 	else
-		op_set_failed(op, op_status_from_ucs(st), "%s",
+		op_set_failed(op, worker_status_from_ucs(st), "%s",
 			      ucs_status_string(st));
 }
 
@@ -113,7 +87,7 @@ op_set_refused(struct op *op, wire_status_t st)
 		: "bad request");
 }
 
-void
+static void
 op_set_timed_out(struct op *op)
 {
 	op_set_failed(op, RMA__V1__STATUS__ERR_TIMEOUT,
@@ -655,7 +629,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 /* An operation on a failed peer that UCX has still not completed past its
  * deadline: the client gets its timeout now; the record stays until UCX
  * lets go of it. */
-void
+static void
 op_report_overdue(struct op *op)
 {
 	char detail[160];
@@ -959,6 +933,9 @@ op_peer_failed(struct peer *p, ucs_status_t status)
 	struct op_list done = TAILQ_HEAD_INITIALIZER(done);
 	struct op *op, *next;
 
+	/* Past a deadline it is our own close that cancels the rest. */
+	if (status == UCS_ERR_TIMED_OUT)
+		status = UCS_ERR_CANCELED;
 	for (op = TAILQ_FIRST(&p->ops); op != NULL; op = next) {
 		next = TAILQ_NEXT(op, link);
 		if (!op->awaiting_answer)
@@ -976,6 +953,43 @@ op_peer_failed(struct peer *p, ucs_status_t status)
 		op_finish(op);
 	}
 	op_release_barriers(p);
+}
+
+/* The deadline tick for p's operations, oldest first (peer.c). On a peer
+ * up, those past their deadline fail with ERR_TIMEOUT and their count is
+ * returned: peer.c closes the endpoint next, which completes them. On one
+ * that is not, UCX owes them their completion (its endpoint is closed);
+ * should it never come, the client still hears by the deadline (0). */
+int
+op_check_deadlines(struct peer *p, double now)
+{
+	struct op *op;
+	int expired = 0;
+
+	TAILQ_FOREACH(op, &p->ops, link)
+	{
+		if (op->deadline > now)
+			break;
+		if (p->state != RMA__V1__PEER_STATE__PEER_UP) {
+			op_report_overdue(op);
+		} else {
+			op_set_timed_out(op);
+			expired++;
+		}
+	}
+	return expired;
+}
+
+/* Only at shutdown can operations outlive their peer (UCX did not
+ * complete them in time): they must not point at it. */
+void
+op_peer_forget(struct peer *p)
+{
+	while (!TAILQ_EMPTY(&p->ops)) {
+		struct op *op = TAILQ_FIRST(&p->ops);
+		TAILQ_REMOVE(&p->ops, op, link);
+		op->peer = NULL;
+	}
 }
 
 void

@@ -115,7 +115,7 @@ peer_set_up(struct peer *p)
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
 		if (w->import)
-			resolve_import_waited(p, w);
+			p->d->peer_hooks->import_waited(p, w);
 		else
 			peer_reply_connect(p, w, RMA__V1__STATUS__OK);
 		free(w);
@@ -186,19 +186,7 @@ peer_new(struct daemon *d, const char *address)
 void
 peer_destroy(struct peer *p)
 {
-	op_parked_fail_all(p,
-			   p->d->shutting_down ? RMA__V1__STATUS__ERR_SHUTDOWN
-					       : RMA__V1__STATUS__ERR_CANCELED,
-			   "peer forgotten");
-	resolve_peer_destroy(p);
-	/* Only at shutdown can operations outlive their peer (UCX did not
-	 * complete them in time): they must not point at it. */
-	while (!TAILQ_EMPTY(&p->ops)) {
-		struct op *op = TAILQ_FIRST(&p->ops);
-		TAILQ_REMOVE(&p->ops, op, link);
-		op->peer = NULL;
-	}
-	target_forget(p);
+	p->d->peer_hooks->forget(p);
 	am_detach(p);
 	am_peer_gone(p);
 	peer_probe_stop(p);
@@ -452,7 +440,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
 		if (w->import)
-			resolve_import_waited(p, w);
+			p->d->peer_hooks->import_waited(p, w);
 		else
 			peer_reply_connect(p, w, p->last_status);
 		free(w);
@@ -466,21 +454,13 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->backoff > 5.0)
 		p->backoff = 5.0;
 	p->next_attempt = daemon_now() + p->backoff;
-	resolve_peer_down(p);
+	p->d->peer_hooks->down(p, st, was_connecting);
 	/* Imports asked again wait for the next connection: at the end of
 	 * the backoff, from the tick (not inside this UCX callback). */
 	if (!TAILQ_EMPTY(&p->connect_waiters))
 		peer_timer_start(p, p->backoff);
-	if (!p->inbound) {
-		/* Past a deadline it is our own close that cancels the rest. */
-		op_peer_failed(p,
-			       st == UCS_ERR_TIMED_OUT ? UCS_ERR_CANCELED : st);
-		/* Parked operations waited for this reconnect: it failed,
-		 * and they fail with its real cause. */
-		if (was_connecting)
-			op_parked_fail_all(p, p->last_status, p->last_error);
+	if (!p->inbound)
 		peer_notify(p);
-	}
 	/* Closing inside a UCX callback is not allowed: the tick does it;
 	 * meanwhile the door serves nothing more on it (state DOWN). */
 	p->ep_failed = true;
@@ -539,7 +519,7 @@ peer_conn_gone(struct daemon *d, struct conn *c)
 				}
 			}
 		}
-		op_parked_conn_gone(p, c);
+		d->peer_hooks->conn_gone(p, c);
 	}
 }
 
@@ -554,13 +534,12 @@ peer_check_deadlines(struct daemon *d)
 
 	TAILQ_FOREACH(p, &d->peers, link)
 	{
-		struct op *op = TAILQ_FIRST(&p->ops);
 		struct peer_waiter *w = TAILQ_FIRST(&p->resolve_waiters);
 		char detail[160];
-		int expired = 0;
+		int expired;
 
 		if (!TAILQ_EMPTY(&p->parked)) {
-			op_expire_parked(p, now);
+			d->peer_hooks->expire_parked(p, now);
 			/* Still waited for: try again once the backoff
 			 * allows. */
 			if (!TAILQ_EMPTY(&p->parked))
@@ -571,12 +550,7 @@ peer_check_deadlines(struct daemon *d)
 			/* Its endpoint is closed, so UCX owes these
 			 * operations their completion; should it never come,
 			 * the client still hears by the deadline. */
-			TAILQ_FOREACH(op, &p->ops, link)
-			{
-				if (op->deadline > now)
-					break;
-				op_report_overdue(op);
-			}
+			d->peer_hooks->ops_expire(p, now);
 			continue;
 		}
 		/* Resolves are answered in order: the oldest decides. */
@@ -588,15 +562,9 @@ peer_check_deadlines(struct daemon *d)
 			peer_fail(p, UCS_ERR_TIMED_OUT, detail);
 			continue;
 		}
-		if (op == NULL || op->deadline > now)
+		expired = d->peer_hooks->ops_expire(p, now);
+		if (expired == 0)
 			continue;
-		TAILQ_FOREACH(op, &p->ops, link)
-		{
-			if (op->deadline > now)
-				break;
-			op_set_timed_out(op);
-			expired++;
-		}
 		snprintf(detail, sizeof(detail),
 			 "%d operation(s) got no completion within %.1f s; "
 			 "endpoint closed",
@@ -608,25 +576,7 @@ peer_check_deadlines(struct daemon *d)
 int
 peer_system_start(struct daemon *d)
 {
-	/* What may arrive, over which endpoints, and when. */
-	static const struct am_route routes[] = {
-	    {AM_HELLO, true, true, 0, handshake_on_hello},
-	    {AM_HELLO_PROOF, true, true, 0, handshake_on_proof},
-	    {AM_HELLO_REPLY, false, true, 0, handshake_on_reply},
-	    {AM_HELLO_DONE, false, true, 0, handshake_on_done},
-	    {AM_RESOLVE, true, false, 0, resolve_on_request},
-	    {AM_RESOLVE_REPLY, false, false, 0, resolve_on_reply},
-	    {AM_FREED, false, false, 0, resolve_on_freed},
-	    {AM_PUT, true, false, sizeof(struct am_rma), target_on_put},
-	    {AM_GET, true, false, sizeof(struct am_rma), target_on_get},
-	    {AM_BATCH, true, false, 0, target_on_batch},
-	    {AM_PUT_ACK, false, false, sizeof(struct am_rma_answer),
-	     op_on_put_ack},
-	    {AM_GET_REPLY, false, false, sizeof(struct am_rma_answer),
-	     op_on_get_reply},
-	    {AM_BATCH_REPLY, false, false, 0, op_on_batch_reply},
-	};
-	if (am_start(d, routes, sizeof(routes) / sizeof(routes[0])) < 0)
+	if (am_start(d) < 0)
 		return -1;
 	/* Worker 0 listens; the others only connect out. */
 	return d->index == 0 ? listener_start(d) : 0;

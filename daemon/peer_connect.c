@@ -110,7 +110,7 @@ peer_failure_status(const struct peer *p, ucs_status_t st)
 	if (!p->inbound && !p->answered && !p->known && p->probe_foreign &&
 	    p->state == RMA__V1__PEER_STATE__PEER_CONNECTING)
 		return RMA__V1__STATUS__ERR_NOT_RMAD;
-	return op_status_from_ucs(st);
+	return worker_status_from_ucs(st);
 }
 
 static int

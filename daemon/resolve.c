@@ -145,6 +145,16 @@ remote_release(struct remote *rem)
 	free(rem);
 }
 
+void
+resolve_conn_gone(struct conn *c)
+{
+	struct remote *rem;
+	size_t pos = 0;
+
+	while (idmap_next(&c->remotes, &pos, (void **)&rem))
+		remote_release(rem);
+}
+
 static void
 resolve_invalidate(struct resolved *res)
 {
@@ -279,10 +289,8 @@ resolve_peer_up(struct peer *p, bool restarted)
 		TAILQ_FOREACH(res, &p->resolved, link)
 		res->stale = true;
 	}
-	if (p->self) {
-		op_unpark(p);
-		return;
-	}
+	if (p->self)
+		return; /* nothing to confirm: what was parked runs next */
 	TAILQ_FOREACH(res, &p->resolved, link)
 	{
 		struct peer_waiter *w;
@@ -303,7 +311,6 @@ resolve_peer_up(struct peer *p, bool restarted)
 			free(w);
 		}
 	}
-	op_unpark(p); /* what is stale for good fails now */
 }
 
 void
@@ -380,7 +387,8 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 	if (w->refresh != NULL) {
 		resolve_refresh_done(p, w->refresh, &in, m);
 		resolved_unref(w->refresh);
-		op_unpark(p); /* what waited for this region runs now */
+		/* what waited for this region runs now */
+		p->d->resolve_hooks->settled(p);
 		goto out;
 	}
 	if (in.status != RMA__V1__STATUS__OK) {
@@ -560,7 +568,7 @@ resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
 	st = resolve_send(p, w, desc->region_id, desc->generation);
 	if (st != UCS_OK) {
 		free(w);
-		conn_send_error(c, req_id, op_status_from_ucs(st),
+		conn_send_error(c, req_id, worker_status_from_ucs(st),
 				"resolve request to %s: %s", p->address,
 				ucs_status_string(st));
 	}

@@ -267,7 +267,7 @@ ring_take(struct conn *c)
 	r->sub_head = tail;
 	ringrec_store(&r->h->sub_head, r->sub_head);
 	ring_heat(r);
-	op_submit_packed(c, recs, n);
+	c->d->conn_hooks->submit_packed(c, recs, n);
 	return n;
 }
 

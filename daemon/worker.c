@@ -23,6 +23,34 @@ daemon_now(void)
 	return monotime_s();
 }
 
+/* The UCX boundary: a UCX status as the wire's, converted once where it
+ * comes in. */
+wire_status_t
+worker_status_from_ucs(ucs_status_t st)
+{
+	switch (st) {
+	case UCS_OK:
+		return RMA__V1__STATUS__OK;
+	case UCS_ERR_CONNECTION_RESET:
+	case UCS_ERR_ENDPOINT_TIMEOUT:
+	case UCS_ERR_IO_ERROR:
+		return RMA__V1__STATUS__ERR_CONNECTION_RESET;
+	case UCS_ERR_CANCELED:
+		return RMA__V1__STATUS__ERR_CANCELED;
+	case UCS_ERR_REJECTED:
+		return RMA__V1__STATUS__ERR_REJECTED;
+	case UCS_ERR_UNREACHABLE:
+	case UCS_ERR_NOT_CONNECTED:
+		return RMA__V1__STATUS__ERR_UNREACHABLE;
+	case UCS_ERR_TIMED_OUT:
+		return RMA__V1__STATUS__ERR_TIMEOUT;
+	case UCS_ERR_NO_MEMORY:
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	default:
+		return RMA__V1__STATUS__ERR_TRANSPORT;
+	}
+}
+
 struct timeval
 worker_timeval(double seconds)
 {

@@ -8,6 +8,11 @@ functions for a table.  The linker resolves exactly these names, so the
 graph is the one the compiler saw, with no guessing from the text; static
 functions and header inlines stay inside their file and are not edges.
 
+The files of one subsystem (under one header: op.c, op_atomic.c,
+op_batch.c, op_park.c) may call each other: a line "group NAME: FILE..."
+in the allowed file makes them one node of the graph, named NAME, and the
+calls between them are no edges.  A group names files that exist.
+
 The strongly connected components of that graph are the knots between
 subsystems.  The allowed file lists, one "x -> y" a line, the edges that
 sat on a cycle when it was written.  The check fails when
@@ -66,6 +71,26 @@ def nm_symbols(paths, nm):
     return files
 
 
+def collapse(edges, groups):
+    """The graph with each group's files as one node, named for it."""
+    node = {f: g for g, files in groups.items() for f in files}
+    for g, files in groups.items():
+        missing = sorted(f for f in files if f not in edges)
+        if missing:
+            sys.exit(f"callgraph: group {g} names {' '.join(missing)}, "
+                     "not a file of the graph")
+    out = collections.defaultdict(set)
+    for x in edges:
+        nx = node.get(x, x)
+        out[nx]
+        for y in edges[x]:
+            ny = node.get(y, y)
+            if nx != ny:
+                out[nx].add(ny)
+                WHY[(nx, ny)] |= WHY.get((x, y), set())
+    return out
+
+
 def graph_from_objects(paths, nm):
     objects = []
     for p in paths:
@@ -98,12 +123,28 @@ def graph_from_text(path):
     return edges
 
 
+def read_groups(path):
+    """{name: [files]} from the "group NAME: FILE..." lines."""
+    groups = {}
+    with open(path) as fp:
+        for n, line in enumerate(fp, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line.startswith("group "):
+                continue
+            name, colon, files = line[len("group "):].partition(":")
+            if not colon or not name.strip() or len(files.split()) < 2:
+                sys.exit(f"callgraph: {path}:{n}: not "
+                         f"'group NAME: FILE FILE...': {line}")
+            groups[name.strip()] = files.split()
+    return groups
+
+
 def read_edges(path):
     result = []
     with open(path) as fp:
         for n, line in enumerate(fp, 1):
             line = line.split("#", 1)[0].strip()
-            if not line:
+            if not line or line.startswith("group "):
                 continue
             x, arrow, y = line.partition("->")
             if not arrow or not x.strip() or not y.strip():
@@ -191,7 +232,7 @@ def report(edges, comps):
               f"({both} pairs both ways): {' '.join(sorted(c))}")
 
 
-def write_allowed(path, edges_on_cycles):
+def write_allowed(path, edges_on_cycles, groups):
     with open(path, "w") as fp:
         fp.write("# SPDX-License-Identifier: BSD-2-Clause\n"
                  "# Edges of daemon/'s file call graph that sit on a cycle "
@@ -199,7 +240,13 @@ def write_allowed(path, edges_on_cycles):
                  "# This list may only shrink: remove cycles, never add "
                  "lines.  After a refactor that\n"
                  "# removed some, regenerate it with\n"
-                 "#   tests/callgraph.sh --update BUILDDIR\n")
+                 "#   tests/callgraph.sh --update BUILDDIR\n"
+                 "# A group is the files of one subsystem, which may call "
+                 "each other: one node of\n"
+                 "# the graph.  Only files that share the subsystem's "
+                 "header and prefix belong in one.\n")
+        for g, files in groups.items():
+            fp.write(f"group {g}: {' '.join(files)}\n")
         for x, y in sorted(edges_on_cycles):
             fp.write(f"{x} -> {y}\n")
 
@@ -229,6 +276,9 @@ def main():
         ap.error("give objects or --edges")
     if len(edges) < 2:
         sys.exit("callgraph: fewer than two files found; wrong objects?")
+    groups = read_groups(args.allowed) if os.path.exists(args.allowed) \
+        else {}
+    edges = collapse(edges, groups)
 
     comps = sccs(edges)
     on_cycles = cycle_edges(edges, comps)
@@ -239,7 +289,7 @@ def main():
             print(f"  {x} -> {y}{back}: {' '.join(sorted(WHY[(x, y)]))}")
 
     if args.update and not os.path.exists(args.allowed):
-        write_allowed(args.allowed, on_cycles)
+        write_allowed(args.allowed, on_cycles, groups)
         print(f"callgraph: wrote {len(on_cycles)} edges to {args.allowed}")
         return 0
     allowed = set(read_edges(args.allowed))
@@ -257,7 +307,7 @@ def main():
 
     gone = sorted(allowed - on_cycles)
     if gone and args.update:
-        write_allowed(args.allowed, on_cycles)
+        write_allowed(args.allowed, on_cycles, groups)
         print(f"callgraph: {args.allowed}: {len(gone)} edge(s) off the "
               f"cycles, removed; {len(on_cycles)} left")
         return 0

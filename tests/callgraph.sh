@@ -3,7 +3,8 @@
 # No new cycle between the daemon's files: the file call graph of daemon/
 # (from nm of the objects the build made, tests/callgraph.py) against the
 # edges tests/callgraph.allowed still lets sit on a cycle.  That list only
-# shrinks; after a refactor that removed cycle edges:
+# shrinks; its "group NAME: FILE..." lines make one subsystem's files one
+# node (callgraph.py).  After a refactor that removed cycle edges:
 #   tests/callgraph.sh --update BUILDDIR
 # Usage: callgraph.sh [--update | --explain] BUILDDIR   (SRCDIR defaults to this tree)
 set -eu

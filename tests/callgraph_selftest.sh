@@ -49,6 +49,20 @@ expect 1 "allowed edge b -> a is gone" $cg --allowed "$tmp/allowed" --edges "$tm
 expect 0 "removed; 0 left" $cg --update --allowed "$tmp/allowed" --edges "$tmp/line"
 expect 0 "none new" $cg --allowed "$tmp/allowed" --edges "$tmp/line"
 
+# A group (the files of one subsystem) is one node: calls inside it are
+# no cycle, a cycle through it and a file outside still is.
+printf 'group g: a b\n' >"$tmp/group"
+expect 0 "none new" $cg --allowed "$tmp/group" --edges "$tmp/pair"
+printf 'a -> b\nb -> a\nb -> c\nc -> a\n' >"$tmp/through"
+expect 1 "new edge on a cycle: c -> g" $cg --allowed "$tmp/group" --edges "$tmp/through"
+printf 'group g: a x\n' >"$tmp/badgroup"
+expect 1 "group g names x, not a file of the graph" $cg --allowed "$tmp/badgroup" --edges "$tmp/pair"
+cp "$tmp/group" "$tmp/allowed2"
+printf 'g -> c\nc -> g\n' >>"$tmp/allowed2"
+expect 0 "removed; 0 left" $cg --update --allowed "$tmp/allowed2" --edges "$tmp/pair"
+expect 0 "none new" $cg --allowed "$tmp/allowed2" --edges "$tmp/pair"
+grep -qx 'group g: a b' "$tmp/allowed2" || { echo "callgraph_selftest: --update lost the group"; fails=$((fails + 1)); }
+
 # From objects: x.o and y.o call each other, z.o only calls down.
 if command -v "${CC:-cc}" >/dev/null 2>&1 && command -v "${NM:-nm}" >/dev/null 2>&1; then
 	printf 'void y(void);\nvoid x(void) { y(); }\n' >"$tmp/x.c"

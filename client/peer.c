@@ -331,7 +331,7 @@ peer_cleanup(rma_client_t *c)
 /* ---- after a take-over (client.c: client_reconnect) ---- */
 
 static rma_status_t
-peer_reconnect(rma_client_t *c, struct rma_peer *peer, int64_t deadline)
+peer_reattach(rma_client_t *c, struct rma_peer *peer, int64_t deadline)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__PeerConnect body = RMA__V1__PEER_CONNECT__INIT;
@@ -396,7 +396,7 @@ peer_reattach_all(rma_client_t *c, int64_t deadline)
 
 	for (peer = c->peers; peer != NULL; peer = peer->next) {
 		st = c->gone ? RMA_ERR_DAEMON_GONE
-			     : peer_reconnect(c, peer, deadline);
+			     : peer_reattach(c, peer, deadline);
 		peer->status = st;
 		if (st == RMA_OK) {
 			peer->state = RMA__V1__PEER_STATE__PEER_UP;
@@ -439,7 +439,7 @@ peer_remote_revive(rma_client_t *c, struct rma_remote *remote)
 	if (c->gone)
 		return client_gone_error(c);
 	if (peer->state != RMA__V1__PEER_STATE__PEER_UP) {
-		st = peer_reconnect(c, peer, deadline);
+		st = peer_reattach(c, peer, deadline);
 		peer->status = st;
 		if (st != RMA_OK) {
 			peer_set_string(&peer->detail, c->last_error);

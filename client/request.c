@@ -152,7 +152,7 @@ request_flush(rma_client_t *c)
 	req.submit = &submit;
 	st = client_send(c, &req);
 	if (st == RMA_OK)
-		ring_socket_submit(c);
+		ring_note_socket_submit(c);
 	/* The daemon was taken over as we wrote: these ops already completed
 	 * RESTARTED, and what their callbacks queued since is pending for
 	 * the new connection. */

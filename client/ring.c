@@ -226,7 +226,7 @@ ring_socket_event(rma_client_t *c)
 }
 
 void
-ring_socket_submit(rma_client_t *c)
+ring_note_socket_submit(rma_client_t *c)
 {
 	if (c->ring != NULL)
 		c->ring->socket_submits++;

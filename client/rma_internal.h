@@ -249,12 +249,12 @@ uint32_t ring_comp_slots_wanted(void);
 rma_status_t ring_open(rma_client_t *c, int fd, const Rma__V1__RingInfo *info);
 void ring_close(rma_client_t *c);
 /* n operation records into the ring, all or none (false: send them as a
- * Submit frame, then call ring_socket_submit). */
+ * Submit frame, then call ring_note_socket_submit). */
 bool ring_push(rma_client_t *c, const uint8_t *recs, size_t n);
 /* After a push, the requests marked sent: wakes the daemon if it sleeps
  * (over the socket, which may find it gone). */
 void ring_submitted(rma_client_t *c);
-void ring_socket_submit(rma_client_t *c);
+void ring_note_socket_submit(rma_client_t *c);
 /* A Completions or Notifications event came over the socket and was
  * handled. */
 void ring_socket_event(rma_client_t *c);
@@ -366,8 +366,8 @@ void request_complete_ids(rma_client_t *c, const uint64_t *ids, size_t n,
 
 /* What request_submit_staged gives a piece through the staging area. */
 struct request_stage {
-	uint32_t ext; /* its extent + 1 */
-	void *dst;    /* a get's destination, NULL for a put */
+	uint32_t ext;		    /* its extent + 1 */
+	void *dst;		    /* a get's destination, NULL for a put */
 	struct rma_request *parent; /* the request of pieces, or NULL */
 };
 

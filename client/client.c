@@ -496,8 +496,35 @@ client_read(rma_client_t *c)
 
 /* ---- sending ---- */
 
+/* One send; @fd (if >= 0) rides as SCM_RIGHTS on its first byte. */
+static ssize_t
+client_send_some(rma_client_t *c, const uint8_t *p, size_t n, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {(void *)p, n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+
+	if (fd < 0)
+		return send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* A whole frame; @fd (if >= 0) goes with its first byte, which is where
+ * the daemon looks for it (daemon/conn_fds.h). */
 static rma_status_t
-client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
+client_write_all(rma_client_t *c, const uint8_t *p, size_t n, int fd)
 {
 	int64_t deadline = client_deadline(CLIENT_WRITE_TIMEOUT_MS);
 	struct pollfd pfd;
@@ -505,8 +532,9 @@ client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
 	int rc;
 
 	while (n > 0) {
-		w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = client_send_some(c, p, n, fd);
 		if (w > 0) {
+			fd = -1; /* sent with the bytes just written */
 			p += w;
 			n -= (size_t)w;
 			deadline = client_deadline(CLIENT_WRITE_TIMEOUT_MS);
@@ -553,6 +581,12 @@ client_write_all(rma_client_t *c, const uint8_t *p, size_t n)
 rma_status_t
 client_send(rma_client_t *c, const Rma__V1__Request *req)
 {
+	return client_send_fd(c, req, -1);
+}
+
+rma_status_t
+client_send_fd(rma_client_t *c, const Rma__V1__Request *req, int fd)
+{
 	size_t size;
 
 	if (c->gone)
@@ -574,7 +608,7 @@ client_send(rma_client_t *c, const Rma__V1__Request *req)
 		c->out_cap = size;
 	}
 	frame_pack(&req->base, c->out);
-	return client_write_all(c, c->out, size);
+	return client_write_all(c, c->out, size, fd);
 }
 
 /* ---- waiting ---- */
@@ -669,6 +703,13 @@ rma_status_t
 client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 	    Rma__V1__Reply **reply_p, int *fd_p)
 {
+	return client_call_fd(c, req, -1, timeout_ms, reply_p, fd_p);
+}
+
+rma_status_t
+client_call_fd(rma_client_t *c, Rma__V1__Request *req, int send_fd,
+	       int timeout_ms, Rma__V1__Reply **reply_p, int *fd_p)
+{
 	struct client_call call = {.fd = -1};
 	rma_status_t st;
 
@@ -684,7 +725,7 @@ client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 		goto err_reap;
 	req->id = c->next_id++;
 	call.id = req->id;
-	st = client_send(c, req);
+	st = client_send_fd(c, req, send_fd);
 	if (st != RMA_OK)
 		goto err_reap;
 

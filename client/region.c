@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Regions: memory the daemon creates (a sealed memfd) and this process maps
- * too, so puts and gets move its bytes without a copy through the socket. */
+ * too, so puts and gets move its bytes without a copy through the socket;
+ * or a memory file of the application's that both map (register_fd). */
 #include "rma_internal.h"
 
 #include <stdio.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -123,6 +125,113 @@ err_free_reply:
 		close(fd);
 	rma__v1__reply__free_unpacked(reply, NULL);
 err_free_region:
+	free(region);
+	return st;
+}
+
+/* The daemon's answer to a RegionRegister: the region's id, secrets and
+ * descriptors on @region, which maps the file already. */
+static rma_status_t
+region_register_reply(rma_client_t *c, struct rma_region *region,
+		      const Rma__V1__Reply *reply)
+{
+	const Rma__V1__RegionAllocReply *ra = reply->region_alloc;
+
+	if (reply->body_case != RMA__V1__REPLY__BODY_REGION_ALLOC ||
+	    ra->length != region->length)
+		return client_error(c, RMA_ERR_PROTOCOL,
+				    "region registration answered without "
+				    "the region");
+	region->descriptor = strdup(ra->descriptor ? ra->descriptor : "");
+	region->ro_descriptor =
+	    strdup(ra->read_only_descriptor ? ra->read_only_descriptor : "");
+	if (region->descriptor == NULL || region->ro_descriptor == NULL) {
+		free(region->descriptor);
+		free(region->ro_descriptor);
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a descriptor");
+	}
+	region->region_id = ra->region_id;
+	region->generation = ra->generation;
+	return RMA_OK;
+}
+
+/* Asks the daemon to register [offset, offset + length) of @fd. */
+static rma_status_t
+region_register_call(rma_client_t *c, int fd, uint64_t offset, size_t length,
+		     Rma__V1__Reply **reply_p)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionRegister body = RMA__V1__REGION_REGISTER__INIT;
+
+	body.offset = offset;
+	body.length = length;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_REGISTER;
+	req.region_register = &body;
+	return client_call_fd(c, &req, fd, CLIENT_CALL_TIMEOUT_MS, reply_p,
+			      NULL);
+}
+
+RMA_API rma_status_t
+rma_region_register_fd(rma_client_t *client, int fd, uint64_t offset,
+		       size_t length, rma_region_t **region_p)
+{
+	struct rma_region *region;
+	Rma__V1__Reply *reply;
+	rma_status_t st;
+	int map_errno;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	if (fork_inherited(client))
+		return fork_error(client);
+	if (region_p == NULL || length == 0 || fd < 0 || offset > INT64_MAX)
+		return client_error(client, RMA_ERR_INVALID,
+				    "no fd, length 0, offset past 2^63 or "
+				    "no region_p");
+	region = calloc(1, sizeof(*region));
+	if (region == NULL)
+		return client_error(client, RMA_ERR_NO_MEMORY,
+				    "no memory for a region");
+	/* Mapped before the daemon sees it: on hugetlbfs the daemon seals
+	 * it against new writable mappings (daemon/region_fd.c). */
+	region->base = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    fd, (off_t)offset);
+	map_errno = region->base == MAP_FAILED ? errno : 0;
+	st = region_register_call(client, fd, offset, length, &reply);
+	if (st != RMA_OK)
+		goto err_unmap; /* the daemon's reason, the clearest */
+	region->length = region->map_length = length;
+	if (map_errno != 0) {
+		st = client_error(client,
+				  map_errno == ENOMEM   ? RMA_ERR_NO_MEMORY
+				  : map_errno == EACCES ? RMA_ERR_PERMISSION
+							: RMA_ERR_INVALID,
+				  "mmap of %zu bytes at offset %llu: %s",
+				  length, (unsigned long long)offset,
+				  strerror(map_errno));
+		goto err_free_daemon;
+	}
+	st = region_register_reply(client, region, reply);
+	if (st != RMA_OK)
+		goto err_free_daemon;
+	rma__v1__reply__free_unpacked(reply, NULL);
+	region->client = client;
+	region->next = client->regions;
+	if (client->regions != NULL)
+		client->regions->prev = region;
+	client->regions = region;
+	*region_p = region;
+	return RMA_OK;
+
+err_free_daemon:
+	if (reply->body_case == RMA__V1__REPLY__BODY_REGION_ALLOC)
+		region_free_daemon(client, reply->region_alloc->region_id,
+				   reply->region_alloc->generation, 1);
+	rma__v1__reply__free_unpacked(reply, NULL);
+err_unmap:
+	if (region->base != MAP_FAILED)
+		munmap(region->base, length);
 	free(region);
 	return st;
 }

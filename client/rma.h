@@ -23,7 +23,7 @@
  * belongs to the parent process": rma_progress(), rma_wait(), every
  * transfer, atomic and flush (no request is made, no callback runs),
  * rma_request_wait() and rma_request_cancel(), rma_region_alloc(),
- * rma_region_free(), rma_peer_connect(), rma_remote_import(),
+ * rma_region_register_fd(), rma_region_free(), rma_peer_connect(), rma_remote_import(),
  * rma_notify_next(). None of them reads, writes or reaps anything of the
  * parent's connection or shared ring, so the parent's operations, before
  * and after the fork, go on as if there were no child. rma_disconnect() in
@@ -346,6 +346,76 @@ rma_status_t rma_daemon_status(rma_client_t *client, void **status_p,
  */
 rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
 			      rma_region_t **region_p);
+
+/**
+ * Make memory the application already shares a region: [@p offset,
+ * @p offset + @p length) of the memory file @p fd, which the daemon maps
+ * too. From then on it is a region like any other: descriptors (the
+ * read-only one too), puts, gets, atomics and notifications into it from
+ * this host or others, rma_region_ptr(), rma_region_free(); it counts
+ * against the same per-client limits as rma_region_alloc() (max_regions,
+ * max_region_bytes) and is listed by `rmactl status` as "registered".
+ *
+ * What @p fd must be, so that its owner cannot crash the daemon (a
+ * write into a mapped page past the end of a file is SIGBUS):
+ * - a memory file: a regular file on tmpfs or hugetlbfs, which in
+ *   practice is memfd_create(name, MFD_ALLOW_SEALING) (with MFD_HUGETLB
+ *   for huge pages), sized with ftruncate() and sealed with
+ *   fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) before this call. Without the
+ *   seal it is refused. A POSIX shared-memory object (shm_open()) or any
+ *   other tmpfs file cannot be sealed on Linux (they are born with
+ *   F_SEAL_SEAL) and is refused: use a memfd, and share that with other
+ *   processes by passing its fd or through /proc/PID/fd. Sockets, pipes,
+ *   directories, devices (/dev/zero too), files on /proc, /sys, NFS or
+ *   any disk filesystem are refused.
+ * - open for reading and writing (a memfd is): a region is written by
+ *   gets and by other hosts' puts. An fd opened read-only is refused
+ *   with RMA_ERR_PERMISSION; to let others only read, hand out
+ *   rma_region_read_only_descriptor().
+ * - @p offset a multiple of the page size, @p length > 0, and the range
+ *   within the file's size at the call. On hugetlbfs, offset and length
+ *   are multiples of the huge page size, and the daemon adds
+ *   F_SEAL_FUTURE_WRITE once it has mapped the file: mappings that exist
+ *   keep writing, but no new writable mapping, write(2) or hole punch
+ *   is allowed from then on (a punched hole would need a fresh huge page
+ *   from a pool that may be empty: SIGBUS). Map it before this call.
+ *
+ * The seal means the owner can never shrink the file: ftruncate() to a
+ * smaller size fails with EPERM, for the owner and everybody else,
+ * whether or not the region is still registered. Growing it is allowed
+ * and changes nothing for the region. Punching a hole into a memfd
+ * (fallocate(FALLOC_FL_PUNCH_HOLE)) is not prevented: the hole reads as
+ * zeroes afterwards, here and for every host that gets from it.
+ *
+ * The library maps the range itself (rma_region_ptr() is that mapping,
+ * MAP_SHARED, unmapped by rma_region_free()); the caller's own mappings
+ * of the file see the same bytes and stay the caller's. @p fd stays the
+ * caller's: it may be closed as soon as this returns (the daemon and
+ * the library keep their own references).
+ *
+ * A registered region does not survive a take-over or a restart of the
+ * daemon (rma_connect()): its seals and size are the application's to
+ * choose, so a successor process could not trust the file the way it
+ * trusts the memfds rmad made itself, and systemd's fd store does not
+ * keep it. After one, the client's re-attach leaves it out: operations
+ * naming it fail with RMA_ERR_NO_REGION, its descriptors are refused as
+ * stale, and its memory (the caller's file) stays as it was. Register
+ * it again.
+ * @param fd the memory file; not consumed.
+ * @param offset where the region starts in the file.
+ * @param length bytes of the region.
+ * @param region_p receives the region; set only on RMA_OK.
+ * @return RMA_OK; RMA_ERR_INVALID (NULL argument, length 0, an fd that is
+ *         not a sealed memory file, a misaligned offset; the detail says
+ *         which and what to do); RMA_ERR_PERMISSION (fd not open
+ *         read-write); RMA_ERR_OUT_OF_BOUNDS (range past the end of the
+ *         file); RMA_ERR_LIMIT (the client's max_regions or
+ *         max_region_bytes); RMA_ERR_NO_MEMORY; RMA_ERR_SHUTDOWN (the
+ *         daemon is handing over); RMA_ERR_TIMEOUT; RMA_ERR_DAEMON_GONE.
+ */
+rma_status_t rma_region_register_fd(rma_client_t *client, int fd,
+				    uint64_t offset, size_t length,
+				    rma_region_t **region_p);
 
 /** Local address of the region's memory, valid until the region is freed;
  * NULL once it is. */

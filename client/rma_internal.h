@@ -312,6 +312,11 @@ rma_status_t rma_client_attach(int fd, const char *name,
  * that came with the reply, or -1. */
 rma_status_t client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 			 Rma__V1__Reply **reply_p, int *fd_p);
+/* The same, sending @send_fd (if >= 0; it stays the caller's) with the
+ * request's frame. */
+rma_status_t client_call_fd(rma_client_t *c, Rma__V1__Request *req,
+			    int send_fd, int timeout_ms,
+			    Rma__V1__Reply **reply_p, int *fd_p);
 
 /* Record a failure's detail on the handle; returns status. */
 rma_status_t client_error(rma_client_t *c, rma_status_t status, const char *fmt,
@@ -322,6 +327,9 @@ rma_status_t client_gone_error(rma_client_t *c);
 
 /* Pack and send one Request; fails the connection on write errors. */
 rma_status_t client_send(rma_client_t *c, const Rma__V1__Request *req);
+/* The same with @fd (if >= 0) as SCM_RIGHTS on the frame's first byte. */
+rma_status_t client_send_fd(rma_client_t *c, const Rma__V1__Request *req,
+			    int fd);
 
 /* Give the connection up: later calls fail with RMA_ERR_DAEMON_GONE and
  * outstanding requests complete (at the next client_reap) with it. */

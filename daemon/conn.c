@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* One local client on the Unix socket: frames read with our own recvmsg
- * (so passed fds are seen, then closed: clients may not send any) and
+ * (so passed fds are seen: conn_fds.c holds them for the one request
+ * that takes one, RegionRegister, and any other is an error) and
  * handed to request.c, replies, events and completions queued and written
  * without ever blocking on a slow client, and the connection's life:
  * refcount, close, the stuck-client check. The listener is server.c's. */
@@ -351,28 +352,11 @@ conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
 
 /* ---- input -------------------------------------------------------------- */
 
-/* Closes every fd in the control data: clients may not send any. */
-static int
-conn_discard_fds(struct conn *c, struct msghdr *mh)
+/* Stream offset of the first byte not yet taken as a frame. */
+static uint64_t
+conn_stream_at(const struct conn *c)
 {
-	int n = 0;
-
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm != NULL;
-	     cm = CMSG_NXTHDR(mh, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_RIGHTS) {
-			size_t nfds =
-			    (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < nfds; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
-				       sizeof(int));
-				close(fd);
-				n++;
-			}
-		}
-	}
-	return n;
+	return c->fds_in.received - frame_reader_pending(&c->in);
 }
 
 static void
@@ -424,12 +408,13 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 			conn_close(c, "client closed the connection");
 			break;
 		}
-		if (conn_discard_fds(c, &mh) > 0 ||
+		if (conn_fds_receive(&c->fds_in, &mh, (size_t)n) < 0 ||
 		    (mh.msg_flags & MSG_CTRUNC)) {
 			c->d->counters.protocol_errors++;
 			conn_send_error(
 			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-			    "clients may not send file descriptors");
+			    "more file descriptors than %d at once",
+			    CONN_FDS_MAX);
 			c->closing = true;
 			break;
 		}
@@ -437,6 +422,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 		for (;;) {
 			const uint8_t *payload;
 			size_t len;
+			c->fds_in.frame_at = conn_stream_at(c);
 			rc = frame_reader_next(&c->in, &payload, &len);
 			if (rc == FRAME_MORE)
 				break;
@@ -458,6 +444,17 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 			frames++;
 			if (c->dead || c->closing)
 				break;
+			if (conn_fds_drop_stale(&c->fds_in,
+						conn_stream_at(c)) > 0) {
+				c->d->counters.protocol_errors++;
+				conn_send_error(
+				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+				    "a file descriptor came with a request "
+				    "that takes none (only region_register "
+				    "takes one)");
+				c->closing = true;
+				break;
+			}
 		}
 		if ((size_t)n < avail || frames >= CONN_FRAMES_PER_WAKEUP)
 			break;
@@ -505,6 +502,7 @@ conn_unref(struct conn *c)
 		return;
 	for (size_t i = 0; i < c->out_fds_len; i++)
 		close(c->out_fds[i].fd);
+	conn_fds_close_all(&c->fds_in);
 	for (size_t i = 0; i < c->done_len; i++) {
 		if (c->done[i].detail != protobuf_c_empty_string)
 			free(c->done[i].detail);

@@ -21,6 +21,7 @@
 
 #include "am.h"
 #include "config.h"
+#include "conn_fds.h"
 #include "descriptor.h"
 #include "frame.h"
 #include "guard.h"
@@ -71,6 +72,7 @@ struct conn {
 	struct event *read_ev;
 	struct event *write_ev;
 	struct frame_reader in;
+	struct conn_fds fds_in; /* fds received, for the frame they came with */
 	struct evbuffer *out;
 	uint64_t out_written;
 	struct out_fd *out_fds;
@@ -256,6 +258,9 @@ struct region {
 	 * that a crash loop cannot keep it */
 	uint64_t orphan_until_ms;
 	int memfd;	/* kept for a hand-over to the next process */
+	/* the client's own file (region_fd.c): not handed over, not in the
+	 * fd store, so it ends with this process */
+	bool registered;
 	int store_slot; /* fdstore.c: its record in the state, or -1 */
 	int refs;	/* the owner's table entry, plus one per operation */
 	uint64_t in_flight;
@@ -295,6 +300,13 @@ struct region_hooks {
 wire_status_t region_create(struct daemon *d, struct conn *owner,
 			    uint64_t length, struct region **region_p,
 			    int *memfd_p, char *detail, size_t detail_len);
+/* [offset, offset + length) of the client's memory file @fd as a region
+ * of @owner (region_fd.c checks and maps it); @fd stays the caller's,
+ * the region keeps a dup. Not handed over to a successor. */
+wire_status_t region_register(struct daemon *d, struct conn *owner, int fd,
+			      uint64_t offset, uint64_t length,
+			      struct region **region_p, char *detail,
+			      size_t detail_len);
 struct region *region_lookup(struct daemon *d, uint64_t id);
 /* Drops the owner's claim; memory goes once in-flight operations are done. */
 void region_free(struct region *r);

@@ -144,8 +144,13 @@ handover_take_snapshot(struct daemon *d, struct handover_snapshot *s)
 	}
 	while (idmap_next(&w->regions, &pos, (void **)&r) && s->n < cap) {
 		struct handover_record *rec = &s->recs[s->n];
-		int fd = fcntl(r->memfd, F_DUPFD_CLOEXEC, 3);
+		int fd;
 
+		/* a client's own file: its seals and size are the client's
+		 * to choose, a successor could not adopt it (region_fd.c) */
+		if (r->registered)
+			continue;
+		fd = fcntl(r->memfd, F_DUPFD_CLOEXEC, 3);
 		if (fd < 0) {
 			rc = -1;
 			break;

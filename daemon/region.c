@@ -4,6 +4,7 @@
  * private anonymous mapping absorbs any late remote write (over tcp UCX
  * writes to the raw address) until twice the operation deadline passed. */
 #include "daemon.h"
+#include "region_fd.h"
 #include "snapshot.h"
 
 #include <errno.h>
@@ -74,26 +75,19 @@ region_status_from_ucs(ucs_status_t st)
 				       : RMA__V1__STATUS__ERR_INTERNAL;
 }
 
-wire_status_t
-region_create(struct daemon *d, struct conn *owner, uint64_t length,
-	      struct region **region_p, int *memfd_p, char *detail,
-	      size_t detail_len)
+/* Whether @owner may hold one more region of @length bytes: the same
+ * limits for a region rmad makes and one a client registers. */
+static wire_status_t
+region_admit(struct daemon *d, struct conn *owner, uint64_t length,
+	     char *detail, size_t detail_len)
 {
-	struct world *w = d->world;
-	ucp_mem_map_params_t params;
-	struct descriptor desc = {0};
-	struct region *r;
-	wire_status_t status;
-	ucs_status_t st;
-	int fd;
-
 	if (length == 0 || length > ((uint64_t)1 << 40)) {
 		snprintf(detail, detail_len,
 			 "region length %llu must be in [1, 1 TiB]",
 			 (unsigned long long)length);
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
-	if (__atomic_load_n(&w->handed_over, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&d->world->handed_over, __ATOMIC_ACQUIRE)) {
 		snprintf(detail, detail_len,
 			 "rmad is handing over to its successor");
 		return RMA__V1__STATUS__ERR_SHUTDOWN;
@@ -113,29 +107,42 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 			 (unsigned long long)owner->region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
-	r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		goto err_nomem;
-	/* A region that would not survive a restart is refused up front. */
-	status = d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
-	if (status != RMA__V1__STATUS__OK)
-		goto err_free;
-	fd = region_memfd_map("rmad-region", length, &r->addr, detail,
-			      detail_len);
-	if (fd < 0) {
-		status = region_status_from_errno(errno);
-		goto err_slot;
-	}
+	return RMA__V1__STATUS__OK;
+}
+
+/* An unguessable secret, never 0. */
+static int
+region_secret(uint64_t *secret)
+{
+	if (getrandom(secret, sizeof(*secret), 0) != sizeof(*secret))
+		return -1;
+	*secret |= 1;
+	return 0;
+}
+
+/* r->addr holds r->length bytes of @fd, mapped shared: registered with
+ * UCX, given its secrets, an id and its descriptors, and entered in the
+ * tables as @owner's. On failure it undoes only what it did (the caller
+ * unmaps and frees). */
+static wire_status_t
+region_install(struct daemon *d, struct conn *owner, struct region *r, int fd,
+	       char *detail, size_t detail_len)
+{
+	struct world *w = d->world;
+	ucp_mem_map_params_t params;
+	struct descriptor desc = {0};
+	wire_status_t status;
+	ucs_status_t st;
+
 	params.field_mask =
 	    UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
 	params.address = r->addr;
-	params.length = length;
+	params.length = r->length;
 	st = ucp_mem_map(d->ucp, &params, &r->memh);
 	if (st != UCS_OK) {
-		status = region_status_from_ucs(st);
 		snprintf(detail, detail_len, "ucp_mem_map: %s",
 			 ucs_status_string(st));
-		goto err_unmap;
+		return region_status_from_ucs(st);
 	}
 	st = ucp_rkey_pack(d->ucp, r->memh, &r->rkey, &r->rkey_len);
 	if (st != UCS_OK) {
@@ -146,25 +153,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	}
 	r->d = d;
 	/* Unguessable: with the id it is what a peer must know to reach the
-	 * region, so a descriptor is the only way in. */
-	if (getrandom(&r->generation, sizeof(r->generation), 0) !=
-	    sizeof(r->generation)) {
+	 * region, so a descriptor is the only way in. The read-only secret
+	 * as unguessable, and never the other. */
+	if (region_secret(&r->generation) < 0 ||
+	    region_secret(&r->ro_generation) < 0) {
 		status = region_status_from_errno(errno);
 		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
 		goto err_rkey;
 	}
-	r->generation |= 1; /* never 0 */
-	/* The read-only secret: as unguessable, and never the other. */
-	if (getrandom(&r->ro_generation, sizeof(r->ro_generation), 0) !=
-	    sizeof(r->ro_generation)) {
-		status = region_status_from_errno(errno);
-		snprintf(detail, detail_len, "getrandom: %s", strerror(errno));
-		goto err_rkey;
-	}
-	r->ro_generation |= 1;
 	if (r->ro_generation == r->generation)
 		r->ro_generation ^= 2;
-	r->length = length;
 	r->owner = owner;
 	r->refs = 1;
 	/* The daemon keeps its own fd: a successor process gets it. */
@@ -178,14 +176,14 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	r->id = w->next_region_id++;
 	if (idmap_put(&w->regions, r->id, r) < 0) {
 		world_resume(d);
-		goto err_nomem_rkey;
+		goto err_nomem;
 	}
 	world_resume(d);
 	if (idmap_put(&owner->regions, r->id, r) < 0) {
 		world_stop(d);
 		idmap_remove(&w->regions, r->id);
 		world_resume(d);
-		goto err_nomem_rkey;
+		goto err_nomem;
 	}
 	/* Stored before the client hears of it (fdstore.c says why). */
 	status = d->region_hooks->commit(d, r, detail, detail_len);
@@ -194,18 +192,16 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	memcpy(desc.daemon_id, d->id, DAEMON_ID_SIZE);
 	desc.region_id = r->id;
 	desc.generation = r->generation;
-	desc.length = length;
+	desc.length = r->length;
 	descriptor_format(&desc, r->descriptor);
 	desc.generation = r->ro_generation;
 	desc.read_only = 1;
 	descriptor_format(&desc, r->ro_descriptor);
-	owner->region_bytes += length;
+	owner->region_bytes += r->length;
 	d->counters.regions_created++;
-	log_debug("region_create: region %llu, %llu bytes, client %u",
-		  (unsigned long long)r->id, (unsigned long long)length,
-		  owner->id);
-	*region_p = r;
-	*memfd_p = fd;
+	log_debug("region_install: region %llu, %zu bytes, client %u%s",
+		  (unsigned long long)r->id, r->length, owner->id,
+		  r->registered ? ", registered" : "");
 	return RMA__V1__STATUS__OK;
 
 err_tables:
@@ -214,7 +210,7 @@ err_tables:
 	idmap_remove(&w->regions, r->id);
 	world_resume(d);
 	goto err_memfd;
-err_nomem_rkey:
+err_nomem:
 	status = RMA__V1__STATUS__ERR_NO_MEMORY;
 	snprintf(detail, detail_len, "out of memory");
 err_memfd:
@@ -223,6 +219,44 @@ err_rkey:
 	ucp_rkey_buffer_release(r->rkey);
 err_memh:
 	ucp_mem_unmap(d->ucp, r->memh);
+	return status;
+}
+
+wire_status_t
+region_create(struct daemon *d, struct conn *owner, uint64_t length,
+	      struct region **region_p, int *memfd_p, char *detail,
+	      size_t detail_len)
+{
+	struct region *r;
+	wire_status_t status;
+	int fd;
+
+	status = region_admit(d, owner, length, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		return status;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		snprintf(detail, detail_len, "out of memory");
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	}
+	/* A region that would not survive a restart is refused up front. */
+	status = d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_free;
+	fd = region_memfd_map("rmad-region", length, &r->addr, detail,
+			      detail_len);
+	if (fd < 0) {
+		status = region_status_from_errno(errno);
+		goto err_slot;
+	}
+	r->length = length;
+	status = region_install(d, owner, r, fd, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_unmap;
+	*region_p = r;
+	*memfd_p = fd;
+	return RMA__V1__STATUS__OK;
+
 err_unmap:
 	munmap(r->addr, length);
 	close(fd);
@@ -231,9 +265,42 @@ err_slot:
 err_free:
 	free(r);
 	return status;
-err_nomem:
-	snprintf(detail, detail_len, "out of memory");
-	return RMA__V1__STATUS__ERR_NO_MEMORY;
+}
+
+wire_status_t
+region_register(struct daemon *d, struct conn *owner, int fd, uint64_t offset,
+		uint64_t length, struct region **region_p, char *detail,
+		size_t detail_len)
+{
+	struct region *r;
+	wire_status_t status;
+
+	status = region_admit(d, owner, length, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		return status;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		snprintf(detail, detail_len, "out of memory");
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	}
+	status = region_fd_map(fd, offset, length, &r->addr, detail,
+			       detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_free;
+	r->length = length;
+	r->registered = true;
+	r->store_slot = -1; /* not in systemd's fd store: it ends with us */
+	status = region_install(d, owner, r, fd, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		goto err_unmap;
+	*region_p = r;
+	return RMA__V1__STATUS__OK;
+
+err_unmap:
+	munmap(r->addr, length);
+err_free:
+	free(r);
+	return status;
 }
 
 /* No lock: the table changes only while every other worker is parked. */
@@ -595,6 +662,7 @@ region_info_fill(const struct region *r, struct region_info *ri)
 	ri->client_id = r->owner != NULL ? r->owner->id : 0;
 	ri->in_flight = r->in_flight;
 	ri->orphan = r->orphan;
+	ri->registered = r->registered;
 }
 
 void

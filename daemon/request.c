@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef void (*request_handler_t)(struct conn *c, const Rma__V1__Request *req);
 
@@ -82,6 +83,47 @@ request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
 	reply.region_alloc = &body;
 	/* The memfd moves to the output queue, closed once sent. */
 	conn_send_reply(c, &reply, memfd);
+}
+
+/* The one request a client sends an fd with (conn_fds.h): exactly one. */
+static void
+request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
+{
+	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
+	Rma__V1__RegionAllocReply body = RMA__V1__REGION_ALLOC_REPLY__INIT;
+	const Rma__V1__RegionRegister *rr = req->region_register;
+	struct region *r;
+	char detail[256];
+	wire_status_t st;
+	size_t n;
+	int fd;
+
+	n = conn_fds_take(&c->fds_in, &fd);
+	if (n != 1) {
+		if (fd >= 0)
+			close(fd);
+		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_INVALID,
+				"region_register takes exactly one file "
+				"descriptor (SCM_RIGHTS on its frame), got %zu",
+				n);
+		return;
+	}
+	st = region_register(c->d, c, fd, rr->offset, rr->length, &r,
+				detail, sizeof(detail));
+	close(fd); /* the region keeps its own */
+	if (st != RMA__V1__STATUS__OK) {
+		conn_send_error(c, req->id, st, "%s", detail);
+		return;
+	}
+	body.region_id = r->id;
+	body.generation = r->generation;
+	body.length = r->length;
+	body.descriptor = r->descriptor;
+	body.read_only_descriptor = r->ro_descriptor;
+	reply.id = req->id;
+	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
+	reply.region_alloc = &body;
+	conn_send_reply(c, &reply, -1);
 }
 
 static void
@@ -257,6 +299,8 @@ static const struct {
      request_handle_region_reattach},
     {RMA__V1__REQUEST__BODY_CANCEL, "cancel", request_handle_cancel},
     {RMA__V1__REQUEST__BODY_RING_WAKE, "ring_wake", request_handle_ring_wake},
+    {RMA__V1__REQUEST__BODY_REGION_REGISTER, "region_register",
+     request_handle_region_register},
 };
 
 /* Requests are decoded into one bump arena, reset after each request:

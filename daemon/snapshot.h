@@ -56,6 +56,7 @@ struct region_info {
 	uint32_t client_id; /* 0 while an orphan */
 	uint64_t in_flight;
 	bool orphan;
+	bool registered; /* the client's own file (region_fd.c) */
 };
 
 /* op.c: one operation in flight. */

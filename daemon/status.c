@@ -155,6 +155,7 @@ status_fill_region(Rma__V1__RegionInfo *ri, const struct region_info *r)
 	ri->length = r->length;
 	ri->client_id = r->client_id;
 	ri->in_flight = r->in_flight;
+	ri->registered = r->registered;
 }
 
 static void

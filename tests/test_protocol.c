@@ -307,6 +307,11 @@ START_TEST(test_client_fd_refused_and_closed)
 	memcpy(CMSG_DATA(cm), &devnull, sizeof(int));
 	ck_assert_int_eq(sendmsg(fd, &mh, 0), 4);
 	close(devnull);
+	/* the empty frame is answered (it names no request), then the fd
+	 * that came with it, which only region_register takes, ends the
+	 * connection */
+	expect_reply(fd, 0, RMA__V1__STATUS__ERR_UNKNOWN_REQUEST, &m);
+	rma__v1__daemon_message__free_unpacked(m, NULL);
 	expect_reply(fd, 0, RMA__V1__STATUS__ERR_PROTOCOL, &m);
 	rma__v1__daemon_message__free_unpacked(m, NULL);
 	expect_closed(fd);

@@ -135,9 +135,9 @@ static rma_status_t
 region_register_reply(rma_client_t *c, struct rma_region *region,
 		      const Rma__V1__Reply *reply)
 {
-	const Rma__V1__RegionAllocReply *ra = reply->region_alloc;
+	const Rma__V1__RegionAllocReply *ra = reply->region_register;
 
-	if (reply->body_case != RMA__V1__REPLY__BODY_REGION_ALLOC ||
+	if (reply->body_case != RMA__V1__REPLY__BODY_REGION_REGISTER ||
 	    ra->length != region->length)
 		return client_error(c, RMA_ERR_PROTOCOL,
 				    "region registration answered without "
@@ -204,7 +204,7 @@ rma_region_register_fd(rma_client_t *client, int fd, uint64_t offset,
 	region->length = region->map_length = length;
 	if (map_errno != 0) {
 		st = client_error(client,
-				  map_errno == ENOMEM   ? RMA_ERR_NO_MEMORY
+				  map_errno == ENOMEM	? RMA_ERR_NO_MEMORY
 				  : map_errno == EACCES ? RMA_ERR_PERMISSION
 							: RMA_ERR_INVALID,
 				  "mmap of %zu bytes at offset %llu: %s",
@@ -225,9 +225,9 @@ rma_region_register_fd(rma_client_t *client, int fd, uint64_t offset,
 	return RMA_OK;
 
 err_free_daemon:
-	if (reply->body_case == RMA__V1__REPLY__BODY_REGION_ALLOC)
-		region_free_daemon(client, reply->region_alloc->region_id,
-				   reply->region_alloc->generation, 1);
+	if (reply->body_case == RMA__V1__REPLY__BODY_REGION_REGISTER)
+		region_free_daemon(client, reply->region_register->region_id,
+				   reply->region_register->generation, 1);
 	rma__v1__reply__free_unpacked(reply, NULL);
 err_unmap:
 	if (region->base != MAP_FAILED)

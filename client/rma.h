@@ -23,14 +23,14 @@
  * belongs to the parent process": rma_progress(), rma_wait(), every
  * transfer, atomic and flush (no request is made, no callback runs),
  * rma_request_wait() and rma_request_cancel(), rma_region_alloc(),
- * rma_region_register_fd(), rma_region_free(), rma_peer_connect(), rma_remote_import(),
- * rma_notify_next(). None of them reads, writes or reaps anything of the
- * parent's connection or shared ring, so the parent's operations, before
- * and after the fork, go on as if there were no child. rma_disconnect() in
- * the child releases only the child's copy (closes its file descriptors,
- * unmaps its regions and ring; outstanding requests of the copy complete
- * with RMA_ERR_INVALID), sending nothing; rma_remote_release() likewise
- * drops the child's handle only. The accessors (rma_last_error(),
+ * rma_region_register_fd(), rma_region_free(), rma_peer_connect(),
+ * rma_remote_import(), rma_notify_next(). None of them reads, writes or reaps
+ * anything of the parent's connection or shared ring, so the parent's
+ * operations, before and after the fork, go on as if there were no child.
+ * rma_disconnect() in the child releases only the child's copy (closes its file
+ * descriptors, unmaps its regions and ring; outstanding requests of the copy
+ * complete with RMA_ERR_INVALID), sending nothing; rma_remote_release()
+ * likewise drops the child's handle only. The accessors (rma_last_error(),
  * rma_daemon_id(), rma_fd(), rma_in_flight(), rma_region_ptr() and the
  * other getters of handles) still answer from the copy; a region's memory
  * is the parent's shared mapping, so what the child writes there the

@@ -314,9 +314,9 @@ rma_status_t client_call(rma_client_t *c, Rma__V1__Request *req, int timeout_ms,
 			 Rma__V1__Reply **reply_p, int *fd_p);
 /* The same, sending @send_fd (if >= 0; it stays the caller's) with the
  * request's frame. */
-rma_status_t client_call_fd(rma_client_t *c, Rma__V1__Request *req,
-			    int send_fd, int timeout_ms,
-			    Rma__V1__Reply **reply_p, int *fd_p);
+rma_status_t client_call_fd(rma_client_t *c, Rma__V1__Request *req, int send_fd,
+			    int timeout_ms, Rma__V1__Reply **reply_p,
+			    int *fd_p);
 
 /* Record a failure's detail on the handle; returns status. */
 rma_status_t client_error(rma_client_t *c, rma_status_t status, const char *fmt,

@@ -411,10 +411,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 		if (conn_fds_receive(&c->fds_in, &mh, (size_t)n) < 0 ||
 		    (mh.msg_flags & MSG_CTRUNC)) {
 			c->d->counters.protocol_errors++;
-			conn_send_error(
-			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-			    "more file descriptors than %d at once",
-			    CONN_FDS_MAX);
+			conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
+					"more file descriptors than %d at once",
+					CONN_FDS_MAX);
 			c->closing = true;
 			break;
 		}
@@ -444,8 +443,8 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 			frames++;
 			if (c->dead || c->closing)
 				break;
-			if (conn_fds_drop_stale(&c->fds_in,
-						conn_stream_at(c)) > 0) {
+			if (conn_fds_drop_stale(&c->fds_in, conn_stream_at(c)) >
+			    0) {
 				c->d->counters.protocol_errors++;
 				conn_send_error(
 				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,

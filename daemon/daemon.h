@@ -257,7 +257,7 @@ struct region {
 	 * with the region to the next process (handover.c, fdstore.c), so
 	 * that a crash loop cannot keep it */
 	uint64_t orphan_until_ms;
-	int memfd;	/* kept for a hand-over to the next process */
+	int memfd; /* kept for a hand-over to the next process */
 	/* the client's own file (region_fd.c): not handed over, not in the
 	 * fd store, so it ends with this process */
 	bool registered;

@@ -283,8 +283,8 @@ region_register(struct daemon *d, struct conn *owner, int fd, uint64_t offset,
 		snprintf(detail, detail_len, "out of memory");
 		return RMA__V1__STATUS__ERR_NO_MEMORY;
 	}
-	status = region_fd_map(fd, offset, length, &r->addr, detail,
-			       detail_len);
+	status =
+	    region_fd_map(fd, offset, length, &r->addr, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		goto err_free;
 	r->length = length;

@@ -46,8 +46,8 @@ region_fd_kind(mode_t mode)
 /* What the file is and may become: a sealed memory file, read-write.
  * *align_p: the page size its mapping is made of. */
 static wire_status_t
-region_fd_check(int fd, const struct stat *st, size_t *align_p,
-		bool *huge_p, char *detail, size_t detail_len)
+region_fd_check(int fd, const struct stat *st, size_t *align_p, bool *huge_p,
+		char *detail, size_t detail_len)
 {
 	struct statfs fs;
 	int fl, seals;
@@ -59,9 +59,9 @@ region_fd_check(int fd, const struct stat *st, size_t *align_p,
 			 region_fd_kind(st->st_mode));
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
-	if (fstatfs(fd, &fs) < 0 || ((unsigned long)fs.f_type != TMPFS_MAGIC &&
-				     (unsigned long)fs.f_type !=
-					 HUGETLBFS_MAGIC)) {
+	if (fstatfs(fd, &fs) < 0 ||
+	    ((unsigned long)fs.f_type != TMPFS_MAGIC &&
+	     (unsigned long)fs.f_type != HUGETLBFS_MAGIC)) {
 		snprintf(detail, detail_len,
 			 "the file is on a filesystem of type 0x%lx: only "
 			 "memory files (memfd_create, tmpfs, hugetlbfs) can "
@@ -78,11 +78,12 @@ region_fd_check(int fd, const struct stat *st, size_t *align_p,
 	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		snprintf(detail, detail_len,
-			 "the file can still shrink under the daemon's "
-			 "mapping: make it with memfd_create(MFD_ALLOW_SEALING) "
-			 "and seal it with fcntl(F_ADD_SEALS, F_SEAL_SHRINK) "
-			 "(a POSIX shm_open object cannot be sealed)");
+		snprintf(
+		    detail, detail_len,
+		    "the file can still shrink under the daemon's "
+		    "mapping: make it with memfd_create(MFD_ALLOW_SEALING) "
+		    "and seal it with fcntl(F_ADD_SEALS, F_SEAL_SHRINK) "
+		    "(a POSIX shm_open object cannot be sealed)");
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
 	*huge_p = (unsigned long)fs.f_type == HUGETLBFS_MAGIC;
@@ -98,16 +99,14 @@ region_fd_check(int fd, const struct stat *st, size_t *align_p,
 }
 
 static wire_status_t
-region_fd_range(const struct stat *st, size_t align, bool huge,
-		uint64_t offset, uint64_t length, char *detail,
-		size_t detail_len)
+region_fd_range(const struct stat *st, size_t align, bool huge, uint64_t offset,
+		uint64_t length, char *detail, size_t detail_len)
 {
 	if (length == 0 || offset % align != 0 || (huge && length % align)) {
 		snprintf(detail, detail_len,
 			 "offset %llu and length %llu: the length must not be "
 			 "0, the offset%s a multiple of %zu",
-			 (unsigned long long)offset,
-			 (unsigned long long)length,
+			 (unsigned long long)offset, (unsigned long long)length,
 			 huge ? " and length" : "", align);
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
@@ -116,8 +115,8 @@ region_fd_range(const struct stat *st, size_t align, bool huge,
 		snprintf(detail, detail_len,
 			 "offset %llu + length %llu is past the end of the "
 			 "file (%lld bytes)",
-			 (unsigned long long)offset,
-			 (unsigned long long)length, (long long)st->st_size);
+			 (unsigned long long)offset, (unsigned long long)length,
+			 (long long)st->st_size);
 		return RMA__V1__STATUS__ERR_OUT_OF_BOUNDS;
 	}
 	return RMA__V1__STATUS__OK;

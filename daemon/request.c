@@ -108,8 +108,8 @@ request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 				n);
 		return;
 	}
-	st = region_register(c->d, c, fd, rr->offset, rr->length, &r,
-				detail, sizeof(detail));
+	st = region_register(c->d, c, fd, rr->offset, rr->length, &r, detail,
+			     sizeof(detail));
 	close(fd); /* the region keeps its own */
 	if (st != RMA__V1__STATUS__OK) {
 		conn_send_error(c, req->id, st, "%s", detail);
@@ -121,8 +121,8 @@ request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 	body.descriptor = r->descriptor;
 	body.read_only_descriptor = r->ro_descriptor;
 	reply.id = req->id;
-	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
-	reply.region_alloc = &body;
+	reply.body_case = RMA__V1__REPLY__BODY_REGION_REGISTER;
+	reply.region_register = &body;
 	conn_send_reply(c, &reply, -1);
 }
 

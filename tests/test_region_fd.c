@@ -264,13 +264,14 @@ try_register(int fd, int file, uint64_t offset, uint64_t length,
 	free(buf);
 	m = expect_reply(fd, 40, want);
 	if (want == RMA__V1__STATUS__OK) {
-		const Rma__V1__RegionAllocReply *ra = m->reply->region_alloc;
+		const Rma__V1__RegionAllocReply *ra = m->reply->region_register;
 
 		ck_assert_int_eq(m->reply->body_case,
-				 RMA__V1__REPLY__BODY_REGION_ALLOC);
+				 RMA__V1__REPLY__BODY_REGION_REGISTER);
 		ck_assert_uint_eq(ra->length, length);
 		ck_assert_uint_ne(ra->generation, 0);
-		ck_assert_str_eq(ra->descriptor, region_lookup(&d, ra->region_id)->descriptor);
+		ck_assert_str_eq(ra->descriptor,
+				 region_lookup(&d, ra->region_id)->descriptor);
 		ck_assert_uint_gt(strlen(ra->read_only_descriptor), 0);
 		ck_assert_str_ne(ra->descriptor, ra->read_only_descriptor);
 		id = ra->region_id;
@@ -283,8 +284,8 @@ START_TEST(test_sealed_memfd_is_a_region)
 {
 	size_t page = (size_t)getpagesize();
 	int fd = client_hello(), file = memfd_new(4 * page, F_SEAL_SHRINK);
-	char *mine = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  file, 0);
+	char *mine =
+	    mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
 	struct region *r;
 	uint64_t id;
 
@@ -304,8 +305,8 @@ START_TEST(test_sealed_memfd_is_a_region)
 	ck_assert_int_eq(errno, EPERM);
 	ck_assert_int_eq(ftruncate(file, (off_t)(8 * page)), 0);
 	/* a hole punched into a memfd refills with zeroes, no SIGBUS */
-	ck_assert_int_eq(fallocate(file, FALLOC_FL_PUNCH_HOLE |
-						FALLOC_FL_KEEP_SIZE,
+	ck_assert_int_eq(fallocate(file,
+				   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				   page, page),
 			 0);
 	ck_assert_int_eq(((char *)r->addr)[0], 0);
@@ -454,8 +455,7 @@ START_TEST(test_ranges)
 	try_register(fd, f, 0, 4 * page + 1,
 		     RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
 	try_register(fd, f, 4 * page, 1, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
-	try_register(fd, f, 8 * page, page,
-		     RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
+	try_register(fd, f, 8 * page, page, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
 	/* lengths past any region's (1 TiB) are refused before the file */
 	try_register(fd, f, 3 * page, UINT64_MAX - page,
 		     RMA__V1__STATUS__ERR_INVALID);
@@ -632,7 +632,8 @@ START_TEST(test_hugetlbfs)
 	try_register(fd, f, huge, huge, RMA__V1__STATUS__OK);
 	seals = fcntl(f, F_GET_SEALS);
 	ck_assert(seals & F_SEAL_FUTURE_WRITE);
-	ck_assert_int_eq(fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	ck_assert_int_eq(fallocate(f,
+				   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				   (off_t)huge, (off_t)huge),
 			 -1);
 	memcpy((char *)mine + huge, "still writable", 15);

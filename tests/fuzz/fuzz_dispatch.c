@@ -10,13 +10,17 @@
  * and the stream is then a list of steps on the ring and the socket
  * (fuzz_ring_step): records into the submission ring, wild counters,
  * completions taken, frames. The ring's records go through the very
- * validation a Submit frame's do (daemon/ring.c: op_submit_packed). One daemon
- * per process, started on the first input. Per input: a new client; the stream
- * written in chunks, the daemon's loop pumped and its output drained between
- * chunks; then end of file, and the loop pumped until the daemon dropped the
- * client. Aborts when the daemon sends something that is not a frame of
- * DaemonMessage, an error reply without a detail, keeps a client that closed,
- * keeps its regions, file descriptors or operations in flight after it left.
+ * validation a Submit frame's do (daemon/ring.c: op_submit_packed).
+ * flags & 4 (without the ring) sends a sealed memfd of 64 KiB as
+ * SCM_RIGHTS with every chunk, wherever the chunk starts: the fds a
+ * RegionRegister takes (daemon/conn_fds.c), and those it must refuse. One
+ * daemon per process, started on the first input. Per input: a new client; the
+ * stream written in chunks, the daemon's loop pumped and its output drained
+ * between chunks; then end of file, and the loop pumped until the daemon
+ * dropped the client. Aborts when the daemon sends something that is not a
+ * frame of DaemonMessage, an error reply without a detail, keeps a client that
+ * closed, keeps its regions, file descriptors or operations in flight after it
+ * left.
  *
  * So that an input means the same whatever ran before it, the daemon has a
  * fixed identity (FUZZ_DAEMON_ID: descriptors in the corpus name its
@@ -54,6 +58,7 @@ static uint8_t *hello_frame, *ring_hello_frame;
 static size_t hello_len, ring_hello_len;
 static bool verbose;
 static int fd_baseline = -1; /* sockets and memfds between inputs */
+static int pass_fd = -1;     /* flags & 4: a sealed memfd sent with chunks */
 
 struct fuzz_client {
 	int fd;
@@ -135,6 +140,11 @@ fuzz_start(void)
 		fuzz_fail("daemon_start failed");
 	memcpy(d.id, FUZZ_DAEMON_ID, DAEMON_ID_SIZE);
 	descriptor_hex(d.id, DAEMON_ID_SIZE, d.id_hex);
+	pass_fd =
+	    memfd_create("fuzz-register", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (pass_fd < 0 || ftruncate(pass_fd, 65536) < 0 ||
+	    fcntl(pass_fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+		fuzz_fail("cannot make the memfd to pass");
 	hello_frame = raw_frame_hello(1, "fuzz", &hello_len);
 	if (hello_frame == NULL)
 		fuzz_fail("out of memory");
@@ -277,15 +287,41 @@ pump(struct fuzz_client *fc, int spins)
 
 /* Writes p to the client socket, pumping the daemon while the socket is
  * full. Returns false once the daemon closed its end. */
+/* One send; fd (if >= 0) rides on its first byte. */
+static ssize_t
+client_send(struct fuzz_client *fc, const uint8_t *p, size_t n, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {(void *)p, n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+
+	if (fd < 0)
+		return send(fc->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	memset(&cbuf, 0, sizeof(cbuf));
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(fc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static bool
-client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
+client_write_fd(struct fuzz_client *fc, const uint8_t *p, size_t n, int fd)
 {
 	double deadline = daemon_now() + FUZZ_PATIENCE;
 	int spins = 0;
 
 	while (n > 0) {
-		ssize_t k = send(fc->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t k = client_send(fc, p, n, fd);
 		if (k > 0) {
+			fd = -1;
 			p += k;
 			n -= (size_t)k;
 			spins = 0;
@@ -304,6 +340,12 @@ client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
 	}
 	pump(fc, 0);
 	return true;
+}
+
+static bool
+client_write(struct fuzz_client *fc, const uint8_t *p, size_t n)
+{
+	return client_write_fd(fc, p, n, -1);
 }
 
 /* ---- the shared ring (flags & 2) ---- */
@@ -484,7 +526,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_chunker_init(&ch, data[1]);
 	for (size_t off = 2, k; !fc.want_ring && open && off < size; off += k) {
 		k = fuzz_chunker_next(&ch, size - off);
-		open = client_write(&fc, data + off, k);
+		open = client_write_fd(&fc, data + off, k,
+				       (data[0] & 4) ? pass_fd : -1);
 	}
 
 	shutdown(fc.fd, SHUT_WR);

@@ -120,6 +120,21 @@ req_region_alloc(struct buf *b, uint64_t id, uint64_t length)
 }
 
 static void
+req_region_register(struct buf *b, uint64_t id, uint64_t offset,
+		    uint64_t length)
+{
+	Rma__V1__RegionRegister rr = RMA__V1__REGION_REGISTER__INIT;
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+
+	rr.offset = offset;
+	rr.length = length;
+	req.id = id;
+	req.body_case = RMA__V1__REQUEST__BODY_REGION_REGISTER;
+	req.region_register = &rr;
+	buf_request(b, &req);
+}
+
+static void
 req_region_free(struct buf *b, uint64_t id, uint64_t region)
 {
 	Rma__V1__RegionFree rf = RMA__V1__REGION_FREE__INIT;
@@ -362,6 +377,24 @@ make_dispatch(void)
 	req_region_free(&b, 13, 1);
 	req_region_free(&b, 14, 99);
 	write_stream("dispatch", "region_alloc_free", 1, 0, &b);
+
+	/* A register per chunk with the memfd fuzz_dispatch sends along
+	 * (flags & 4), then the same without any fd, and misaligned,
+	 * empty and out-of-range ones. */
+	b.len = 0;
+	req_region_register(&b, 10, 0, 4096);
+	write_stream("dispatch", "region_register", 1 | 4, 0, &b);
+	b.len = 0;
+	req_region_register(&b, 10, 0, 4096);
+	req_region_register(&b, 11, 4096, 61440);
+	req_region_register(&b, 12, 1, 4096);
+	req_region_register(&b, 13, 0, 0);
+	req_region_register(&b, 14, 65536, 4096);
+	req_region_register(&b, 15, 0, UINT64_MAX);
+	req_status(&b, 16);
+	req_region_free(&b, 17, 1);
+	write_stream("dispatch", "region_register_chunks", 1 | 4, 0x05, &b);
+	write_stream("dispatch", "region_register_no_fd", 1, 0, &b);
 
 	/* Two regions, the second imported through a peer that is only
 	 * connecting (local descriptors do not need it up), then copies

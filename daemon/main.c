@@ -130,12 +130,20 @@ main_fall_back(struct config *cfg, const uint8_t *saved, size_t len,
 
 /* daemon_start_as; with something to keep (from), a failure on the
  * configuration given (UCX refusing a device or transport that passed
- * the checks) is tried again on the last one that worked (good). */
+ * the checks) is tried again on the last one that worked: the
+ * predecessor's (the newer), or the one saved in the fd store. */
 static int
 main_start(struct daemon *d, struct config *cfg,
-	   const struct handover_state *from, const uint8_t *good,
-	   size_t good_len, char *refused, size_t refused_len)
+	   const struct handover_state *from, const struct config_saved *saved,
+	   char *refused, size_t refused_len)
 {
+	const uint8_t *good = saved->blob;
+	size_t good_len = saved->len;
+
+	if (from != NULL && from->config != NULL) {
+		good = from->config;
+		good_len = from->config_len;
+	}
 	if (daemon_start_as(d, cfg, from) == 0)
 		return 0;
 	/* refused already: this was the last good one */
@@ -194,6 +202,61 @@ main_fd_budget(struct config *cfg)
 	}
 }
 
+/* The configuration argv gives, into cfg: 0; -1 when it is refused (why
+ * in refused); 1 or CONFIG_USAGE as config_parse_args. Refused, a start
+ * with something to keep (the fd store's regions, a predecessor's) runs
+ * on the last configuration that worked; only one with nothing to keep
+ * exits EX_CONFIG. Until that is known, the given one as far as it
+ * parses says where to look. */
+static int
+main_configure(struct config *cfg, int argc, char **argv, char *refused,
+	       size_t refused_len)
+{
+	int rc;
+
+	config_defaults(cfg);
+	rc = config_parse_args(cfg, argc, argv, refused, refused_len);
+	if (rc == -1)
+		config_parse_lenient(cfg, argc, argv);
+	return rc;
+}
+
+/* Serving: metrics, systemd, the signals, and the loop until a signal
+ * ends it. 0 then, or 1 when metrics or systemd's timers do not start. */
+static int
+main_serve(struct daemon *d, struct main_reload *reload, int ready_fd)
+{
+	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
+
+	if (metrics_start(d) < 0)
+		return 1;
+	if (sdnotify_start(d) < 0) {
+		metrics_stop(d);
+		return 1;
+	}
+	sigterm_ev = evsignal_new(d->base, SIGTERM, main_on_signal, d);
+	sigint_ev = evsignal_new(d->base, SIGINT, main_on_signal, d);
+	/* From here on SIGHUP reloads instead of ending the daemon. */
+	sighup_ev = evsignal_new(d->base, SIGHUP, main_on_hup, reload);
+	evsignal_add(sigterm_ev, NULL);
+	evsignal_add(sigint_ev, NULL);
+	evsignal_add(sighup_ev, NULL);
+
+	log_info("main: rmad %s id %s serving %s, listening on %s:%u",
+		 RMA_VERSION, d->id_hex, d->world->learned.socket_path,
+		 d->cfg->listen_host, d->world->learned.listen_port);
+	main_signal_ready(ready_fd);
+	sdnotify_ready(d);
+	event_base_dispatch(d->base);
+
+	event_free(sigterm_ev);
+	event_free(sigint_ev);
+	event_free(sighup_ev);
+	sdnotify_stop(d);
+	metrics_stop(d);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -201,25 +264,15 @@ main(int argc, char **argv)
 	struct config cfg;
 	struct config_saved saved = {0};
 	struct main_reload reload = {&d, argc, argv, &saved, false};
-	struct event *sigterm_ev, *sigint_ev, *sighup_ev;
 	struct handover_state from = {.listen_fd = -1};
 	struct sdnotify_fds passed;
 	struct fdstore *store = NULL;
-	const uint8_t *good;
-	size_t good_len;
 	char refused[384] = "";
 	int rc, recovered, activation_fd;
 
-	config_defaults(&cfg);
-	rc = config_parse_args(&cfg, argc, argv, refused, sizeof(refused));
+	rc = main_configure(&cfg, argc, argv, refused, sizeof(refused));
 	if (rc > 0 || rc == CONFIG_USAGE) /* sysexits.h: EX_USAGE */
 		return rc > 0 ? 0 : 64;
-	/* Refused: a start with something to keep (the fd store's regions,
-	 * a predecessor's) runs on the last configuration that worked; only
-	 * one with nothing to keep exits EX_CONFIG. Until that is known, the
-	 * given one as far as it parses says where to look. */
-	if (rc < 0)
-		config_parse_lenient(&cfg, argc, argv);
 	log_init(cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -256,11 +309,8 @@ main(int argc, char **argv)
 	}
 	if (refused[0] == '\0')
 		main_fd_budget(&cfg);
-	/* the predecessor's is the newer */
-	good = from.config != NULL ? from.config : saved.blob;
-	good_len = from.config != NULL ? from.config_len : saved.len;
 	if (main_start(&d, &cfg, cfg.take_over || recovered ? &from : NULL,
-		       good, good_len, refused, sizeof(refused)) < 0)
+		       &saved, refused, sizeof(refused)) < 0)
 		goto err_start;
 	d.world->learned.activation_fd = activation_fd;
 	if (cfg.take_over || recovered)
@@ -270,7 +320,7 @@ main(int argc, char **argv)
 	if (rc == 0 && store != NULL && fdstore_attach(&d, store) < 0)
 		rc = 1;
 	if (rc != 0)
-		goto err_daemon;
+		goto out_daemon;
 	/* Serving: this configuration worked. Kept for the next start
 	 * (the hand-over sends what runs, handover.c). */
 	snprintf(d.world->config_refused, sizeof(d.world->config_refused), "%s",
@@ -280,45 +330,15 @@ main(int argc, char **argv)
 		main_save(&saved, &d);
 	/* Without it the daemon serves, but cannot be taken over. */
 	handover_start(&d);
-	rc = 1; /* what the failures below exit with */
-	if (metrics_start(&d) < 0)
-		goto err_daemon;
-	if (sdnotify_start(&d) < 0)
-		goto err_metrics;
-	sigterm_ev = evsignal_new(d.base, SIGTERM, main_on_signal, &d);
-	sigint_ev = evsignal_new(d.base, SIGINT, main_on_signal, &d);
-	/* From here on SIGHUP reloads instead of ending the daemon. */
-	sighup_ev = evsignal_new(d.base, SIGHUP, main_on_hup, &reload);
-	evsignal_add(sigterm_ev, NULL);
-	evsignal_add(sigint_ev, NULL);
-	evsignal_add(sighup_ev, NULL);
+	rc = main_serve(&d, &reload, cfg.ready_fd);
 
-	log_info("main: rmad %s id %s serving %s, listening on %s:%u",
-		 RMA_VERSION, d.id_hex, d.world->learned.socket_path,
-		 d.cfg->listen_host, d.world->learned.listen_port);
-	main_signal_ready(cfg.ready_fd);
-	sdnotify_ready(&d);
-	event_base_dispatch(d.base);
-
-	event_free(sigterm_ev);
-	event_free(sigint_ev);
-	event_free(sighup_ev);
-	sdnotify_stop(&d);
-	metrics_stop(&d);
+out_daemon:
 	handover_stop(&d);
 	daemon_stop(&d);
 	fdstore_destroy(store);
 	config_saved_free(&saved);
-	log_info("main: rmad stopped");
-	return 0;
-
-err_metrics:
-	metrics_stop(&d);
-err_daemon:
-	handover_stop(&d);
-	daemon_stop(&d);
-	fdstore_destroy(store);
-	config_saved_free(&saved);
+	if (rc == 0)
+		log_info("main: rmad stopped");
 	return rc;
 
 err_config:

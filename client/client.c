@@ -641,8 +641,11 @@ client_wait_once(rma_client_t *c, int64_t deadline,
 			continue;
 		}
 		if (c->ring != NULL) {
+			/* it reaps what came meanwhile, whose callbacks
+			 * may have submitted more (a staged transfer's next
+			 * piece): send that before sleeping */
 			ring_arm(c);
-			if (done(arg) || c->gone)
+			if (done(arg) || c->gone || c->pending_n > 0)
 				continue;
 		}
 		left = client_remaining(deadline);
@@ -672,9 +675,20 @@ client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 {
 	rma_status_t st = client_wait_once(c, deadline, done, arg);
 
-	/* The caller may go to sleep on rma_fd(): the daemon must wake it. */
-	if (c->ring != NULL && !c->gone)
+	/* The caller may go to sleep on rma_fd() now. What the completions
+	 * handled here submitted (a callback's operation, a staged
+	 * transfer's next piece) goes out, or nothing in flight might wake
+	 * it; and the daemon must wake it (ring_arm, which reaps what came
+	 * meanwhile, whose callbacks may submit too). */
+	while (!c->gone) {
+		if (c->pending_n > 0 && request_flush(c) != RMA_OK)
+			break;
+		if (c->ring == NULL)
+			break;
 		ring_arm(c);
+		if (c->pending_n == 0)
+			break;
+	}
 	return st;
 }
 

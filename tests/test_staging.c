@@ -121,6 +121,7 @@ kinds_sizes(rma_remote_t *remote, uint8_t *owner)
 			size_t n = sizes[i], roff = 4096 * i + 3;
 			uint8_t *buf = buf_get(k, stack, n);
 			uint32_t seed = (uint32_t)(k * 100 + i);
+			rma_status_t st;
 
 			harness_fill(buf, n, seed);
 			memset(owner + roff, 0, n);
@@ -132,9 +133,13 @@ kinds_sizes(rma_remote_t *remote, uint8_t *owner)
 				      k);
 			harness_fill(owner + roff, n, seed + 7);
 			memset(buf, 0, n);
-			ck_assert_int_eq(
-			    rma_get_buf_sync(cb, buf, n, remote, roff, WAIT_MS),
-			    RMA_OK);
+			st = rma_get_buf_sync(cb, buf, n, remote, roff,
+					      WAIT_MS);
+			ck_assert_msg(st == RMA_OK,
+				      "get of %zu bytes (kind %d): %s (%s), "
+				      "%zu in flight",
+				      n, k, rma_strerror(st),
+				      rma_last_error(cb), rma_in_flight(cb));
 			ck_assert_msg(memcmp(owner + roff, buf, n) == 0,
 				      "get of %zu bytes (kind %d) differs", n,
 				      k);

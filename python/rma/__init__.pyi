@@ -3,8 +3,8 @@
 
 import asyncio
 from typing import (Any, AsyncIterator, Callable, ClassVar, Final,
-                    Generator, Literal, Optional, Sequence, Tuple, TypeVar,
-                    final)
+                    Generator, Literal, Optional, Protocol, Sequence, Tuple,
+                    TypeVar, Union, final)
 
 from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ProtocolError as ProtocolError, NoMemory as NoMemory,
@@ -21,6 +21,10 @@ from .errors import (Error as Error, InvalidArgument as InvalidArgument,
 # Names of the stub only (no such attribute at run time): private.
 _U = TypeVar("_U")
 _Callback = Callable[["Request", int, Any], object]
+
+
+class _HasFileno(Protocol):
+    def fileno(self) -> int: ...
 
 OK: int
 INPROGRESS: int
@@ -159,6 +163,11 @@ class Client:
     def __enter__(self) -> "Client": ...
     def __exit__(self, *exc: object) -> bool: ...
     def alloc(self, size: int, /) -> Region: ...
+    def register(self, fd: Union[int, _HasFileno], offset: int = 0,
+                 length: Optional[int] = None, /) -> Region:
+        """Make [offset, offset + length) of a memfd sealed with
+        F_SEAL_SHRINK (length None: the rest of the file) a region. An
+        mmap.mmap raises TypeError: pass the fd it maps."""
     def peer(self, address: str, /) -> Peer: ...
     def import_remote(self, peer: Peer, descriptor: str, /) -> Remote: ...
     def put(self, region: Region, offset: int, remote: Remote,

@@ -210,6 +210,7 @@ int client_progress_once(ClientObject *c, int *gone_p);
 
 /* _rma_client_ops.c: Client's methods that make the other objects */
 PyObject *client_alloc(ClientObject *c, PyObject *args);
+PyObject *client_register(ClientObject *c, PyObject *args);
 PyObject *client_peer(ClientObject *c, PyObject *args);
 PyObject *client_import_remote(ClientObject *c, PyObject *args);
 PyObject *client_put(ClientObject *c, PyObject *const *args, size_t nargsf,

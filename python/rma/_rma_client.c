@@ -492,6 +492,20 @@ static PyMethodDef client_methods[] = {
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS,
      "alloc($self, size, /)\n--\n\nAllocate a zeroed region shared with the "
      "daemon."},
+    {"register", (PyCFunction)client_register, METH_VARARGS,
+     "register($self, fd, offset=0, length=None, /)\n--\n\nMake memory "
+     "the application already shares a region: length bytes (default: "
+     "the rest of the file) from offset of the memory file fd (an int or "
+     "an object with fileno()), which the daemon maps too. fd must be a "
+     "memfd (os.memfd_create(name, os.MFD_ALLOW_SEALING)) sealed with "
+     "fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK) and open "
+     "read-write; offset a multiple of the page size. Anything else "
+     "raises rma.InvalidArgument (a read-only fd rma.Permission, a range "
+     "past the file's end rma.OutOfBounds) with what to do. A buffer "
+     "such as mmap.mmap raises TypeError: Python does not tell which "
+     "file it maps; pass its fd. fd may be closed once this returns. "
+     "The region does not survive a take-over or restart of the "
+     "daemon (see rma_region_register_fd in rma.h)."},
     {"peer", (PyCFunction)client_peer, METH_VARARGS,
      "peer($self, address, /)\n--\n\nConnect the daemon to the rmad at "
      "'host:port' (blocks, GIL released)."},

@@ -1,11 +1,50 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Client's operations: what makes a Region, Peer or Remote, and what
+ * Client's operations: what makes a Region (alloc, register), Peer or
+ * Remote, and what
  * submits a Request (put, get, atomic, putv, getv, flush). put and get
  * are called once per operation and have a fast path for positional
  * calls (client_transfer_fast).
  */
 #include "_rma.h"
+
+#include <sys/stat.h>
+
+/* A Region object for rr, which the client owns until the Region
+ * takes it. */
+static PyObject *
+client_region_wrap(ClientObject *c, rma_region_t *rr, Py_ssize_t size)
+{
+	RegionObject *r;
+
+	r = PyObject_GC_New(RegionObject, c->state->region_type);
+	if (r == NULL) {
+		/* ownership of rr stays with the client: freed at close */
+		return NULL;
+	}
+	r->client = (ClientObject *)Py_NewRef(c);
+	r->rr = rr;
+	r->ptr = rma_region_ptr(rr);
+	r->length = size;
+	r->exports = 0;
+	r->free_pending = 0;
+	r->weakrefs = NULL;
+	PyObject_GC_Track(r);
+	/* notifications name the region by its handle */
+	if (c->regions == NULL && (c->regions = PyDict_New()) == NULL)
+		PyErr_Clear();
+	if (c->regions != NULL) {
+		PyObject *key = PyLong_FromVoidPtr(rr),
+			 *ref = PyWeakref_NewRef((PyObject *)r, NULL);
+
+		if (key == NULL || ref == NULL ||
+		    PyDict_SetItem(c->regions, key, ref) < 0)
+			PyErr_Clear();
+		Py_XDECREF(key);
+		Py_XDECREF(ref);
+	}
+	return (PyObject *)r;
+}
 
 PyObject *
 client_alloc(ClientObject *c, PyObject *args)
@@ -13,7 +52,6 @@ client_alloc(ClientObject *c, PyObject *args)
 	unsigned long long size;
 	rma_region_t *rr;
 	rma_status_t st;
-	RegionObject *r;
 	char detail[512];
 	PyThreadState *ts;
 
@@ -35,33 +73,71 @@ client_alloc(ClientObject *c, PyObject *args)
 	client_leave(c);
 	if (st != RMA_OK)
 		return error_raise(c->state, st, detail);
-	r = PyObject_GC_New(RegionObject, c->state->region_type);
-	if (r == NULL) {
-		/* ownership of rr stays with the client: freed at close */
-		return NULL;
-	}
-	r->client = (ClientObject *)Py_NewRef(c);
-	r->rr = rr;
-	r->ptr = rma_region_ptr(rr);
-	r->length = (Py_ssize_t)size;
-	r->exports = 0;
-	r->free_pending = 0;
-	r->weakrefs = NULL;
-	PyObject_GC_Track(r);
-	/* notifications name the region by its handle */
-	if (c->regions == NULL && (c->regions = PyDict_New()) == NULL)
-		PyErr_Clear();
-	if (c->regions != NULL) {
-		PyObject *key = PyLong_FromVoidPtr(rr),
-			 *ref = PyWeakref_NewRef((PyObject *)r, NULL);
+	return client_region_wrap(c, rr, (Py_ssize_t)size);
+}
 
-		if (key == NULL || ref == NULL ||
-		    PyDict_SetItem(c->regions, key, ref) < 0)
-			PyErr_Clear();
-		Py_XDECREF(key);
-		Py_XDECREF(ref);
+/* register's first argument: an fd (an int or an object with fileno()).
+ * A buffer without one (mmap.mmap has none: Python does not expose the
+ * fd a mapping was made from) gets a TypeError that says what to pass. */
+static int
+client_register_fd_arg(PyObject *obj, int *fd_p)
+{
+	if (!PyLong_Check(obj) && PyObject_CheckBuffer(obj) &&
+	    !PyObject_HasAttrString(obj, "fileno")) {
+		PyErr_Format(
+		    PyExc_TypeError,
+		    "register() needs a file descriptor, not a %.100s: "
+		    "Python does not tell which file a mapping or "
+		    "buffer was made from; pass register(fd, offset, "
+		    "length) with the sealed memfd it maps",
+		    Py_TYPE(obj)->tp_name);
+		return 0;
 	}
-	return (PyObject *)r;
+	*fd_p = PyObject_AsFileDescriptor(obj);
+	return *fd_p >= 0;
+}
+
+PyObject *
+client_register(ClientObject *c, PyObject *args)
+{
+	unsigned long long offset = 0, length = 0;
+	PyObject *fd_obj, *length_obj = Py_None;
+	rma_region_t *rr;
+	rma_status_t st;
+	char detail[512];
+	PyThreadState *ts;
+	struct stat sb;
+	int fd;
+
+	if (!PyArg_ParseTuple(args, "O|O&O:register", &fd_obj, u64_arg, &offset,
+			      &length_obj))
+		return NULL;
+	if (!client_register_fd_arg(fd_obj, &fd))
+		return NULL;
+	if (length_obj != Py_None) {
+		if (!u64_arg(length_obj, &length))
+			return NULL;
+	} else if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > offset) {
+		length = (uint64_t)sb.st_size - offset; /* the rest of it */
+	}
+	if (length == 0)
+		return error_raise(c->state, RMA_ERR_INVALID,
+				   "length must be positive (the file's size "
+				   "past offset, when not given)");
+	if (length > PY_SSIZE_T_MAX)
+		return PyErr_Format(PyExc_OverflowError,
+				    "length %llu over a buffer's limit",
+				    length);
+	if (!client_enter(c))
+		return NULL;
+	ts = PyEval_SaveThread();
+	st = rma_region_register_fd(c->rc, fd, offset, (size_t)length, &rr);
+	PyEval_RestoreThread(ts);
+	snprintf(detail, sizeof(detail), "%s", rma_last_error(c->rc));
+	client_leave(c);
+	if (st != RMA_OK)
+		return error_raise(c->state, st, detail);
+	return client_region_wrap(c, rr, (Py_ssize_t)length);
 }
 
 PyObject *

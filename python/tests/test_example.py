@@ -34,6 +34,32 @@ def test_example_put_reports_errors(two):
     assert out.returncode == 1 and "bad descriptor" in out.stderr
 
 
+def test_example_register(two):
+    """examples/register.py shares a memfd it maps; a put from the other
+    daemon shows in its own mapping."""
+    a, b = two
+    env = dict(os.environ, RMAD_SOCKET=a.socket)
+    proc = subprocess.Popen(
+        [sys.executable,
+         os.path.join(os.environ["EXAMPLES_DIR"], "register.py"), "1"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        descriptor = proc.stdout.readline().strip()
+        assert descriptor.startswith("rma"), proc.stderr.read()
+        with rma.Client(b.socket) as cb:
+            src = cb.alloc(4096)
+            memoryview(src)[:13] = b"from the wire"
+            remote = cb.import_remote(cb.peer(a.listen), descriptor)
+            cb.put(src, 0, remote, 300, 13, notify=1).wait(20)
+            out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert out.splitlines() == ["300 13: from the wire"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_bench_smoke():
     """python3 -m rma.bench runs (a handful of operations; nothing timed)."""
     out = subprocess.run(

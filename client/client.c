@@ -123,7 +123,7 @@ client_reap(rma_client_t *c)
  * holding the socket, level-triggered, EPOLLIN, and a re-attach swaps the
  * socket in it (client_socket_replace). The socket is its only member:
  * the shared ring has no fd of its own, a daemon wakes a sleeping owner
- * (client_sleeps, ring.c) with a RingWake frame on the socket.
+ * (client_sleeps, rma_ring.c) with a RingWake frame on the socket.
  *
  * An epoll instance polls readable while one of its members is ready, as
  * checked at each poll (ep_eventpoll_poll polls again the members it was

@@ -59,7 +59,8 @@ fork_release(rma_client_t *c)
 	 * one sees it end. */
 	request_complete_all(c, RMA_ERR_INVALID,
 			     "this client belongs to the parent process");
-	/* Only local: munmap and free (region.c, peer.c, request.c). */
+	/* Only local: munmap and free (rma_region.c, rma_peer.c,
+	 * rma_request.c). */
 	region_cleanup(c);
 	peer_cleanup(c);
 	request_cleanup(c);

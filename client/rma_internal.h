@@ -70,7 +70,7 @@ struct rma_region {
 	size_t map_length;   /* as the daemon made it */
 	char *descriptor;    /* NULL once freed */
 	char *ro_descriptor; /* gets only; NULL once freed */
-	int freed;	     /* rma_region_free ran: a tombstone (region.c) */
+	int freed;	     /* rma_region_free ran: a tombstone */
 	int freeing; /* rma_region_free is asking the daemon: not re-attached */
 	/* RMA_OK, or why the daemon would not give it back after a
 	 * take-over: operations on it fail with RMA_ERR_NO_REGION here; the
@@ -180,12 +180,12 @@ struct rma_client {
 	uint8_t *out;
 	size_t out_cap;
 
-	/* ring.c: the shared-memory ring, NULL on the socket alone */
+	/* rma_ring.c: the shared-memory ring, NULL on the socket alone */
 	struct client_ring *ring;
 	/* completions and events handled so far (rma_wait: did any come) */
 	uint64_t dispatched;
 
-	/* notifications (notification.c): the callback, or else a queue
+	/* notifications (rma_notification.c): the callback, or else a queue
 	 * (ring) for rma_notify_next(); consumed ones not yet acknowledged
 	 * to the daemon, which bounds what it holds for us */
 	rma_notify_callback_t notify_cb;
@@ -223,7 +223,7 @@ rma_status_t fork_error(rma_client_t *c);
  * unmaps its regions and ring), sending and reading nothing. */
 void fork_release(rma_client_t *c);
 
-/* ---- notification.c ---- */
+/* ---- rma_notification.c ---- */
 
 /* A Notifications event: each to the callback, or queued, in order. */
 void notification_receive_all(rma_client_t *c,
@@ -238,7 +238,7 @@ void notification_receive(rma_client_t *c, uint64_t region_id,
 			  size_t id_len);
 void notification_free(rma_client_t *c);
 
-/* ---- ring.c ---- */
+/* ---- rma_ring.c ---- */
 
 struct client_ring;
 /* Whether to ask for a ring at hello (RMA_RING=0: no). */
@@ -346,7 +346,7 @@ void client_reap(rma_client_t *c);
 rma_status_t client_wait(rma_client_t *c, int64_t deadline,
 			 int (*done)(const void *arg), const void *arg);
 
-/* ---- request.c ---- */
+/* ---- rma_request.c ---- */
 
 /* Send the coalesced Submit, if any. */
 rma_status_t request_flush(rma_client_t *c);
@@ -425,7 +425,7 @@ void staging_free(rma_client_t *c);
  * submitted after all. */
 void staging_drop(rma_client_t *c, uint32_t e);
 
-/* ---- region.c, peer.c ---- */
+/* ---- rma_region.c, rma_peer.c ---- */
 
 /* After a take-over: claim every live region back (RegionReattach) on the
  * new connection; one the daemon refuses is marked lost and the others go
@@ -444,7 +444,7 @@ void region_cleanup(rma_client_t *c);
 void peer_cleanup(rma_client_t *c);
 void peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev);
 
-/* ---- status.c ---- */
+/* ---- rma_status.c ---- */
 
 rma_status_t status_from_wire(int wire);
 

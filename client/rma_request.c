@@ -141,7 +141,7 @@ request_flush(rma_client_t *c)
 		return RMA_OK;
 	if (c->gone)
 		return client_gone_error(c);
-	/* The ring if it has room; the socket otherwise (ring.c keeps the
+	/* The ring if it has room; the socket otherwise (rma_ring.c keeps the
 	 * order between the two). */
 	if (request_push(c))
 		return c->gone ? client_gone_error(c) : RMA_OK;

@@ -6,7 +6,7 @@
  * call. A transfer is cut into pieces of at most s->piece bytes; each
  * piece takes an extent of the area, is an ordinary put or get of that
  * region, and gives its extent back when it completes (a get's bytes are
- * copied out first, request.c: request_complete -> staging_release).
+ * copied out first, rma_request.c: request_complete -> staging_release).
  *
  * Extents are handed out as a ring, in order, and come back in any order:
  * the oldest busy one holds the tail, so a slow piece holds the room

@@ -70,7 +70,7 @@ struct ringrec_header {
 	/* client: the CPU it last ran on. The daemon polls a ring only
 	 * while its client runs on another CPU: on the same one, polling
 	 * only keeps the client from running. (The client spins either
-	 * way, yielding: see ring_spin in client/ring.c.) */
+	 * way, yielding: see ring_spin in client/rma_ring.c.) */
 	uint32_t client_cpu;
 	_Alignas(64) uint32_t sub_head; /* daemon: operations taken */
 	/* daemon: Submit frames it took from the socket. The client goes

@@ -363,7 +363,7 @@ START_TEST(test_local_client_reattaches)
 END_TEST
 
 /* RegionFree of an orphan with its secret, as librma sends it when a
- * take-over cut the free (client/region.c). */
+ * take-over cut the free (client/rma_region.c). */
 static rma_status_t
 free_orphan(rma_client_t *c, const rma_region_t *r, uint64_t generation)
 {

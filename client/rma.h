@@ -354,7 +354,8 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
  * read-only one too), puts, gets, atomics and notifications into it from
  * this host or others, rma_region_ptr(), rma_region_free(); it counts
  * against the same per-client limits as rma_region_alloc() (max_regions,
- * max_region_bytes) and is listed by `rmactl status` as "registered".
+ * max_region_bytes); `rmactl status` lists it with KIND "fd" (in its
+ * --json, "registered": true).
  *
  * What @p fd must be, so that its owner cannot crash the daemon (a
  * write into a mapped page past the end of a file is SIGBUS):

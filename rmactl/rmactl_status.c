@@ -66,8 +66,8 @@ rmactl_status_human_regions(const Rma__V1__StatusReply *s)
 
 	printf("\nregions (%zu)\n", s->n_regions);
 	if (s->n_regions > 0)
-		printf("  %8s %10s %6s %8s\n", "ID", "LENGTH", "CLIENT",
-		       "INFLIGHT");
+		printf("  %8s %10s %6s %8s %5s\n", "ID", "LENGTH", "CLIENT",
+		       "INFLIGHT", "KIND");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
@@ -79,8 +79,10 @@ rmactl_status_human_regions(const Rma__V1__StatusReply *s)
 		else
 			snprintf(owner, sizeof(owner), "%u", r->client_id);
 		rmactl_bytes(b1, sizeof(b1), r->length);
-		printf("  %8" PRIu64 " %10s %6s %8" PRIu64 "\n", r->region_id,
-		       b1, owner, r->in_flight);
+		/* fd: the client's own memory file (rma_region_register_fd) */
+		printf("  %8" PRIu64 " %10s %6s %8" PRIu64 " %5s\n",
+		       r->region_id, b1, owner, r->in_flight,
+		       r->registered ? "fd" : "alloc");
 	}
 }
 

@@ -287,6 +287,26 @@ START_TEST(test_owner_cannot_truncate)
 }
 END_TEST
 
+/* Lines of `rmactl status` on a's socket holding a (and b, if not
+ * NULL). */
+static int
+rmactl_count(const char *a, const char *b)
+{
+	const char *rmactl = getenv("RMACTL_BIN");
+	char cmd[512], line[512];
+	FILE *f;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(rmactl);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s status", rmactl, da.socket);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, a) != NULL && (b == NULL || strstr(line, b));
+	ck_assert_int_eq(pclose(f), 0);
+	return n;
+}
+
 /* rmactl status (the daemon's StatusReply) lists it as registered. */
 START_TEST(test_listed)
 {
@@ -307,6 +327,9 @@ START_TEST(test_listed)
 	ck_assert_uint_eq(allocated, 1);
 	rma__v1__status_reply__free_unpacked(s, NULL);
 	free(buf);
+	/* rmactl's table: KIND fd for it, alloc for the other */
+	ck_assert_int_eq(rmactl_count(" 2.0 MiB ", " fd"), 1);
+	ck_assert_int_eq(rmactl_count(" alloc", NULL), 1);
 }
 END_TEST
 

@@ -62,7 +62,8 @@ typedef struct rma_state {
 	/* asyncio._get_running_loop, .InvalidStateError, .CancelledError */
 	PyObject *get_running_loop, *invalid_state, *cancelled_error;
 	PyObject *str_set_result, *str_set_exception, *str_create_future,
-	    *str_await, *str_call_soon, *str_call_soon_threadsafe;
+	    *str_await, *str_call_soon, *str_call_soon_threadsafe,
+	    *str_thread_id;
 	/* The await path, per operation, without Python-level calls where
 	 * asyncio has C ones: asyncio.Future (the C _asyncio.Future), its
 	 * set_result descriptor, BaseEventLoop.create_future (a loop whose
@@ -89,8 +90,9 @@ typedef struct {
 	 * fd that will not turn readable for it. */
 	int wake_fd;
 	int waiters;
-	PyObject *loop;	     /* event loop watching fd, or NULL */
-	RequestObject *done; /* completed natively, not yet finished */
+	PyObject *loop;		  /* event loop watching fd, or NULL */
+	unsigned loop_generation; /* rma_fork_generation when loop was set */
+	RequestObject *done;	  /* completed natively, not yet finished */
 	RequestObject **done_tail;
 	RequestObject *live; /* submitted, not finished (doubly linked) */
 	rma_region_t **dead; /* native frees deferred to the next call */

@@ -175,6 +175,7 @@ client_watch(ClientObject *c, PyObject *loop)
 	Py_DECREF(res);
 	Py_INCREF(loop);
 	c->loop = loop;
+	c->loop_generation = rma_fork_generation;
 	return 1;
 }
 

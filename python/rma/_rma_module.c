@@ -207,6 +207,7 @@ static PyMethodDef mod_methods[] = {
 	X(str_await)                                                           \
 	X(str_call_soon)                                                       \
 	X(str_call_soon_threadsafe)                                            \
+	X(str_thread_id)                                                       \
 	X(future_type)                                                         \
 	X(future_set_result)                                                   \
 	X(stock_create_future)                                                 \
@@ -339,12 +340,14 @@ mod_make_names(rma_state *st)
 	st->str_call_soon = PyUnicode_InternFromString("call_soon");
 	st->str_call_soon_threadsafe =
 	    PyUnicode_InternFromString("call_soon_threadsafe");
+	st->str_thread_id = PyUnicode_InternFromString("_thread_id");
 	st->kwnames_loop = Py_BuildValue("(s)", "loop");
 	st->kwnames_context = Py_BuildValue("(s)", "context");
 	if (st->str_set_result == NULL || st->str_set_exception == NULL ||
 	    st->str_create_future == NULL || st->str_await == NULL ||
 	    st->str_call_soon == NULL || st->str_call_soon_threadsafe == NULL ||
-	    st->kwnames_loop == NULL || st->kwnames_context == NULL)
+	    st->str_thread_id == NULL || st->kwnames_loop == NULL ||
+	    st->kwnames_context == NULL)
 		return -1;
 	return 0;
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Write a string into a region another process exposed, then read it back.
+"""Write a string into a region another process exposed, then read it back,
+from and into the program's own objects (librma moves them through a
+staging area).
 
 usage: put.py HOST:PORT DESCRIPTOR   (the local rmad: $RMAD_SOCKET or default)
 """
@@ -12,17 +14,15 @@ import rma
 
 async def main(address, descriptor):
     with rma.Client() as c:
-        region = c.alloc(4096)
         remote = c.import_remote(c.peer(address), descriptor)
-        view = memoryview(region)
-        view[:21] = b"hello, remote memory\0"
-        await c.put(region, 0, remote, 0, 21, remote_completion=True,
+        await c.put(b"hello, remote memory\0", remote, 0,
+                    remote_completion=True,
                     callback=lambda req, st, msg: print(
                         "%s: %s" % (msg, rma.strerror(st))),
                     user_data="put")
-        await c.get(region, 100, remote, 0, 21)
-        print("read back:", bytes(view[100:120]).decode())
-        view.release()
+        back = bytearray(20)
+        await c.get(back, remote, 0)
+        print("read back:", back.decode())
 
 
 if __name__ == "__main__":

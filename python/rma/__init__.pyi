@@ -4,7 +4,7 @@
 import asyncio
 from typing import (Any, AsyncIterator, Callable, ClassVar, Final,
                     Generator, Literal, Optional, Protocol, Sequence, Tuple,
-                    TypeVar, Union, final)
+                    TypeVar, Union, final, overload)
 
 from .errors import (Error as Error, InvalidArgument as InvalidArgument,
                      ProtocolError as ProtocolError, NoMemory as NoMemory,
@@ -21,6 +21,10 @@ from .errors import (Error as Error, InvalidArgument as InvalidArgument,
 # Names of the stub only (no such attribute at run time): private.
 _U = TypeVar("_U")
 _Callback = Callable[["Request", int, Any], object]
+# What put() and get() take besides a Region: any object with the buffer
+# protocol (PEP 688's collections.abc.Buffer, which typing has from 3.12
+# only: bytes, bytearray, memoryview, array, numpy arrays, mmap).
+_Buffer = Any
 
 
 class _HasFileno(Protocol):
@@ -170,20 +174,36 @@ class Client:
         mmap.mmap raises TypeError: pass the fd it maps."""
     def peer(self, address: str, /) -> Peer: ...
     def import_remote(self, peer: Peer, descriptor: str, /) -> Remote: ...
+    @overload
     def put(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
             callback: Optional[_Callback] = None, user_data: Any = None, *,
             remote_completion: bool = False,
             notify: Optional[int] = None) -> Request: ...
+    @overload
+    def put(self, buffer: _Buffer, remote: Remote, remote_offset: int,
+            callback: Optional[_Callback] = None, user_data: Any = None, *,
+            remote_completion: bool = False) -> Request:
+        """All of buffer (C-contiguous), through librma's staging area:
+        up to 64 KiB is copied before this returns; a bigger one is read
+        (and held) until the request completes."""
     def on_notification(
             self,
             callback: Optional[Callable[[Notification], object]],
             /) -> None: ...
     def notifications(self) -> AsyncIterator[Notification]: ...
+    @overload
     def get(self, region: Region, offset: int, remote: Remote,
             remote_offset: int, length: int,
             callback: Optional[_Callback] = None,
             user_data: Any = None) -> Request: ...
+    @overload
+    def get(self, buffer: _Buffer, remote: Remote, remote_offset: int,
+            callback: Optional[_Callback] = None,
+            user_data: Any = None) -> Request:
+        """len(buffer) bytes into buffer (writable, C-contiguous),
+        through librma's staging area; written (and held) until the
+        request completes."""
     def flush(self, peer: Optional[Peer] = None,
               callback: Optional[_Callback] = None,
               user_data: Any = None) -> Request: ...

@@ -157,6 +157,11 @@ struct pyrequest {
 	RequestObject *next_done;
 	RequestObject *prev_live, *next_live;
 	PyObject *weakrefs;
+	/* put(obj, ...) and get(obj, ...): the caller's buffer, held while
+	 * librma may read or write it (to its native completion; a small
+	 * put's only until the call returned: librma copied it) */
+	Py_buffer view;
+	int has_view;
 };
 
 enum { WAITER_PENDING, WAITER_DONE, WAITER_CANCELLED };
@@ -233,6 +238,7 @@ void request_on_complete(rma_request_t *req, rma_status_t status,
 			 void *user_data);
 void request_finish(RequestObject *r, int status, unsigned long long bytes,
 		    char *detail);
+void request_release_view(RequestObject *r);
 
 /* _rma_waiter.c */
 extern PyType_Spec waiter_spec;

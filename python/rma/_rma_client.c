@@ -126,6 +126,8 @@ client_leave(ClientObject *c)
 		list = r->next_done;
 		r->next_done = NULL;
 		r->value = r->n_value;
+		/* librma is done with the buffer: the callback may reuse it */
+		request_release_view(r);
 		request_finish(r, r->n_status, r->n_bytes, r->n_detail);
 		r->n_detail = NULL;
 		/* the reference librma held, as user_data */
@@ -519,10 +521,19 @@ static PyMethodDef client_methods[] = {
      "rma.StaleDescriptor."},
     {"put", (PyCFunction)(void (*)(void))client_put,
      METH_FASTCALL | METH_KEYWORDS,
-     "put($self, /, region, offset, remote, remote_offset, length, "
+     "put($self, /, *args, **kwargs)\n--\n\n"
+     "put(region, offset, remote, remote_offset, length, "
      "callback=None, user_data=None, *, remote_completion=False, "
-     "notify=None)\n--\n\nStart a put of length bytes at offset of "
-     "region to remote_offset of remote; callback(request, status, "
+     "notify=None)\nput(buffer, remote, remote_offset, callback=None, "
+     "user_data=None, *, remote_completion=False)\n\nStart a put of "
+     "length bytes at offset of region to remote_offset of remote; or of "
+     "all of buffer, any C-contiguous object with the buffer protocol "
+     "(bytes, bytearray, memoryview, array, numpy array, mmap; a Region "
+     "is put whole, with no copy), through librma's staging area "
+     "(rma_put_buf): up to 64 KiB is copied before put() returns, so the "
+     "buffer may be changed at once; a bigger one is read until the "
+     "request completes, and held (a bytearray cannot be resized) until "
+     "then. callback(request, status, "
      "user_data) runs exactly once, where progress runs. Errors found "
      "before submission raise; errors found by the daemon arrive as the "
      "request's status. remote_completion: complete only once the bytes "
@@ -536,10 +547,17 @@ static PyMethodDef client_methods[] = {
      "request.cancel() is what asks to take it back."},
     {"get", (PyCFunction)(void (*)(void))client_get,
      METH_FASTCALL | METH_KEYWORDS,
-     "get($self, /, region, offset, remote, remote_offset, length, "
-     "callback=None, user_data=None)\n--\n\nStart a get of length bytes "
+     "get($self, /, *args, **kwargs)\n--\n\n"
+     "get(region, offset, remote, remote_offset, length, "
+     "callback=None, user_data=None)\nget(buffer, remote, remote_offset, "
+     "callback=None, user_data=None)\n\nStart a get of length bytes "
      "at remote_offset of remote into offset of region, as put() (no "
-     "notify)."},
+     "notify); or of len(buffer) bytes into buffer, any writable "
+     "C-contiguous object with the buffer protocol (bytearray, a "
+     "memoryview slice, numpy array, mmap), through librma's staging "
+     "area (rma_get_buf): the buffer is written until the request "
+     "completes and held until then. A failed get leaves each piece of "
+     "it (64 KiB to 256 KiB) either with the remote bytes or as it was."},
     {"atomic", (PyCFunction)(void (*)(void))client_atomic,
      METH_VARARGS | METH_KEYWORDS,
      "atomic($self, /, remote, offset, op, value, compare=None, width=64, "

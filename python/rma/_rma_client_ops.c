@@ -318,6 +318,123 @@ err_request:
 	return NULL;
 }
 
+/* put(obj, remote, remote_offset) and get(obj, ...): any object with the
+ * buffer protocol, through librma's staging area (rma_put_buf,
+ * rma_get_buf). The view is the request's while librma may use it. */
+static PyObject *
+buffer_submit(ClientObject *c, PyObject *obj, RemoteObject *rem,
+	      unsigned long long roff, PyObject *cb, PyObject *ud,
+	      int remote_completion, int is_put)
+{
+	int want = PyBUF_C_CONTIGUOUS | (is_put ? 0 : PyBUF_WRITABLE);
+	const char *name = is_put ? "put" : "get";
+	RequestObject *r;
+	rma_status_t st;
+
+	if (rem->client != c)
+		return error_raise(c->state, RMA_ERR_INVALID,
+				   "remote of another client");
+	if (rem->rr == NULL)
+		return error_raise(c->state, RMA_ERR_NO_PEER,
+				   "remote released");
+	r = request_new(c, cb, ud);
+	if (r == NULL)
+		return NULL;
+	if (PyObject_GetBuffer(obj, &r->view, want) < 0) {
+		/* numpy says ValueError where memoryview says BufferError */
+		if (PyErr_ExceptionMatches(PyExc_BufferError) ||
+		    PyErr_ExceptionMatches(PyExc_ValueError)) {
+			PyObject *et, *ev, *tb;
+
+			PyErr_Fetch(&et, &ev, &tb);
+			PyErr_Format(PyExc_BufferError,
+				     "%s() needs a C-contiguous%s buffer; "
+				     "this %.200s is not (%S)",
+				     name, is_put ? "" : ", writable",
+				     Py_TYPE(obj)->tp_name,
+				     ev != NULL ? ev : Py_None);
+			Py_XDECREF(et);
+			Py_XDECREF(ev);
+			Py_XDECREF(tb);
+		} else if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError,
+				     "%s() takes a Region or an object with "
+				     "the buffer protocol (bytearray, "
+				     "memoryview, array, numpy array, "
+				     "mmap%s), not %.200s",
+				     name, is_put ? ", bytes" : "",
+				     Py_TYPE(obj)->tp_name);
+		}
+		goto err_request;
+	}
+	r->has_view = 1;
+	if (!client_enter(c))
+		goto err_request;
+	if (is_put)
+		st = rma_put_buf(
+		    c->rc, r->view.buf, (size_t)r->view.len, rem->rr, roff,
+		    remote_completion ? RMA_FLAG_REMOTE_COMPLETION : 0,
+		    request_on_complete, r, &r->req);
+	else
+		st =
+		    rma_get_buf(c->rc, r->view.buf, (size_t)r->view.len,
+				rem->rr, roff, request_on_complete, r, &r->req);
+	if (client_submitted(c, r, st) == NULL)
+		return NULL;
+	/* librma copied a small put before it returned (rma.h) */
+	if (is_put && r->view.len <= RMA_BUF_COPY_MAX)
+		request_release_view(r);
+	return (PyObject *)r;
+
+err_request:
+	Py_DECREF(r);
+	return NULL;
+}
+
+/* The buffer forms' arguments; a Region there is a put or get of all of
+ * it, with no copy. */
+static PyObject *
+client_transfer_buf(ClientObject *c, PyObject *args, PyObject *kw, int is_put)
+{
+	static char *kwlist[] = {"buffer",   "remote",	  "remote_offset",
+				 "callback", "user_data", "remote_completion",
+				 NULL};
+	PyObject *obj, *cb = Py_None, *ud = Py_None;
+	unsigned long long roff;
+	int remote_completion = 0;
+	RemoteObject *rem;
+
+	if (!PyArg_ParseTupleAndKeywords(
+		args, kw, is_put ? "OO!O&|OO$p:put" : "OO!O&|OO:get", kwlist,
+		&obj, c->state->remote_type, &rem, u64_arg, &roff, &cb, &ud,
+		&remote_completion))
+		return NULL;
+	if (Py_IS_TYPE(obj, c->state->region_type))
+		return transfer_submit(
+		    c, (RegionObject *)obj, 0, rem, roff,
+		    (unsigned long long)((RegionObject *)obj)->length, cb, ud,
+		    remote_completion, is_put, NULL);
+	return buffer_submit(c, obj, rem, roff, cb, ud, remote_completion,
+			     is_put);
+}
+
+/* Whether a call is the buffer form: a Remote second, or the keyword
+ * buffer. */
+static int
+transfer_is_buf(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
+		PyObject *kwnames)
+{
+	if (nargs >= 2)
+		return Py_IS_TYPE(args[1], c->state->remote_type);
+	for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames);
+	     i++)
+		if (PyUnicode_CompareWithASCIIString(
+			PyTuple_GET_ITEM(kwnames, i), "buffer") == 0)
+			return 1;
+	return 0;
+}
+
 /* put and get are called once per operation: positional calls with
  * exact types skip the general parser; the rest go through it (with its
  * error messages). */
@@ -327,6 +444,7 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 {
 	PyObject *tuple, *kw = NULL, *res;
 	unsigned long long off, roff, len;
+	int buf = transfer_is_buf(c, args, nargs, kwnames);
 
 	if (kwnames == NULL && nargs >= 5 && nargs <= 7 &&
 	    Py_IS_TYPE(args[0], c->state->region_type) &&
@@ -342,6 +460,15 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 		    roff, len, nargs > 5 ? args[5] : Py_None,
 		    nargs > 6 ? args[6] : Py_None, 0, is_put, NULL);
 	}
+	if (buf && kwnames == NULL && nargs >= 3 && nargs <= 5 &&
+	    !Py_IS_TYPE(args[0], c->state->region_type) &&
+	    PyLong_CheckExact(args[2])) {
+		if (!u64_arg(args[2], &roff))
+			return NULL;
+		return buffer_submit(c, args[0], (RemoteObject *)args[1], roff,
+				     nargs > 3 ? args[3] : Py_None,
+				     nargs > 4 ? args[4] : Py_None, 0, is_put);
+	}
 	tuple = PyTuple_New(nargs);
 	if (tuple == NULL)
 		return NULL;
@@ -355,7 +482,8 @@ client_transfer_fast(ClientObject *c, PyObject *const *args, Py_ssize_t nargs,
 					   args[nargs + i]) < 0)
 				goto out;
 	}
-	res = client_transfer(c, tuple, kw, is_put);
+	res = buf ? client_transfer_buf(c, tuple, kw, is_put)
+		  : client_transfer(c, tuple, kw, is_put);
 	Py_DECREF(tuple);
 	Py_XDECREF(kw);
 	return res;

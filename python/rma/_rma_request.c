@@ -66,6 +66,8 @@ request_dealloc(RequestObject *r)
 	if (r->weakrefs != NULL)
 		PyObject_ClearWeakRefs((PyObject *)r);
 	request_clear(r);
+	/* never submitted, or a fork()'s child: librma is not using it */
+	request_release_view(r);
 	Py_CLEAR(r->client);
 	free(r->detail);
 	free(r->n_detail);
@@ -223,6 +225,15 @@ request_finish(RequestObject *r, int status, unsigned long long bytes,
 	request_resolve_waiter(r);
 }
 
+void
+request_release_view(RequestObject *r)
+{
+	if (r->has_view) {
+		r->has_view = 0;
+		PyBuffer_Release(&r->view);
+	}
+}
+
 RequestObject *
 request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 {
@@ -253,6 +264,7 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 	r->n_status = RMA_INPROGRESS;
 	r->next_done = r->prev_live = r->next_live = NULL;
 	r->weakrefs = NULL;
+	r->has_view = 0;
 	PyObject_GC_Track(r);
 	return r;
 }

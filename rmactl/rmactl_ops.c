@@ -258,14 +258,17 @@ rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 		printf("no regions\n");
 		return;
 	}
-	printf("%8s %10s %6s %8s\n", "ID", "LENGTH", "CLIENT", "INFLIGHT");
+	printf("%8s %10s %6s %8s %5s\n", "ID", "LENGTH", "CLIENT", "INFLIGHT",
+	       "KIND");
 	for (size_t i = 0; i < s->n_regions; i++) {
 		const Rma__V1__RegionInfo *r = s->regions[i];
 
 		total += r->length;
 		rmactl_bytes(bytes, sizeof(bytes), r->length);
-		printf("%8" PRIu64 " %10s %6u %8" PRIu64 "\n", r->region_id,
-		       bytes, r->client_id, r->in_flight);
+		/* fd: the client's own memory file (rma_region_register_fd) */
+		printf("%8" PRIu64 " %10s %6u %8" PRIu64 " %5s\n", r->region_id,
+		       bytes, r->client_id, r->in_flight,
+		       r->registered ? "fd" : "alloc");
 	}
 	rmactl_bytes(bytes, sizeof(bytes), total);
 	printf("%zu regions, %s registered\n", s->n_regions, bytes);

@@ -74,7 +74,7 @@ for f in "$T/peers" "$T/a.peers" "$T/a.status" "$T/b.status"; do
 done
 grep -q "^  bytes          put 64\\.0 KiB, get 0 B$" "$T/b.status" ||
 	fail "status bytes: $(grep bytes "$T/b.status")"
-grep -Eq "^ +[0-9]+ +64\\.0 KiB +[0-9]+ +0$" "$T/b.status" ||
+grep -Eq "^ +[0-9]+ +64\\.0 KiB +[0-9]+ +0 +alloc$" "$T/b.status" ||
 	fail "status regions: $(cat "$T/b.status")"
 ctl clients >"$T/clients" || fail "clients"
 grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +ring +1 +64\.0 KiB' \
@@ -86,7 +86,7 @@ grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +socket +0 ' \
 	"$T/clients.sock" || fail "clients via socket: $(cat "$T/clients.sock")"
 ctl regions >"$T/regions" || fail "regions"
 grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"
-grep -Eq '^ +[0-9]+ +64\.0 KiB +[0-9]+ +0$' "$T/regions" || fail "regions: $(cat "$T/regions")"
+grep -Eq '^ +[0-9]+ +64\.0 KiB +[0-9]+ +0 +alloc$' "$T/regions" || fail "regions: $(cat "$T/regions")"
 for cmd in peers clients regions ops; do
 	ctl "$cmd" --json >"$T/$cmd.json" || fail "$cmd --json"
 	json_ok "$T/$cmd.json"

@@ -100,6 +100,28 @@ struct conn {
 
 TAILQ_HEAD(conn_list, conn);
 
+/* ---- reply.c: the answers to a client's requests ------------------------- */
+
+/* A request to answer: its client's connection and its id. A waiter keeps
+ * one while a peer is asked (struct peer_waiter); it goes with its client
+ * (peer_conn_gone), so the connection needs no reference of its own. */
+struct reply_to {
+	struct conn *conn;
+	uint64_t id;
+};
+
+static inline struct reply_to
+reply_to(struct conn *c, uint64_t id)
+{
+	return (struct reply_to){c, id};
+}
+
+/* The reply to `to`, with its id set; fd (or -1) goes with it. */
+void reply_send(struct reply_to to, Rma__V1__Reply *reply, int fd);
+/* A reply of status st and no body, the detail formatted. */
+void reply_error(struct reply_to to, wire_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
 void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
@@ -444,8 +466,7 @@ void fdstore_destroy(struct fdstore *s);
 
 /* A connect or import waiting for the peer. */
 struct peer_waiter {
-	struct conn *conn;
-	uint64_t request_id;
+	struct reply_to to;	      /* the request that waits */
 	uint64_t token;		      /* resolve: matches the answer */
 	struct descriptor descriptor; /* resolve: what was asked */
 	struct resolved *refresh; /* re-resolve after a reconnect (ref held) */
@@ -638,10 +659,10 @@ bool peer_sockaddr_usable(const struct sockaddr_storage *sa);
 int peer_system_start(struct daemon *d);
 void peer_system_stop(struct daemon *d);
 struct peer *peer_lookup(struct daemon *d, uint32_t id);
-void peer_handle_connect(struct conn *c, uint64_t req_id, const char *address);
+void peer_handle_connect(struct reply_to to, const char *address);
 void peer_conn_gone(struct daemon *d, struct conn *c);
 /* A request that waits for a peer; NULL (and answered) without memory. */
-struct peer_waiter *peer_waiter_new(struct conn *c, uint64_t req_id);
+struct peer_waiter *peer_waiter_new(struct reply_to to);
 /* Closes endpoints whose peer failed; returns how many. */
 int peer_close_failed(struct daemon *d);
 /* A request needs a peer that is down: reconnect unless backing off. */
@@ -735,7 +756,7 @@ struct resolve_hooks {
 	void (*settled)(struct peer *p);
 };
 
-void resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
+void resolve_handle_import(struct reply_to to, uint32_t peer_id,
 			   const char *descriptor);
 void remote_release(struct remote *rem);
 /* c closed: the remotes it imported go (conn_close empties c->remotes). */
@@ -916,7 +937,7 @@ void worker_drain(struct daemon *d, double seconds);
 /* ---- status.c
  * ---------------------------------------------------------------- */
 
-void status_handle(struct conn *c, uint64_t req_id);
+void status_handle(struct reply_to to);
 
 /* ---- world.c: worker threads and what they share ------------------------
  */

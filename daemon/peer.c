@@ -77,7 +77,6 @@ peer_reply_connect(struct peer *p, struct peer_waiter *w, wire_status_t st)
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	Rma__V1__PeerConnectReply body = RMA__V1__PEER_CONNECT_REPLY__INIT;
 
-	reply.id = w->request_id;
 	reply.status = st;
 	if (st == RMA__V1__STATUS__OK) {
 		body.peer_id = p->id;
@@ -87,7 +86,7 @@ peer_reply_connect(struct peer *p, struct peer_waiter *w, wire_status_t st)
 	} else {
 		reply.detail = p->last_error;
 	}
-	conn_send_reply(w->conn, &reply, -1);
+	reply_send(w->to, &reply, -1);
 }
 
 void
@@ -513,7 +512,7 @@ peer_conn_gone(struct daemon *d, struct conn *c)
 			struct peer_waiter *w, *next;
 			for (w = TAILQ_FIRST(lists[i]); w != NULL; w = next) {
 				next = TAILQ_NEXT(w, link);
-				if (w->conn == c) {
+				if (w->to.conn == c) {
 					TAILQ_REMOVE(lists[i], w, link);
 					free(w);
 				}

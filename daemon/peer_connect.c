@@ -340,40 +340,39 @@ peer_is_self(const struct daemon *d, const struct sockaddr_storage *sa)
 }
 
 struct peer_waiter *
-peer_waiter_new(struct conn *c, uint64_t req_id)
+peer_waiter_new(struct reply_to to)
 {
 	struct peer_waiter *w = calloc(1, sizeof(*w));
 
 	if (w == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+		reply_error(to, RMA__V1__STATUS__ERR_NO_MEMORY,
+			    "out of memory");
 		return NULL;
 	}
-	w->conn = c;
-	w->request_id = req_id;
+	w->to = to;
 	return w;
 }
 
 void
-peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
+peer_handle_connect(struct reply_to to, const char *address)
 {
-	struct daemon *d = c->d;
+	struct daemon *d = to.conn->d;
 	struct sockaddr_storage sa;
 	struct peer_waiter *w;
 	socklen_t len;
 	struct peer *p;
 
 	if (peer_resolve_address(address, &sa, &len) < 0) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_INVALID,
-				"peer address '%s' is not a numeric HOST:PORT",
-				address);
+		reply_error(to, RMA__V1__STATUS__ERR_INVALID,
+			    "peer address '%s' is not a numeric HOST:PORT",
+			    address);
 		return;
 	}
 	if (!peer_sockaddr_usable(&sa)) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_UNREACHABLE,
-				"peer address '%s' is IPv6: daemons reach each "
-				"other over IPv4 only (UCX 1.13's tcp)",
-				address);
+		reply_error(to, RMA__V1__STATUS__ERR_UNREACHABLE,
+			    "peer address '%s' is IPv6: daemons reach each "
+			    "other over IPv4 only (UCX 1.13's tcp)",
+			    address);
 		return;
 	}
 	TAILQ_FOREACH(p, &d->peers, link)
@@ -389,16 +388,14 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		if (n >= PEER_MAX && peer_evict_one(d))
 			n--;
 		if (n >= PEER_MAX) {
-			conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
-					"this daemon already knows %zu peers",
-					n);
+			reply_error(to, RMA__V1__STATUS__ERR_LIMIT,
+				    "this daemon already knows %zu peers", n);
 			return;
 		}
 		p = peer_new(d, address);
 		if (p == NULL) {
-			conn_send_error(c, req_id,
-					RMA__V1__STATUS__ERR_NO_MEMORY,
-					"out of memory");
+			reply_error(to, RMA__V1__STATUS__ERR_NO_MEMORY,
+				    "out of memory");
 			return;
 		}
 		p->sa = sa;
@@ -416,11 +413,11 @@ peer_handle_connect(struct conn *c, uint64_t req_id, const char *address)
 		}
 	}
 	if (p->state == RMA__V1__PEER_STATE__PEER_UP) {
-		struct peer_waiter now = {.conn = c, .request_id = req_id};
+		struct peer_waiter now = {.to = to};
 		peer_reply_connect(p, &now, RMA__V1__STATUS__OK);
 		return;
 	}
-	w = peer_waiter_new(c, req_id);
+	w = peer_waiter_new(to);
 	if (w == NULL)
 		return;
 	TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);

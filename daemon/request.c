@@ -2,7 +2,7 @@
 /* Client requests: a frame decoded into a Request (in one bump arena),
  * the gates every request passes (credentials, hello first), then the
  * handler from a {body, name, handler} table; an unknown request gets
- * ERR_UNKNOWN_REQUEST. Handlers reply through conn_send_*; the work
+ * ERR_UNKNOWN_REQUEST. Handlers reply through reply.c; the work
  * behind most of them lives in region.c, peer.c, resolve.c, op.c and
  * status.c. */
 #include "daemon.h"
@@ -25,10 +25,10 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	int ring_fd = -1;
 
 	if (h->protocol_version != RMA_PROTOCOL_VERSION) {
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_VERSION,
-				"protocol version %u not supported; this "
-				"daemon speaks %u",
-				h->protocol_version, RMA_PROTOCOL_VERSION);
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_VERSION,
+			    "protocol version %u not supported; this "
+			    "daemon speaks %u",
+			    h->protocol_version, RMA_PROTOCOL_VERSION);
 		c->closing = true;
 		return;
 	}
@@ -50,11 +50,10 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 			log_warn("request_handle_hello: client %u: no ring: %s",
 				 c->id, detail);
 	}
-	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_HELLO;
 	reply.hello = &hello;
 	/* The ring's memfd moves to the output queue, closed once sent. */
-	conn_send_reply(c, &reply, ring_fd);
+	reply_send(reply_to(c, req->id), &reply, ring_fd);
 }
 
 static void
@@ -70,7 +69,7 @@ request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
 	st = region_create(c->d, c, req->region_alloc->length, &r, &memfd,
 			   detail, sizeof(detail));
 	if (st != RMA__V1__STATUS__OK) {
-		conn_send_error(c, req->id, st, "%s", detail);
+		reply_error(reply_to(c, req->id), st, "%s", detail);
 		return;
 	}
 	body.region_id = r->id;
@@ -78,11 +77,10 @@ request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
 	body.length = r->length;
 	body.descriptor = r->descriptor;
 	body.read_only_descriptor = r->ro_descriptor;
-	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
 	reply.region_alloc = &body;
 	/* The memfd moves to the output queue, closed once sent. */
-	conn_send_reply(c, &reply, memfd);
+	reply_send(reply_to(c, req->id), &reply, memfd);
 }
 
 /* The one request a client sends an fd with (conn_fds.h): exactly one. */
@@ -141,10 +139,11 @@ request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
 	if (r != NULL &&
 	    (__atomic_load_n(&c->d->world->handed_over, __ATOMIC_ACQUIRE) ||
 	     fdstore_frozen(c->d))) {
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_RESTARTED,
-				"rmad is handing region %llu over to its next "
-				"process: free it there",
-				(unsigned long long)id);
+		reply_error(reply_to(c, req->id),
+			    RMA__V1__STATUS__ERR_RESTARTED,
+			    "rmad is handing region %llu over to its next "
+			    "process: free it there",
+			    (unsigned long long)id);
 		return;
 	}
 	if (r == NULL) {
@@ -152,14 +151,13 @@ request_handle_region_free(struct conn *c, const Rma__V1__Request *req)
 		st = region_free_orphan_of(c, id, req->region_free->generation,
 					   detail, sizeof(detail));
 		if (st != RMA__V1__STATUS__OK) {
-			conn_send_error(c, req->id, st, "%s", detail);
+			reply_error(reply_to(c, req->id), st, "%s", detail);
 			return;
 		}
 	} else {
 		region_free(r);
 	}
-	reply.id = req->id;
-	conn_send_reply(c, &reply, -1);
+	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
 static void
@@ -173,23 +171,22 @@ request_handle_region_reattach(struct conn *c, const Rma__V1__Request *req)
 			     req->region_reattach->generation, detail,
 			     sizeof(detail));
 	if (st != RMA__V1__STATUS__OK) {
-		conn_send_error(c, req->id, st, "%s", detail);
+		reply_error(reply_to(c, req->id), st, "%s", detail);
 		return;
 	}
-	reply.id = req->id;
-	conn_send_reply(c, &reply, -1);
+	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
 static void
 request_handle_peer_connect(struct conn *c, const Rma__V1__Request *req)
 {
-	peer_handle_connect(c, req->id, req->peer_connect->address);
+	peer_handle_connect(reply_to(c, req->id), req->peer_connect->address);
 }
 
 static void
 request_handle_remote_import(struct conn *c, const Rma__V1__Request *req)
 {
-	resolve_handle_import(c, req->id, req->remote_import->peer_id,
+	resolve_handle_import(reply_to(c, req->id), req->remote_import->peer_id,
 			      req->remote_import->descriptor);
 }
 
@@ -201,14 +198,13 @@ request_handle_remote_release(struct conn *c, const Rma__V1__Request *req)
 	struct remote *rem = idmap_remove(&c->remotes, id);
 
 	if (rem == NULL) {
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_NO_PEER,
-				"remote %llu is not a remote of this client",
-				(unsigned long long)id);
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_NO_PEER,
+			    "remote %llu is not a remote of this client",
+			    (unsigned long long)id);
 		return;
 	}
 	remote_release(rem);
-	reply.id = req->id;
-	conn_send_reply(c, &reply, -1);
+	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
 static void
@@ -216,10 +212,10 @@ request_handle_submit(struct conn *c, const Rma__V1__Request *req)
 {
 	if (req->submit->packed.len % OPREC_SIZE != 0) {
 		c->d->counters.protocol_errors++;
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
-				"Submit.packed holds %zu bytes, not a whole "
-				"number of %d-byte operation records",
-				req->submit->packed.len, OPREC_SIZE);
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_PROTOCOL,
+			    "Submit.packed holds %zu bytes, not a whole "
+			    "number of %d-byte operation records",
+			    req->submit->packed.len, OPREC_SIZE);
 		c->closing = true;
 		return;
 	}
@@ -230,7 +226,7 @@ request_handle_submit(struct conn *c, const Rma__V1__Request *req)
 static void
 request_handle_status(struct conn *c, const Rma__V1__Request *req)
 {
-	status_handle(c, req->id);
+	status_handle(reply_to(c, req->id));
 }
 
 static void
@@ -254,9 +250,9 @@ request_handle_cancel(struct conn *c, const Rma__V1__Request *req)
 
 	if (k->n_op_ids > REQUEST_CANCEL_MAX) {
 		c->d->counters.protocol_errors++;
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
-				"Cancel names %zu operations: at most %d",
-				k->n_op_ids, REQUEST_CANCEL_MAX);
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_PROTOCOL,
+			    "Cancel names %zu operations: at most %d",
+			    k->n_op_ids, REQUEST_CANCEL_MAX);
 		c->closing = true;
 		return;
 	}
@@ -361,25 +357,24 @@ request_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 	req = rma__v1__request__unpack(&alloc, len, payload);
 	if (req == NULL) {
 		c->d->counters.protocol_errors++;
-		conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-				"frame of %zu bytes is not a valid Request",
-				len);
+		reply_error(reply_to(c, 0), RMA__V1__STATUS__ERR_PROTOCOL,
+			    "frame of %zu bytes is not a valid Request", len);
 		c->closing = true;
 		return;
 	}
 	if (c->refused) {
-		conn_send_error(
-		    c, req->id, RMA__V1__STATUS__ERR_PERMISSION,
-		    "uid %u (gid %u) may not use this daemon: not in "
-		    "allow_users or allow_groups",
-		    (unsigned)c->uid, (unsigned)c->gid);
+		reply_error(reply_to(c, req->id),
+			    RMA__V1__STATUS__ERR_PERMISSION,
+			    "uid %u (gid %u) may not use this daemon: not in "
+			    "allow_users or allow_groups",
+			    (unsigned)c->uid, (unsigned)c->gid);
 		c->closing = true;
 		goto out;
 	}
 	if (!c->hello_done && req->body_case != RMA__V1__REQUEST__BODY_HELLO) {
 		c->d->counters.protocol_errors++;
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_PROTOCOL,
-				"the first request must be hello");
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_PROTOCOL,
+			    "the first request must be hello");
 		c->closing = true;
 		goto out;
 	}
@@ -393,8 +388,8 @@ request_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 		}
 	}
 	c->d->counters.protocol_errors++;
-	conn_send_error(c, req->id, RMA__V1__STATUS__ERR_UNKNOWN_REQUEST,
-			"unknown request type %d", (int)req->body_case);
+	reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_UNKNOWN_REQUEST,
+		    "unknown request type %d", (int)req->body_case);
 out:
 	rma__v1__request__free_unpacked(req, &alloc);
 }

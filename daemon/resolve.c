@@ -165,36 +165,37 @@ resolve_invalidate(struct resolved *res)
 }
 
 static void
-resolve_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
-		     struct resolved *res, const struct descriptor *desc)
+resolve_reply_import(struct reply_to to, struct peer *p, struct resolved *res,
+		     const struct descriptor *desc)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	Rma__V1__RemoteImportReply body = RMA__V1__REMOTE_IMPORT_REPLY__INIT;
+	struct conn *c = to.conn;
 	struct remote *rem;
 
 	/* A descriptor is a claim; the owner's answer decides. One that
 	 * claims more than the owner exported was forged or corrupted. */
 	if (desc->length != res->length) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
-				"descriptor claims %llu bytes but the owner's "
-				"region %llu has %llu",
-				(unsigned long long)desc->length,
-				(unsigned long long)res->region_id,
-				(unsigned long long)res->length);
+		reply_error(to, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+			    "descriptor claims %llu bytes but the owner's "
+			    "region %llu has %llu",
+			    (unsigned long long)desc->length,
+			    (unsigned long long)res->region_id,
+			    (unsigned long long)res->length);
 		return;
 	}
 	/* Imports cost the daemon memory: as many as regions may be held. */
 	if (c->remotes.count >= c->d->cfg->max_regions) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_LIMIT,
-				"client already holds %zu remotes (max_regions "
-				"%u); release some",
-				c->remotes.count, c->d->cfg->max_regions);
+		reply_error(to, RMA__V1__STATUS__ERR_LIMIT,
+			    "client already holds %zu remotes (max_regions "
+			    "%u); release some",
+			    c->remotes.count, c->d->cfg->max_regions);
 		return;
 	}
 	rem = calloc(1, sizeof(*rem));
 	if (rem == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+		reply_error(to, RMA__V1__STATUS__ERR_NO_MEMORY,
+			    "out of memory");
 		return;
 	}
 	rem->id = c->next_remote_id++;
@@ -203,17 +204,16 @@ resolve_reply_import(struct conn *c, uint64_t req_id, struct peer *p,
 	res->refs++;
 	if (idmap_put(&c->remotes, rem->id, rem) < 0) {
 		remote_release(rem);
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+		reply_error(to, RMA__V1__STATUS__ERR_NO_MEMORY,
+			    "out of memory");
 		return;
 	}
 	body.remote_id = rem->id;
 	body.length = res->length;
 	body.local = res->peer == NULL;
-	reply.id = req_id;
 	reply.body_case = RMA__V1__REPLY__BODY_REMOTE_IMPORT;
 	reply.remote_import = &body;
-	conn_send_reply(c, &reply, -1);
+	reply_send(to, &reply, -1);
 }
 
 /* UCX-native RMA only when both sides offer it; NULL means rmad's own
@@ -333,8 +333,7 @@ resolve_peer_down(struct peer *p)
 			w->import = true;
 			TAILQ_INSERT_TAIL(&p->connect_waiters, w, link);
 		} else {
-			conn_send_error(w->conn, w->request_id, p->last_status,
-					"%s", p->last_error);
+			reply_error(w->to, p->last_status, "%s", p->last_error);
 			free(w);
 		}
 	}
@@ -392,18 +391,17 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 		goto out;
 	}
 	if (in.status != RMA__V1__STATUS__OK) {
-		conn_send_error(w->conn, w->request_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"daemon %s has no region %llu of this "
-				"descriptor (freed, or the daemon restarted)",
-				p->remote_id_hex,
-				(unsigned long long)w->descriptor.region_id);
+		reply_error(w->to, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			    "daemon %s has no region %llu of this "
+			    "descriptor (freed, or the daemon restarted)",
+			    p->remote_id_hex,
+			    (unsigned long long)w->descriptor.region_id);
 		goto out;
 	}
 	if (in.rkey_len > AM_RKEY_MAX || m->length < sizeof(in) + in.rkey_len) {
-		conn_send_error(
-		    w->conn, w->request_id, RMA__V1__STATUS__ERR_PROTOCOL,
-		    "peer %s sent a malformed resolve answer", p->address);
+		reply_error(w->to, RMA__V1__STATUS__ERR_PROTOCOL,
+			    "peer %s sent a malformed resolve answer",
+			    p->address);
 		goto out;
 	}
 	res =
@@ -411,18 +409,16 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 	if (res == NULL) {
 		res = calloc(1, sizeof(*res));
 		if (res == NULL) {
-			conn_send_error(w->conn, w->request_id,
-					RMA__V1__STATUS__ERR_NO_MEMORY,
-					"out of memory");
+			reply_error(w->to, RMA__V1__STATUS__ERR_NO_MEMORY,
+				    "out of memory");
 			goto out;
 		}
 		st = resolve_unpack_rkey(p, &in, m->data, &res->rkey);
 		if (st != UCS_OK) {
 			free(res);
-			conn_send_error(w->conn, w->request_id,
-					RMA__V1__STATUS__ERR_TRANSPORT,
-					"ucp_ep_rkey_unpack: %s",
-					ucs_status_string(st));
+			reply_error(w->to, RMA__V1__STATUS__ERR_TRANSPORT,
+				    "ucp_ep_rkey_unpack: %s",
+				    ucs_status_string(st));
 			goto out;
 		}
 		res->peer = p;
@@ -435,7 +431,7 @@ resolve_on_reply(struct peer *p, const struct am_msg *m)
 		res->refs = 1; /* the peer's cache */
 		TAILQ_INSERT_TAIL(&p->resolved, res, link);
 	}
-	resolve_reply_import(w->conn, w->request_id, p, res, &w->descriptor);
+	resolve_reply_import(w->to, p, res, &w->descriptor);
 out:
 	free(w);
 	worker_kick(p->d);
@@ -469,25 +465,23 @@ resolve_on_freed(struct peer *p, const struct am_msg *m)
 /* ---- initiator side: a client's import ----------------------------------- */
 
 static void
-resolve_import_local(struct conn *c, uint64_t req_id,
-		     const struct descriptor *desc)
+resolve_import_local(struct reply_to to, const struct descriptor *desc)
 {
-	struct region *r = region_lookup(c->d, desc->region_id);
+	struct region *r = region_lookup(to.conn->d, desc->region_id);
 	struct resolved *res;
 
 	if (r == NULL || (r->generation != desc->generation &&
 			  r->ro_generation != desc->generation)) {
-		conn_send_error(c, req_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"this daemon has no region %llu of this "
-				"descriptor (freed)",
-				(unsigned long long)desc->region_id);
+		reply_error(to, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			    "this daemon has no region %llu of this "
+			    "descriptor (freed)",
+			    (unsigned long long)desc->region_id);
 		return;
 	}
 	res = calloc(1, sizeof(*res));
 	if (res == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_MEMORY,
-				"out of memory");
+		reply_error(to, RMA__V1__STATUS__ERR_NO_MEMORY,
+			    "out of memory");
 		return;
 	}
 	res->region_id = r->id;
@@ -496,7 +490,7 @@ resolve_import_local(struct conn *c, uint64_t req_id,
 	res->length = r->length;
 	res->valid = true;
 	res->refs = 1;
-	resolve_reply_import(c, req_id, NULL, res, desc);
+	resolve_reply_import(to, NULL, res, desc);
 	resolved_unref(res);
 }
 
@@ -506,7 +500,7 @@ resolve_import_local(struct conn *c, uint64_t req_id,
  * retry through p mends: BAD_DESCRIPTOR, naming the owner's address when
  * it is a peer of ours. */
 static void
-resolve_refuse_other(struct conn *c, uint64_t req_id, struct peer *p,
+resolve_refuse_other(struct reply_to to, struct peer *p,
 		     const struct descriptor *desc)
 {
 	char hex[2 * DAEMON_ID_SIZE + 1];
@@ -515,11 +509,10 @@ resolve_refuse_other(struct conn *c, uint64_t req_id, struct peer *p,
 	descriptor_hex(desc->daemon_id, DAEMON_ID_SIZE, hex);
 	if (!p->self && p->has_previous &&
 	    memcmp(desc->daemon_id, p->previous_id, DAEMON_ID_SIZE) == 0) {
-		conn_send_error(c, req_id,
-				RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
-				"descriptor belongs to daemon %s, which %s "
-				"was before it restarted (now daemon %s)",
-				hex, p->address, p->remote_id_hex);
+		reply_error(to, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
+			    "descriptor belongs to daemon %s, which %s "
+			    "was before it restarted (now daemon %s)",
+			    hex, p->address, p->remote_id_hex);
 		return;
 	}
 	TAILQ_FOREACH(q, &p->d->peers, link)
@@ -531,18 +524,18 @@ resolve_refuse_other(struct conn *c, uint64_t req_id, struct peer *p,
 			break;
 		}
 	}
-	conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
-			"wrong peer: descriptor belongs to daemon %s, but %s "
-			"is %s %s; import it through its owner%s%s",
-			hex, p->address, p->self ? "this daemon," : "daemon",
-			p->remote_id_hex, owner != NULL ? ", at " : "",
-			owner != NULL ? owner->address : "");
+	reply_error(to, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+		    "wrong peer: descriptor belongs to daemon %s, but %s "
+		    "is %s %s; import it through its owner%s%s",
+		    hex, p->address, p->self ? "this daemon," : "daemon",
+		    p->remote_id_hex, owner != NULL ? ", at " : "",
+		    owner != NULL ? owner->address : "");
 }
 
 /* The import of desc through p, which is up: asks the owner unless the
  * answer is cached. */
 static void
-resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
+resolve_import_from(struct reply_to to, struct peer *p,
 		    const struct descriptor *desc)
 {
 	struct peer_waiter *w;
@@ -551,26 +544,26 @@ resolve_import_from(struct conn *c, uint64_t req_id, struct peer *p,
 
 	if (p->self ||
 	    memcmp(desc->daemon_id, p->remote_id, DAEMON_ID_SIZE) != 0) {
-		resolve_refuse_other(c, req_id, p, desc);
+		resolve_refuse_other(to, p, desc);
 		return;
 	}
 	/* A cached answer may be older than a FREED notice still on its
 	 * way: the target refuses the operations then (STALE). */
 	res = resolve_find(p, desc->region_id, desc->generation);
 	if (res != NULL) {
-		resolve_reply_import(c, req_id, p, res, desc);
+		resolve_reply_import(to, p, res, desc);
 		return;
 	}
-	w = peer_waiter_new(c, req_id);
+	w = peer_waiter_new(to);
 	if (w == NULL)
 		return;
 	w->descriptor = *desc;
 	st = resolve_send(p, w, desc->region_id, desc->generation);
 	if (st != UCS_OK) {
 		free(w);
-		conn_send_error(c, req_id, worker_status_from_ucs(st),
-				"resolve request to %s: %s", p->address,
-				ucs_status_string(st));
+		reply_error(to, worker_status_from_ucs(st),
+			    "resolve request to %s: %s", p->address,
+			    ucs_status_string(st));
 	}
 }
 
@@ -578,41 +571,39 @@ void
 resolve_import_waited(struct peer *p, struct peer_waiter *w)
 {
 	if (p->state == RMA__V1__PEER_STATE__PEER_UP)
-		resolve_import_from(w->conn, w->request_id, p, &w->descriptor);
+		resolve_import_from(w->to, p, &w->descriptor);
 	else
-		conn_send_error(w->conn, w->request_id, p->last_status, "%s",
-				p->last_error);
+		reply_error(w->to, p->last_status, "%s", p->last_error);
 }
 
 void
-resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
-		      const char *text)
+resolve_handle_import(struct reply_to to, uint32_t peer_id, const char *text)
 {
-	struct daemon *d = c->d;
+	struct daemon *d = to.conn->d;
 	struct descriptor desc;
 	struct peer_waiter *w;
 	struct peer *p;
 
 	if (descriptor_parse(text, strlen(text), &desc) < 0) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
-				"not a valid rma1 descriptor (corrupt, "
-				"truncated or wrong version)");
+		reply_error(to, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+			    "not a valid rma1 descriptor (corrupt, "
+			    "truncated or wrong version)");
 		return;
 	}
 	p = peer_lookup(d, peer_id);
 	if (p == NULL) {
-		conn_send_error(c, req_id, RMA__V1__STATUS__ERR_NO_PEER,
-				"no peer %u: connect to it first", peer_id);
+		reply_error(to, RMA__V1__STATUS__ERR_NO_PEER,
+			    "no peer %u: connect to it first", peer_id);
 		return;
 	}
 	if (memcmp(desc.daemon_id, d->id, DAEMON_ID_SIZE) == 0) {
 		/* Ours: only through our own address, never through a peer
 		 * that is another daemon. */
 		if (p->self)
-			resolve_import_local(c, req_id, &desc);
+			resolve_import_local(to, &desc);
 		else
-			conn_send_error(
-			    c, req_id, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
+			reply_error(
+			    to, RMA__V1__STATUS__ERR_BAD_DESCRIPTOR,
 			    "wrong peer: descriptor belongs to this daemon, "
 			    "not to %s; "
 			    "import it through this daemon's own address",
@@ -620,13 +611,13 @@ resolve_handle_import(struct conn *c, uint64_t req_id, uint32_t peer_id,
 		return;
 	}
 	if (p->state == RMA__V1__PEER_STATE__PEER_UP) {
-		resolve_import_from(c, req_id, p, &desc);
+		resolve_import_from(to, p, &desc);
 		return;
 	}
 	/* Down or connecting: wait for the connection (at most
 	 * connect_timeout), then import; an import does not wait for the
 	 * backoff, as a connect does not. */
-	w = peer_waiter_new(c, req_id);
+	w = peer_waiter_new(to);
 	if (w == NULL)
 		return;
 	w->descriptor = desc;

@@ -245,7 +245,7 @@ status_msg_free(struct status_msg *msg)
 }
 
 static void
-status_reply(struct conn *c, uint64_t req_id, const struct snapshot *s)
+status_reply(struct reply_to to, const struct snapshot *s)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	struct status_msg msg = {.st = RMA__V1__STATUS_REPLY__INIT,
@@ -256,20 +256,20 @@ status_reply(struct conn *c, uint64_t req_id, const struct snapshot *s)
 	msg.st.counters = &msg.counters;
 	status_fill_latency(&msg, s);
 	status_fill_lists(&msg, s);
-	reply.id = req_id;
 	reply.body_case = RMA__V1__REPLY__BODY_STATUS_REPLY;
 	reply.status_reply = &msg.st;
-	conn_send_reply(c, &reply, -1);
+	reply_send(to, &reply, -1);
 	status_msg_free(&msg);
 }
 
 void
-status_handle(struct conn *c, uint64_t req_id)
+status_handle(struct reply_to to)
 {
-	const struct snapshot_hooks *h = c->d->world->snapshot;
+	struct daemon *d = to.conn->d;
+	const struct snapshot_hooks *h = d->world->snapshot;
 	struct snapshot snap;
 
-	h->take(c->d, STATUS_OPS_MAX, false, &snap);
-	status_reply(c, req_id, &snap);
+	h->take(d, STATUS_OPS_MAX, false, &snap);
+	status_reply(to, &snap);
 	h->release(&snap);
 }

@@ -615,7 +615,7 @@ ensure_c(enum c_want want)
 	far_hello_pending = false;
 	hellos = far_hellos;
 	snprintf(address, sizeof(address), "127.0.0.1:%u", far_port);
-	peer_handle_connect(client, 1, address);
+	peer_handle_connect(reply_to(client, 1), address);
 	for (;;) {
 		TAILQ_FOREACH(p, &d.peers, link)
 		{

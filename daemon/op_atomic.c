@@ -3,7 +3,7 @@
  * and, or, xor, validated like a put, applied at once when the region is
  * this daemon's own, otherwise sent in the peer's batch (op_batch.c) and
  * applied by the owning daemon (atomic.c). */
-#include "daemon.h"
+#include "op_int.h"
 #include "am.h"
 #include "atomic.h"
 #include "bounds.h"

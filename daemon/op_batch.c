@@ -4,7 +4,7 @@
  * message, and come back in one answer of at most AM_BATCH_REPLY_BYTES of
  * data. The operations themselves are op.c's; this is their packing, the
  * send, and the answer's unpacking. */
-#include "daemon.h"
+#include "op_int.h"
 #include "am.h"
 
 #include <stdlib.h>

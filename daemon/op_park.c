@@ -5,7 +5,7 @@
  * the error of the connection before. A failed reconnect fails them with
  * its real cause; a gone client, a shutdown or a forgotten peer fails
  * them too, and the client may cancel them (Cancel) while they wait. */
-#include "daemon.h"
+#include "op_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

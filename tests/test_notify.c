@@ -194,6 +194,61 @@ sender_run(void *arg)
 	return NULL;
 }
 
+/* What the owner saw of each initiator (who: 0 the peer's, 1 the local
+ * one's), across the notifications it took. */
+struct order_seen {
+	char ids[2][64];
+	uint64_t last[2], next[2];
+	uint64_t bad_bytes;
+};
+
+/* One notification taken: from one initiator, in the order its puts were
+ * applied, its bytes there already. */
+static void
+order_take(struct order_seen *o, struct sender *s, rma_region_t *region,
+	   const rma_notification_t *n)
+{
+	int who;
+	uint64_t w;
+
+	ck_assert_ptr_eq(n->region, region);
+	ck_assert_uint_eq(n->length, 8);
+	who = n->offset >= SLOTS * 8;
+	if (o->ids[who][0] == '\0')
+		snprintf(o->ids[who], sizeof(o->ids[who]), "%s", n->daemon_id);
+	ck_assert_str_eq(n->daemon_id, o->ids[who]);
+	/* in the order the initiator's puts were applied */
+	ck_assert_uint_lt(n->value, SEQ_MAX);
+	if (o->next[who] > 0)
+		ck_assert_uint_gt(n->value, o->last[who]);
+	o->last[who] = n->value;
+	o->next[who]++;
+	s[who].notified[n->value] = 1;
+	ck_assert_uint_eq(n->offset, s[who].base + (n->value % SLOTS) * 8);
+	/* the bytes are there already: this put's value, or a later one's
+	 * of the same slot */
+	memcpy(&w, (char *)rma_region_ptr(region) + n->offset, 8);
+	if (w < n->value || (w - n->value) % SLOTS != 0)
+		o->bad_bytes++;
+}
+
+/* Initiator i's puts all went, and each was notified exactly when it
+ * succeeded. */
+static void
+order_check_sender(const struct order_seen *o, const struct sender *s, int i)
+{
+	ck_assert_uint_eq(s->failures, 0);
+	ck_assert_uint_eq(s->ok, N_PER);
+	ck_assert_uint_eq(o->next[i], N_PER);
+	for (uint64_t q = 0; q < s->issued; q++)
+		ck_assert_msg(s->notified[q] != s->refused[q],
+			      "initiator %d put %" PRIu64
+			      ": notified %d, refused %d",
+			      i, q, s->notified[q], s->refused[q]);
+	fprintf(stderr, "initiator %d: %" PRIu64 " refused with LIMIT\n", i,
+		s->limited);
+}
+
 /* Both initiators stream N_PER notifying puts at the owner; it takes
  * them with rma_notify_next, and every stall_every of them it stops for
  * stall seconds (0: never) without touching its handle. An owner without
@@ -203,12 +258,11 @@ order_run(uint64_t stall_every, double stall, bool ring)
 {
 	struct sender s[2] = {{.via = 1, .base = 0},
 			      {.via = 0, .base = SLOTS * 8}};
-	uint64_t last[2] = {0, 0};
+	struct order_seen o = {{"", ""}, {0, 0}, {0, 0}, 0};
 	rma_client_t *owner;
 	rma_region_t *region;
 	pthread_t th[2];
-	char ids[2][64] = {"", ""};
-	uint64_t next[2] = {0, 0}, got = 0, bad_bytes = 0;
+	uint64_t got = 0;
 	double deadline;
 	const char *desc;
 
@@ -237,7 +291,6 @@ order_run(uint64_t stall_every, double stall, bool ring)
 	while (got < 2 * N_PER && harness_now() < deadline) {
 		rma_notification_t n;
 		int r = rma_notify_next(owner, &n);
-		int who;
 
 		ck_assert_int_ge(r, 0);
 		if (r == 0) {
@@ -247,53 +300,18 @@ order_run(uint64_t stall_every, double stall, bool ring)
 		got++;
 		if (stall_every > 0 && got % stall_every == 0)
 			harness_pause(stall, deadline);
-		ck_assert_ptr_eq(n.region, region);
-		ck_assert_uint_eq(n.length, 8);
-		who = n.offset >= SLOTS * 8;
-		if (ids[who][0] == '\0')
-			snprintf(ids[who], sizeof(ids[who]), "%s", n.daemon_id);
-		ck_assert_str_eq(n.daemon_id, ids[who]);
-		/* in the order the initiator's puts were applied */
-		ck_assert_uint_lt(n.value, SEQ_MAX);
-		if (next[who] > 0)
-			ck_assert_uint_gt(n.value, last[who]);
-		last[who] = n.value;
-		next[who]++;
-		s[who].notified[n.value] = 1;
-		ck_assert_uint_eq(n.offset,
-				  s[who].base + (n.value % SLOTS) * 8);
-		/* the bytes are there already: this put's value, or a later
-		 * one's of the same slot */
-		{
-			uint64_t w;
-			memcpy(&w, (char *)rma_region_ptr(region) + n.offset,
-			       8);
-			if (w < n.value || (w - n.value) % SLOTS != 0)
-				bad_bytes++;
-		}
+		order_take(&o, s, region, &n);
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	for (int i = 0; i < 2; i++) {
-		ck_assert_uint_eq(s[i].failures, 0);
-		ck_assert_uint_eq(s[i].ok, N_PER);
-		ck_assert_uint_eq(next[i], N_PER);
-		/* each put notified exactly when it succeeded */
-		for (uint64_t q = 0; q < s[i].issued; q++)
-			ck_assert_msg(s[i].notified[q] != s[i].refused[q],
-				      "initiator %d put %" PRIu64
-				      ": notified %d, refused %d",
-				      i, q, s[i].notified[q], s[i].refused[q]);
-		fprintf(stderr,
-			"initiator %d: %" PRIu64 " refused with LIMIT\n", i,
-			s[i].limited);
-	}
+	for (int i = 0; i < 2; i++)
+		order_check_sender(&o, &s[i], i);
 	ck_assert_uint_eq(got, 2 * N_PER);
-	ck_assert_uint_eq(bad_bytes, 0);
+	ck_assert_uint_eq(o.bad_bytes, 0);
 	/* the peer's id and our own daemon's */
-	ck_assert_str_ne(ids[0], ids[1]);
-	ck_assert_str_eq(ids[0], rma_daemon_id(s[0].u.c));
-	ck_assert_str_eq(ids[1], rma_daemon_id(owner));
+	ck_assert_str_ne(o.ids[0], o.ids[1]);
+	ck_assert_str_eq(o.ids[0], rma_daemon_id(s[0].u.c));
+	ck_assert_str_eq(o.ids[1], rma_daemon_id(owner));
 	for (int i = 0; i < 2; i++) {
 		rma_disconnect(s[i].u.c);
 		free(s[i].sent);

@@ -100,17 +100,17 @@ request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 	if (n != 1) {
 		if (fd >= 0)
 			close(fd);
-		conn_send_error(c, req->id, RMA__V1__STATUS__ERR_INVALID,
-				"region_register takes exactly one file "
-				"descriptor (SCM_RIGHTS on its frame), got %zu",
-				n);
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_INVALID,
+			    "region_register takes exactly one file "
+			    "descriptor (SCM_RIGHTS on its frame), got %zu",
+			    n);
 		return;
 	}
 	st = region_register(c->d, c, fd, rr->offset, rr->length, &r, detail,
 			     sizeof(detail));
 	close(fd); /* the region keeps its own */
 	if (st != RMA__V1__STATUS__OK) {
-		conn_send_error(c, req->id, st, "%s", detail);
+		reply_error(reply_to(c, req->id), st, "%s", detail);
 		return;
 	}
 	body.region_id = r->id;
@@ -118,10 +118,9 @@ request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 	body.length = r->length;
 	body.descriptor = r->descriptor;
 	body.read_only_descriptor = r->ro_descriptor;
-	reply.id = req->id;
 	reply.body_case = RMA__V1__REPLY__BODY_REGION_REGISTER;
 	reply.region_register = &body;
-	conn_send_reply(c, &reply, -1);
+	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
 static void

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* rmad's objects and the functions each subsystem offers the others.
  * One daemon context is passed down everywhere; there are no other globals
- * besides signal state. Sections follow the files: conn.c, region.c,
- * op.c, worker.c, status.c; the configuration is config.h's, the peer
- * subsystem peer.h's, the replies to clients reply.h's, and what only
- * the operations' files share op_int.h's. A subsystem reaches the ones
- * above it only through the hooks tables daemon.c fills (struct
- * region_hooks, conn_hooks, peer_hooks, resolve_hooks, am_hooks,
- * worker_hooks). */
+ * besides signal state. Sections follow the files: conn.c, notification.c,
+ * ring.c, server.c, handover.c, fdstore.c, am.c, op.c,
+ * target.c, worker.c, world.c; headers of their own: the configuration
+ * (config.h), regions (region.h), the peer subsystem (peer.h), imports
+ * of other daemons' regions (resolve.h), the
+ * replies to clients (reply.h), and what only the operations' files
+ * share (op_int.h). A subsystem reaches the ones above it only through
+ * the hooks tables daemon.c fills (struct region_hooks, conn_hooks,
+ * peer_hooks, resolve_hooks, am_hooks, worker_hooks). */
 #ifndef RMAD_DAEMON_H
 #define RMAD_DAEMON_H
 
@@ -237,119 +239,9 @@ int server_adopt(struct daemon *d, int fd);
 int server_check_dir(const struct config *cfg, const char *path,
 		     const char *doing);
 
-/* ---- region.c: memory shared with one client ------------------------------
- */
+/* ---- region.c, region_fd.c: region.h ---------------------------------- */
 
-struct region {
-	struct daemon *d;
-	uint64_t id;
-	uint64_t generation;
-	/* The read-only secret: a descriptor that carries it is served
-	 * gets only (target.c). Never 0, never the generation. */
-	uint64_t ro_generation;
-	size_t length;
-	void *addr;
-	ucp_mem_h memh;
-	void *rkey;
-	size_t rkey_len;
-	struct conn *owner; /* NULL once freed, or while an orphan */
-	bool orphan; /* handed over from an earlier process, owner away */
-	/* while an orphan: who owned it, the only user allowed it back */
-	uid_t orphan_uid;
-	pid_t orphan_pid;
-	/* while an orphan: when it is freed, CLOCK_REALTIME ms; it goes on
-	 * with the region to the next process (handover.c, fdstore.c), so
-	 * that a crash loop cannot keep it */
-	uint64_t orphan_until_ms;
-	int memfd; /* kept for a hand-over to the next process */
-	/* the client's own file (region_fd.c): not handed over, not in the
-	 * fd store, so it ends with this process */
-	bool registered;
-	int store_slot; /* fdstore.c: its record in the state, or -1 */
-	int refs;	/* the owner's table entry, plus one per operation */
-	uint64_t in_flight;
-	char descriptor[DESCRIPTOR_TEXT_SIZE];
-	char ro_descriptor[DESCRIPTOR_TEXT_SIZE];
-};
-
-struct quarantine {
-	void *addr;
-	size_t length;
-	struct event *timer;
-	struct daemon *d;
-	TAILQ_ENTRY(quarantine) link;
-};
-
-TAILQ_HEAD(quarantine_list, quarantine);
-
-/* What region.c tells the layers above it, through a table daemon.c
- * fills: the fd store (fdstore.c) keeps a region's memfd for the next
- * start, peers (resolve.c) hear that a region is gone. */
-struct region_hooks {
-	/* region_create: a slot for a region, before anything is made;
-	 * then, before the client hears of it, the region stored. */
-	wire_status_t (*reserve)(struct daemon *d, int *slot_p, char *detail,
-				 size_t detail_len);
-	wire_status_t (*commit)(struct daemon *d, struct region *r,
-				char *detail, size_t detail_len);
-	/* a slot reserved and never committed, or a region freed */
-	void (*release)(struct daemon *d, struct region *r);
-	/* r became an orphan or was claimed back */
-	void (*orphan_update)(struct daemon *d, const struct region *r);
-	/* a region freed, unless the regions are kept (regions_kept) */
-	void (*freed)(struct daemon *d, const struct region *r);
-};
-
-/* Creates the region and its memfd; *memfd_p goes to the client. */
-wire_status_t region_create(struct daemon *d, struct conn *owner,
-			    uint64_t length, struct region **region_p,
-			    int *memfd_p, char *detail, size_t detail_len);
-/* [offset, offset + length) of the client's memory file @fd as a region
- * of @owner (region_fd.c checks and maps it); @fd stays the caller's,
- * the region keeps a dup. Not handed over to a successor. */
-wire_status_t region_register(struct daemon *d, struct conn *owner, int fd,
-			      uint64_t offset, uint64_t length,
-			      struct region **region_p, char *detail,
-			      size_t detail_len);
-struct region *region_lookup(struct daemon *d, uint64_t id);
-/* Drops the owner's claim; memory goes once in-flight operations are done. */
-void region_free(struct region *r);
-/* Atomic: a target answer on worker 0 may hold another worker's region.
- * The last reference releases it on the calling worker, self. */
-void region_ref(struct region *r);
-void region_unref(struct daemon *self, struct region *r);
-void region_quarantine_drain_all(struct daemon *d);
-/* Copies region bytes (an application's data) to or from anywhere. */
-void region_copy(void *dst, const void *src, size_t n);
-/* A region an earlier process made (its memfd, id and generation, so its
- * descriptors stay valid), mapped and registered again; an orphan until
- * its owner comes back. Takes memfd on success. */
-int region_memfd_map(const char *name, size_t length, void **addr, char *detail,
-		     size_t detail_len);
-int region_adopt(struct daemon *d, int memfd, uint64_t id, uint64_t generation,
-		 uint64_t ro_generation, uint64_t length,
-		 struct region **region_p);
-/* The orphans among ids whose deadline passed (every one, for now_ms 0)
- * are freed like any region, on self; ids keeps the others, *next_p gets
- * the first of their deadlines (UINT64_MAX: none). Returns how many went. */
-size_t region_expire_orphans(struct daemon *self, uint64_t *ids, size_t *n_p,
-			     uint64_t now_ms, uint64_t *next_p);
-/* Its owner frees it before coming back (RegionFree with the
- * generation, after a take-over or restart cut its free): OK, or
- * ERR_NO_REGION when it is no orphan of c's user with that secret. */
-wire_status_t region_free_orphan_of(struct conn *c, uint64_t id,
-				    uint64_t generation, char *detail,
-				    size_t detail_len);
-/* Its owner came back on a new connection (RegionReattach): the orphan
- * joins c's table if generation proves it and c's limits allow. */
-wire_status_t region_reattach(struct conn *c, uint64_t id, uint64_t generation,
-			      char *detail, size_t detail_len);
-struct handover_region;
-/* The record of r (handover.c, fdstore.c); a region from rec and its
- * memfd (taken). */
-void region_record_make(const struct region *r, struct handover_record *rec);
-void region_record_take(const struct handover_record *rec, int memfd,
-			struct handover_region *hr);
+#include "region.h"
 
 /* ---- handover.c: an old and a new process of the same daemon ------------ */
 
@@ -502,56 +394,9 @@ ucs_status_t am_send(struct peer *p, unsigned id, const void *header,
 /* p is going away: pending sends forget it. */
 void am_peer_gone(struct peer *p);
 
-/* ---- resolve.c: descriptors resolved with their owner -------------------- */
+/* ---- resolve.c: resolve.h ---------------------------------------------- */
 
-/* What the owner answered for one of its regions: the only bounds the
- * initiator trusts. Shared by every remote handle naming that region. */
-struct resolved {
-	struct peer *peer; /* NULL for a region of this daemon */
-	uint64_t region_id;
-	uint64_t generation;
-	uint64_t addr;
-	uint64_t length;
-	ucp_rkey_h rkey;
-	bool read_only; /* resolved with the region's read-only secret */
-	bool valid;
-	bool stale; /* freed by the owner, or the owner restarted: for good */
-	int refs;
-	TAILQ_ENTRY(resolved) link;
-};
-
-struct remote {
-	uint64_t id;
-	struct peer *peer;
-	struct resolved *res;
-};
-
-/* What resolve.c tells the layers above it (daemon.c fills it). */
-struct resolve_hooks {
-	/* A region p owns was resolved again after a reconnect: what was
-	 * parked for p may run now (op_park.c). */
-	void (*settled)(struct peer *p);
-};
-
-void resolve_handle_import(struct reply_to to, uint32_t peer_id,
-			   const char *descriptor);
-void remote_release(struct remote *rem);
-/* c closed: the remotes it imported go (conn_close empties c->remotes). */
-void resolve_conn_gone(struct conn *c);
-void resolved_unref(struct resolved *res);
-/* Owner side: tell peers a region is gone, so their resolves go stale. */
-void resolve_broadcast_freed(struct daemon *d, const struct region *r);
-/* The peer came up (again): confirm cached regions, or mark them stale
- * when it restarted. */
-void resolve_peer_up(struct peer *p, bool restarted);
-/* The peer went down: waiting imports fail, the cache needs confirming. */
-void resolve_peer_down(struct peer *p);
-void resolve_peer_destroy(struct peer *p);
-/* An import that waited for its peer's connection: go on, or fail. */
-void resolve_import_waited(struct peer *p, struct peer_waiter *w);
-void resolve_on_request(struct peer *p, const struct am_msg *m);
-void resolve_on_reply(struct peer *p, const struct am_msg *m);
-void resolve_on_freed(struct peer *p, const struct am_msg *m);
+#include "resolve.h"
 
 /* ---- op.c: puts, gets and flushes -----------------------------------------
  */

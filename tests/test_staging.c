@@ -133,8 +133,8 @@ kinds_sizes(rma_remote_t *remote, uint8_t *owner)
 				      k);
 			harness_fill(owner + roff, n, seed + 7);
 			memset(buf, 0, n);
-			st = rma_get_buf_sync(cb, buf, n, remote, roff,
-					      WAIT_MS);
+			st =
+			    rma_get_buf_sync(cb, buf, n, remote, roff, WAIT_MS);
 			ck_assert_msg(st == RMA_OK,
 				      "get of %zu bytes (kind %d): %s (%s), "
 				      "%zu in flight",
@@ -503,6 +503,43 @@ START_TEST(test_fork_child_refused)
 }
 END_TEST
 
+/* A take-over of the client's daemon cuts a transfer under way (its
+ * pieces complete RESTARTED or SHUTDOWN, none is issued again); the
+ * staging area is re-attached as any region is, and transfers go on. */
+START_TEST(test_take_over_mid_transfer)
+{
+	static const char *const flags[] = {"--take-over", "--connect-timeout",
+					    "2", NULL};
+	size_t n = 4u << 20;
+	uint8_t *src = malloc(n), *back = calloc(1, n);
+	rma_request_t *req;
+	rma_status_t st;
+
+	ck_assert(src != NULL && back != NULL);
+	harness_fill(src, n, 21);
+	ck_assert_int_eq(
+	    rma_put_buf(cb, src, n, remote_a, 0, RC, NULL, NULL, &req), RMA_OK);
+	/* nothing completed yet: the client made no progress */
+	ck_assert_int_eq(rma_in_flight(cb), 4);
+	harness_daemon_take_over(&db, flags, 10);
+	st = rma_request_wait(cb, req, WAIT_MS);
+	ck_assert_msg(st == RMA_ERR_RESTARTED || st == RMA_ERR_SHUTDOWN,
+		      "cut transfer ended with %s", rma_strerror(st));
+	ck_assert_uint_lt(rma_request_bytes(req), n);
+	rma_request_release(req);
+	ck_assert_int_eq(rma_in_flight(cb), 0);
+	ck_assert_uint_eq(rma_reattach_count(cb), 1);
+	ck_assert_int_eq(rma_put_buf_sync(cb, src, n, remote_a, 0, RC, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(ra), src, n), 0);
+	ck_assert_int_eq(rma_get_buf_sync(cb, back, n, remote_a, 0, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(back, src, n), 0);
+	free(src);
+	free(back);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -522,6 +559,7 @@ main(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_staging_size_env);
 	tcase_add_test(tc, test_fork_child_refused);
+	tcase_add_test(tc, test_take_over_mid_transfer);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
-targets="frame descriptor dispatch peer"
+targets="frame descriptor dispatch peer config"
 
 ./scripts/deps.sh
 if [ ! -f build-fuzz/build.ninja ]; then

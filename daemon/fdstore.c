@@ -311,7 +311,7 @@ fdstore_rebuild(struct fdstore *s, struct sdnotify_fds *passed,
 			continue;
 		}
 		region_record_take(&s->slot[i].rec, passed->fds[k],
-				     &from->regions[from->n]);
+				   &from->regions[from->n]);
 		from->regions[from->n++].orphan_until_ms = s->until[i];
 		passed->fds[k] = -1; /* from's now */
 		s->used[i] = 1;
@@ -505,14 +505,19 @@ fdstore_commit(struct daemon *d, struct region *r, char *detail,
 	struct fdstore_slot *slot;
 	char name[64];
 
-	if (s == NULL || r->store_slot < 0)
+	if (s == NULL)
 		return RMA__V1__STATUS__OK;
-	slot = &s->slot[r->store_slot];
+	/* Even a region the store does not keep (a client's registered
+	 * file) has its id recorded: the next process gives it to no other
+	 * region, which its client still holds as lost. */
 	pthread_mutex_lock(&s->lock);
 	if (r->id + 1 > s->head->next_region_id)
 		s->head->next_region_id = r->id + 1;
 	s->head->next_epoch = __atomic_load_n(&w->next_epoch, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
+	if (r->store_slot < 0)
+		return RMA__V1__STATUS__OK;
+	slot = &s->slot[r->store_slot];
 	region_record_make(r, &slot->rec);
 	s->until[r->store_slot] = 0; /* a slot is used again */
 	fdstore_region_name(r->id, name, sizeof(name));

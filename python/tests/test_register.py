@@ -5,10 +5,12 @@ notifications into it from another daemon; the owner's own mapping sees
 them; what register refuses, and why."""
 
 import fcntl
+import json
 import mmap
 import os
 import select
 import socket
+import subprocess
 
 import pytest
 
@@ -149,3 +151,55 @@ def test_limits(daemons):
         held.free()
         assert len(oc.register(fd, 0, 4096)) == 4096
     os.close(fd)
+
+
+def region_ids(sock):
+    """The ids of the regions `rmactl regions --json` lists."""
+    out = subprocess.run([os.environ["RMACTL_BIN"], "--socket", sock,
+                          "regions", "--json"], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    return {int(r["region_id"]) for r in json.loads(out)["regions"]}
+
+
+def test_lost_at_a_crash_and_its_id_not_reused(tmpdir_short):
+    """rmad crashes under its fd store (as under systemd): the registered
+    region is not kept, operations on it raise NoRegion, and its id goes
+    to no new region, so a notification for a new one names the new one,
+    not the lost."""
+    if not os.environ.get("FDSTORE_SINK"):
+        pytest.skip("FDSTORE_SINK (tests/service/fdstore_sink) not set")
+    from test_reattach import Sink
+    sink = Sink(tmpdir_short, 0)
+    fd = sealed_memfd(MB)
+    try:
+        with rma.Client(sink.socket) as oc, rma.Client(sink.socket) as c:
+            kept = oc.alloc(4096)
+            src = c.alloc(4096)
+            reg = oc.register(fd, 0, MB)  # the last id given out
+            before = region_ids(sink.socket)
+            assert len(before) == 3
+            sink.crash()
+
+            def step():
+                select.select([oc.fileno(), c.fileno()], [], [], 0.2)
+                oc.progress()
+                c.progress()
+
+            assert deadline_loop(
+                lambda: oc.reattaches >= 1 and c.reattaches >= 1, 10, step)
+            own = oc.import_remote(oc.peer(sink.listen), kept.descriptor())
+            with pytest.raises(rma.NoRegion):
+                oc.put(reg, 0, own, 0, 8).wait(20)
+            fresh = oc.alloc(4096)
+            # kept and src came back; fresh has an id never given out
+            after = region_ids(sink.socket)
+            assert len(after) == 3 and len(after - before) == 1
+            got = []
+            oc.on_notification(got.append)
+            remote = c.import_remote(c.peer(sink.listen), fresh.descriptor())
+            c.put(src, 0, remote, 0, 8, notify=3).wait(20)
+            assert deadline_loop(lambda: got, 10, step)
+            assert got[0].region is fresh
+    finally:
+        os.close(fd)
+        sink.stop()

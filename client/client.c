@@ -542,6 +542,13 @@ client_write_all(rma_client_t *c, const uint8_t *p, size_t n, int fd)
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
+		/* The fd to pass is not open: sendmsg sent nothing, so the
+		 * stream is whole; the caller's argument is at fault. */
+		if (w < 0 && errno == EBADF && fd >= 0 &&
+		    fcntl(fd, F_GETFD) < 0)
+			return client_error(c, RMA_ERR_INVALID,
+					    "file descriptor %d is not open",
+					    fd);
 		if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
 			client_closed(c);
 			if (c->gone)

@@ -284,6 +284,13 @@ START_TEST(test_owner_cannot_truncate)
 	close(f);
 	ck_assert_int_eq(rma_region_register_fd(ca, -1, 0, SZ, &r),
 			 RMA_ERR_INVALID);
+	/* a closed fd fails the call, not the connection */
+	f = sealed_memfd(SZ);
+	close(f);
+	ck_assert_int_eq(rma_region_register_fd(ca, f, 0, SZ, &r),
+			 RMA_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(rma_last_error(ca), "not open"));
+	ck_assert_int_eq(rma_region_alloc(ca, 4096, &r), RMA_OK);
 }
 END_TEST
 

@@ -117,7 +117,9 @@ client_register(ClientObject *c, PyObject *args)
 	if (length_obj != Py_None) {
 		if (!u64_arg(length_obj, &length))
 			return NULL;
-	} else if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > offset) {
+	} else if (fstat(fd, &sb) < 0) {
+		return PyErr_SetFromErrno(PyExc_OSError);
+	} else if ((uint64_t)sb.st_size > offset) {
 		length = (uint64_t)sb.st_size - offset; /* the rest of it */
 	}
 	if (length == 0)

@@ -139,6 +139,10 @@ def test_refusals(two):
         with pytest.raises(OverflowError):
             oc.register(fd, -1, 4096)
         os.close(fd)
+        with pytest.raises(OSError):
+            oc.register(fd)  # closed: no size to take the length from
+        with pytest.raises(rma.InvalidArgument):
+            oc.register(fd, 0, 4096)
 
 
 def test_limits(daemons):

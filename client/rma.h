@@ -395,10 +395,15 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
  * the library keep their own references).
  *
  * A registered region does not survive a take-over or a restart of the
- * daemon (rma_connect()): its seals and size are the application's to
- * choose, so a successor process could not trust the file the way it
- * trusts the memfds rmad made itself, and systemd's fd store does not
- * keep it. After one, the client's re-attach leaves it out: operations
+ * daemon (rma_connect()). A successor adopts only memfds sealed as rmad
+ * seals its own (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL, the region
+ * the whole file), which an application's file need not be; the records
+ * that carry regions to a successor (the hand-over and systemd's fd
+ * store) have no offset into a file; and on hugetlbfs the
+ * F_SEAL_FUTURE_WRITE the daemon added forbids the successor the
+ * writable mapping it would need. So neither keeps it, and its id is
+ * given to no other region. After one, the client's re-attach leaves it
+ * out: operations
  * naming it fail with RMA_ERR_NO_REGION, its descriptors are refused as
  * stale, and its memory (the caller's file) stays as it was. Register
  * it again.

@@ -589,7 +589,9 @@ rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
  * for the daemon's answer (and may run callbacks, as any call that asks
  * the daemon something). Its size is RMA_STAGING_SIZE bytes from the
  * environment at that first call (a number, or with K, M or G; 256K to
- * 1G; default 4M; anything else fails the call with RMA_ERR_INVALID); it
+ * 1G; default 4M; anything else fails the call with RMA_ERR_INVALID),
+ * and a sixteenth more for transfers of up to 256 bytes, which keep to
+ * a ring of their own so that a stream of them stays in the caches; it
  * counts against the daemon's per-client limits (max_regions,
  * max_region_bytes) as any region, shows in `rmactl status`, survives a
  * take-over or a restart as regions do, and lives until rma_disconnect().
@@ -669,10 +671,9 @@ rma_status_t rma_get_buf(rma_client_t *client, void *buf, size_t len,
  * (rma_request_cancel()) and the library reads @p buf no more: pieces in
  * flight may still land.
  */
-rma_status_t rma_put_buf_sync(rma_client_t *client, const void *buf,
-			      size_t len, rma_remote_t *remote,
-			      uint64_t remote_offset, unsigned flags,
-			      int timeout_ms);
+rma_status_t rma_put_buf_sync(rma_client_t *client, const void *buf, size_t len,
+			      rma_remote_t *remote, uint64_t remote_offset,
+			      unsigned flags, int timeout_ms);
 
 /**
  * Blocking rma_get_buf(). On RMA_ERR_TIMEOUT the transfer is canceled and

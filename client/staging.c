@@ -8,7 +8,9 @@
  * region, and gives its extent back when it completes (a get's bytes are
  * copied out first, rma_request.c: request_complete -> staging_release).
  *
- * Extents are handed out as a ring, in order, and come back in any order:
+ * Extents are handed out as a ring, in order, and come back in any order
+ * (two rings: pieces, and transfers of up to 256 bytes in a sixteenth
+ * more):
  * the oldest busy one holds the tail, so a slow piece holds the room
  * behind it, never more than the area. A transfer that finds no room, or
  * others waiting before it, waits in a FIFO queue; each staged completion
@@ -35,8 +37,15 @@
 /* A piece: a quarter of the area, at most this; so four at least are on
  * the wire while the next is copied. */
 #define STAGING_PIECE_MAX (256u << 10)
+/* Transfers of up to STAGING_SMALL_MAX bytes take extents of their own
+ * ring, a sixteenth of the area more, 16-byte aligned: a stream of small
+ * puts cycles over a few KiB that stay in the caches of the client and
+ * the daemon, where one ring of the whole area would draw every one from
+ * memory. Pieces are 64-byte aligned. */
+#define STAGING_SMALL_MAX 256u
+#define STAGING_SMALL_ALIGN 16u
 #define STAGING_ALIGN 64u
-/* Extents in use at once (an 8-byte put takes one of 64 bytes). */
+/* Extents of a ring in use at once. */
 #define STAGING_EXTENTS 8192u
 /* What may wait for room: transfers, and bytes of small puts' copies. */
 #define STAGING_QUEUE_MAX 4096u
@@ -66,61 +75,91 @@ struct staging_xfer {
 	bool queued;	     /* in the queue: pieces to issue */
 };
 
+/* Extents handed out in order, given back in any order. */
+struct staging_ring {
+	uint32_t base, size; /* its bytes in the area */
+	uint32_t align;
+	uint32_t head; /* where the next extent starts (from base) */
+	uint32_t used; /* bytes held by extents (spans) */
+	uint32_t first, n;
+	struct staging_ext ext[STAGING_EXTENTS];
+};
+
+enum { STAGING_PIECES, STAGING_SMALL, STAGING_RINGS };
+
 struct staging {
 	rma_region_t *region;
 	uint8_t *base;
-	uint32_t size, piece;
-	uint32_t head; /* where the next extent starts */
-	uint32_t used; /* bytes held by extents (spans) */
-	uint32_t ext_first, ext_n;
+	uint32_t piece;
 	struct staging_xfer *q_head, *q_tail;
 	uint32_t q_n;
 	size_t q_copies; /* bytes of copies held by queued transfers */
 	bool pumping, again;
-	struct staging_ext ext[STAGING_EXTENTS];
+	struct staging_ring ring[STAGING_RINGS];
 };
 
 /* ---- the area's extents ---- */
 
-/* An extent of n bytes (at most s->piece), as its index + 1; 0 when there
- * is no room. */
+/* Extent e (ring * STAGING_EXTENTS + index + 1, as handed out). */
+static struct staging_ext *
+staging_ext(struct staging *s, uint32_t e)
+{
+	return &s->ring[(e - 1) / STAGING_EXTENTS]
+		    .ext[(e - 1) % STAGING_EXTENTS];
+}
+
+/* An extent of n bytes (at most s->piece), as e; 0 when there is no
+ * room. Its off is from the area's start. */
 static uint32_t
 staging_alloc(struct staging *s, uint32_t n)
 {
-	uint32_t span = (n + STAGING_ALIGN - 1) & ~(STAGING_ALIGN - 1);
+	uint32_t k = n <= STAGING_SMALL_MAX ? STAGING_SMALL : STAGING_PIECES;
+	struct staging_ring *r = &s->ring[k];
+	uint32_t span = (n + r->align - 1) & ~(r->align - 1);
 	uint32_t off, pad = 0, i;
 
-	if (s->ext_n == STAGING_EXTENTS)
+	if (r->n == STAGING_EXTENTS)
 		return 0;
-	if (s->ext_n == 0)
-		s->head = 0; /* all free: start at the beginning again */
-	off = s->head;
-	if (off + span > s->size) {
-		pad = s->size - off;
+	if (r->n == 0)
+		r->head = 0; /* all free: start at the beginning again */
+	off = r->head;
+	if (off + span > r->size) {
+		pad = r->size - off;
 		off = 0;
 	}
-	if (s->used + pad + span > s->size)
+	if (r->used + pad + span > r->size)
 		return 0;
-	i = (s->ext_first + s->ext_n) % STAGING_EXTENTS;
-	s->ext[i].off = off;
-	s->ext[i].len = n;
-	s->ext[i].span = pad + span;
-	s->ext[i].busy = true;
-	s->ext_n++;
-	s->used += pad + span;
-	s->head = off + span;
-	return i + 1;
+	i = (r->first + r->n) % STAGING_EXTENTS;
+	r->ext[i].off = r->base + off;
+	r->ext[i].len = n;
+	r->ext[i].span = pad + span;
+	r->ext[i].busy = true;
+	r->n++;
+	r->used += pad + span;
+	r->head = off + span;
+	return k * STAGING_EXTENTS + i + 1;
 }
 
 static void
 staging_ext_free(struct staging *s, uint32_t e)
 {
-	s->ext[e - 1].busy = false;
-	while (s->ext_n > 0 && !s->ext[s->ext_first].busy) {
-		s->used -= s->ext[s->ext_first].span;
-		s->ext_first = (s->ext_first + 1) % STAGING_EXTENTS;
-		s->ext_n--;
+	struct staging_ring *r = &s->ring[(e - 1) / STAGING_EXTENTS];
+
+	staging_ext(s, e)->busy = false;
+	while (r->n > 0 && !r->ext[r->first].busy) {
+		r->used -= r->ext[r->first].span;
+		r->first = (r->first + 1) % STAGING_EXTENTS;
+		r->n--;
 	}
+}
+
+static void
+staging_ring_init(struct staging_ring *r, uint32_t base, uint32_t size,
+		  uint32_t align)
+{
+	r->base = base;
+	r->size = size;
+	r->align = align;
 }
 
 void
@@ -140,8 +179,8 @@ staging_release(rma_client_t *c, struct rma_request *req)
 	if (s == NULL || e == 0)
 		return;
 	if (req->stage_dst != NULL && req->status == RMA_OK)
-		memcpy(req->stage_dst, s->base + s->ext[e - 1].off,
-		       s->ext[e - 1].len);
+		memcpy(req->stage_dst, s->base + staging_ext(s, e)->off,
+		       staging_ext(s, e)->len);
 	staging_ext_free(s, e);
 }
 
@@ -206,14 +245,16 @@ staging_create(rma_client_t *c, struct staging **s_p)
 	if (s == NULL)
 		return client_error(c, RMA_ERR_NO_MEMORY,
 				    "no memory for the staging area");
-	st = rma_region_alloc(c, size, &s->region);
+	st = rma_region_alloc(c, size + size / 16, &s->region);
 	if (st != RMA_OK) {
 		free(s);
-		return client_error(c, st, "staging area of %u bytes: %s", size,
-				    c->last_error);
+		return client_error(c, st, "staging area of %u bytes: %s",
+				    size + size / 16, c->last_error);
 	}
 	s->base = rma_region_ptr(s->region);
-	s->size = size;
+	staging_ring_init(&s->ring[STAGING_PIECES], 0, size, STAGING_ALIGN);
+	staging_ring_init(&s->ring[STAGING_SMALL], size, size / 16,
+			  STAGING_SMALL_ALIGN);
 	s->piece = size / 4 < STAGING_PIECE_MAX ? size / 4 : STAGING_PIECE_MAX;
 	*s_p = s;
 	return RMA_OK;
@@ -227,7 +268,8 @@ staging_ready(rma_client_t *c, struct staging **s_p)
 	struct staging *s = c->staging;
 	rma_status_t st;
 
-	if (s != NULL && s->region->lost != RMA_OK && s->ext_n == 0 &&
+	if (s != NULL && s->region->lost != RMA_OK &&
+	    s->ring[STAGING_PIECES].n == 0 && s->ring[STAGING_SMALL].n == 0 &&
 	    s->q_head == NULL) {
 		(void)rma_region_free(c, s->region);
 		staging_free(c);
@@ -359,13 +401,13 @@ staging_may_issue(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 /* The op of a piece: n bytes at extent e (index + 1) for x's range at
  * pos. */
 static void
-staging_op(const struct staging *s, Rma__V1__Op *op, Rma__V1__OpKind kind,
-	   uint32_t e, uint64_t n, uint64_t remote_id, uint64_t remote_offset,
+staging_op(struct staging *s, Rma__V1__Op *op, Rma__V1__OpKind kind, uint32_t e,
+	   uint64_t n, uint64_t remote_id, uint64_t remote_offset,
 	   unsigned flags)
 {
 	op->kind = kind;
 	op->region_id = s->region->region_id;
-	op->offset = s->ext[e - 1].off;
+	op->offset = staging_ext(s, e)->off;
 	op->remote_id = remote_id;
 	op->remote_offset = remote_offset;
 	op->length = n;
@@ -390,7 +432,8 @@ staging_issue(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 	stage.dst = NULL;
 	stage.parent = x->req;
 	if (x->kind == RMA__V1__OP_KIND__PUT)
-		memcpy(s->base + s->ext[stage.ext - 1].off, x->buf + x->pos, n);
+		memcpy(s->base + staging_ext(s, stage.ext)->off,
+		       x->buf + x->pos, n);
 	else
 		stage.dst = x->buf + x->pos;
 	staging_op(s, &op, x->kind, stage.ext, n, x->remote_id,
@@ -474,7 +517,7 @@ staging_one(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind, void *buf,
 	stage.dst = NULL;
 	stage.parent = NULL;
 	if (kind == RMA__V1__OP_KIND__PUT)
-		memcpy(s->base + s->ext[stage.ext - 1].off, buf, len);
+		memcpy(s->base + staging_ext(s, stage.ext)->off, buf, len);
 	else
 		stage.dst = buf;
 	staging_op(s, &op, kind, stage.ext, len, remote->remote_id,

@@ -359,6 +359,115 @@ conn_stream_at(const struct conn *c)
 	return c->fds_in.received - frame_reader_pending(&c->in);
 }
 
+/* A client broke the framing: the error reply goes out, then the close. */
+static void conn_protocol_error(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+conn_protocol_error(struct conn *c, const char *fmt, ...)
+{
+	char detail[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	c->d->counters.protocol_errors++;
+	conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL, "%s", detail);
+	c->closing = true;
+}
+
+/* One recvmsg into the frame reader, the fds that came with it held for
+ * their frame: the bytes read (> 0); 0 to try again (EINTR); -1 to stop
+ * reading for now (nothing more, the client gone, or a framing error).
+ * *avail_p: the room there was. */
+static ssize_t
+conn_read_once(struct conn *c, size_t *avail_p)
+{
+	union {
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov;
+	struct msghdr mh = {0};
+	uint8_t *p;
+	ssize_t n;
+
+	if (frame_reader_space(&c->in, &p, avail_p) < 0) {
+		conn_protocol_error(c,
+				    "frame larger than the maximum of %u bytes",
+				    c->in.max_frame);
+		return -1;
+	}
+	iov.iov_base = p;
+	iov.iov_len = *avail_p;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			conn_close(c, strerror(errno));
+		return -1;
+	}
+	if (n == 0) {
+		conn_close(c, "client closed the connection");
+		return -1;
+	}
+	if (conn_fds_receive(&c->fds_in, &mh, (size_t)n) < 0 ||
+	    (mh.msg_flags & MSG_CTRUNC)) {
+		conn_protocol_error(c, "more file descriptors than %d at once",
+				    CONN_FDS_MAX);
+		return -1;
+	}
+	frame_reader_commit(&c->in, (size_t)n);
+	return n;
+}
+
+/* Every complete frame read so far, dispatched in order while the client
+ * stands; returns how many. */
+static int
+conn_dispatch_frames(struct conn *c)
+{
+	int frames = 0;
+
+	for (;;) {
+		const uint8_t *payload;
+		size_t len;
+		int rc;
+
+		c->fds_in.frame_at = conn_stream_at(c);
+		rc = frame_reader_next(&c->in, &payload, &len);
+		if (rc == FRAME_MORE)
+			break;
+		if (rc < 0) {
+			conn_protocol_error(
+			    c, "frame larger than the maximum of %u bytes",
+			    c->in.max_frame);
+			break;
+		}
+		/* What the client put in its ring before it sent this frame
+		 * runs first, as it was issued. */
+		ring_drain(c);
+		if (c->dead || c->closing)
+			break;
+		c->d->conn_hooks->dispatch(c, payload, len);
+		frames++;
+		if (c->dead || c->closing)
+			break;
+		if (conn_fds_drop_stale(&c->fds_in, conn_stream_at(c)) > 0) {
+			conn_protocol_error(
+			    c, "a file descriptor came with a request that "
+			       "takes none (only region_register takes one)");
+			break;
+		}
+	}
+	return frames;
+}
+
 static void
 conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -369,92 +478,14 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 	for (int reads = 0; reads < CONN_READS_PER_WAKEUP && !c->dead &&
 			    !c->closing && !c->read_paused;
 	     reads++) {
-		union {
-			char buf[CMSG_SPACE(8 * sizeof(int))];
-			struct cmsghdr align;
-		} cbuf;
-		struct iovec iov;
-		struct msghdr mh = {0};
-		uint8_t *p;
 		size_t avail;
-		ssize_t n;
-		int rc;
+		ssize_t n = conn_read_once(c, &avail);
 
-		rc = frame_reader_space(&c->in, &p, &avail);
-		if (rc < 0) {
-			c->d->counters.protocol_errors++;
-			conn_send_error(
-			    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-			    "frame larger than the maximum of %u bytes",
-			    c->in.max_frame);
-			c->closing = true;
+		if (n == 0)
+			continue;
+		if (n < 0)
 			break;
-		}
-		iov.iov_base = p;
-		iov.iov_len = avail;
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = cbuf.buf;
-		mh.msg_controllen = sizeof(cbuf.buf);
-		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				conn_close(c, strerror(errno));
-			break;
-		}
-		if (n == 0) {
-			conn_close(c, "client closed the connection");
-			break;
-		}
-		if (conn_fds_receive(&c->fds_in, &mh, (size_t)n) < 0 ||
-		    (mh.msg_flags & MSG_CTRUNC)) {
-			c->d->counters.protocol_errors++;
-			conn_send_error(c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-					"more file descriptors than %d at once",
-					CONN_FDS_MAX);
-			c->closing = true;
-			break;
-		}
-		frame_reader_commit(&c->in, (size_t)n);
-		for (;;) {
-			const uint8_t *payload;
-			size_t len;
-			c->fds_in.frame_at = conn_stream_at(c);
-			rc = frame_reader_next(&c->in, &payload, &len);
-			if (rc == FRAME_MORE)
-				break;
-			if (rc < 0) {
-				c->d->counters.protocol_errors++;
-				conn_send_error(
-				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-				    "frame larger than the maximum of %u bytes",
-				    c->in.max_frame);
-				c->closing = true;
-				break;
-			}
-			/* What the client put in its ring before it sent
-			 * this frame runs first, as it was issued. */
-			ring_drain(c);
-			if (c->dead || c->closing)
-				break;
-			c->d->conn_hooks->dispatch(c, payload, len);
-			frames++;
-			if (c->dead || c->closing)
-				break;
-			if (conn_fds_drop_stale(&c->fds_in, conn_stream_at(c)) >
-			    0) {
-				c->d->counters.protocol_errors++;
-				conn_send_error(
-				    c, 0, RMA__V1__STATUS__ERR_PROTOCOL,
-				    "a file descriptor came with a request "
-				    "that takes none (only region_register "
-				    "takes one)");
-				c->closing = true;
-				break;
-			}
-		}
+		frames += conn_dispatch_frames(c);
 		if ((size_t)n < avail || frames >= CONN_FRAMES_PER_WAKEUP)
 			break;
 	}
@@ -480,7 +511,8 @@ conn_check_stuck(struct daemon *d)
 
 	for (c = TAILQ_FIRST(&d->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, link);
-		if (c->read_paused && now - c->paused_since > d->cfg->op_timeout)
+		if (c->read_paused &&
+		    now - c->paused_since > d->cfg->op_timeout)
 			conn_close(c, "client stopped reading its socket");
 	}
 }
@@ -604,7 +636,8 @@ conn_create(struct daemon *d, int fd)
 		c->gid = cred.gid;
 		c->refused = !conn_allowed(d, fd, &cred);
 	} else {
-		c->refused = d->cfg->n_allow_uids > 0 || d->cfg->n_allow_gids > 0;
+		c->refused =
+		    d->cfg->n_allow_uids > 0 || d->cfg->n_allow_gids > 0;
 	}
 	frame_reader_init(&c->in, d->cfg->max_frame);
 	idmap_init(&c->regions);

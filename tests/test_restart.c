@@ -251,6 +251,39 @@ region_owner(rma_client_t *c, uint64_t id, uint32_t *client_p, int *pid_p)
  * bytes, remote puts still land in it, it owns the region again (not an
  * orphan, so the orphan deadline does not free it), its peer and remote
  * were connected and imported again, and its own operations work. */
+/* A client other than r's owner asks to re-attach r with a wrong secret:
+ * refused as a region it has not. */
+static void
+reattach_refused_without_secret(rma_region_t *r)
+{
+	Rma__V1__Request q = RMA__V1__REQUEST__INIT;
+	Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
+	Rma__V1__Reply *reply = NULL;
+	rma_client_t *thief;
+
+	ck_assert_int_eq(rma_connect(da.socket, &thief), RMA_OK);
+	body.region_id = ((struct rma_region *)r)->region_id;
+	body.generation = ((struct rma_region *)r)->generation ^ 2;
+	q.body_case = RMA__V1__REQUEST__BODY_REGION_REATTACH;
+	q.region_reattach = &body;
+	ck_assert_int_eq(rma_client_call(thief, &q, &reply), RMA_ERR_NO_REGION);
+	rma_disconnect(thief);
+}
+
+/* Status after one take-over whose one region came back to its owner. */
+static void
+status_after_one_reattach(rma_client_t *c)
+{
+	Rma__V1__Reply *reply = status_call(c);
+	Rma__V1__StatusReply *sr = reply->status_reply;
+
+	ck_assert_uint_eq(sr->restarts, 1);
+	ck_assert_uint_eq(sr->regions_recovered, 1);
+	ck_assert_uint_eq(sr->regions_reattached, 1);
+	ck_assert_uint_eq(sr->regions_orphaned, 0);
+	rma__v1__reply__free_unpacked(reply, NULL);
+}
+
 START_TEST(test_local_client_reattaches)
 {
 	static const char *const flags[] = {"--take-over", "--reattach-timeout",
@@ -281,21 +314,7 @@ START_TEST(test_local_client_reattaches)
 	t0 = harness_now();
 	harness_daemon_take_over(&da, flags, 10.0);
 	/* Another client cannot claim ca's region without its secret. */
-	{
-		Rma__V1__Request q = RMA__V1__REQUEST__INIT;
-		Rma__V1__RegionReattach body = RMA__V1__REGION_REATTACH__INIT;
-		Rma__V1__Reply *reply = NULL;
-		rma_client_t *thief;
-
-		ck_assert_int_eq(rma_connect(da.socket, &thief), RMA_OK);
-		body.region_id = ((struct rma_region *)ra)->region_id;
-		body.generation = ((struct rma_region *)ra)->generation ^ 2;
-		q.body_case = RMA__V1__REQUEST__BODY_REGION_REATTACH;
-		q.region_reattach = &body;
-		ck_assert_int_eq(rma_client_call(thief, &q, &reply),
-				 RMA_ERR_NO_REGION);
-		rma_disconnect(thief);
-	}
+	reattach_refused_without_secret(ra);
 	st = progress_after_close(ca);
 	ck_assert_msg(st == RMA_OK, "progress after the take-over: %s (%s)",
 		      rma_strerror(st), rma_last_error(ca));
@@ -319,16 +338,7 @@ START_TEST(test_local_client_reattaches)
 	region_owner(ca, ((struct rma_region *)ra)->region_id, &owner, &pid);
 	ck_assert_uint_ne(owner, 0);
 	ck_assert_int_eq(pid, getpid());
-	{
-		Rma__V1__Reply *reply = status_call(ca);
-		Rma__V1__StatusReply *sr = reply->status_reply;
-
-		ck_assert_uint_eq(sr->restarts, 1);
-		ck_assert_uint_eq(sr->regions_recovered, 1);
-		ck_assert_uint_eq(sr->regions_reattached, 1);
-		ck_assert_uint_eq(sr->regions_orphaned, 0);
-		rma__v1__reply__free_unpacked(reply, NULL);
-	}
+	status_after_one_reattach(ca);
 
 	/* A remote initiator's put lands where ca sees it. */
 	harness_fill(src, SZ, 7);

@@ -57,7 +57,7 @@ metrics_series_get(struct metrics *m, const struct peer *p, const char *name)
 }
 
 void
-metrics_observe_op(struct daemon *d, const struct op *op,
+metrics_observe_op(struct daemon *d, const struct metrics_op *op,
 		   Rma__V1__Status status)
 {
 	struct metrics *m = d->metrics;

@@ -8,7 +8,7 @@
 #include "rma.pb-c.h"
 
 struct daemon;
-struct op;
+struct peer;
 struct metrics;
 
 #define METRICS_KINDS 4	   /* Rma__V1__OpKind: PUT, GET, FLUSH, ATOMIC */
@@ -31,7 +31,13 @@ int metrics_start(struct daemon *d);
 void metrics_stop(struct daemon *d);
 /* One operation finished (called from op_finish): counts it by kind and
  * peer, and its latency since it was accepted into the histogram. */
-void metrics_observe_op(struct daemon *d, const struct op *op,
+struct metrics_op {
+	Rma__V1__OpKind kind;
+	double started; /* daemon_now() when the client's op was accepted */
+	const struct peer *peer; /* NULL for local copies and flush-all */
+	uint64_t length;
+};
+void metrics_observe_op(struct daemon *d, const struct metrics_op *op,
 			Rma__V1__Status status);
 void metrics_latency_add(struct metrics_latency *into,
 			 const struct metrics_latency *from);

@@ -180,7 +180,10 @@ op_finish(struct op *op)
 		else
 			p->stat_errors++;
 	}
-	metrics_observe_op(d, op, ws);
+	metrics_observe_op(
+	    d,
+	    &(struct metrics_op){op->kind, op->started, op->peer, op->length},
+	    ws);
 	if (ws != RMA__V1__STATUS__OK)
 		d->counters.ops_failed++;
 	else if (op->kind == RMA__V1__OP_KIND__PUT)

@@ -8,6 +8,51 @@
 
 #include "daemon.h"
 
+struct op {
+	struct daemon *d;
+	struct conn *conn; /* ref held */
+	uint64_t op_id;
+	Rma__V1__OpKind kind;
+	struct region *region; /* ref held (PUT/GET) */
+	struct resolved *res;  /* ref held (PUT/GET) */
+	struct peer *peer;     /* NULL for local copies and flush-all */
+	uint64_t length;
+	void *buf;   /* local bytes (PUT/GET) */
+	int pending; /* what is outstanding: UCX requests, answer, barrier */
+	/* The first failure, with its detail, set where it is found
+	 * (op_set_failed); UCX codes are converted as they come in. */
+	wire_status_t status;
+	char detail[200];
+	bool reported; /* the client got its completion already */
+	bool listed;   /* on peer->ops */
+	bool barrier;  /* flush: waiting for older operations on its peer */
+	bool awaiting_answer; /* rmad protocol: the target has not answered */
+	uint64_t token;	      /* rmad protocol: names the op in the answer */
+	/* rmad protocol: the messages a put or get travels in, each with its
+	 * own token (token + i) and answer (op_send_am): how many, handed to
+	 * UCX, answered, the bytes of each but the last; with more than one,
+	 * their headers until sent. */
+	uint32_t pieces, sent, answered;
+	uint64_t piece;
+	struct am_rma_range *piece_hdrs;
+	union { /* rmad protocol: header, alive until sent */
+		struct am_rma hdr;
+		struct am_rma_notify nhdr;     /* PUT with notify */
+		struct am_batch_atomic atomic; /* ATOMIC, until batched */
+	};
+	uint64_t value; /* ATOMIC: the word's old value, for the client */
+	bool notify;	/* PUT: tell the region's owner (OP_FLAG_NOTIFY) */
+	uint64_t notify_value; /* what to tell it */
+	double started; /* daemon_now() when the client's op was accepted */
+	double deadline;
+	union {
+		struct op *flush_all_parent; /* flush of every peer: the
+						aggregate */
+		struct op *next_free;	     /* on d->op_free */
+	};
+	TAILQ_ENTRY(op) link; /* peer->ops */
+};
+
 /* Shared by op.c and op_batch.c: an op's failure, set where it is found
  * (the first one decides); the answer came or will not. */
 void op_set_failed(struct op *op, wire_status_t st, const char *fmt, ...)

@@ -413,9 +413,10 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
  * @param region_p receives the region; set only on RMA_OK.
  * @return RMA_OK; RMA_ERR_INVALID (NULL argument, length 0, an fd that is
  *         not open or not a sealed memory file, a misaligned offset; the
- *         detail says which and what to do; the connection goes on); RMA_ERR_PERMISSION (fd not open
- *         read-write); RMA_ERR_OUT_OF_BOUNDS (range past the end of the
- *         file); RMA_ERR_LIMIT (the client's max_regions or
+ *         detail says which and what to do; the connection goes on);
+ *         RMA_ERR_PERMISSION (fd not open read-write, or the file sealed
+ *         against writes); RMA_ERR_OUT_OF_BOUNDS (range past the end of
+ *         the file); RMA_ERR_LIMIT (the client's max_regions or
  *         max_region_bytes); RMA_ERR_NO_MEMORY; RMA_ERR_SHUTDOWN (the
  *         daemon is handing over); RMA_ERR_TIMEOUT; RMA_ERR_DAEMON_GONE.
  */

@@ -144,6 +144,13 @@ region_fd_map(int fd, uint64_t offset, uint64_t length, void **addr_p,
 		return status;
 	addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		    (off_t)offset);
+	if (addr == MAP_FAILED && errno == EPERM) {
+		snprintf(detail, detail_len,
+			 "the file is sealed against writes (F_SEAL_WRITE or "
+			 "F_SEAL_FUTURE_WRITE): a region is written by gets "
+			 "and puts");
+		return RMA__V1__STATUS__ERR_PERMISSION;
+	}
 	if (addr == MAP_FAILED) {
 		snprintf(detail, detail_len, "mmap of the file: %s",
 			 strerror(errno));

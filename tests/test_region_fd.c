@@ -413,6 +413,10 @@ START_TEST(test_hostile_files)
 	close(f);
 	f = memfd_new(4096, F_SEAL_GROW);
 	try_register(fd, f, 0, 4096, RMA__V1__STATUS__ERR_INVALID);
+	close(f);
+	/* sealed against writes: no writable mapping for the daemon */
+	f = memfd_new(4096, F_SEAL_SHRINK | F_SEAL_WRITE);
+	try_register(fd, f, 0, 4096, RMA__V1__STATUS__ERR_PERMISSION);
 	/* the same memfd, opened again read-only */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f);
 	close(f);

@@ -522,7 +522,10 @@ uint64_t rma_remote_length(const rma_remote_t *remote);
 
 /**
  * Forget a remote (and tell the daemon). Operations already submitted on it
- * are not affected. A failure only shows in rma_last_error().
+ * are not affected: an rma_put_buf() or rma_get_buf() whose pieces still
+ * wait for staging room keeps the remote until its last piece is issued,
+ * and the daemon hears of the release then (@p remote is invalid for the
+ * caller at once either way). A failure only shows in rma_last_error().
  */
 void rma_remote_release(rma_client_t *client, rma_remote_t *remote);
 

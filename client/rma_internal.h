@@ -101,6 +101,12 @@ struct rma_remote {
 	 * what operations on it then fail with, here, never reaching the
 	 * daemon (its remote id may be another's now) */
 	rma_status_t lost;
+	/* staging.c: transfers with pieces still to issue on it; a
+	 * release while there are (released) waits for the last
+	 * (peer_remote_unstage), as operations already submitted must go
+	 * on */
+	uint32_t staged;
+	int released;
 };
 
 /* One synchronous call waiting for its Reply; on the waiter's stack.
@@ -442,6 +448,9 @@ rma_status_t peer_remote_revive(rma_client_t *c, struct rma_remote *remote);
 /* Unmap and free every region / peer / remote left at disconnect. */
 void region_cleanup(rma_client_t *c);
 void peer_cleanup(rma_client_t *c);
+/* staging.c: a transfer on @remote issues no more pieces; the last one
+ * of a released remote releases it now. */
+void peer_remote_unstage(rma_client_t *c, struct rma_remote *remote);
 void peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev);
 
 /* ---- rma_status.c ---- */

@@ -283,6 +283,34 @@ peer_remote_destroy(rma_client_t *c, struct rma_remote *remote)
 	free(remote);
 }
 
+/* The daemon forgets the remote; its answer is not awaited (it comes to
+ * no waiter and is dropped, client_dispatch_reply). The pieces pending
+ * before it go first, as client_call sends them. */
+static void
+peer_remote_release_send(rma_client_t *c, struct rma_remote *remote)
+{
+	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
+	Rma__V1__RemoteRelease body = RMA__V1__REMOTE_RELEASE__INIT;
+
+	if (request_flush(c) != RMA_OK || c->gone)
+		return;
+	body.remote_id = remote->remote_id;
+	req.body_case = RMA__V1__REQUEST__BODY_REMOTE_RELEASE;
+	req.remote_release = &body;
+	req.id = c->next_id++;
+	(void)client_send(c, &req);
+}
+
+void
+peer_remote_unstage(rma_client_t *c, struct rma_remote *remote)
+{
+	if (--remote->staged > 0 || !remote->released)
+		return;
+	if (!fork_inherited(c) && !c->gone && remote->lost == RMA_OK)
+		peer_remote_release_send(c, remote);
+	peer_remote_destroy(c, remote);
+}
+
 RMA_API void
 rma_remote_release(rma_client_t *client, rma_remote_t *remote)
 {
@@ -292,6 +320,12 @@ rma_remote_release(rma_client_t *client, rma_remote_t *remote)
 
 	if (client == NULL || remote == NULL || remote->client != client)
 		return;
+	if (remote->staged > 0) {
+		/* a transfer through the staging area still issues pieces
+		 * on it: the release follows its last (peer_remote_unstage) */
+		remote->released = 1;
+		return;
+	}
 	if (fork_inherited(client)) {
 		/* the parent's remote: the child's copy goes, unsaid */
 		fork_error(client);

@@ -66,10 +66,11 @@ struct staging_xfer {
 				  * while it is queued */
 	struct staging_xfer *next;
 	Rma__V1__OpKind kind;
-	uint8_t *buf;	   /* the caller's buffer, or copy */
-	uint8_t *copy;	   /* a small put's bytes, taken at the call */
-	uint64_t len, pos; /* bytes in all, issued so far */
-	uint64_t remote_id, remote_offset;
+	uint8_t *buf;		   /* the caller's buffer, or copy */
+	uint8_t *copy;		   /* a small put's bytes, taken at the call */
+	uint64_t len, pos;	   /* bytes in all, issued so far */
+	struct rma_remote *remote; /* its staged count holds a release */
+	uint64_t remote_offset;
 	unsigned flags;
 	uint64_t reattaches; /* the client's count at the call */
 	bool queued;	     /* in the queue: pieces to issue */
@@ -353,7 +354,7 @@ staging_piece_done(rma_request_t *piece, rma_status_t st, void *arg)
 /* x issues nothing more: off the queue, its copy freed, its hold
  * dropped. */
 static void
-staging_xfer_end(struct staging *s, struct staging_xfer *x)
+staging_xfer_end(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 {
 	struct staging_xfer **pp = &s->q_head, *prev = NULL;
 
@@ -372,6 +373,7 @@ staging_xfer_end(struct staging *s, struct staging_xfer *x)
 		x->copy = NULL;
 	}
 	x->buf = NULL;
+	peer_remote_unstage(c, x->remote);
 	staging_xfer_put(x);
 }
 
@@ -436,7 +438,7 @@ staging_issue(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 		       x->buf + x->pos, n);
 	else
 		stage.dst = x->buf + x->pos;
-	staging_op(s, &op, x->kind, stage.ext, n, x->remote_id,
+	staging_op(s, &op, x->kind, stage.ext, n, x->remote->remote_id,
 		   x->remote_offset + x->pos, x->flags);
 	x->pos += n;
 	x->req->parts_left++;
@@ -470,13 +472,13 @@ staging_pump(rma_client_t *c)
 			struct staging_xfer *x = s->q_head;
 
 			if (!staging_may_issue(c, s, x)) {
-				staging_xfer_end(s, x);
+				staging_xfer_end(c, s, x);
 				continue;
 			}
 			if (!staging_issue(c, s, x))
 				break;
 			if (x->pos == x->len || x->req->first_error != RMA_OK)
-				staging_xfer_end(s, x);
+				staging_xfer_end(c, s, x);
 		}
 	} while (s->again);
 	s->pumping = false;
@@ -493,7 +495,7 @@ staging_cancel(rma_client_t *c, struct rma_request *parent)
 	staging_fail(x, RMA_ERR_CANCELED, "canceled before it was sent");
 	/* the pump would end it too; here, so that it ends now */
 	parent->refs++;
-	staging_xfer_end(s, x);
+	staging_xfer_end(c, s, x);
 	request_unref(parent);
 	return true;
 }
@@ -529,7 +531,7 @@ staging_one(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind, void *buf,
 /* A request of pieces, queued and pumped. */
 static rma_status_t
 staging_queue(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind,
-	      void *buf, size_t len, const rma_remote_t *remote,
+	      void *buf, size_t len, rma_remote_t *remote,
 	      uint64_t remote_offset, unsigned flags, rma_callback_t cb,
 	      void *user_data, rma_request_t **req_p)
 {
@@ -568,7 +570,8 @@ staging_queue(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind,
 	x->req = parent;
 	x->kind = kind;
 	x->len = len;
-	x->remote_id = remote->remote_id;
+	x->remote = remote;
+	remote->staged++;
 	x->remote_offset = remote_offset;
 	x->flags = flags;
 	x->reattaches = c->reattaches;

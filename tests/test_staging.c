@@ -503,6 +503,59 @@ START_TEST(test_fork_child_refused)
 }
 END_TEST
 
+/* rma_remote_release() says operations already submitted on a remote are
+ * not affected: a big put that returned RMA_OK, its remote released
+ * while most of its pieces still wait for staging room, moves every
+ * byte. The target is stopped so that exactly four pieces are in flight
+ * when the release goes. Then the same for a get. */
+START_TEST(test_remote_released_mid_transfer)
+{
+	size_t n = 1u << 20;
+	uint8_t *src = malloc(n), *back = calloc(1, n);
+	rma_remote_t *mine;
+	rma_request_t *req;
+
+	ck_assert(src != NULL && back != NULL);
+	harness_fill(src, n, 31);
+	memset(rma_region_ptr(ra), 0, n);
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &mine),
+	    RMA_OK);
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put_buf(cb, src, n, mine, 0, RC, NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_in_flight(cb), 4);
+	rma_remote_release(cb, mine);
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
+	ck_assert_msg(rma_request_wait(cb, req, WAIT_MS) == RMA_OK,
+		      "put on a released remote: %s (%s), %llu of %zu bytes",
+		      rma_strerror(rma_request_status(req)),
+		      rma_request_detail(req),
+		      (unsigned long long)rma_request_bytes(req), n);
+	ck_assert_uint_eq(rma_request_bytes(req), n);
+	ck_assert_int_eq(memcmp(rma_region_ptr(ra), src, n), 0);
+	rma_request_release(req);
+
+	ck_assert_int_eq(
+	    rma_remote_import(cb, peer_a, rma_region_descriptor(ra), &mine),
+	    RMA_OK);
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_get_buf(cb, back, n, mine, 0, NULL, NULL, &req),
+			 RMA_OK);
+	rma_remote_release(cb, mine);
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
+	ck_assert_msg(rma_request_wait(cb, req, WAIT_MS) == RMA_OK,
+		      "get on a released remote: %s (%s)",
+		      rma_strerror(rma_request_status(req)),
+		      rma_request_detail(req));
+	ck_assert_int_eq(memcmp(back, src, n), 0);
+	rma_request_release(req);
+	ck_assert_int_eq(rma_in_flight(cb), 0);
+	free(src);
+	free(back);
+}
+END_TEST
+
 /* A take-over of the client's daemon cuts a transfer under way (its
  * pieces complete RESTARTED or SHUTDOWN, none is issued again); the
  * staging area is re-attached as any region is, and transfers go on. */
@@ -559,6 +612,7 @@ main(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_staging_size_env);
 	tcase_add_test(tc, test_fork_child_refused);
+	tcase_add_test(tc, test_remote_released_mid_transfer);
 	tcase_add_test(tc, test_take_over_mid_transfer);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);

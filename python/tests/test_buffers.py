@@ -242,3 +242,28 @@ def test_get_while_daemon_dies(link):
     data = pattern(PIECE * 3, 11)
     c.put(data, near, 0, remote_completion=True).wait(20)
     assert owner[:len(data)] == data
+
+
+
+def test_remote_dropped_mid_transfer(link):
+    """A big put on a remote nobody holds any more (released by the next
+    call, as a dropped Remote is) moves every byte: operations already
+    submitted on a remote go on after its release (rma_remote_release).
+    The target is stopped, so that most pieces still wait for staging
+    room when the release goes."""
+    c, _, a, b = link
+    cb = rma.Client(b.socket)
+    rb = cb.alloc(REGION)
+    n = PIECE * 16
+    data = pattern(n, 12)
+    remote = c.import_remote(c.peer(b.listen), rb.descriptor())
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    req = c.put(data, remote, 0, remote_completion=True)
+    del remote
+    c.progress()  # the dropped remote's release goes now
+    os.kill(b.proc.pid, signal.SIGCONT)
+    req.wait(20)
+    assert req.bytes == n
+    with memoryview(rb) as owner:
+        assert owner[:n] == data
+    cb.close()

@@ -137,9 +137,18 @@ region_fd_map(int fd, uint64_t offset, uint64_t length, void **addr_p,
 		return RMA__V1__STATUS__ERR_INVALID;
 	}
 	status = region_fd_check(fd, &st, &align, &huge, detail, detail_len);
-	if (status == RMA__V1__STATUS__OK)
-		status = region_fd_range(&st, align, huge, offset, length,
-					 detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		return status;
+	/* The size again, now that F_SEAL_SHRINK is seen: from here on it
+	 * only grows. The one read before the seals may be gone already
+	 * (the owner shrinks, then seals), and a mapping past the end of
+	 * the file is SIGBUS at the first put. */
+	if (fstat(fd, &st) < 0) {
+		snprintf(detail, detail_len, "fstat: %s", strerror(errno));
+		return RMA__V1__STATUS__ERR_INVALID;
+	}
+	status = region_fd_range(&st, align, huge, offset, length, detail,
+				 detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		return status;
 	addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,

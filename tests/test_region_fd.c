@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -280,6 +281,26 @@ try_register(int fd, int file, uint64_t offset, uint64_t length,
 	return id;
 }
 
+/* What the file's owner does while the daemon looks at the file, at a
+ * point in region_fd_map fixed by the code rather than by timing: its
+ * one fstatfs (this test is linked with --wrap=fstatfs64) runs the hook
+ * first, between the daemon's first look at the file and its mapping. */
+static void (*fstatfs_hook)(int fd);
+
+int __real_fstatfs64(int fd, struct statfs *buf);
+int __wrap_fstatfs64(int fd, struct statfs *buf);
+
+int
+__wrap_fstatfs64(int fd, struct statfs *buf)
+{
+	void (*hook)(int) = fstatfs_hook;
+
+	fstatfs_hook = NULL;
+	if (hook != NULL)
+		hook(fd);
+	return __real_fstatfs64(fd, buf);
+}
+
 START_TEST(test_sealed_memfd_is_a_region)
 {
 	size_t page = (size_t)getpagesize();
@@ -314,6 +335,35 @@ START_TEST(test_sealed_memfd_is_a_region)
 	ck_assert_str_eq(mine + page, "again");
 	status_ok(fd);
 	munmap(mine, 4 * page);
+	close(file);
+	close(fd);
+}
+END_TEST
+
+/* The owner shrinks its unsealed file to nothing and only then seals it,
+ * while the daemon checks it: the seal is there when the daemon reads
+ * the seals, but the size it measured before is gone. Mapped with that
+ * size, the region would be pages past the end of the file, SIGBUS at
+ * the first put into it. The daemon must measure the file once it is
+ * sealed, and refuse. */
+static void
+hook_shrink_then_seal(int fd)
+{
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+}
+
+START_TEST(test_shrunk_before_sealed)
+{
+	size_t page = (size_t)getpagesize();
+	int fd = client_hello(), file = memfd_new(4 * page, 0);
+	int before = fd_count();
+
+	fstatfs_hook = hook_shrink_then_seal;
+	try_register(fd, file, 0, 4 * page, RMA__V1__STATUS__ERR_OUT_OF_BOUNDS);
+	ck_assert_ptr_null(fstatfs_hook); /* the owner did act in between */
+	ck_assert_int_eq(fd_count(), before);
+	status_ok(fd);
 	close(file);
 	close(fd);
 }
@@ -658,6 +708,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_sealed_memfd_is_a_region);
+	tcase_add_test(tc, test_shrunk_before_sealed);
 	tcase_add_test(tc, test_fds_released);
 	tcase_add_test(tc, test_no_fd_or_two);
 	tcase_add_test(tc, test_hostile_files);

@@ -379,7 +379,11 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
  *   F_SEAL_FUTURE_WRITE once it has mapped the file: mappings that exist
  *   keep writing, but no new writable mapping, write(2) or hole punch
  *   is allowed from then on (a punched hole would need a fresh huge page
- *   from a pool that may be empty: SIGBUS). Map it before this call.
+ *   from a pool that may be empty: SIGBUS). The daemon then faults in
+ *   every huge page of the range, so they are taken from the pool at
+ *   this call; if one cannot be had (a hole punched during the call and
+ *   the pool empty) the call fails with RMA_ERR_NO_MEMORY. Map it
+ *   before this call.
  *
  * The seal means the owner can never shrink the file: ftruncate() to a
  * smaller size fails with EPERM, for the owner and everybody else,

@@ -8,9 +8,11 @@
  * the next touch; one punched into hugetlbfs needs a page from the pool,
  * which may be empty (SIGBUS again): there the daemon adds
  * F_SEAL_FUTURE_WRITE once it has mapped, which forbids the punch and
- * new writable mappings while those that exist keep writing. Network,
- * device, proc and sysfs files fault or block at the filesystem's will
- * and are refused by type. */
+ * new writable mappings while those that exist keep writing, and then
+ * faults every page in (a punch before the seal took its reservation).
+ * Network, device, proc and sysfs files fault or block at the
+ * filesystem's will and are refused by type. The size is read once the
+ * seal is seen: before it, the file could still shrink. */
 #include "region_fd.h"
 
 #include <errno.h>
@@ -25,6 +27,9 @@
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
 static const char *
@@ -173,6 +178,20 @@ region_fd_map(int fd, uint64_t offset, uint64_t length, void **addr_p,
 			 strerror(errno));
 		munmap(addr, length);
 		return RMA__V1__STATUS__ERR_INVALID;
+	}
+	/* Until the seal, the owner could punch pages out, and a punch
+	 * takes the range's reservation with it: our first touch would
+	 * need a page from a pool the owner may have emptied (SIGBUS).
+	 * Every page faulted in now, with the seal on, is ours for good;
+	 * one that cannot be had fails here (EFAULT), not in a put. */
+	if (huge && madvise(addr, length, MADV_POPULATE_WRITE) < 0) {
+		snprintf(detail, detail_len,
+			 "the hugetlbfs file's pages (%s): a hole was punched "
+			 "into it while it was registered, and the huge page "
+			 "pool has no page for it",
+			 strerror(errno));
+		munmap(addr, length);
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
 	}
 	*addr_p = addr;
 	return RMA__V1__STATUS__OK;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,30 @@ __wrap_fstatfs64(int fd, struct statfs *buf)
 	if (hook != NULL)
 		hook(fd);
 	return __real_fstatfs64(fd, buf);
+}
+
+/* The same at the daemon's F_ADD_SEALS (--wrap=fcntl64): the hook runs
+ * just before the seal goes on. Every other fcntl passes through. */
+static void (*add_seals_hook)(int fd);
+
+int __real_fcntl64(int fd, int cmd, ...);
+int __wrap_fcntl64(int fd, int cmd, ...);
+
+int
+__wrap_fcntl64(int fd, int cmd, ...)
+{
+	void (*hook)(int) = add_seals_hook;
+	unsigned long arg;
+	va_list ap;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (cmd == F_ADD_SEALS && hook != NULL) {
+		add_seals_hook = NULL;
+		hook(fd);
+	}
+	return __real_fcntl64(fd, cmd, arg);
 }
 
 START_TEST(test_sealed_memfd_is_a_region)
@@ -645,19 +670,33 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* A HugePages_ count of /proc/meminfo (@what: "Free", "Rsvd"). */
 static long
-hugepages_free(void)
+hugepages_count(const char *what)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
+	char line[128], key[32];
 	long n = 0;
 
+	snprintf(key, sizeof(key), "HugePages_%s: %%ld", what);
 	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
+		if (sscanf(line, key, &n) == 1)
 			break;
 	if (f != NULL)
 		fclose(f);
 	return n;
+}
+
+static long
+hugepages_free(void)
+{
+	return hugepages_count("Free");
+}
+
+static long
+hugepages_rsvd(void)
+{
+	return hugepages_count("Rsvd");
 }
 
 /* A hugetlbfs memfd: whole huge pages, and the daemon seals it against
@@ -698,6 +737,76 @@ START_TEST(test_hugetlbfs)
 }
 END_TEST
 
+/* Between the daemon's mmap of a hugetlbfs file and its
+ * F_SEAL_FUTURE_WRITE, the owner punches the page out (allowed: no seal
+ * yet) and takes every free huge page for another file. The punch drops
+ * the page's reservation; the daemon's first touch of the range would
+ * need a page from an empty pool: SIGBUS. The daemon must find that out
+ * once the seal holds, and refuse. */
+static int pool_eater = -1;
+static void *pool_eaten = MAP_FAILED;
+static size_t pool_eaten_len;
+
+static void
+hook_punch_and_drain(int fd)
+{
+	size_t huge = 2u << 20;
+	long free_pages;
+
+	ck_assert_int_eq(fallocate(fd,
+				   FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   0, (off_t)huge),
+			 0);
+	free_pages = hugepages_free();
+	ck_assert_int_ge(free_pages, 1);
+	pool_eaten_len = (size_t)free_pages * huge;
+	pool_eater =
+	    memfd_create("test-regfd-eater", MFD_CLOEXEC | MFD_HUGETLB);
+	ck_assert_int_ge(pool_eater, 0);
+	ck_assert_int_eq(ftruncate(pool_eater, (off_t)pool_eaten_len), 0);
+	/* a shared mapping reserves every page of it */
+	pool_eaten = mmap(NULL, pool_eaten_len, PROT_READ | PROT_WRITE,
+			  MAP_SHARED, pool_eater, 0);
+	ck_assert_ptr_ne(pool_eaten, MAP_FAILED);
+	ck_assert_int_eq(hugepages_free() - hugepages_rsvd(), 0);
+}
+
+START_TEST(test_hugetlbfs_punched_before_sealed)
+{
+	size_t huge = 2u << 20;
+	int fd, f, before;
+	void *mine;
+
+	if (hugepages_free() < 1) {
+		fprintf(stderr,
+			"test_hugetlbfs_punched_before_sealed: skipped: "
+			"no free huge page (/proc/sys/vm/nr_hugepages)\n");
+		return;
+	}
+	fd = client_hello();
+	f = memfd_create("test-regfd-huge",
+			 MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+	ck_assert_int_ge(f, 0);
+	ck_assert_int_eq(ftruncate(f, (off_t)huge), 0);
+	ck_assert_int_eq(fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	mine = mmap(NULL, huge, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	ck_assert_ptr_ne(mine, MAP_FAILED);
+	memcpy(mine, "owner's page", 13);
+	before = fd_count();
+	add_seals_hook = hook_punch_and_drain;
+	try_register(fd, f, 0, huge, RMA__V1__STATUS__ERR_NO_MEMORY);
+	ck_assert_ptr_null(add_seals_hook); /* the owner did act in between */
+	ck_assert_uint_eq(d.world->regions.count, 0);
+	ck_assert_int_eq(fd_count(), before + 1); /* the eater */
+	status_ok(fd);
+	munmap(pool_eaten, pool_eaten_len);
+	close(pool_eater);
+	munmap(mine, huge);
+	close(f);
+	close(fd);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -717,6 +826,7 @@ main(void)
 	tcase_add_test(tc, test_fd_position);
 	tcase_add_test(tc, test_too_many_fds);
 	tcase_add_test(tc, test_hugetlbfs);
+	tcase_add_test(tc, test_hugetlbfs_punched_before_sealed);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(lim, setup_limits, teardown);
 	tcase_add_test(lim, test_limits);

@@ -9,7 +9,8 @@
  *   handshake.c     the hello (and key proof) on a new endpoint
  *   listener.c      the endpoints other daemons open
  *
- * It calls down only (am.c, conn.c through reply.c, guard.c, worker.c).
+ * It calls down only (am.c, reply.c, conn.c for events, guard.c, worker.c,
+ * world.c).
  * What it tells the layers above, operations (op*.c), resolves
  * (resolve.c) and the target side (target.c), goes through struct
  * peer_hooks, which daemon.c fills: read daemon_peer_down and

@@ -697,6 +697,11 @@ rma_status_t rma_get_buf_sync(rma_client_t *client, void *buf, size_t len,
  * (every peer if NULL) is complete at the target, or has failed with its
  * own status. Fails if the connection to a peer fails or is replaced while
  * it waits (see "What a completed or failed operation means" above).
+ * Transfers of rma_put_buf() and rma_get_buf() called before it count as
+ * issued though some of their pieces still wait for staging room: the
+ * flush then waits in that queue behind them (whatever their peer), so
+ * it covers their last pieces too; it counts as one of the 4096 that
+ * may wait (RMA_ERR_LIMIT past them).
  */
 rma_status_t rma_flush(rma_client_t *client, rma_peer_t *peer,
 		       rma_callback_t cb, void *user_data,

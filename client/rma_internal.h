@@ -425,6 +425,11 @@ void staging_pump(rma_client_t *c);
 /* rma_request_cancel of a transfer: no more pieces are issued, it fails
  * with RMA_ERR_CANCELED; true if some were never issued. */
 bool staging_cancel(rma_client_t *c, struct rma_request *parent);
+/* rma_flush while transfers wait for staging room: the flush waits in
+ * the queue behind them, so that it covers their pieces; RMA_INPROGRESS
+ * when nothing waits (a plain flush covers what is issued). */
+rma_status_t staging_flush(rma_client_t *c, uint64_t peer_id, rma_callback_t cb,
+			   void *user_data, rma_request_t **req_p);
 /* Frees the staging bookkeeping (its region goes with the others). */
 void staging_free(rma_client_t *c);
 /* Gives back extent e (index + 1; 0: none) of a piece that was never

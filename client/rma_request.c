@@ -560,6 +560,7 @@ rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
 	  void *user_data, rma_request_t **req_p)
 {
 	Rma__V1__Op op = RMA__V1__OP__INIT;
+	rma_status_t st;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -570,6 +571,11 @@ rma_flush(rma_client_t *client, rma_peer_t *peer, rma_callback_t cb,
 				    "peer of another client");
 	op.kind = RMA__V1__OP_KIND__FLUSH;
 	op.peer_id = peer != NULL ? peer->peer_id : 0;
+	/* behind the buffer transfers that wait for staging room: submitted
+	 * before it, they are the flush's to cover */
+	st = staging_flush(client, op.peer_id, cb, user_data, req_p);
+	if (st != RMA_INPROGRESS)
+		return st;
 	return request_submit(client, &op, cb, user_data, req_p);
 }
 

@@ -71,6 +71,7 @@ struct staging_xfer {
 	uint64_t len, pos;	   /* bytes in all, issued so far */
 	struct rma_remote *remote; /* its staged count holds a release */
 	uint64_t remote_offset;
+	uint64_t peer_id; /* a flush's (kind FLUSH: no bytes, no remote) */
 	unsigned flags;
 	uint64_t reattaches; /* the client's count at the call */
 	bool queued;	     /* in the queue: pieces to issue */
@@ -373,7 +374,8 @@ staging_xfer_end(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 		x->copy = NULL;
 	}
 	x->buf = NULL;
-	peer_remote_unstage(c, x->remote);
+	if (x->remote != NULL)
+		peer_remote_unstage(c, x->remote);
 	staging_xfer_put(x);
 }
 
@@ -393,7 +395,8 @@ staging_may_issue(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 		staging_fail(x, RMA_ERR_RESTARTED,
 			     "the daemon was taken over while the transfer "
 			     "was under way: retry");
-	else if (s->region->lost != RMA_OK)
+	else if (x->kind != RMA__V1__OP_KIND__FLUSH &&
+		 s->region->lost != RMA_OK)
 		staging_fail(x, RMA_ERR_NO_REGION,
 			     "the staging area was not given back after a "
 			     "restart");
@@ -453,6 +456,25 @@ staging_issue(rma_client_t *c, struct staging *s, struct staging_xfer *x)
 	return true;
 }
 
+/* A flush whose turn came: everything queued before it is issued, so
+ * the daemon's flush covers it. Its one piece is the flush op. */
+static bool
+staging_issue_flush(rma_client_t *c, struct staging_xfer *x)
+{
+	Rma__V1__Op op = RMA__V1__OP__INIT;
+	rma_status_t st;
+
+	op.kind = RMA__V1__OP_KIND__FLUSH;
+	op.peer_id = x->peer_id;
+	x->req->parts_left++;
+	st = request_submit_staged(c, &op, NULL, staging_piece_done, x, NULL);
+	if (st != RMA_OK) {
+		x->req->parts_left--;
+		staging_fail(x, st, c->last_error);
+	}
+	return true;
+}
+
 void
 staging_pump(rma_client_t *c)
 {
@@ -475,7 +497,9 @@ staging_pump(rma_client_t *c)
 				staging_xfer_end(c, s, x);
 				continue;
 			}
-			if (!staging_issue(c, s, x))
+			if (x->kind == RMA__V1__OP_KIND__FLUSH
+				? !staging_issue_flush(c, x)
+				: !staging_issue(c, s, x))
 				break;
 			if (x->pos == x->len || x->req->first_error != RMA_OK)
 				staging_xfer_end(c, s, x);
@@ -528,52 +552,23 @@ staging_one(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind, void *buf,
 	return request_submit_staged(c, &op, &stage, cb, user_data, req_p);
 }
 
-/* A request of pieces, queued and pumped. */
+/* x (made by the caller, and the caller's to free on failure) becomes a
+ * request of pieces, queued and pumped. */
 static rma_status_t
-staging_queue(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind,
-	      void *buf, size_t len, rma_remote_t *remote,
-	      uint64_t remote_offset, unsigned flags, rma_callback_t cb,
-	      void *user_data, rma_request_t **req_p)
+staging_enqueue(rma_client_t *c, struct staging *s, struct staging_xfer *x,
+		rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
-	bool small = kind == RMA__V1__OP_KIND__PUT && len <= RMA_BUF_COPY_MAX;
-	struct rma_request *parent;
-	struct staging_xfer *x;
+	struct rma_request *parent = request_alloc(c);
 
-	if (s->q_n >= STAGING_QUEUE_MAX ||
-	    (small && s->q_copies + len > STAGING_COPIES_MAX))
-		return client_error(c, RMA_ERR_LIMIT,
-				    "%u transfers (%zu bytes of small puts) "
-				    "wait for staging room already: let "
-				    "some complete (rma_progress), then "
-				    "retry",
-				    s->q_n, s->q_copies);
-	x = calloc(1, sizeof(*x));
-	if (x == NULL)
-		goto err_nomem;
-	x->buf = buf;
-	if (small) {
-		/* the caller may reuse its buffer when this returns */
-		x->copy = malloc(len);
-		if (x->copy == NULL)
-			goto err_free_xfer;
-		memcpy(x->copy, buf, len);
-		x->buf = x->copy;
-	}
-	parent = request_alloc(c);
 	if (parent == NULL)
-		goto err_free_copy;
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a transfer");
 	parent->refs = 1; /* the library's, until the last piece */
 	parent->cb = cb;
 	parent->user_data = user_data;
 	parent->parts_left = 1; /* the queue's hold */
 	parent->xfer = x;
 	x->req = parent;
-	x->kind = kind;
-	x->len = len;
-	x->remote = remote;
-	remote->staged++;
-	x->remote_offset = remote_offset;
-	x->flags = flags;
 	x->reattaches = c->reattaches;
 	if (s->q_tail != NULL)
 		s->q_tail->next = x;
@@ -582,21 +577,94 @@ staging_queue(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind,
 	s->q_tail = x;
 	s->q_n++;
 	x->queued = true;
-	if (small)
-		s->q_copies += len;
 	if (req_p != NULL) {
 		parent->refs++;
 		*req_p = parent;
 	}
 	staging_pump(c);
 	return RMA_OK;
+}
 
-err_free_copy:
-	free(x->copy);
-err_free_xfer:
-	free(x);
-err_nomem:
-	return client_error(c, RMA_ERR_NO_MEMORY, "no memory for a transfer");
+static rma_status_t
+staging_queue_full(rma_client_t *c, const struct staging *s)
+{
+	return client_error(c, RMA_ERR_LIMIT,
+			    "%u transfers (%zu bytes of small puts) wait for "
+			    "staging room already: let some complete "
+			    "(rma_progress), then retry",
+			    s->q_n, s->q_copies);
+}
+
+/* A transfer that waits for room behind others, or for lack of it. */
+static rma_status_t
+staging_queue(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind,
+	      void *buf, size_t len, rma_remote_t *remote,
+	      uint64_t remote_offset, unsigned flags, rma_callback_t cb,
+	      void *user_data, rma_request_t **req_p)
+{
+	bool small = kind == RMA__V1__OP_KIND__PUT && len <= RMA_BUF_COPY_MAX;
+	struct staging_xfer *x;
+	rma_status_t st;
+
+	if (s->q_n >= STAGING_QUEUE_MAX ||
+	    (small && s->q_copies + len > STAGING_COPIES_MAX))
+		return staging_queue_full(c, s);
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a transfer");
+	x->buf = buf;
+	if (small) {
+		/* the caller may reuse its buffer when this returns */
+		x->copy = malloc(len);
+		if (x->copy == NULL) {
+			free(x);
+			return client_error(c, RMA_ERR_NO_MEMORY,
+					    "no memory for a transfer");
+		}
+		memcpy(x->copy, buf, len);
+		x->buf = x->copy;
+		s->q_copies += len;
+	}
+	x->kind = kind;
+	x->len = len;
+	x->remote = remote;
+	x->remote_offset = remote_offset;
+	x->flags = flags;
+	remote->staged++;
+	st = staging_enqueue(c, s, x, cb, user_data, req_p);
+	if (st != RMA_OK) {
+		remote->staged--;
+		if (small)
+			s->q_copies -= len;
+		free(x->copy);
+		free(x);
+	}
+	return st;
+}
+
+rma_status_t
+staging_flush(rma_client_t *c, uint64_t peer_id, rma_callback_t cb,
+	      void *user_data, rma_request_t **req_p)
+{
+	struct staging *s = c->staging;
+	struct staging_xfer *x;
+
+	if (s == NULL || s->q_head == NULL)
+		return RMA_INPROGRESS;
+	if (s->q_n >= STAGING_QUEUE_MAX)
+		return staging_queue_full(c, s);
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return client_error(c, RMA_ERR_NO_MEMORY,
+				    "no memory for a flush");
+	x->kind = RMA__V1__OP_KIND__FLUSH;
+	x->peer_id = peer_id;
+	if (staging_enqueue(c, s, x, cb, user_data, req_p) != RMA_OK) {
+		free(x);
+		return RMA_ERR_NO_MEMORY;
+	}
+	return RMA_OK;
 }
 
 static rma_status_t

@@ -503,6 +503,61 @@ START_TEST(test_fork_child_refused)
 }
 END_TEST
 
+/* A flush completed with RMA_OK means every operation submitted to its
+ * peer before it has completed (rma.h). A big put through the staging
+ * area returned RMA_OK with most of its pieces still waiting for room:
+ * a flush called after it completes only once the put has, every byte
+ * at the target. The target is stopped so that the put has exactly four
+ * pieces out when the flush is called. */
+struct flush_seen {
+	rma_request_t *put;
+	int put_done_at_flush; /* -1 until the flush completes */
+};
+
+static void
+flush_seen_cb(rma_request_t *req, rma_status_t st, void *arg)
+{
+	struct flush_seen *f = arg;
+
+	(void)req;
+	(void)st;
+	f->put_done_at_flush = rma_request_is_completed(f->put);
+}
+
+START_TEST(test_flush_after_queued_put)
+{
+	size_t n = 1u << 20;
+	uint8_t *src = malloc(n);
+	struct flush_seen f = {NULL, -1};
+	rma_request_t *freq;
+
+	ck_assert_ptr_nonnull(src);
+	harness_fill(src, n, 41);
+	memset(rma_region_ptr(ra), 0, n);
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(
+	    rma_put_buf(cb, src, n, remote_a, 0, RC, NULL, NULL, &f.put),
+	    RMA_OK);
+	ck_assert_int_eq(rma_in_flight(cb), 4);
+	ck_assert_int_eq(rma_flush(cb, peer_a, flush_seen_cb, &f, &freq),
+			 RMA_OK);
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
+	ck_assert_int_eq(rma_request_wait(cb, freq, WAIT_MS), RMA_OK);
+	ck_assert_msg(f.put_done_at_flush == 1,
+		      "the flush completed before the put it follows "
+		      "(%llu of %zu bytes moved)",
+		      (unsigned long long)rma_request_bytes(f.put), n);
+	ck_assert_int_eq(rma_request_status(f.put), RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(ra), src, n), 0);
+	rma_request_release(freq);
+	rma_request_release(f.put);
+	/* with nothing queued, a flush is the plain one */
+	ck_assert_int_eq(rma_flush_sync(cb, peer_a, WAIT_MS), RMA_OK);
+	ck_assert_int_eq(rma_in_flight(cb), 0);
+	free(src);
+}
+END_TEST
+
 /* rma_remote_release() says operations already submitted on a remote are
  * not affected: a big put that returned RMA_OK, its remote released
  * while most of its pieces still wait for staging room, moves every
@@ -612,6 +667,7 @@ main(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_staging_size_env);
 	tcase_add_test(tc, test_fork_child_refused);
+	tcase_add_test(tc, test_flush_after_queued_put);
 	tcase_add_test(tc, test_remote_released_mid_transfer);
 	tcase_add_test(tc, test_take_over_mid_transfer);
 	suite_add_tcase(s, tc);

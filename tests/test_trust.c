@@ -767,13 +767,43 @@ forge_from_status(const char *daemon_id_hex, uint64_t region_id,
 /* Issue 10 item 3: status showed every region's generation, and any local
  * client forged descriptors from it and read and wrote another client's
  * region. What makes a descriptor valid now reaches its owner only. */
-START_TEST(test_descriptor_secret)
+/* Every view of rmactl (human and JSON) on socket and the metrics page on
+ * mport: none shows the descriptor desc or its secret generation. */
+static void
+views_hide_secret(const char *socket, uint16_t mport, const char *desc,
+		  uint64_t generation)
 {
 	static const char *const views[][3] = {
 	    {"status", NULL},	   {"status", "--json"}, {"regions", NULL},
 	    {"regions", "--json"}, {"ops", "--json"},	 {"clients", "--json"},
 	};
 	const char *rmactl = getenv("RMACTL_BIN");
+	char *out, *err, *metrics;
+
+	ck_assert_ptr_nonnull(rmactl);
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		const char *argv[] = {rmactl,	   "--socket",	socket,
+				      views[i][0], views[i][1], NULL};
+		int status = run_capture(argv, &out, &err);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "rmactl %s %s: %s", views[i][0],
+			      views[i][1] ? views[i][1] : "", err);
+		ck_assert_msg(!holds_secret(out, strlen(out), generation),
+			      "rmactl %s %s shows A's generation", views[i][0],
+			      views[i][1] ? views[i][1] : "");
+		ck_assert_ptr_null(strstr(out, desc));
+		free(out);
+		free(err);
+	}
+	metrics = metrics_get(mport);
+	ck_assert_ptr_nonnull(strstr(metrics, "rmad_regions"));
+	ck_assert_msg(!holds_secret(metrics, strlen(metrics), generation),
+		      "/metrics shows A's generation");
+	free(metrics);
+}
+
+START_TEST(test_descriptor_secret)
+{
 	uint16_t mport = harness_free_port();
 	char mlisten[32], text[DESCRIPTOR_TEXT_SIZE];
 	const char *flags[] = {"--metrics-listen", mlisten, NULL};
@@ -789,9 +819,6 @@ START_TEST(test_descriptor_secret)
 	size_t raw_len;
 	uint64_t guesses[4];
 	int n_forged = 0;
-	char *out, *err, *metrics;
-
-	ck_assert_ptr_nonnull(rmactl);
 	snprintf(mlisten, sizeof(mlisten), "127.0.0.1:%u", mport);
 	harness_daemon_start(&dp, flags);
 	harness_daemon_start(&other, NULL);
@@ -827,28 +854,9 @@ START_TEST(test_descriptor_secret)
 		      "the raw status reply holds A's generation");
 	free(raw);
 
-	/* What rmactl prints, every view, human and JSON. */
-	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
-		const char *argv[] = {rmactl,	   "--socket",	dp.socket,
-				      views[i][0], views[i][1], NULL};
-		int status = run_capture(argv, &out, &err);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			      "rmactl %s %s: %s", views[i][0],
-			      views[i][1] ? views[i][1] : "", err);
-		ck_assert_msg(
-		    !holds_secret(out, strlen(out), secret.generation),
-		    "rmactl %s %s shows A's generation", views[i][0],
-		    views[i][1] ? views[i][1] : "");
-		ck_assert_ptr_null(strstr(out, rma_region_descriptor(ra)));
-		free(out);
-		free(err);
-	}
-	metrics = metrics_get(mport);
-	ck_assert_ptr_nonnull(strstr(metrics, "rmad_regions"));
-	ck_assert_msg(
-	    !holds_secret(metrics, strlen(metrics), secret.generation),
-	    "/metrics shows A's generation");
-	free(metrics);
+	/* What rmactl prints, every view, human and JSON; the metrics page. */
+	views_hide_secret(dp.socket, mport, rma_region_descriptor(ra),
+			  secret.generation);
 
 	/* B forges from what status shows: daemon id, region id, length,
 	 * and a guessed generation. Through its own daemon, and through

@@ -1091,73 +1091,20 @@ hostile_dialed(const struct hostile *h, struct am_hello *m)
 #endif
 }
 
-/* The daemon dialed us (a client asked it to: whoever runs us does, once
- * we say we listen). Holding no key, we try what its HELLO can buy:
- *   relayed: its hello to another daemon of the cluster (--relay), which
- *     must see that it was dialed to another address;
- *   own-nonce: a hello of another id carrying the daemon's nonce, to
- *     the daemon, dialed right;
- *   reflected: its hello back to its own listener, then each challenge
- *     and proof to the other side; nothing may be served to us;
- *   version-2: a hello of the daemon protocol before, which must be
- *     answered ERR_VERSION;
- *   own-id: a hello of our making with the daemon's id (from the
- *     descriptor), a fresh nonce, dialed right.
- * Each answer is noted as "<what> answered <status>". */
+/* reflect: the hello the daemon sent us goes back to its own listener;
+ * what it answers (and, keyed, the proof its dialing side gives for the
+ * challenge) is noted, then whether anything is served over that
+ * connection. -1: no connection to the daemon. */
 static int
-hostile_attack_reflect(struct hostile *h)
+hostile_reflect_back(struct hostile *h, double deadline)
 {
-	ucp_listener_params_t lp = {
-	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-			  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
-	    .conn_handler.cb = hostile_on_conn_request,
-	    .conn_handler.arg = h,
-	};
-	double deadline = monotime_s() + h->seconds;
 	struct hostile_ep back;
-	struct am_hello theirs, m;
 	unsigned long n;
 	int32_t status;
-	ucs_status_t st;
 
-	if (!h->have_listen || !h->have_desc) {
-		fprintf(stderr, "hostile_peer: reflect needs --listen and "
-				"--descriptor\n");
-		return 2;
-	}
-	lp.sockaddr.addr = (struct sockaddr *)&h->listen_sa;
-	lp.sockaddr.addrlen = h->listen_sa_len;
-	st = ucp_listener_create(h->worker, &lp, &h->listener);
-	if (st != UCS_OK) {
-		fprintf(stderr, "hostile_peer: listen: %s\n",
-			ucs_status_string(st));
-		return 1;
-	}
-	printf("reflect: listening\n");
-	fflush(stdout);
-	if (!hostile_await(h, AM_HELLO, 0, NULL, deadline) ||
-	    h->capture[AM_HELLO].length < sizeof(theirs)) {
-		hostile_note(h, "the daemon never dialed us (no HELLO)");
-		return 1;
-	}
-	memcpy(&theirs, h->capture[AM_HELLO].data, sizeof(theirs));
-
-	if (h->have_relay)
-		hostile_hello_once(
-		    h, &h->relay_sa, h->relay_sa_len, h->capture[AM_HELLO].data,
-		    h->capture[AM_HELLO].length, "relayed hello");
-	m = theirs;
-	for (size_t i = 0; i < DAEMON_ID_SIZE; i++)
-		m.daemon_id[i] = (uint8_t)(0xa0 + i);
-	m.token = ++h->token;
-	hostile_dialed(h, &m);
-	hostile_hello_once(h, &h->sa, h->sa_len, &m, sizeof(m),
-			   "own-nonce hello");
-
-	/* Its hello, back to its own listener. */
 	if (hostile_connect(h, &back) < 0) {
 		hostile_note(h, "no connection to the daemon");
-		return 1;
+		return -1;
 	}
 	n = h->capture[AM_HELLO_REPLY].n;
 	hostile_forward(h, &back, AM_HELLO);
@@ -1196,6 +1143,72 @@ hostile_attack_reflect(struct hostile *h)
 	else
 		hostile_note(h, "no RESOLVE served");
 	hostile_close(h, &back);
+	return 0;
+}
+
+/* The daemon dialed us (a client asked it to: whoever runs us does, once
+ * we say we listen). Holding no key, we try what its HELLO can buy:
+ *   relayed: its hello to another daemon of the cluster (--relay), which
+ *     must see that it was dialed to another address;
+ *   own-nonce: a hello of another id carrying the daemon's nonce, to
+ *     the daemon, dialed right;
+ *   reflected: its hello back to its own listener, then each challenge
+ *     and proof to the other side; nothing may be served to us;
+ *   version-2: a hello of the daemon protocol before, which must be
+ *     answered ERR_VERSION;
+ *   own-id: a hello of our making with the daemon's id (from the
+ *     descriptor), a fresh nonce, dialed right.
+ * Each answer is noted as "<what> answered <status>". */
+static int
+hostile_attack_reflect(struct hostile *h)
+{
+	ucp_listener_params_t lp = {
+	    .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+	    .conn_handler.cb = hostile_on_conn_request,
+	    .conn_handler.arg = h,
+	};
+	double deadline = monotime_s() + h->seconds;
+	struct am_hello theirs, m;
+	ucs_status_t st;
+
+	if (!h->have_listen || !h->have_desc) {
+		fprintf(stderr, "hostile_peer: reflect needs --listen and "
+				"--descriptor\n");
+		return 2;
+	}
+	lp.sockaddr.addr = (struct sockaddr *)&h->listen_sa;
+	lp.sockaddr.addrlen = h->listen_sa_len;
+	st = ucp_listener_create(h->worker, &lp, &h->listener);
+	if (st != UCS_OK) {
+		fprintf(stderr, "hostile_peer: listen: %s\n",
+			ucs_status_string(st));
+		return 1;
+	}
+	printf("reflect: listening\n");
+	fflush(stdout);
+	if (!hostile_await(h, AM_HELLO, 0, NULL, deadline) ||
+	    h->capture[AM_HELLO].length < sizeof(theirs)) {
+		hostile_note(h, "the daemon never dialed us (no HELLO)");
+		return 1;
+	}
+	memcpy(&theirs, h->capture[AM_HELLO].data, sizeof(theirs));
+
+	if (h->have_relay)
+		hostile_hello_once(
+		    h, &h->relay_sa, h->relay_sa_len, h->capture[AM_HELLO].data,
+		    h->capture[AM_HELLO].length, "relayed hello");
+	m = theirs;
+	for (size_t i = 0; i < DAEMON_ID_SIZE; i++)
+		m.daemon_id[i] = (uint8_t)(0xa0 + i);
+	m.token = ++h->token;
+	hostile_dialed(h, &m);
+	hostile_hello_once(h, &h->sa, h->sa_len, &m, sizeof(m),
+			   "own-nonce hello");
+
+	/* Its hello, back to its own listener. */
+	if (hostile_reflect_back(h, deadline) < 0)
+		return 1;
 
 	/* A hello of daemon protocol 2 (88 bytes; the version at the same
 	 * place in every one): answered, with ERR_VERSION. */

@@ -686,12 +686,79 @@ loads_reached(struct load *loads, const uint64_t *at_least, int need_first)
 	return 1;
 }
 
-START_TEST(test_blackout_under_load)
+/* One round's puts, each series: only retriable failures, one put done
+ * after the take-over, the bytes right; its blackout and longest gap go
+ * into round i of stop_to_first and gaps. */
+static void
+blackout_round_check(struct load *loads, int i,
+		     double stop_to_first[][MAX_ROUNDS],
+		     double gaps[][MAX_ROUNDS])
 {
-	static const char *const flags[] = {"--take-over", NULL};
+	for (int s = 0; s < LOAD_SERIES; s++) {
+		struct load *l = &loads[s];
+
+		ck_assert_msg(l->bad_failure == RMA_OK,
+			      "round %d, %s: failure %s is not "
+			      "retriable",
+			      i, l->name, rma_strerror(l->bad_failure));
+		ck_assert_msg(l->stopped_at > 0 && l->first_after > 0,
+			      "round %d, %s: no put completed after "
+			      "the take-over",
+			      i, l->name);
+		ck_assert_uint_eq(l->bad_bytes, 0);
+		stop_to_first[s][i] = l->first_after - l->stopped_at;
+		gaps[s][i] = l->worst_gap;
+		fprintf(stderr,
+			"blackout round %2d  %-28s %6.1f ms  gap %6.1f "
+			"ms  %5llu ok  %llu failed (first: %s)\n",
+			i, l->name, stop_to_first[s][i] * 1e3,
+			l->worst_gap * 1e3, (unsigned long long)l->ok,
+			(unsigned long long)l->failed,
+			rma_strerror(l->first_failure));
+	}
+}
+
+/* The blackouts over every round, each series: their spread, as text
+ * and as one JSON line. */
+static void
+blackout_report(const struct load *loads, int rounds,
+		double stop_to_first[][MAX_ROUNDS], double gaps[][MAX_ROUNDS])
+{
 	static const char *const keys[LOAD_SERIES] = {
 	    "remote_target_restarted", "local_target_restarted",
 	    "local_initiator_restarted"};
+	char json[2048];
+	size_t at = 0;
+
+	at += (size_t)snprintf(json + at, sizeof(json) - at,
+			       "{\"bench\": \"restart_blackout\", "
+			       "\"rounds\": %d",
+			       rounds);
+	for (int s = 0; s < LOAD_SERIES; s++) {
+		double a[4], b[4];
+
+		dist(stop_to_first[s], rounds, a);
+		dist(gaps[s], rounds, b);
+		fprintf(stderr,
+			"blackout over %d take-overs, %-28s exit -> first put "
+			"min %.1f median %.1f p90 %.1f max %.1f ms; longest "
+			"gap min %.1f median %.1f p90 %.1f max %.1f ms\n",
+			rounds, loads[s].name, a[0], a[1], a[2], a[3], b[0],
+			b[1], b[2], b[3]);
+		at += (size_t)snprintf(
+		    json + at, sizeof(json) - at,
+		    ", \"%s\": {\"exit_to_first_ms\": {\"min\": %.1f, "
+		    "\"median\": %.1f, \"p90\": %.1f, \"max\": %.1f}, "
+		    "\"gap_ms\": {\"min\": %.1f, \"median\": %.1f, \"p90\": "
+		    "%.1f, \"max\": %.1f}}",
+		    keys[s], a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
+	}
+	fprintf(stderr, "blackout json: %s}\n", json);
+}
+
+START_TEST(test_blackout_under_load)
+{
+	static const char *const flags[] = {"--take-over", NULL};
 	const char *env = getenv("RMAD_RESTART_ROUNDS");
 	int rounds = env ? atoi(env) : 3;
 	static double stop_to_first[LOAD_SERIES][MAX_ROUNDS];
@@ -701,8 +768,6 @@ START_TEST(test_blackout_under_load)
 	rma_remote_t *remote_b, *remote_self;
 	rma_region_t *src2;
 	rma_client_t *ca2;
-	char json[2048];
-	size_t at = 0;
 
 	ck_assert_int_ge(rounds, 1);
 	ck_assert_int_le(rounds, MAX_ROUNDS);
@@ -771,53 +836,9 @@ START_TEST(test_blackout_under_load)
 			loads[s].stop = 1;
 		for (int s = 0; s < LOAD_SERIES; s++)
 			pthread_join(t[s], NULL);
-		for (int s = 0; s < LOAD_SERIES; s++) {
-			struct load *l = &loads[s];
-
-			ck_assert_msg(l->bad_failure == RMA_OK,
-				      "round %d, %s: failure %s is not "
-				      "retriable",
-				      i, l->name, rma_strerror(l->bad_failure));
-			ck_assert_msg(l->stopped_at > 0 && l->first_after > 0,
-				      "round %d, %s: no put completed after "
-				      "the take-over",
-				      i, l->name);
-			ck_assert_uint_eq(l->bad_bytes, 0);
-			stop_to_first[s][i] = l->first_after - l->stopped_at;
-			gaps[s][i] = l->worst_gap;
-			fprintf(stderr,
-				"blackout round %2d  %-28s %6.1f ms  gap %6.1f "
-				"ms  %5llu ok  %llu failed (first: %s)\n",
-				i, l->name, stop_to_first[s][i] * 1e3,
-				l->worst_gap * 1e3, (unsigned long long)l->ok,
-				(unsigned long long)l->failed,
-				rma_strerror(l->first_failure));
-		}
+		blackout_round_check(loads, i, stop_to_first, gaps);
 	}
-	at += (size_t)snprintf(json + at, sizeof(json) - at,
-			       "{\"bench\": \"restart_blackout\", "
-			       "\"rounds\": %d",
-			       rounds);
-	for (int s = 0; s < LOAD_SERIES; s++) {
-		double a[4], b[4];
-
-		dist(stop_to_first[s], rounds, a);
-		dist(gaps[s], rounds, b);
-		fprintf(stderr,
-			"blackout over %d take-overs, %-28s exit -> first put "
-			"min %.1f median %.1f p90 %.1f max %.1f ms; longest "
-			"gap min %.1f median %.1f p90 %.1f max %.1f ms\n",
-			rounds, loads[s].name, a[0], a[1], a[2], a[3], b[0],
-			b[1], b[2], b[3]);
-		at += (size_t)snprintf(
-		    json + at, sizeof(json) - at,
-		    ", \"%s\": {\"exit_to_first_ms\": {\"min\": %.1f, "
-		    "\"median\": %.1f, \"p90\": %.1f, \"max\": %.1f}, "
-		    "\"gap_ms\": {\"min\": %.1f, \"median\": %.1f, \"p90\": "
-		    "%.1f, \"max\": %.1f}}",
-		    keys[s], a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
-	}
-	fprintf(stderr, "blackout json: %s}\n", json);
+	blackout_report(loads, rounds, stop_to_first, gaps);
 	rma_disconnect(ca2);
 }
 END_TEST

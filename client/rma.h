@@ -620,7 +620,12 @@ rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
  * waits in a queue, in the order of the calls, and goes on as pieces
  * complete: that is not an error. At most 4096 transfers wait, holding
  * at most 64 MiB of copies of small puts; one more is refused with
- * RMA_ERR_LIMIT (nothing submitted): make progress, then retry.
+ * RMA_ERR_LIMIT (nothing submitted): make progress, then retry. The
+ * queue keeps the order of the buffer transfers (and of rma_flush(),
+ * which waits in it behind them), not their order with the operations
+ * that need no staging: an rma_put(), rma_get() or rma_atomic() called
+ * after a transfer that waits reaches the daemon before that transfer's
+ * waiting pieces.
  *
  * The buffer: a put of at most RMA_BUF_COPY_MAX (64 KiB) bytes is copied
  * before rma_put_buf() returns (into the area, or into memory of the

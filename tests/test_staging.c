@@ -648,6 +648,37 @@ START_TEST(test_take_over_mid_transfer)
 }
 END_TEST
 
+/* A get_buf_sync that times out gives the buffer back: the transfer is
+ * canceled, and its pieces in flight, completing later, write nothing
+ * into it. The target is stopped, so the get cannot complete in time. */
+START_TEST(test_get_sync_timeout_gives_buffer_back)
+{
+	size_t n = 1u << 20;
+	uint8_t *dst = malloc(n);
+
+	ck_assert_ptr_nonnull(dst);
+	harness_fill(rma_region_ptr(ra), n, 31);
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_get_buf_sync(cb, dst, n, remote_a, 0, 200),
+			 RMA_ERR_TIMEOUT);
+	/* the four pieces issued are still in flight, the rest dropped */
+	ck_assert_int_eq(rma_in_flight(cb), 4);
+	memset(dst, 0x77, n);
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
+	for (double end = harness_now() + 20;
+	     rma_in_flight(cb) > 0 && harness_now() < end;)
+		ck_assert_int_ne(rma_wait(cb, 100), RMA_ERR_DAEMON_GONE);
+	ck_assert_int_eq(rma_in_flight(cb), 0);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(dst[i], 0x77);
+	/* and the area is whole again */
+	ck_assert_int_eq(rma_get_buf_sync(cb, dst, n, remote_a, 0, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(dst, rma_region_ptr(ra), n), 0);
+	free(dst);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -670,6 +701,7 @@ main(void)
 	tcase_add_test(tc, test_flush_after_queued_put);
 	tcase_add_test(tc, test_remote_released_mid_transfer);
 	tcase_add_test(tc, test_take_over_mid_transfer);
+	tcase_add_test(tc, test_get_sync_timeout_gives_buffer_back);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -277,7 +277,15 @@ bool ring_closed(const rma_client_t *c);
 bool ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 	       const void *arg);
 
-/* ---- client.c ---- */
+/* ---- client.c, client_io.c, client_call.c ---- */
+
+/* s, or "" for NULL (a string field the daemon left unset). */
+const char *client_str(const char *s);
+/* client_io.c: handle every whole frame already read (reentrant: a
+ * callback may wait and so dispatch the frames after its own); read
+ * everything the socket has, dispatching as frames complete. */
+void client_dispatch(rma_client_t *c);
+void client_read(rma_client_t *c);
 
 /**
  * Synchronous request/reply: assigns req->id, sends, waits up to 30 s for
@@ -293,7 +301,7 @@ rma_status_t rma_client_call(rma_client_t *c, Rma__V1__Request *req,
 
 /* The detail of a failed rma_connect (no client to hold it yet). */
 extern __thread char client_connect_error[512];
-/* client.c and connect.c: the next received fd (-1: none); the hello;
+/* client*.c and connect.c: the next received fd (-1: none); the hello;
  * a client on a connected fd (closed on failure); the reconnect after a
  * take-over (false: the daemon is gone for good, why says so). */
 int client_fd_pop(rma_client_t *c);

@@ -233,18 +233,16 @@ ring_note_socket_submit(rma_client_t *c)
 }
 
 /* Takes one record: 1 for a completion (in k, detail), 2 for a
- * notification (offset, length and value in n, its region in k->op_id;
- * *sender its sender as hex, until the next take),
+ * notification (in n; *sender its sender as hex, until the next take),
  * 0 when the ring is empty. */
 static int
 ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
-	  rma_notification_t *n, const char **sender)
+	  struct ringrec_notification *n, const char **sender)
 {
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
 	uint32_t avail = tail - r->comp_head, need;
 	uint32_t slot = r->comp_head % r->comp_slots;
-	struct ringrec_notify body;
 
 	if (avail == 0)
 		return 0;
@@ -268,16 +266,15 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 				    "tail");
 			return 0;
 		}
-		slot = (r->comp_head + 1) % r->comp_slots;
-		memcpy(&body, r->comp + slot * RINGREC_COMP_SIZE, sizeof(body));
-		/* its region is k->op_id */
-		n->offset = k->bytes;
-		n->length = k->value;
-		n->value = body.value;
+		ringrec_load_notification(
+		    r->comp + slot * RINGREC_COMP_SIZE,
+		    r->comp + (r->comp_head + 1) % r->comp_slots *
+				  RINGREC_COMP_SIZE,
+		    n);
 		if (r->sender_hex[0] == '\0' ||
-		    memcmp(body.sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
-			memcpy(r->sender, body.sender, RINGREC_SENDER_SIZE);
-			descriptor_hex(body.sender, RINGREC_SENDER_SIZE,
+		    memcmp(n->sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
+			memcpy(r->sender, n->sender, RINGREC_SENDER_SIZE);
+			descriptor_hex(n->sender, RINGREC_SENDER_SIZE,
 				       r->sender_hex);
 		}
 		*sender = r->sender_hex;
@@ -312,18 +309,23 @@ ring_reap(rma_client_t *c)
 {
 	char detail[RINGREC_DETAIL_MAX + 1];
 	const char *sender = NULL;
+	struct ringrec_notification rn;
 	struct ringrec_comp k;
-	rma_notification_t n;
 	int got, count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
 	 * each record is taken before its callback runs. */
 	while (!c->gone && c->ring != NULL &&
-	       (got = ring_take(c, &k, detail, &n, &sender)) != 0) {
+	       (got = ring_take(c, &k, detail, &rn, &sender)) != 0) {
 		count++;
-		if (got == 2)
-			notification_receive(c, k.op_id, &n, sender,
+		if (got == 2) {
+			rma_notification_t n = {.offset = rn.offset,
+						.length = rn.length,
+						.value = rn.value};
+
+			notification_receive(c, rn.region_id, &n, sender,
 					     2 * RINGREC_SENDER_SIZE);
+		}
 		else
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);

@@ -309,31 +309,12 @@ ring_comp_slot(const struct ring *r, uint32_t n)
 	return r->comp + (size_t)(n & (r->comp_slots - 1)) * RINGREC_COMP_SIZE;
 }
 
-/* Records are stored field by field straight into the slot: one built
- * on the stack and copied in was read back with loads wider than the
- * stores that built it, which the CPU cannot forward, so each waited for
- * the store buffer to drain, i.e. for the previous record's stores to
- * the client's cache lines to complete. */
-static void
-ring_store_comp(uint8_t *slot, uint64_t op_id, uint64_t bytes, uint64_t value,
-		int32_t status, uint16_t detail_len, uint16_t kind)
-{
-	struct ringrec_comp *k = (struct ringrec_comp *)slot;
-
-	k->op_id = op_id;
-	k->bytes = bytes;
-	k->value = value;
-	k->status = status;
-	k->detail_len = detail_len;
-	k->kind = kind;
-}
-
 static void
 ring_write_comp(struct ring *r, const Rma__V1__Completion *k, size_t dlen)
 {
-	ring_store_comp(ring_comp_slot(r, r->comp_tail), k->op_id, k->bytes,
-			k->value, (int32_t)k->status, (uint16_t)dlen,
-			RINGREC_KIND_COMPLETION);
+	ringrec_store_completion(ring_comp_slot(r, r->comp_tail), k->op_id,
+				 k->bytes, k->value, (int32_t)k->status,
+				 (uint16_t)dlen);
 	r->comp_tail++;
 	for (size_t at = 0; at < dlen; at += RINGREC_COMP_SIZE) {
 		size_t len = dlen - at < RINGREC_COMP_SIZE ? dlen - at
@@ -479,15 +460,15 @@ static void
 ring_write_notify(struct ring *r, const struct notifrec *n,
 		  const uint8_t *sender)
 {
-	/* two slots, one at a time: the second may be the ring's first */
-	struct ringrec_notify *body =
-	    (struct ringrec_notify *)ring_comp_slot(r, r->comp_tail + 1);
+	struct ringrec_notification rec = {.region_id = n->region_id,
+					   .offset = n->offset,
+					   .length = n->length,
+					   .value = n->value};
 
-	ring_store_comp(ring_comp_slot(r, r->comp_tail), n->region_id,
-			n->offset, n->length, 0, 0, RINGREC_KIND_NOTIFICATION);
-	body->value = n->value;
-	memcpy(body->sender, sender, RINGREC_SENDER_SIZE);
-	body->reserved = 0;
+	memcpy(rec.sender, sender, RINGREC_SENDER_SIZE);
+	/* two slots, one at a time: the second may be the ring's first */
+	ringrec_store_notification(ring_comp_slot(r, r->comp_tail),
+				   ring_comp_slot(r, r->comp_tail + 1), &rec);
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }
 

@@ -22,10 +22,11 @@
  * terminating NUL.
  *
  * A notification (what a Notifications event's packed record carries)
- * takes two slots: the first is a completion slot of kind
- * RINGREC_KIND_NOTIFICATION with region_id, offset, length in op_id,
- * bytes, value (status and detail_len 0), the second a struct
- * ringrec_notify: the value and the sender's daemon id, inline (a table of
+ * takes two slots: the first a struct ringrec_notif_head (region_id,
+ * offset, length where a completion has op_id, bytes, value; then 0, 0
+ * and kind RINGREC_KIND_NOTIFICATION where a completion has its status,
+ * detail_len and kind), the second a struct ringrec_notify: the value and
+ * the sender's daemon id, inline (a table of
  * senders sent apart would need an order of its own between the socket
  * and the ring). Notifications share the completion ring and its order
  * with the socket: what went as a Notifications event for want of room
@@ -116,7 +117,26 @@ struct ringrec_notify {
 	uint64_t reserved;
 };
 
+/* The first slot of a notification. */
+struct ringrec_notif_head {
+	uint64_t region_id;
+	uint64_t offset;
+	uint64_t length;
+	int32_t zero;	   /* a completion's status */
+	uint16_t zero_len; /* a completion's detail_len */
+	uint16_t kind;	   /* RINGREC_KIND_NOTIFICATION */
+};
+
 #define RINGREC_NOTIFY_SLOTS 2
+
+/* A notification as both sides know it. */
+struct ringrec_notification {
+	uint64_t region_id;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t value;
+	uint8_t sender[RINGREC_SENDER_SIZE];
+};
 
 _Static_assert(sizeof(struct ringrec_header) <= RINGREC_HEADER_SIZE,
 	       "ring header fits its page");
@@ -124,6 +144,71 @@ _Static_assert(sizeof(struct ringrec_comp) == RINGREC_COMP_SIZE,
 	       "completion slot layout");
 _Static_assert(sizeof(struct ringrec_notify) == RINGREC_COMP_SIZE,
 	       "notification slot layout");
+_Static_assert(sizeof(struct ringrec_notif_head) == RINGREC_COMP_SIZE &&
+		   offsetof(struct ringrec_notif_head, kind) ==
+		       offsetof(struct ringrec_comp, kind),
+	       "a notification's first slot has its kind where a "
+	       "completion's is");
+
+/* The codec of the completion ring's records, for the daemon (which
+ * writes) and librma (which reads). Stores go field by field straight
+ * into the slot: a record built on the stack and copied in was read back
+ * with loads wider than the stores that built it, which the CPU cannot
+ * forward, so each waited for the store buffer to drain. */
+
+/* A completion's first slot; its detail follows in detail_len bytes. */
+static inline void
+ringrec_store_completion(void *slot, uint64_t op_id, uint64_t bytes,
+			 uint64_t value, int32_t status, uint16_t detail_len)
+{
+	struct ringrec_comp *k = (struct ringrec_comp *)slot;
+
+	k->op_id = op_id;
+	k->bytes = bytes;
+	k->value = value;
+	k->status = status;
+	k->detail_len = detail_len;
+	k->kind = RINGREC_KIND_COMPLETION;
+}
+
+/* A notification into its two slots (which need not be adjacent: the
+ * second may be the ring's first). */
+static inline void
+ringrec_store_notification(void *head_slot, void *body_slot,
+			   const struct ringrec_notification *n)
+{
+	struct ringrec_notif_head *h = (struct ringrec_notif_head *)head_slot;
+	struct ringrec_notify *body = (struct ringrec_notify *)body_slot;
+
+	h->region_id = n->region_id;
+	h->offset = n->offset;
+	h->length = n->length;
+	h->zero = 0;
+	h->zero_len = 0;
+	h->kind = RINGREC_KIND_NOTIFICATION;
+	body->value = n->value;
+	for (size_t i = 0; i < RINGREC_SENDER_SIZE; i++)
+		body->sender[i] = n->sender[i];
+	body->reserved = 0;
+}
+
+/* A notification from its two slots, as the other side may have
+ * written them (read each once). */
+static inline void
+ringrec_load_notification(const void *head_slot, const void *body_slot,
+			  struct ringrec_notification *n)
+{
+	struct ringrec_notif_head h;
+	struct ringrec_notify body;
+
+	__builtin_memcpy(&h, head_slot, sizeof(h));
+	__builtin_memcpy(&body, body_slot, sizeof(body));
+	n->region_id = h.region_id;
+	n->offset = h.offset;
+	n->length = h.length;
+	n->value = body.value;
+	__builtin_memcpy(n->sender, body.sender, RINGREC_SENDER_SIZE);
+}
 
 /* Whether n completion slots make a ring: a power of two (slot numbers
  * wrap with the counters) from RINGREC_COMP_SLOTS to the maximum. */

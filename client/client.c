@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 /* rma_connect fails before there is a handle to hold the detail. */
 __thread char client_connect_error[512];
 

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 /* ---- waiting ---- */
 
 static rma_status_t
@@ -245,7 +244,6 @@ err_free_reply:
 	rma__v1__reply__free_unpacked(reply, NULL);
 	return st;
 }
-
 
 RMA_API rma_status_t
 rma_progress(rma_client_t *client)

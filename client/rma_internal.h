@@ -360,7 +360,16 @@ void client_reap(rma_client_t *c);
 rma_status_t client_wait(rma_client_t *c, int64_t deadline,
 			 int (*done)(const void *arg), const void *arg);
 
-/* ---- rma_request.c ---- */
+/* ---- rma_request.c, rma_submit.c, rma_ops.c ---- */
+
+/* rma_request.c: a free slot of the table (grown as needed; -1 without
+ * memory); a request out of it, its in-flight counts down. */
+int request_slot_get(rma_client_t *c, uint32_t *slot_p);
+void request_slot_put(rma_client_t *c, struct rma_request *req);
+/* rma_submit.c: request_submit_staged without a staging piece. */
+rma_status_t request_submit(rma_client_t *c, const Rma__V1__Op *op,
+			    rma_callback_t cb, void *user_data,
+			    rma_request_t **req_p);
 
 /* Send the coalesced Submit, if any. */
 rma_status_t request_flush(rma_client_t *c);

@@ -75,11 +75,12 @@ region_status_from_ucs(ucs_status_t st)
 				       : RMA__V1__STATUS__ERR_INTERNAL;
 }
 
-/* Whether @owner may hold one more region of @length bytes: the same
- * limits for a region rmad makes and one a client registers. */
+/* A new, empty region in *region_p, if @owner may hold one more of
+ * @length bytes: the same limits for a region rmad makes and one a
+ * client registers. */
 static wire_status_t
 region_admit(struct daemon *d, struct conn *owner, uint64_t length,
-	     char *detail, size_t detail_len)
+	     struct region **region_p, char *detail, size_t detail_len)
 {
 	if (length == 0 || length > ((uint64_t)1 << 40)) {
 		snprintf(detail, detail_len,
@@ -106,6 +107,11 @@ region_admit(struct daemon *d, struct conn *owner, uint64_t length,
 			 (unsigned long long)d->cfg->max_region_bytes,
 			 (unsigned long long)owner->region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
+	}
+	*region_p = calloc(1, sizeof(**region_p));
+	if (*region_p == NULL) {
+		snprintf(detail, detail_len, "out of memory");
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
 	}
 	return RMA__V1__STATUS__OK;
 }
@@ -231,14 +237,9 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	wire_status_t status;
 	int fd;
 
-	status = region_admit(d, owner, length, detail, detail_len);
+	status = region_admit(d, owner, length, &r, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		return status;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		snprintf(detail, detail_len, "out of memory");
-		return RMA__V1__STATUS__ERR_NO_MEMORY;
-	}
 	/* A region that would not survive a restart is refused up front. */
 	status = d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
@@ -275,14 +276,9 @@ region_register(struct daemon *d, struct conn *owner, int fd, uint64_t offset,
 	struct region *r;
 	wire_status_t status;
 
-	status = region_admit(d, owner, length, detail, detail_len);
+	status = region_admit(d, owner, length, &r, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		return status;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		snprintf(detail, detail_len, "out of memory");
-		return RMA__V1__STATUS__ERR_NO_MEMORY;
-	}
 	status =
 	    region_fd_map(fd, offset, length, &r->addr, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)

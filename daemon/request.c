@@ -56,11 +56,33 @@ request_handle_hello(struct conn *c, const Rma__V1__Request *req)
 	reply_send(reply_to(c, req->id), &reply, ring_fd);
 }
 
+/* A new region's answer (alloc and register alike), with memfd, or -1
+ * for none. */
 static void
-request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
+request_reply_region(struct conn *c, uint64_t req_id,
+		     Rma__V1__Reply__BodyCase body_case, const struct region *r,
+		     int memfd)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	Rma__V1__RegionAllocReply body = RMA__V1__REGION_ALLOC_REPLY__INIT;
+
+	body.region_id = r->id;
+	body.generation = r->generation;
+	body.length = r->length;
+	body.descriptor = (char *)r->descriptor;
+	body.read_only_descriptor = (char *)r->ro_descriptor;
+	reply.body_case = body_case;
+	if (body_case == RMA__V1__REPLY__BODY_REGION_ALLOC)
+		reply.region_alloc = &body;
+	else
+		reply.region_register = &body;
+	/* The memfd moves to the output queue, closed once sent. */
+	reply_send(reply_to(c, req_id), &reply, memfd);
+}
+
+static void
+request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
+{
 	struct region *r;
 	char detail[160];
 	wire_status_t st;
@@ -72,23 +94,14 @@ request_handle_region_alloc(struct conn *c, const Rma__V1__Request *req)
 		reply_error(reply_to(c, req->id), st, "%s", detail);
 		return;
 	}
-	body.region_id = r->id;
-	body.generation = r->generation;
-	body.length = r->length;
-	body.descriptor = r->descriptor;
-	body.read_only_descriptor = r->ro_descriptor;
-	reply.body_case = RMA__V1__REPLY__BODY_REGION_ALLOC;
-	reply.region_alloc = &body;
-	/* The memfd moves to the output queue, closed once sent. */
-	reply_send(reply_to(c, req->id), &reply, memfd);
+	request_reply_region(c, req->id, RMA__V1__REPLY__BODY_REGION_ALLOC, r,
+			     memfd);
 }
 
 /* The one request a client sends an fd with (conn_fds.h): exactly one. */
 static void
 request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 {
-	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
-	Rma__V1__RegionAllocReply body = RMA__V1__REGION_ALLOC_REPLY__INIT;
 	const Rma__V1__RegionRegister *rr = req->region_register;
 	struct region *r;
 	char detail[256];
@@ -113,14 +126,8 @@ request_handle_region_register(struct conn *c, const Rma__V1__Request *req)
 		reply_error(reply_to(c, req->id), st, "%s", detail);
 		return;
 	}
-	body.region_id = r->id;
-	body.generation = r->generation;
-	body.length = r->length;
-	body.descriptor = r->descriptor;
-	body.read_only_descriptor = r->ro_descriptor;
-	reply.body_case = RMA__V1__REPLY__BODY_REGION_REGISTER;
-	reply.region_register = &body;
-	reply_send(reply_to(c, req->id), &reply, -1);
+	request_reply_region(c, req->id, RMA__V1__REPLY__BODY_REGION_REGISTER,
+			     r, -1);
 }
 
 static void

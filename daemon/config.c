@@ -606,6 +606,12 @@ const struct config_option config_options[] = {
 	 "registered bytes per client"),
     ROPT("max_in_flight", config_count, max_in_flight,
 	 "operations in flight per client"),
+    ROPT("max_clients_per_uid", config_count, max_clients_per_uid,
+	 "connections one user (uid, root too) may hold at once"),
+    ROPT("max_regions_per_uid", config_count, max_regions_per_uid,
+	 "regions one user's clients may hold together"),
+    ROPT("max_region_bytes_per_uid", config_bytes, max_region_bytes_per_uid,
+	 "registered bytes one user's clients may hold together"),
     NOPT("workers", config_count, workers, false, CONFIG_WORKERS_MAX,
 	 "worker threads, each with its own loop, UCX worker and clients"),
     OPT("metrics_listen", config_endpoint, metrics_listen,
@@ -653,6 +659,10 @@ config_defaults(struct config *cfg)
 	cfg->max_regions = 1024;
 	cfg->max_region_bytes = (uint64_t)64 << 30;
 	cfg->max_in_flight = 65536;
+	cfg->max_clients_per_uid = 256;
+	cfg->max_regions_per_uid = 16384;
+	/* four clients at their max_region_bytes */
+	cfg->max_region_bytes_per_uid = (uint64_t)256 << 30;
 	cfg->max_inbound_peers = 1024;
 	cfg->max_inbound_per_address = 64;
 	cfg->ready_fd = -1;

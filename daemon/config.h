@@ -57,6 +57,10 @@ struct config {
 	uint32_t max_regions;	   /* per client */
 	uint64_t max_region_bytes; /* per client */
 	uint32_t max_in_flight;	   /* per client */
+	/* uidlimit.c: what one user's clients hold together */
+	uint32_t max_clients_per_uid;
+	uint32_t max_regions_per_uid;
+	uint64_t max_region_bytes_per_uid;
 	bool polling;		   /* progress mode: busy-poll the worker */
 	uint32_t progress_spin_us; /* blocking: poll this long before sleeping
 				      while operations are in flight */

@@ -36,7 +36,7 @@ struct config_option {
 };
 
 /* The options; a table of another length does not compile. */
-#define CONFIG_N_OPTIONS 34
+#define CONFIG_N_OPTIONS 37
 extern const struct config_option config_options[CONFIG_N_OPTIONS];
 
 /* "op-timeout" names op_timeout too. NULL if no option has the name. */

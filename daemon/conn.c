@@ -576,6 +576,10 @@ conn_close(struct conn *c, const char *why)
 	pos = 0;
 	while (idmap_next(&c->regions, &pos, (void **)&r))
 		region_free(r);
+	if (c->uid_charged) {
+		uidlimit_conn_put(&d->world->uids, c->uid);
+		c->uid_charged = false;
+	}
 	d->conn_hooks->closed(c);
 	idmap_cleanup(&c->remotes);
 	conn_unref(c);
@@ -611,6 +615,32 @@ conn_allowed(struct daemon *d, int fd, const struct ucred *cred)
 		}
 	}
 	return false;
+}
+
+/* One more connection of c's user, or c refused at its first request
+ * (as allow_users refuses: the client hears why). A refused one is not
+ * counted: it ends at its first request. */
+static void
+conn_charge_uid(struct daemon *d, struct conn *c)
+{
+	struct uidlimit_entry held;
+	enum uidlimit_over over;
+
+	if (c->refused)
+		return;
+	over = uidlimit_conn_get(&d->world->uids, c->uid,
+				 d->cfg->max_clients_per_uid, &held);
+	if (over == UIDLIMIT_OK) {
+		c->uid_charged = true;
+		return;
+	}
+	c->over_uid_limit = true;
+	d->counters.clients_refused_uid++;
+	log_warn("conn_create: client %u pid %d: uid %u already holds %u "
+		 "connections (max_clients_per_uid %u)%s",
+		 c->id, (int)c->pid, (unsigned)c->uid, held.conns,
+		 d->cfg->max_clients_per_uid,
+		 over == UIDLIMIT_NO_MEMORY ? ", or out of memory" : "");
 }
 
 void
@@ -660,6 +690,7 @@ conn_create(struct daemon *d, int fd)
 		close(fd);
 		return;
 	}
+	conn_charge_uid(d, c);
 	TAILQ_INSERT_TAIL(&d->conns, c, link);
 	event_add(c->read_ev, NULL);
 	d->counters.clients_accepted++;

@@ -71,6 +71,10 @@ struct conn {
 	bool read_paused;
 	double paused_since;
 	bool refused; /* credentials not allowed: every request is refused */
+	/* its user already held max_clients_per_uid connections: every
+	 * request is refused with ERR_LIMIT, and it counts for nobody */
+	bool over_uid_limit;
+	bool uid_charged;	   /* counted in world->uids until conn_close */
 	Rma__V1__Completion *done; /* completions waiting for the next flush */
 	size_t done_len, done_cap;
 	bool dirty;	      /* on d->dirty_conns */

@@ -349,6 +349,7 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 		w->restarts = from->restarts + 1;
 	}
 	idmap_init(&w->regions);
+	uidlimit_init(&w->uids);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->issued.lock, NULL);
 	pthread_cond_init(&w->parked_cv, NULL);
@@ -397,6 +398,7 @@ daemon_stop(struct daemon *d)
 	if (w->ucp)
 		ucp_cleanup(w->ucp);
 	idmap_cleanup(&w->regions);
+	uidlimit_cleanup(&w->uids);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->issued.lock);
 	pthread_cond_destroy(&w->parked_cv);

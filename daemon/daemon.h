@@ -37,6 +37,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sdnotify.h"
+#include "uidlimit.h"
 #include "reply.h"
 #include "rma.pb-c.h"
 
@@ -412,6 +413,8 @@ struct world {
 	struct daemon **workers; /* [0] is the main thread's */
 	ucp_context_h ucp;
 	struct idmap regions; /* every live region, by id */
+	/* uidlimit.c: what each user's clients hold, over every worker */
+	struct uidlimit uids;
 	uint64_t next_region_id;
 	uint32_t next_conn_id, next_peer_id;
 	uint64_t next_epoch; /* atomic: connections this daemon opens */
@@ -471,6 +474,7 @@ struct counters {
 	uint64_t bytes_put, bytes_get;
 	uint64_t ops_failed;
 	uint64_t clients_accepted;
+	uint64_t clients_refused_uid; /* over max_clients_per_uid */
 	uint64_t protocol_errors;
 	uint64_t regions_created;
 	uint64_t resolves_served;

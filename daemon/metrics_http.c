@@ -280,6 +280,10 @@ static const struct metrics_scalar_def metrics_daemon_scalars[] = {
      METRICS_SNAP(n_clients)},
     {"rmad_clients_accepted_total", "counter",
      "Local client connections accepted.", METRICS_COUNTER(clients_accepted)},
+    {"rmad_clients_refused_per_uid_total", "counter",
+     "Local client connections refused: their user already held "
+     "max_clients_per_uid.",
+     METRICS_COUNTER(clients_refused_uid)},
     {"rmad_protocol_errors_total", "counter",
      "Clients cut off for protocol errors.", METRICS_COUNTER(protocol_errors)},
     {"rmad_regions", "gauge", "Regions registered with UCX.",

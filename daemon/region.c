@@ -75,6 +75,44 @@ region_status_from_ucs(ucs_status_t st)
 				       : RMA__V1__STATUS__ERR_INTERNAL;
 }
 
+/* One more region of @length bytes for @owner's user, if its clients
+ * together stay within max_regions_per_uid and max_region_bytes_per_uid:
+ * the per-client limits alone let one user open connections until rmad
+ * runs out of fds or memory. Undone by uidlimit_region_put when the
+ * region leaves its owner (region_free), or when making it fails. */
+static wire_status_t
+region_charge_uid(struct daemon *d, struct conn *owner, uint64_t length,
+		  char *detail, size_t detail_len)
+{
+	struct uidlimit_entry held;
+
+	switch (uidlimit_region_get(&d->world->uids, owner->uid, length,
+				    d->cfg->max_regions_per_uid,
+				    d->cfg->max_region_bytes_per_uid, &held)) {
+	case UIDLIMIT_OK:
+		return RMA__V1__STATUS__OK;
+	case UIDLIMIT_REGIONS:
+		snprintf(detail, detail_len,
+			 "uid %u already holds %llu regions "
+			 "(max_regions_per_uid %u)",
+			 (unsigned)owner->uid, (unsigned long long)held.regions,
+			 d->cfg->max_regions_per_uid);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	case UIDLIMIT_BYTES:
+		snprintf(
+		    detail, detail_len,
+		    "%llu more bytes would exceed max_region_bytes_per_uid "
+		    "%llu (uid %u holds %llu)",
+		    (unsigned long long)length,
+		    (unsigned long long)d->cfg->max_region_bytes_per_uid,
+		    (unsigned)owner->uid, (unsigned long long)held.bytes);
+		return RMA__V1__STATUS__ERR_LIMIT;
+	default:
+		snprintf(detail, detail_len, "out of memory");
+		return RMA__V1__STATUS__ERR_NO_MEMORY;
+	}
+}
+
 /* A new, empty region in *region_p, if @owner may hold one more of
  * @length bytes: the same limits for a region rmad makes and one a
  * client registers. */
@@ -82,6 +120,8 @@ static wire_status_t
 region_admit(struct daemon *d, struct conn *owner, uint64_t length,
 	     struct region **region_p, char *detail, size_t detail_len)
 {
+	wire_status_t status;
+
 	if (length == 0 || length > ((uint64_t)1 << 40)) {
 		snprintf(detail, detail_len,
 			 "region length %llu must be in [1, 1 TiB]",
@@ -108,8 +148,12 @@ region_admit(struct daemon *d, struct conn *owner, uint64_t length,
 			 (unsigned long long)owner->region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
+	status = region_charge_uid(d, owner, length, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK)
+		return status;
 	*region_p = calloc(1, sizeof(**region_p));
 	if (*region_p == NULL) {
+		uidlimit_region_put(&d->world->uids, owner->uid, length);
 		snprintf(detail, detail_len, "out of memory");
 		return RMA__V1__STATUS__ERR_NO_MEMORY;
 	}
@@ -241,7 +285,8 @@ region_create(struct daemon *d, struct conn *owner, uint64_t length,
 	if (status != RMA__V1__STATUS__OK)
 		return status;
 	/* A region that would not survive a restart is refused up front. */
-	status = d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
+	status =
+	    d->region_hooks->reserve(d, &r->store_slot, detail, detail_len);
 	if (status != RMA__V1__STATUS__OK)
 		goto err_free;
 	fd = region_memfd_map("rmad-region", length, &r->addr, detail,
@@ -264,6 +309,7 @@ err_unmap:
 err_slot:
 	d->region_hooks->release(d, r);
 err_free:
+	uidlimit_region_put(&d->world->uids, owner->uid, length);
 	free(r);
 	return status;
 }
@@ -295,6 +341,7 @@ region_register(struct daemon *d, struct conn *owner, int fd, uint64_t offset,
 err_unmap:
 	munmap(r->addr, length);
 err_free:
+	uidlimit_region_put(&d->world->uids, owner->uid, length);
 	free(r);
 	return status;
 }
@@ -395,6 +442,7 @@ region_free(struct region *r)
 	world_resume(d);
 	idmap_remove(&owner->regions, r->id);
 	owner->region_bytes -= r->length;
+	uidlimit_region_put(&d->world->uids, owner->uid, r->length);
 	region_gone(d, r);
 	region_unref(d, r);
 }
@@ -579,6 +627,7 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 		size_t detail_len)
 {
 	struct daemon *d = c->d;
+	wire_status_t status;
 	struct region *r;
 
 	/* Under the stop: the orphan deadline (worker 0) and another
@@ -605,7 +654,14 @@ region_reattach(struct conn *c, uint64_t id, uint64_t generation, char *detail,
 			 (unsigned long long)d->cfg->max_region_bytes);
 		return RMA__V1__STATUS__ERR_LIMIT;
 	}
+	/* An orphan counts for nobody; back with its owner, for its user. */
+	status = region_charge_uid(d, c, r->length, detail, detail_len);
+	if (status != RMA__V1__STATUS__OK) {
+		world_resume(d);
+		return status;
+	}
 	if (idmap_put(&c->regions, id, r) < 0) {
+		uidlimit_region_put(&d->world->uids, c->uid, r->length);
 		world_resume(d);
 		snprintf(detail, detail_len, "out of memory");
 		return RMA__V1__STATUS__ERR_NO_MEMORY;
@@ -683,7 +739,7 @@ region_record_make(const struct region *r, struct handover_record *rec)
 
 void
 region_record_take(const struct handover_record *rec, int memfd,
-		     struct handover_region *hr)
+		   struct handover_region *hr)
 {
 	hr->id = rec->id;
 	hr->generation = rec->generation;

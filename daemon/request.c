@@ -377,6 +377,15 @@ request_dispatch(struct conn *c, const uint8_t *payload, size_t len)
 		c->closing = true;
 		goto out;
 	}
+	if (c->over_uid_limit) {
+		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_LIMIT,
+			    "uid %u already holds %u connections to this "
+			    "daemon (max_clients_per_uid %u)",
+			    (unsigned)c->uid, c->d->cfg->max_clients_per_uid,
+			    c->d->cfg->max_clients_per_uid);
+		c->closing = true;
+		goto out;
+	}
 	if (!c->hello_done && req->body_case != RMA__V1__REQUEST__BODY_HELLO) {
 		c->d->counters.protocol_errors++;
 		reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_PROTOCOL,

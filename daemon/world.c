@@ -354,6 +354,7 @@ world_counters_add(struct counters *sum, const struct counters *c)
 	sum->bytes_get += c->bytes_get;
 	sum->ops_failed += c->ops_failed;
 	sum->clients_accepted += c->clients_accepted;
+	sum->clients_refused_uid += c->clients_refused_uid;
 	sum->protocol_errors += c->protocol_errors;
 	sum->regions_created += c->regions_created;
 	sum->resolves_served += c->resolves_served;

@@ -534,6 +534,9 @@ static const char *const reloadable[] = {"log_level",
 					 "max_regions",
 					 "max_region_bytes",
 					 "max_in_flight",
+					 "max_clients_per_uid",
+					 "max_regions_per_uid",
+					 "max_region_bytes_per_uid",
 					 NULL};
 
 struct diff_seen {
@@ -588,6 +591,9 @@ START_TEST(test_reload_diff)
 	    {"max_regions", "2"},
 	    {"max_region_bytes", "1M"},
 	    {"max_in_flight", "3"},
+	    {"max_clients_per_uid", "4"},
+	    {"max_regions_per_uid", "5"},
+	    {"max_region_bytes_per_uid", "2M"},
 	    {"workers", "2"},
 	    {"metrics_listen", "127.0.0.1:9"},
 	};

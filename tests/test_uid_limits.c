@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Per-user limits (daemon/uidlimit.c): max_clients_per_uid,
+ * max_regions_per_uid and max_region_bytes_per_uid hold over all of one
+ * uid's connections, give room back when it is freed, and leave other
+ * users alone. A real rmad with small limits. */
+#include <check.h>
+
+#include "check_main.h"
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rma.h"
+
+#define NOBODY 65534
+#define KIB 1024u
+
+static struct daemon_proc dp;
+
+static void
+daemon_with(const char *clients, const char *regions, const char *bytes)
+{
+	const char *const flags[] = {"--max-clients-per-uid", clients,
+				     "--max-regions-per-uid", regions,
+				     "--max-region-bytes-per-uid", bytes,
+				     /* nobody (in nogroup) may connect */
+				     "--socket-group", "nogroup", NULL};
+
+	harness_daemon_start(&dp, flags);
+}
+
+static void
+teardown(void)
+{
+	harness_daemon_stop(&dp, SIGTERM);
+}
+
+/* st is RMA_ERR_LIMIT and the detail (of client c, or of the failed
+ * connect when NULL) names option. */
+static void
+assert_limit(rma_client_t *c, rma_status_t st, const char *option)
+{
+	const char *why = rma_last_error(c);
+
+	ck_assert_msg(st == RMA_ERR_LIMIT, "status %d (%s), not RMA_ERR_LIMIT",
+		      (int)st, why ? why : "");
+	ck_assert_msg(why != NULL && strstr(why, option) != NULL,
+		      "detail '%s' does not name %s", why ? why : "(none)",
+		      option);
+}
+
+START_TEST(test_clients_per_uid)
+{
+	rma_client_t *c[4] = {0};
+	double deadline;
+	rma_status_t st;
+
+	daemon_with("3", "16", "1M");
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(rma_connect(dp.socket, &c[i]), RMA_OK);
+	assert_limit(NULL, rma_connect(dp.socket, &c[3]),
+		     "max_clients_per_uid");
+	ck_assert_ptr_null(c[3]);
+
+	/* The daemon hears the close on its own time: retry to a deadline. */
+	rma_disconnect(c[0]);
+	c[0] = NULL;
+	deadline = harness_now() + 10;
+	while ((st = rma_connect(dp.socket, &c[3])) == RMA_ERR_LIMIT &&
+	       harness_now() < deadline)
+		harness_pause(0.01, deadline);
+	ck_assert_msg(st == RMA_OK, "no room after a close: %d (%s)", (int)st,
+		      rma_last_error(NULL));
+	for (int i = 1; i < 4; i++)
+		rma_disconnect(c[i]);
+}
+END_TEST
+
+START_TEST(test_regions_per_uid)
+{
+	rma_client_t *a, *b;
+	rma_region_t *ra[2], *rb[2];
+
+	daemon_with("8", "3", "1M");
+	ck_assert_int_eq(rma_connect(dp.socket, &a), RMA_OK);
+	ck_assert_int_eq(rma_connect(dp.socket, &b), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(a, 4 * KIB, &ra[0]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(a, 4 * KIB, &ra[1]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(b, 4 * KIB, &rb[0]), RMA_OK);
+	/* b holds one region, far below max_regions: the uid holds three */
+	assert_limit(b, rma_region_alloc(b, 4 * KIB, &rb[1]),
+		     "max_regions_per_uid");
+	ck_assert_int_eq(rma_region_free(a, ra[0]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(b, 4 * KIB, &rb[1]), RMA_OK);
+	/* a closing gives its regions back too */
+	assert_limit(b, rma_region_alloc(b, 4 * KIB, &ra[0]),
+		     "max_regions_per_uid");
+	rma_disconnect(a);
+	ck_assert_int_eq(rma_connect(dp.socket, &a), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(a, 4 * KIB, &ra[0]), RMA_OK);
+	rma_disconnect(a);
+	rma_disconnect(b);
+}
+END_TEST
+
+START_TEST(test_region_bytes_per_uid)
+{
+	rma_client_t *a, *b;
+	rma_region_t *ra, *rb[2];
+
+	daemon_with("8", "16", "64K");
+	ck_assert_int_eq(rma_connect(dp.socket, &a), RMA_OK);
+	ck_assert_int_eq(rma_connect(dp.socket, &b), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(a, 48 * KIB, &ra), RMA_OK);
+	assert_limit(b, rma_region_alloc(b, 32 * KIB, &rb[0]),
+		     "max_region_bytes_per_uid");
+	ck_assert_int_eq(rma_region_alloc(b, 16 * KIB, &rb[0]), RMA_OK);
+	assert_limit(b, rma_region_alloc(b, 4 * KIB, &rb[1]),
+		     "max_region_bytes_per_uid");
+	ck_assert_int_eq(rma_region_free(a, ra), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(b, 32 * KIB, &rb[1]), RMA_OK);
+	rma_disconnect(a);
+	rma_disconnect(b);
+}
+END_TEST
+
+/* In a child as nobody: connect and make a region while root holds all
+ * it may. The exit status says what failed. */
+static int
+as_nobody(const char *socket)
+{
+	rma_client_t *c;
+	rma_region_t *r;
+	gid_t g = NOBODY;
+
+	alarm(20);
+	if (setgroups(1, &g) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+	    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		return 2;
+	if (rma_connect(socket, &c) != RMA_OK) {
+		fprintf(stderr, "nobody: connect: %s\n", rma_last_error(NULL));
+		return 3;
+	}
+	if (rma_region_alloc(c, 32 * KIB, &r) != RMA_OK) {
+		fprintf(stderr, "nobody: alloc: %s\n", rma_last_error(c));
+		return 4;
+	}
+	rma_disconnect(c);
+	return 0;
+}
+
+START_TEST(test_other_uid_unaffected)
+{
+	rma_client_t *c[2];
+	rma_region_t *r;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("test_other_uid_unaffected: skipped, needs root to "
+		       "run a client as uid %d\n",
+		       NOBODY);
+		return;
+	}
+	daemon_with("2", "1", "32K");
+	ck_assert_int_eq(rma_connect(dp.socket, &c[0]), RMA_OK);
+	ck_assert_int_eq(rma_connect(dp.socket, &c[1]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c[0], 32 * KIB, &r), RMA_OK);
+	/* root is counted as any user */
+	assert_limit(c[1], rma_region_alloc(c[1], 4 * KIB, &r),
+		     "max_regions_per_uid");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(as_nobody(dp.socket));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "uid %d's client failed (status 0x%x)", NOBODY, status);
+	rma_disconnect(c[0]);
+	rma_disconnect(c[1]);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("uid-limits");
+	TCase *tc = tcase_create("per uid");
+
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_clients_per_uid);
+	tcase_add_test(tc, test_regions_per_uid);
+	tcase_add_test(tc, test_region_bytes_per_uid);
+	tcase_add_test(tc, test_other_uid_unaffected);
+	suite_add_tcase(s, tc);
+	return check_main_run(s);
+}

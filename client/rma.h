@@ -136,7 +136,7 @@ typedef enum rma_status {
 	RMA_ERR_CANCELED = -15,		/**< operation canceled */
 	RMA_ERR_NOT_RMAD = -16,	  /**< listener spoke first: not an rmad */
 	RMA_ERR_SHUTDOWN = -17,	  /**< the daemon is shutting down */
-	RMA_ERR_LIMIT = -18,	  /**< a per-client limit was reached */
+	RMA_ERR_LIMIT = -18,	  /**< a client or user limit was reached */
 	RMA_ERR_PERMISSION = -19, /**< not allowed */
 	RMA_ERR_TRANSPORT = -20,  /**< other transport (UCX) error */
 	RMA_ERR_DAEMON_GONE =
@@ -272,6 +272,8 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  *         long for a Unix socket),
  *         RMA_ERR_DAEMON_GONE (nothing listens at the socket, or it
  *         closed the connection before answering),
+ *         RMA_ERR_LIMIT (this user already holds the daemon's
+ *         max_clients_per_uid connections),
  *         RMA_ERR_PERMISSION (the daemon refused this user; or the socket
  *         is served by another user, or lies in a per-user directory that
  *         is not this user's alone),
@@ -341,8 +343,10 @@ rma_status_t rma_daemon_status(rma_client_t *client, void **status_p,
 
 /**
  * Allocate a zeroed region of @p length bytes, shared with the daemon.
- * @return RMA_OK, RMA_ERR_INVALID (length 0), RMA_ERR_LIMIT,
- *         RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE.
+ * @return RMA_OK, RMA_ERR_INVALID (length 0), RMA_ERR_LIMIT (the
+ *         client's max_regions or max_region_bytes, or its user's
+ *         max_regions_per_uid or max_region_bytes_per_uid over all its
+ *         connections), RMA_ERR_NO_MEMORY, RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
 			      rma_region_t **region_p);
@@ -421,7 +425,8 @@ rma_status_t rma_region_alloc(rma_client_t *client, size_t length,
  *         RMA_ERR_PERMISSION (fd not open read-write, or the file sealed
  *         against writes); RMA_ERR_OUT_OF_BOUNDS (range past the end of
  *         the file); RMA_ERR_LIMIT (the client's max_regions or
- *         max_region_bytes); RMA_ERR_NO_MEMORY; RMA_ERR_SHUTDOWN (the
+ *         max_region_bytes, or its user's max_regions_per_uid or
+ *         max_region_bytes_per_uid); RMA_ERR_NO_MEMORY; RMA_ERR_SHUTDOWN (the
  *         daemon is handing over); RMA_ERR_TIMEOUT; RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_region_register_fd(rma_client_t *client, int fd,

@@ -564,6 +564,10 @@ conn_close(struct conn *c, const char *why)
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	c->read_ev = c->write_ev = NULL;
+	if (c->refused_ev != NULL) {
+		event_free(c->refused_ev);
+		c->refused_ev = NULL;
+	}
 	close(c->fd);
 	c->fd = -1;
 	ring_destroy(c);
@@ -643,6 +647,37 @@ conn_charge_uid(struct daemon *d, struct conn *c)
 		 over == UIDLIMIT_NO_MEMORY ? ", or out of memory" : "");
 }
 
+static void
+conn_on_refused_silent(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	conn_close(c, "refused, and no request within connect_timeout");
+}
+
+/* A refused client hears why at its first request; one that never
+ * sends any would keep its fd here for good, and over
+ * max_clients_per_uid that is the very exhaustion the limit is for. */
+static void
+conn_refused_deadline(struct daemon *d, struct conn *c)
+{
+	struct timeval tv = worker_timeval(d->cfg->connect_timeout);
+
+	if (!c->refused && !c->over_uid_limit)
+		return;
+	c->refused_ev = evtimer_new(d->base, conn_on_refused_silent, c);
+	if (c->refused_ev == NULL) {
+		log_warn("conn_refused_deadline: client %u: out of memory, "
+			 "closed",
+			 c->id);
+		conn_close(c, "out of memory");
+		return;
+	}
+	evtimer_add(c->refused_ev, &tv);
+}
+
 void
 conn_create(struct daemon *d, int fd)
 {
@@ -696,6 +731,7 @@ conn_create(struct daemon *d, int fd)
 	d->counters.clients_accepted++;
 	log_debug("conn_create: client %u pid %d uid %u", c->id, (int)c->pid,
 		  (unsigned)c->uid);
+	conn_refused_deadline(d, c);
 }
 
 /* For snapshot.c, with the world stopped. */

@@ -74,7 +74,10 @@ struct conn {
 	/* its user already held max_clients_per_uid connections: every
 	 * request is refused with ERR_LIMIT, and it counts for nobody */
 	bool over_uid_limit;
-	bool uid_charged;	   /* counted in world->uids until conn_close */
+	bool uid_charged; /* counted in world->uids until conn_close */
+	/* refused or over_uid_limit: closed when it says nothing within
+	 * connect_timeout, so that silent refused clients hold no fds */
+	struct event *refused_ev;
 	Rma__V1__Completion *done; /* completions waiting for the next flush */
 	size_t done_len, done_cap;
 	bool dirty;	      /* on d->dirty_conns */

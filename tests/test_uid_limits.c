@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,7 +31,9 @@ daemon_with(const char *clients, const char *regions, const char *bytes)
 				     "--max-regions-per-uid", regions,
 				     "--max-region-bytes-per-uid", bytes,
 				     /* nobody (in nogroup) may connect */
-				     "--socket-group", "nogroup", NULL};
+				     "--socket-group", "nogroup",
+				     /* a silent refused client goes after */
+				     "--connect-timeout", "1", NULL};
 
 	harness_daemon_start(&dp, flags);
 }
@@ -54,6 +58,25 @@ assert_limit(rma_client_t *c, rma_status_t st, const char *option)
 		      option);
 }
 
+/* A connection that sends nothing is closed by the daemon (EOF) within
+ * a deadline. */
+static void
+silent_closed(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char byte;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_msg(harness_wait_fd(fd, 10) == 1,
+		      "a silent connection over the limit was not closed");
+	ck_assert_int_eq(read(fd, &byte, 1), 0);
+	close(fd);
+}
+
 START_TEST(test_clients_per_uid)
 {
 	rma_client_t *c[4] = {0};
@@ -66,6 +89,8 @@ START_TEST(test_clients_per_uid)
 	assert_limit(NULL, rma_connect(dp.socket, &c[3]),
 		     "max_clients_per_uid");
 	ck_assert_ptr_null(c[3]);
+	/* one over the limit that never speaks holds no fd for long */
+	silent_closed(dp.socket);
 
 	/* The daemon hears the close on its own time: retry to a deadline. */
 	rma_disconnect(c[0]);

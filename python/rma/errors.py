@@ -83,7 +83,7 @@ class Restarted(Error):
 
 
 class Limit(Error):
-    """A per-client limit was reached (RMA_ERR_LIMIT)."""
+    """A per-client or per-user limit was reached (RMA_ERR_LIMIT)."""
 
 
 class Permission(Error, PermissionError):

@@ -64,9 +64,12 @@ uidlimit_drop_if_empty(struct uidlimit *u, struct uidlimit_entry *e)
 	*e = u->v[--u->n];
 }
 
-enum uidlimit_over
-uidlimit_conn_get(struct uidlimit *u, uid_t uid, uint32_t max,
-		  struct uidlimit_entry *held_p)
+/* Charges @uid one more of what @add says, if within @max; otherwise
+ * the limit it would pass and nothing charged. *held_p is what @uid held
+ * before. */
+static enum uidlimit_over
+uidlimit_charge(struct uidlimit *u, uid_t uid, const struct uidlimit_entry *add,
+		const struct uidlimit_entry *max, struct uidlimit_entry *held_p)
 {
 	enum uidlimit_over over = UIDLIMIT_OK;
 	struct uidlimit_entry *e;
@@ -74,20 +77,36 @@ uidlimit_conn_get(struct uidlimit *u, uid_t uid, uint32_t max,
 	pthread_mutex_lock(&u->lock);
 	e = uidlimit_find(u, uid, true);
 	if (e == NULL) {
-		over = UIDLIMIT_NO_MEMORY;
 		memset(held_p, 0, sizeof(*held_p));
 		held_p->uid = uid;
-		goto out;
+		pthread_mutex_unlock(&u->lock);
+		return UIDLIMIT_NO_MEMORY;
 	}
-	if (e->conns >= max)
-		over = UIDLIMIT_CLIENTS;
-	else
-		e->conns++;
 	*held_p = *e;
+	if (add->conns > 0 && e->conns >= max->conns)
+		over = UIDLIMIT_CLIENTS;
+	else if (add->regions > 0 && e->regions >= max->regions)
+		over = UIDLIMIT_REGIONS;
+	else if (e->bytes > max->bytes || add->bytes > max->bytes - e->bytes)
+		over = UIDLIMIT_BYTES;
+	else {
+		e->conns += add->conns;
+		e->regions += add->regions;
+		e->bytes += add->bytes;
+	}
 	uidlimit_drop_if_empty(u, e);
-out:
 	pthread_mutex_unlock(&u->lock);
 	return over;
+}
+
+enum uidlimit_over
+uidlimit_conn_get(struct uidlimit *u, uid_t uid, uint32_t max,
+		  struct uidlimit_entry *held_p)
+{
+	const struct uidlimit_entry add = {.conns = 1},
+				    limit = {.conns = max, .bytes = UINT64_MAX};
+
+	return uidlimit_charge(u, uid, &add, &limit, held_p);
 }
 
 void
@@ -109,30 +128,11 @@ uidlimit_region_get(struct uidlimit *u, uid_t uid, uint64_t length,
 		    uint64_t max_regions, uint64_t max_bytes,
 		    struct uidlimit_entry *held_p)
 {
-	enum uidlimit_over over = UIDLIMIT_OK;
-	struct uidlimit_entry *e;
+	const struct uidlimit_entry add = {.regions = 1, .bytes = length},
+				    limit = {.regions = max_regions,
+					     .bytes = max_bytes};
 
-	pthread_mutex_lock(&u->lock);
-	e = uidlimit_find(u, uid, true);
-	if (e == NULL) {
-		over = UIDLIMIT_NO_MEMORY;
-		memset(held_p, 0, sizeof(*held_p));
-		held_p->uid = uid;
-		goto out;
-	}
-	*held_p = *e;
-	if (e->regions >= max_regions)
-		over = UIDLIMIT_REGIONS;
-	else if (e->bytes > max_bytes || length > max_bytes - e->bytes)
-		over = UIDLIMIT_BYTES;
-	else {
-		e->regions++;
-		e->bytes += length;
-	}
-	uidlimit_drop_if_empty(u, e);
-out:
-	pthread_mutex_unlock(&u->lock);
-	return over;
+	return uidlimit_charge(u, uid, &add, &limit, held_p);
 }
 
 void

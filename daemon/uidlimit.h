@@ -39,7 +39,7 @@ void uidlimit_init(struct uidlimit *u);
 void uidlimit_cleanup(struct uidlimit *u);
 /* One more connection of @uid if it holds fewer than @max; otherwise
  * UIDLIMIT_CLIENTS (or UIDLIMIT_NO_MEMORY) and nothing charged. *held_p
- * is what @uid holds, the new one included when charged. */
+ * is what @uid held before. */
 enum uidlimit_over uidlimit_conn_get(struct uidlimit *u, uid_t uid,
 				     uint32_t max,
 				     struct uidlimit_entry *held_p);

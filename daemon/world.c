@@ -399,8 +399,7 @@ world_config_running(const struct world *w, struct config *out)
 	const struct world_learned *l = &w->learned;
 
 	*out = w->cfg;
-	snprintf(out->transports, sizeof(out->transports), "%s",
-		 l->transports);
+	snprintf(out->transports, sizeof(out->transports), "%s", l->transports);
 	out->listen_port = l->listen_port;
 	snprintf(out->socket_path, sizeof(out->socket_path), "%s",
 		 l->socket_path);

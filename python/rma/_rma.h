@@ -47,6 +47,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <pthread.h>
+
 #include "rma.h"
 
 typedef struct pyrequest RequestObject;
@@ -71,6 +73,9 @@ typedef struct rma_state {
 	 * ("context",) as kwnames. */
 	PyObject *future_type, *future_set_result, *stock_create_future,
 	    *kwnames_loop, *kwnames_context;
+	PyTypeObject *task_type; /* asyncio.Task */
+	/* its wakeup's PyMethodDef, once one was seen (waiter_run) */
+	PyMethodDef *task_wakeup_def;
 	/* The last loop type asked about, and whether its create_future is
 	 * the stock one. */
 	PyObject *loop_type_seen;
@@ -80,7 +85,7 @@ typedef struct rma_state {
 typedef struct {
 	PyObject_HEAD rma_client_t *rc; /* NULL once disconnected */
 	rma_state *state;		/* its type's module's */
-	PyThread_type_lock lock;
+	pthread_mutex_t *lock;		/* client_lock_new() */
 	int closed;	   /* close() ran: the Python API refuses calls */
 	Py_ssize_t pinned; /* buffer views on this client's regions */
 	int fd;
@@ -90,7 +95,8 @@ typedef struct {
 	 * fd that will not turn readable for it. */
 	int wake_fd;
 	int waiters;
-	PyObject *loop;		  /* event loop watching fd, or NULL */
+	PyObject *loop;	   /* event loop watching fd, or NULL */
+	PyObject *loop_ok; /* a finished Future on loop (None), or NULL */
 	unsigned loop_generation; /* rma_fork_generation when loop was set */
 	RequestObject *done;	  /* completed natively, not yet finished */
 	RequestObject **done_tail;
@@ -247,7 +253,7 @@ extern PyType_Spec waiter_spec;
 extern __thread int waiter_direct_ok;
 WaiterObject *waiter_new(rma_state *st, PyObject *loop);
 void waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
-		     PyObject *running);
+		     PyObject *running, PyObject *ok);
 
 /* _rma_region.c */
 extern PyType_Spec region_spec;

@@ -7,11 +7,34 @@
  */
 #include "_rma.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+
+/* A plain mutex, not a PyThread lock: taken twice per operation, and
+ * CPython's reads the clock on every acquire, even one that does not
+ * wait. Always let go by the thread that took it. */
+static pthread_mutex_t *
+client_lock_new(void)
+{
+	pthread_mutex_t *lock = malloc(sizeof(*lock));
+
+	if (lock != NULL && pthread_mutex_init(lock, NULL) != 0) {
+		free(lock);
+		lock = NULL;
+	}
+	return lock;
+}
+
+static void
+client_lock_free(pthread_mutex_t *lock)
+{
+	pthread_mutex_destroy(lock);
+	free(lock);
+}
 
 /* A Client made before a fork() is the parent's in the child (see
  * _rma_module.c): the child's copy gets a fresh lock and forgets its loop
@@ -19,17 +42,18 @@
 void
 client_fork_adopt(ClientObject *c)
 {
-	PyThread_type_lock lock;
+	pthread_mutex_t *lock;
 
 	if (c->fork_generation == rma_fork_generation)
 		return;
 	c->fork_generation = rma_fork_generation;
 	/* the old one may be held for good: it is left, not freed */
-	lock = PyThread_allocate_lock();
+	lock = client_lock_new();
 	if (lock != NULL)
 		c->lock = lock;
 	c->waiters = 0;
 	Py_CLEAR(c->loop);
+	Py_CLEAR(c->loop_ok);
 }
 
 /* ---- client lock and completions ---- */
@@ -40,9 +64,9 @@ client_lock(ClientObject *c)
 	PyThreadState *ts;
 
 	client_fork_adopt(c);
-	if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+	if (pthread_mutex_trylock(c->lock) != 0) {
 		ts = PyEval_SaveThread();
-		PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		pthread_mutex_lock(c->lock);
 		PyEval_RestoreThread(ts);
 	}
 }
@@ -109,7 +133,7 @@ client_leave(ClientObject *c)
 		rma_request_release(r->req);
 		r->req = NULL;
 	}
-	PyThread_release_lock(c->lock);
+	pthread_mutex_unlock(c->lock);
 	if (nq != NULL || resolve_notify)
 		notify_dispatch(c, nq, nnq, resolve_notify);
 	if (list == NULL)
@@ -156,6 +180,29 @@ client_unwatch(ClientObject *c)
 		PyErr_Clear(); /* a closed loop has forgotten it already */
 	Py_XDECREF(res);
 	Py_CLEAR(c->loop);
+	Py_CLEAR(c->loop_ok);
+}
+
+/* A finished asyncio.Future on @p loop with the result None, which
+ * Tasks woken from the reader are handed for a successful await (see
+ * waiter_run); NULL if it could not be made (they get the waiter). */
+static PyObject *
+client_loop_ok(rma_state *st, PyObject *loop)
+{
+	PyObject *fut, *res;
+
+	fut = PyObject_Vectorcall(st->future_type, &loop, 0, st->kwnames_loop);
+	if (fut == NULL) {
+		PyErr_Clear();
+		return NULL;
+	}
+	res = PyObject_CallMethodOneArg(fut, st->str_set_result, Py_None);
+	if (res == NULL) {
+		PyErr_Clear();
+		Py_CLEAR(fut);
+	}
+	Py_XDECREF(res);
+	return fut;
 }
 
 /* Progress runs in @p loop from now on: the fd is watched there. */
@@ -178,6 +225,7 @@ client_watch(ClientObject *c, PyObject *loop)
 	Py_INCREF(loop);
 	c->loop = loop;
 	c->loop_generation = rma_fork_generation;
+	c->loop_ok = client_loop_ok(c->state, loop);
 	return 1;
 }
 
@@ -259,7 +307,7 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 		error_raise(c->state, st, detail);
 		return -1;
 	}
-	c->lock = PyThread_allocate_lock();
+	c->lock = client_lock_new();
 	if (c->lock == NULL) {
 		rma_disconnect(rc);
 		PyErr_NoMemory();
@@ -267,7 +315,7 @@ client_init(ClientObject *c, PyObject *args, PyObject *kw)
 	}
 	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
 	if (c->wake_fd < 0) {
-		PyThread_free_lock(c->lock);
+		client_lock_free(c->lock);
 		c->lock = NULL;
 		rma_disconnect(rc);
 		PyErr_SetFromErrno(PyExc_OSError);
@@ -285,6 +333,7 @@ client_traverse(ClientObject *c, visitproc visit, void *arg)
 {
 	Py_VISIT(Py_TYPE(c));
 	Py_VISIT(c->loop);
+	Py_VISIT(c->loop_ok);
 	Py_VISIT(c->notify_cb);
 	Py_VISIT(c->notify_future);
 	Py_VISIT(c->unget);
@@ -299,6 +348,7 @@ static int
 client_clear(ClientObject *c)
 {
 	Py_CLEAR(c->loop);
+	Py_CLEAR(c->loop_ok);
 	Py_CLEAR(c->notify_cb);
 	Py_CLEAR(c->notify_future);
 	Py_CLEAR(c->unget);
@@ -370,20 +420,20 @@ client_dealloc(ClientObject *c)
 	if (c->lock != NULL) {
 		c->closed = 1;
 		Py_CLEAR(c->loop); /* a dying client is no longer watched */
+		Py_CLEAR(c->loop_ok);
 		if (c->rc != NULL) {
 			/* nothing refers to us: no region views, no
 			 * requests in flight */
 			client_fork_adopt(c);
-			PyThread_acquire_lock(c->lock, WAIT_LOCK);
+			pthread_mutex_lock(c->lock);
 			client_reap_dead(c);
 			rma_disconnect(c->rc);
 			c->rc = NULL;
-			PyThread_release_lock(c->lock);
+			pthread_mutex_unlock(c->lock);
 		}
-		PyThread_free_lock(c->lock);
-	}
-	if (c->lock != NULL)
+		client_lock_free(c->lock);
 		close(c->wake_fd);
+	}
 	PyMem_Free(c->dead);
 	PyMem_Free(c->dead_remotes);
 	free(c->nq);

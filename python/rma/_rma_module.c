@@ -209,6 +209,7 @@ static PyMethodDef mod_methods[] = {
 	X(str_call_soon_threadsafe)                                            \
 	X(str_thread_id)                                                       \
 	X(future_type)                                                         \
+	X(task_type)                                                           \
 	X(future_set_result)                                                   \
 	X(stock_create_future)                                                 \
 	X(kwnames_loop)                                                        \
@@ -287,6 +288,7 @@ mod_import_asyncio(rma_state *st)
 		return -1;
 	st->get_running_loop = PyObject_GetAttrString(mod, "_get_running_loop");
 	st->future_type = PyObject_GetAttrString(mod, "Future");
+	st->task_type = (PyTypeObject *)PyObject_GetAttrString(mod, "Task");
 	st->future_set_result =
 	    st->future_type
 		? PyObject_GetAttrString(st->future_type, "set_result")
@@ -299,6 +301,7 @@ mod_import_asyncio(rma_state *st)
 	st->invalid_state = PyObject_GetAttrString(mod, "InvalidStateError");
 	Py_DECREF(mod);
 	if (st->get_running_loop == NULL || st->future_type == NULL ||
+	    st->task_type == NULL || !PyType_Check(st->task_type) ||
 	    st->future_set_result == NULL || st->stock_create_future == NULL ||
 	    st->cancelled_error == NULL || st->invalid_state == NULL)
 		return -1;
@@ -342,7 +345,10 @@ mod_make_names(rma_state *st)
 	    PyUnicode_InternFromString("call_soon_threadsafe");
 	st->str_thread_id = PyUnicode_InternFromString("_thread_id");
 	st->kwnames_loop = Py_BuildValue("(s)", "loop");
-	st->kwnames_context = Py_BuildValue("(s)", "context");
+	/* interned, as asyncio's own "context" keyword: compared by
+	 * address first (waiter_add_done_callback) */
+	st->kwnames_context =
+	    Py_BuildValue("(N)", PyUnicode_InternFromString("context"));
 	if (st->str_set_result == NULL || st->str_set_exception == NULL ||
 	    st->str_create_future == NULL || st->str_await == NULL ||
 	    st->str_call_soon == NULL || st->str_call_soon_threadsafe == NULL ||

@@ -169,7 +169,8 @@ request_resolve_waiter(RequestObject *r)
 		Py_DECREF(val);
 		goto report;
 	}
-	waiter_complete(w, val, exc, running);
+	waiter_complete(w, val, exc, running,
+			w->loop == r->client->loop ? r->client->loop_ok : NULL);
 	Py_DECREF(running);
 	Py_DECREF(val);
 	Py_XDECREF(exc);
@@ -428,6 +429,10 @@ request_running_loop(rma_state *st, ClientObject *c)
 	PyObject *tid;
 	int here;
 
+	/* in the loop's reader (a Task woken there awaits its next
+	 * request): the loop that runs it, known already */
+	if (rma_leave_running != NULL)
+		return Py_NewRef(rma_leave_running);
 	if (c->loop == NULL || c->loop_generation != rma_fork_generation)
 		return PyObject_CallNoArgs(st->get_running_loop);
 	tid = PyObject_GetAttr(c->loop, st->str_thread_id);

@@ -16,6 +16,8 @@
 
 #include "_rma.h"
 
+#include <string.h>
+
 __thread int waiter_direct_ok;
 
 WaiterObject *
@@ -119,12 +121,40 @@ waiter_schedule(WaiterObject *w, PyObject *fn, PyObject *ctx, int threadsafe)
 	return 0;
 }
 
-/* fn(w) in ctx, now: only while waiter_direct_ok. */
-static void
-waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx)
+/* Whether fn is an asyncio Task's wakeup (the C Task's task_wakeup,
+ * bound to its Task), which only asks the future it is given for its
+ * outcome (result(), or the exception to throw in) and steps the Task. */
+static int
+waiter_is_task_wakeup(WaiterObject *w, PyObject *fn)
 {
-	PyObject *res;
+	PyCFunctionObject *f = (PyCFunctionObject *)fn;
+
+	if (!PyCFunction_CheckExact(fn) || f->m_self == NULL)
+		return 0;
+	if (f->m_ml == w->st->task_wakeup_def)
+		return 1;
+	if (!PyObject_TypeCheck(f->m_self, w->st->task_type) ||
+	    strcmp(f->m_ml->ml_name, "task_wakeup") != 0)
+		return 0;
+	w->st->task_wakeup_def = f->m_ml; /* _asyncio's: lives as long */
+	return 1;
+}
+
+/* fn(w) in ctx, now: only while waiter_direct_ok. A Task's wakeup of a
+ * successful await gets @p ok instead (when not NULL): a finished
+ * asyncio.Future with the same outcome (None; what the await returns
+ * comes from w, in waiter_iternext), whose result the C Task reads
+ * directly where it would call w.result() through a method lookup by a
+ * C string. */
+static void
+waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx, PyObject *ok)
+{
+	PyObject *res, *arg = (PyObject *)w;
 	int entered = ctx != NULL && ctx != Py_None;
+
+	if (ok != NULL && w->exception == NULL && w->state == WAITER_DONE &&
+	    waiter_is_task_wakeup(w, fn))
+		arg = ok;
 
 	if (entered && PyContext_Enter(ctx) < 0) {
 		/* that context is running already: take the loop's way */
@@ -134,7 +164,7 @@ waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx)
 		return;
 	}
 	waiter_direct_ok = 0; /* a Task runs now */
-	res = PyObject_CallOneArg(fn, (PyObject *)w);
+	res = PyObject_CallOneArg(fn, arg);
 	waiter_direct_ok = 1;
 	if (res == NULL)
 		PyErr_WriteUnraisable(fn);
@@ -143,9 +173,10 @@ waiter_run(WaiterObject *w, PyObject *fn, PyObject *ctx)
 		PyErr_WriteUnraisable(fn);
 }
 
-/* Runs or schedules the callbacks once the state is final. */
+/* Runs or schedules the callbacks once the state is final (@p ok: see
+ * waiter_run). */
 static void
-waiter_fire(WaiterObject *w, int direct, int threadsafe)
+waiter_fire(WaiterObject *w, int direct, int threadsafe, PyObject *ok)
 {
 	PyObject *fn = w->cb0, *ctx = w->ctx0, *more = w->more;
 
@@ -154,7 +185,7 @@ waiter_fire(WaiterObject *w, int direct, int threadsafe)
 	Py_INCREF(w);
 	if (fn != NULL) {
 		if (direct)
-			waiter_run(w, fn, ctx);
+			waiter_run(w, fn, ctx, ok);
 		else if (waiter_schedule(w, fn, ctx, threadsafe) < 0)
 			PyErr_WriteUnraisable(fn);
 	}
@@ -167,7 +198,7 @@ waiter_fire(WaiterObject *w, int direct, int threadsafe)
 			PyObject *cx = PyTuple_GET_ITEM(t, 1);
 
 			if (direct)
-				waiter_run(w, f, cx);
+				waiter_run(w, f, cx, ok);
 			else if (waiter_schedule(w, f, cx, threadsafe) < 0)
 				PyErr_WriteUnraisable(f);
 		}
@@ -176,10 +207,12 @@ waiter_fire(WaiterObject *w, int direct, int threadsafe)
 	Py_DECREF(w);
 }
 
-/* The request's outcome: steals neither reference. */
+/* The request's outcome: steals neither reference. @p ok: a finished
+ * asyncio.Future on w's loop with the result None, or NULL (see
+ * waiter_run). */
 void
 waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
-		PyObject *running)
+		PyObject *running, PyObject *ok)
 {
 	int same = running == w->loop;
 
@@ -188,7 +221,7 @@ waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
 	w->state = WAITER_DONE;
 	w->result = Py_NewRef(value);
 	w->exception = exc ? Py_NewRef(exc) : NULL;
-	waiter_fire(w, same && waiter_direct_ok, !same);
+	waiter_fire(w, same && waiter_direct_ok, !same, ok);
 }
 
 static PyObject *
@@ -226,10 +259,13 @@ waiter_add_done_callback(WaiterObject *w, PyObject *const *args, size_t nargsf,
 	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
 	PyObject *fn, *ctx = Py_None, *t;
 
-	if (nargs != 1 || (kwnames != NULL && (PyTuple_GET_SIZE(kwnames) != 1 ||
-					       PyUnicode_CompareWithASCIIString(
-						   PyTuple_GET_ITEM(kwnames, 0),
-						   "context") != 0))) {
+	if (nargs != 1 ||
+	    (kwnames != NULL &&
+	     (PyTuple_GET_SIZE(kwnames) != 1 ||
+	      (PyTuple_GET_ITEM(kwnames, 0) !=
+		   PyTuple_GET_ITEM(w->st->kwnames_context, 0) &&
+	       PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0),
+						"context") != 0)))) {
 		PyErr_SetString(PyExc_TypeError,
 				"add_done_callback(fn, *, context=None)");
 		return NULL;
@@ -301,7 +337,7 @@ waiter_cancel(WaiterObject *w, PyObject *args, PyObject *kw)
 		Py_RETURN_FALSE;
 	w->state = WAITER_CANCELLED;
 	w->cancel_msg = Py_NewRef(msg);
-	waiter_fire(w, 0, 0);
+	waiter_fire(w, 0, 0, NULL);
 	Py_RETURN_TRUE;
 }
 

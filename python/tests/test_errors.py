@@ -161,3 +161,30 @@ def test_permission(daemons, tmpdir_short, monkeypatch):
         os.chmod(userdir, 0o700)
     assert e.value.status == rma.ERR_PERMISSION
     assert "0755" in e.value.detail
+
+
+def test_awaits_mixed_outcomes_in_one_batch(pair):
+    """Awaits resumed in the loop's reader, failures among successes of
+    the same batches: each task gets its own outcome (a successful one
+    None, a failed one its exception), an atomic its value."""
+    _, _, c, r, peer, _, rb = pair
+    remote = c.import_remote(peer, rb.descriptor())
+
+    async def one(i):
+        if i % 3 == 0:
+            with pytest.raises(rma.OutOfBounds):
+                await c.put(r, 0, remote, 4090, 10)
+            return "failed"
+        if i % 3 == 1:
+            return await c.put(r, 0, remote, 8 + 8 * (i % 64), 8)
+        return await c.atomic(remote, 0, "fetch-add", 1)
+
+    async def main():
+        out = await asyncio.wait_for(
+            asyncio.gather(*[one(i) for i in range(300)]), 30)
+        assert out[0::3] == ["failed"] * 100
+        assert out[1::3] == [None] * 100
+        assert all(isinstance(v, int) for v in out[2::3])
+        assert len(set(out[2::3])) == 100  # each add saw its own value
+
+    asyncio.run(main())

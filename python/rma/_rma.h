@@ -65,7 +65,7 @@ typedef struct rma_state {
 	PyObject *get_running_loop, *invalid_state, *cancelled_error;
 	PyObject *str_set_result, *str_set_exception, *str_create_future,
 	    *str_await, *str_call_soon, *str_call_soon_threadsafe,
-	    *str_thread_id;
+	    *str_thread_id, *str_blocking, *str_get_loop;
 	/* The await path, per operation, without Python-level calls where
 	 * asyncio has C ones: asyncio.Future (the C _asyncio.Future), its
 	 * set_result descriptor, BaseEventLoop.create_future (a loop whose
@@ -76,6 +76,8 @@ typedef struct rma_state {
 	PyTypeObject *task_type; /* asyncio.Task */
 	/* its wakeup's PyMethodDef, once one was seen (waiter_run) */
 	PyMethodDef *task_wakeup_def;
+	/* the kwnames of the last add_done_callback(fn, context=ctx) */
+	PyObject *kwnames_context_seen;
 	/* The last loop type asked about, and whether its create_future is
 	 * the stock one. */
 	PyObject *loop_type_seen;
@@ -95,8 +97,9 @@ typedef struct {
 	 * fd that will not turn readable for it. */
 	int wake_fd;
 	int waiters;
-	PyObject *loop;	   /* event loop watching fd, or NULL */
-	PyObject *loop_ok; /* a finished Future on loop (None), or NULL */
+	PyObject *loop;		 /* event loop watching fd, or NULL */
+	PyObject *loop_ok;	 /* a finished Future on loop (None), or NULL */
+	PyObject *loop_get_loop; /* loop_ok.get_loop, or NULL */
 	unsigned loop_generation; /* rma_fork_generation when loop was set */
 	RequestObject *done;	  /* completed natively, not yet finished */
 	RequestObject **done_tail;
@@ -178,6 +181,7 @@ struct waiter {
 	PyObject *result, *exception, *cancel_msg;
 	PyObject *cb0, *ctx0; /* the first callback inline: the usual one */
 	PyObject *more;	      /* list of (fn, ctx) for the others */
+	PyObject *get_loop;   /* what w.get_loop gives, or NULL: a method */
 	int state, blocking, yielded;
 };
 
@@ -251,7 +255,7 @@ extern PyType_Spec waiter_spec;
 /* Set while this thread runs the loop's reader of a client: no Task is
  * running, so Task wakeups may run directly. */
 extern __thread int waiter_direct_ok;
-WaiterObject *waiter_new(rma_state *st, PyObject *loop);
+WaiterObject *waiter_new(rma_state *st, PyObject *loop, PyObject *get_loop);
 void waiter_complete(WaiterObject *w, PyObject *value, PyObject *exc,
 		     PyObject *running, PyObject *ok);
 

@@ -36,6 +36,15 @@ client_lock_free(pthread_mutex_t *lock)
 	free(lock);
 }
 
+/* Drops the loop and what was made for it (client_watch). */
+static void
+client_forget_loop(ClientObject *c)
+{
+	Py_CLEAR(c->loop);
+	Py_CLEAR(c->loop_ok);
+	Py_CLEAR(c->loop_get_loop);
+}
+
 /* A Client made before a fork() is the parent's in the child (see
  * _rma_module.c): the child's copy gets a fresh lock and forgets its loop
  * without telling it. One load and compare per call. */
@@ -52,8 +61,7 @@ client_fork_adopt(ClientObject *c)
 	if (lock != NULL)
 		c->lock = lock;
 	c->waiters = 0;
-	Py_CLEAR(c->loop);
-	Py_CLEAR(c->loop_ok);
+	client_forget_loop(c);
 }
 
 /* ---- client lock and completions ---- */
@@ -179,8 +187,7 @@ client_unwatch(ClientObject *c)
 	if (res == NULL)
 		PyErr_Clear(); /* a closed loop has forgotten it already */
 	Py_XDECREF(res);
-	Py_CLEAR(c->loop);
-	Py_CLEAR(c->loop_ok);
+	client_forget_loop(c);
 }
 
 /* A finished asyncio.Future on @p loop with the result None, which
@@ -226,6 +233,9 @@ client_watch(ClientObject *c, PyObject *loop)
 	c->loop = loop;
 	c->loop_generation = rma_fork_generation;
 	c->loop_ok = client_loop_ok(c->state, loop);
+	if (c->loop_ok != NULL && (c->loop_get_loop = PyObject_GetAttrString(
+				       c->loop_ok, "get_loop")) == NULL)
+		PyErr_Clear();
 	return 1;
 }
 
@@ -334,6 +344,7 @@ client_traverse(ClientObject *c, visitproc visit, void *arg)
 	Py_VISIT(Py_TYPE(c));
 	Py_VISIT(c->loop);
 	Py_VISIT(c->loop_ok);
+	Py_VISIT(c->loop_get_loop);
 	Py_VISIT(c->notify_cb);
 	Py_VISIT(c->notify_future);
 	Py_VISIT(c->unget);
@@ -347,8 +358,7 @@ client_traverse(ClientObject *c, visitproc visit, void *arg)
 static int
 client_clear(ClientObject *c)
 {
-	Py_CLEAR(c->loop);
-	Py_CLEAR(c->loop_ok);
+	client_forget_loop(c);
 	Py_CLEAR(c->notify_cb);
 	Py_CLEAR(c->notify_future);
 	Py_CLEAR(c->unget);
@@ -419,8 +429,8 @@ client_dealloc(ClientObject *c)
 	PyObject_GC_UnTrack(c);
 	if (c->lock != NULL) {
 		c->closed = 1;
-		Py_CLEAR(c->loop); /* a dying client is no longer watched */
-		Py_CLEAR(c->loop_ok);
+		/* a dying client is no longer watched */
+		client_forget_loop(c);
 		if (c->rc != NULL) {
 			/* nothing refers to us: no region views, no
 			 * requests in flight */

@@ -208,6 +208,9 @@ static PyMethodDef mod_methods[] = {
 	X(str_call_soon)                                                       \
 	X(str_call_soon_threadsafe)                                            \
 	X(str_thread_id)                                                       \
+	X(str_blocking)                                                        \
+	X(str_get_loop)                                                        \
+	X(kwnames_context_seen)                                                \
 	X(future_type)                                                         \
 	X(task_type)                                                           \
 	X(future_set_result)                                                   \
@@ -344,6 +347,9 @@ mod_make_names(rma_state *st)
 	st->str_call_soon_threadsafe =
 	    PyUnicode_InternFromString("call_soon_threadsafe");
 	st->str_thread_id = PyUnicode_InternFromString("_thread_id");
+	st->str_blocking =
+	    PyUnicode_InternFromString("_asyncio_future_blocking");
+	st->str_get_loop = PyUnicode_InternFromString("get_loop");
 	st->kwnames_loop = Py_BuildValue("(s)", "loop");
 	/* interned, as asyncio's own "context" keyword: compared by
 	 * address first (waiter_add_done_callback) */
@@ -352,7 +358,8 @@ mod_make_names(rma_state *st)
 	if (st->str_set_result == NULL || st->str_set_exception == NULL ||
 	    st->str_create_future == NULL || st->str_await == NULL ||
 	    st->str_call_soon == NULL || st->str_call_soon_threadsafe == NULL ||
-	    st->str_thread_id == NULL || st->kwnames_loop == NULL ||
+	    st->str_thread_id == NULL || st->str_blocking == NULL ||
+	    st->str_get_loop == NULL || st->kwnames_loop == NULL ||
 	    st->kwnames_context == NULL)
 		return -1;
 	return 0;

@@ -476,7 +476,9 @@ request_await(RequestObject *r)
 			Py_DECREF(loop);
 			return NULL;
 		}
-		w = waiter_new(st, loop);
+		w = waiter_new(
+		    st, loop,
+		    r->client->loop == loop ? r->client->loop_get_loop : NULL);
 		Py_DECREF(loop);
 		if (w == NULL)
 			return NULL;

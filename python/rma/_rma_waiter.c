@@ -20,8 +20,10 @@
 
 __thread int waiter_direct_ok;
 
+/* @p get_loop: what w.get_loop is to give (a callable returning loop,
+ * made once per client and loop: see waiter_getattro), or NULL. */
 WaiterObject *
-waiter_new(rma_state *st, PyObject *loop)
+waiter_new(rma_state *st, PyObject *loop, PyObject *get_loop)
 {
 	WaiterObject *w = PyObject_GC_New(WaiterObject, st->waiter_type);
 
@@ -31,6 +33,7 @@ waiter_new(rma_state *st, PyObject *loop)
 	w->loop = Py_NewRef(loop);
 	w->result = w->exception = w->cancel_msg = NULL;
 	w->cb0 = w->ctx0 = w->more = NULL;
+	w->get_loop = Py_XNewRef(get_loop);
 	w->state = WAITER_PENDING;
 	w->blocking = w->yielded = 0;
 	PyObject_GC_Track(w);
@@ -48,6 +51,7 @@ waiter_traverse(WaiterObject *w, visitproc visit, void *arg)
 	Py_VISIT(w->cb0);
 	Py_VISIT(w->ctx0);
 	Py_VISIT(w->more);
+	Py_VISIT(w->get_loop);
 	return 0;
 }
 
@@ -61,6 +65,7 @@ waiter_clear(WaiterObject *w)
 	Py_CLEAR(w->cb0);
 	Py_CLEAR(w->ctx0);
 	Py_CLEAR(w->more);
+	Py_CLEAR(w->get_loop);
 	return 0;
 }
 
@@ -260,7 +265,7 @@ waiter_add_done_callback(WaiterObject *w, PyObject *const *args, size_t nargsf,
 	PyObject *fn, *ctx = Py_None, *t;
 
 	if (nargs != 1 ||
-	    (kwnames != NULL &&
+	    (kwnames != NULL && kwnames != w->st->kwnames_context_seen &&
 	     (PyTuple_GET_SIZE(kwnames) != 1 ||
 	      (PyTuple_GET_ITEM(kwnames, 0) !=
 		   PyTuple_GET_ITEM(w->st->kwnames_context, 0) &&
@@ -271,8 +276,13 @@ waiter_add_done_callback(WaiterObject *w, PyObject *const *args, size_t nargsf,
 		return NULL;
 	}
 	fn = args[0];
-	if (kwnames != NULL)
+	if (kwnames != NULL) {
 		ctx = args[1];
+		/* the next call (a Task's) brings the same tuple */
+		if (kwnames != w->st->kwnames_context_seen)
+			Py_XSETREF(w->st->kwnames_context_seen,
+				   Py_NewRef(kwnames));
+	}
 	if (w->state != WAITER_PENDING) {
 		if (waiter_schedule(w, fn, ctx, 0) < 0)
 			return NULL;
@@ -418,6 +428,27 @@ waiter_iternext(WaiterObject *w)
 	return NULL;
 }
 
+/* What a Task reads and writes of the object its coroutine yielded
+ * (_asyncio_future_blocking, get_loop), without the generic lookup and,
+ * for get_loop, without a bound method made and freed per await. */
+static PyObject *
+waiter_getattro(WaiterObject *w, PyObject *name)
+{
+	if (name == w->st->str_blocking)
+		return PyBool_FromLong(w->blocking);
+	if (name == w->st->str_get_loop && w->get_loop != NULL)
+		return Py_NewRef(w->get_loop);
+	return PyObject_GenericGetAttr((PyObject *)w, name);
+}
+
+static int
+waiter_setattro(WaiterObject *w, PyObject *name, PyObject *v)
+{
+	if (name == w->st->str_blocking && v != NULL)
+		return waiter_set_blocking(w, v, NULL);
+	return PyObject_GenericSetAttr((PyObject *)w, name, v);
+}
+
 static PyObject *
 waiter_repr(WaiterObject *w)
 {
@@ -452,6 +483,8 @@ static PyType_Slot waiter_slots[] = {
     {Py_tp_traverse, waiter_traverse},
     {Py_tp_clear, waiter_clear},
     {Py_tp_repr, waiter_repr},
+    {Py_tp_getattro, waiter_getattro},
+    {Py_tp_setattro, waiter_setattro},
     {Py_tp_iter, PyObject_SelfIter},
     {Py_tp_iternext, waiter_iternext},
     {Py_tp_methods, waiter_methods},

@@ -12,7 +12,14 @@
  * through call_soon. Anywhere else (a completion in request.wait(), in
  * progress() inside a Task, in another thread, a cancel) the callbacks go
  * through call_soon / call_soon_threadsafe as a Future's do.
- * Request.future() still gives a real asyncio.Future. */
+ * Request.future() still gives a real asyncio.Future.
+ *
+ * What a Task does with a Waiter per await is kept cheap: its
+ * attributes _asyncio_future_blocking and get_loop are answered without
+ * the generic lookup (waiter_getattro), and a successful await's Task
+ * wakeup is handed the client's finished Future (Client.loop_ok), whose
+ * result the C Task reads in C, instead of the waiter, whose result()
+ * it would call by name (waiter_run). */
 
 #include "_rma.h"
 

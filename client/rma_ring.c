@@ -266,11 +266,11 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 				    "tail");
 			return 0;
 		}
-		ringrec_load_notification(
-		    r->comp + slot * RINGREC_COMP_SIZE,
-		    r->comp + (r->comp_head + 1) % r->comp_slots *
-				  RINGREC_COMP_SIZE,
-		    n);
+		ringrec_load_notification(r->comp + slot * RINGREC_COMP_SIZE,
+					  r->comp + (r->comp_head + 1) %
+							r->comp_slots *
+							RINGREC_COMP_SIZE,
+					  n);
 		if (r->sender_hex[0] == '\0' ||
 		    memcmp(n->sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
 			memcpy(r->sender, n->sender, RINGREC_SENDER_SIZE);
@@ -314,7 +314,10 @@ ring_reap(rma_client_t *c)
 	int got, count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
-	 * each record is taken before its callback runs. */
+	 * each record is taken before its callback runs. The notifications
+	 * a pass consumes are acknowledged in few NotifyAcks (see
+	 * NOTIFICATION_ACK_PASS), the last at its end. */
+	c->notify_passes++;
 	while (!c->gone && c->ring != NULL &&
 	       (got = ring_take(c, &k, detail, &rn, &sender)) != 0) {
 		count++;
@@ -325,11 +328,12 @@ ring_reap(rma_client_t *c)
 
 			notification_receive(c, rn.region_id, &n, sender,
 					     2 * RINGREC_SENDER_SIZE);
-		}
-		else
+		} else
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);
 	}
+	if (--c->notify_passes == 0)
+		notification_ack(c, 0);
 	return count;
 }
 

@@ -29,10 +29,10 @@
  * share slots, so that no count of client numbers (or of connections)
  * takes one peer or one user past that: beside it, the others keep a
  * quarter. One client alone still has the half it would have without
- * groups (2048: the rules only bind once a group's clients add up) * share. The place is taken before a byte is copied,
- * by whichever worker applies the put, under the owner's lock: a put over
- * either bound fails with ERR_LIMIT and its bytes are not applied, so
- * nothing is lost silently.
+ * groups (2048: the rules only bind once a group's clients add up) * share. The
+ * place is taken before a byte is copied, by whichever worker applies the put,
+ * under the owner's lock: a put over either bound fails with ERR_LIMIT and its
+ * bytes are not applied, so nothing is lost silently.
  *
  * An acknowledgement is a count: the first n notifications the client was
  * sent. The owner's worker, the only one that sends them and hears the
@@ -81,11 +81,16 @@ struct notification_bound {
 	struct notification_group groups[NOTIFICATION_SHARES];
 };
 
-/* An owner's bound. lock guards it (any worker reserves); runs are the
- * owner worker's alone. Every run holds a notification held, so
- * NOTIFICATION_QUEUE_MAX of them never overflow. */
+/* An owner's bound. lock guards it (any worker reserves) when there are
+ * workers to guard it from: with one, every reserve, release and give-back
+ * runs on its thread, and a lock per notifying put (two atomic
+ * instructions, each waiting for the stores before it) was most of what
+ * the target daemon spent on one. Runs are the owner worker's alone.
+ * Every run holds a notification held, so NOTIFICATION_QUEUE_MAX of them
+ * never overflow. */
 struct notification_owner {
 	pthread_mutex_t lock;
+	bool shared; /* more than one worker: lock is taken */
 	struct notification_bound bound;
 	uint32_t run_head, run_count;
 	struct notification_run runs[NOTIFICATION_QUEUE_MAX];
@@ -131,6 +136,7 @@ notification_owner_get(struct conn *owner)
 	if (no == NULL)
 		return NULL;
 	pthread_mutex_init(&no->lock, NULL);
+	no->shared = owner->d->world->n > 1;
 	if (!__atomic_compare_exchange_n(&owner->notify, &none, no, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_destroy(&no->lock);
@@ -138,6 +144,20 @@ notification_owner_get(struct conn *owner)
 		return none;
 	}
 	return no;
+}
+
+static void
+notification_lock(struct notification_owner *no)
+{
+	if (no->shared)
+		pthread_mutex_lock(&no->lock);
+}
+
+static void
+notification_unlock(struct notification_owner *no)
+{
+	if (no->shared)
+		pthread_mutex_unlock(&no->lock);
 }
 
 void
@@ -331,11 +351,11 @@ notification_reserve(struct region *r,
 	no = notification_owner_get(owner);
 	if (no == NULL)
 		return RMA__V1__STATUS__ERR_NO_MEMORY;
-	pthread_mutex_lock(&no->lock);
+	notification_lock(no);
 	sh = notification_bound_take(&no->bound, from);
 	if (sh != NULL)
 		*share_p = (uint32_t)(sh - no->bound.shares);
-	pthread_mutex_unlock(&no->lock);
+	notification_unlock(no);
 	return sh != NULL ? RMA__V1__STATUS__OK : RMA__V1__STATUS__ERR_LIMIT;
 }
 
@@ -346,9 +366,9 @@ notification_bound_copy(struct conn *owner)
 
 	if (b == NULL || owner->notify == NULL)
 		return b;
-	pthread_mutex_lock(&owner->notify->lock);
+	notification_lock(owner->notify);
 	*b = owner->notify->bound;
-	pthread_mutex_unlock(&owner->notify->lock);
+	notification_unlock(owner->notify);
 	return b;
 }
 
@@ -371,9 +391,9 @@ notification_give_back(struct conn *owner, uint32_t share, uint32_t n)
 {
 	struct notification_owner *no = owner->notify;
 
-	pthread_mutex_lock(&no->lock);
+	notification_lock(no);
 	notification_share_release(&no->bound, share, n);
-	pthread_mutex_unlock(&no->lock);
+	notification_unlock(no);
 }
 
 /* On the owner's worker: n notifications of share were sent, after those
@@ -408,7 +428,7 @@ notification_release(struct conn *owner, uint32_t n)
 		return;
 	/* A client acknowledging more than it was sent is clamped, not
 	 * allowed to raise its own bound. */
-	pthread_mutex_lock(&no->lock);
+	notification_lock(no);
 	while (n > 0 && no->run_count > 0) {
 		struct notification_run *run = &no->runs[no->run_head];
 		uint32_t take = n < run->n ? n : run->n;
@@ -422,7 +442,7 @@ notification_release(struct conn *owner, uint32_t n)
 			no->run_count--;
 		}
 	}
-	pthread_mutex_unlock(&no->lock);
+	notification_unlock(no);
 }
 
 /* The owner's connection if it still lives on this worker (its region
@@ -490,11 +510,15 @@ notification_deliver(struct daemon *d, void *arg)
 	struct notifrec recs[NOTIFICATION_PER_EVENT];
 	uint32_t gone[NOTIFICATION_SHARES];
 	struct conn *alive = NULL;
+	struct region *r = NULL;
 	size_t k = 0, n_gone = 0;
 
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
-		struct region *r = region_lookup(d, e->region_id);
+
+		/* a stream goes to one region: looked up once per job */
+		if (r == NULL || r->id != e->region_id)
+			r = region_lookup(d, e->region_id);
 
 		if (r == NULL || r->generation != e->generation ||
 		    r->owner != job->owner || job->owner->dead) {

@@ -522,8 +522,13 @@ struct daemon {
 	struct event *worker_ev;
 	struct event *tick_ev;
 	struct event *deadline_ev;
-	struct event *poll_ev;		  /* polling mode only */
-	bool in_tick;			  /* worker_tick is running */
+	struct event *poll_ev; /* polling mode only */
+	bool in_tick;	       /* worker_tick is running */
+	/* Set by a subsystem that gathered what must go out before more
+	 * comes in (notification.c: an owner's wake-up, which is written
+	 * and whose acknowledgement is read only between passes): the
+	 * progress loop stops, the pass flushes and yields to the loop. */
+	bool pass_end;
 	const struct worker_hooks *hooks; /* daemon.c's */
 	/* daemon.c's: the upward events of the subsystems below it */
 	const struct conn_hooks *conn_hooks;
@@ -546,6 +551,7 @@ struct daemon {
 	 * workers, one job per owner (notification.c) */
 	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
 	uint32_t notify_open_n;
+	uint32_t notify_open_entries; /* in those jobs, all owners */
 	uint64_t next_token;
 	/* target.c: put pieces written and not yet answered, all of one
 	 * peer, tokens ack_token .. ack_token + ack_count - 1 */

@@ -100,6 +100,13 @@ struct notification_owner {
 #define NOTIFICATION_PER_EVENT 512
 /* Senders one job names; one more opens a new job for the owner. */
 #define NOTIFICATION_SENDERS_MAX 8
+/* Notifications a worker gathers before it ends its loop's pass (pass_end):
+ * one pass may progress UCX thousands of times while a peer keeps
+ * sending (worker.c), and an owner's wake-up is written, and its
+ * NotifyAck read, only between passes: the owner, told nothing for 10 ms
+ * passes at 4 KiB puts, window 256, fell behind by its whole share, and
+ * the puts failed with LIMIT. One batch of 8-byte puts' worth. */
+#define NOTIFICATION_FLUSH_AT 256
 
 struct notification_entry {
 	uint64_t region_id;
@@ -624,6 +631,8 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 	e->value = value;
 	e->sender = sender;
 	e->share = share;
+	if (++d->notify_open_entries >= NOTIFICATION_FLUSH_AT)
+		d->pass_end = true;
 	return;
 fail:
 	/* The bytes are in already: the notification is lost, and said so
@@ -657,4 +666,5 @@ notification_flush(struct daemon *d)
 		}
 	}
 	d->notify_open_n = 0;
+	d->notify_open_entries = 0;
 }

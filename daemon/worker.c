@@ -67,7 +67,9 @@ static void
 worker_progress_idle(struct daemon *d)
 {
 	/* Bounded, so a flood from one peer cannot starve the clients. */
-	for (int i = 0; i < 4096 && ucp_worker_progress(d->worker) != 0; i++)
+	for (int i = 0;
+	     i < 4096 && !d->pass_end && ucp_worker_progress(d->worker) != 0;
+	     i++)
 		;
 	d->hooks->progressed(d);
 }
@@ -91,6 +93,7 @@ worker_poll(evutil_socket_t fd, short what, void *arg)
 	worker_progress_idle(d);
 	d->hooks->after_progress(d);
 	d->hooks->flush(d);
+	d->pass_end = false;
 	if (d->shutting_down && d->ops_in_flight == 0)
 		event_base_loopbreak(d->base);
 	evtimer_add(d->poll_ev, &zero);
@@ -117,12 +120,14 @@ worker_spin(struct daemon *d)
 static void
 worker_tick(evutil_socket_t fd, short what, void *arg)
 {
+	static const struct timeval zero = {0, 0};
 	struct daemon *d = arg;
 	bool spun = false;
 
 	if (d->cfg->polling) {
 		worker_progress_idle(d);
 		d->hooks->flush(d);
+		d->pass_end = false;
 		return;
 	}
 	/* Kicks from callbacks of this pass (a completion queued) are
@@ -136,6 +141,15 @@ worker_tick(evutil_socket_t fd, short what, void *arg)
 		if (d->hooks->after_progress(d) > 0)
 			continue;
 		d->hooks->flush(d);
+		/* Asked to end the pass: what it flushed goes out, and the
+		 * clients' sockets are read (by a zero timer, which libevent
+		 * runs after it polled them, as ring.c's poller) before
+		 * UCX is progressed again. */
+		if (d->pass_end) {
+			d->pass_end = false;
+			evtimer_add(d->tick_ev, &zero);
+			break;
+		}
 		/* Once a pass: new client frames wait meanwhile. */
 		if (!spun) {
 			spun = true;

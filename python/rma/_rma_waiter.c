@@ -410,29 +410,45 @@ waiter_cancelled(WaiterObject *w, PyObject *unused)
 	return PyBool_FromLong(w->state == WAITER_CANCELLED);
 }
 
-/* The await: yield the waiter once to the Task, then give the result. */
+/* The await: yield the waiter once to the Task, then give the result.
+ * am_send, which the coroutine's await calls (PyIter_Send), returns the
+ * result as it is; tp_iternext, for the others, raises StopIteration
+ * with it. */
+static PySendResult
+waiter_send(WaiterObject *w, PyObject *arg, PyObject **result)
+{
+	if (w->state == WAITER_PENDING) {
+		if (w->yielded) {
+			PyErr_SetString(PyExc_RuntimeError,
+					"await wasn't used with future");
+			*result = NULL;
+			return PYGEN_ERROR;
+		}
+		w->yielded = 1;
+		w->blocking = 1;
+		*result = Py_NewRef(w);
+		return PYGEN_NEXT;
+	}
+	*result = waiter_result(w, NULL);
+	return *result != NULL ? PYGEN_RETURN : PYGEN_ERROR;
+}
+
 static PyObject *
 waiter_iternext(WaiterObject *w)
 {
 	PyObject *res;
 
-	if (w->state == WAITER_PENDING) {
-		if (w->yielded) {
-			PyErr_SetString(PyExc_RuntimeError,
-					"await wasn't used with future");
-			return NULL;
-		}
-		w->yielded = 1;
-		w->blocking = 1;
-		return Py_NewRef(w);
-	}
-	res = waiter_result(w, NULL);
-	if (res == NULL)
+	switch (waiter_send(w, Py_None, &res)) {
+	case PYGEN_NEXT:
+		return res;
+	case PYGEN_RETURN:
+		if (res != Py_None)
+			PyErr_SetObject(PyExc_StopIteration, res);
+		Py_DECREF(res);
 		return NULL;
-	if (res != Py_None)
-		PyErr_SetObject(PyExc_StopIteration, res);
-	Py_DECREF(res);
-	return NULL;
+	default:
+		return NULL;
+	}
 }
 
 /* What a Task reads and writes of the object its coroutine yielded
@@ -494,6 +510,7 @@ static PyType_Slot waiter_slots[] = {
     {Py_tp_setattro, waiter_setattro},
     {Py_tp_iter, PyObject_SelfIter},
     {Py_tp_iternext, waiter_iternext},
+    {Py_am_send, waiter_send},
     {Py_tp_methods, waiter_methods},
     {Py_tp_getset, waiter_getset},
     {0, NULL}};

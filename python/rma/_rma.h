@@ -54,6 +54,15 @@
 typedef struct pyrequest RequestObject;
 typedef struct waiter WaiterObject;
 
+/* Memory of freed objects of one type, kept for the next (a Request
+ * and a _Waiter are made and freed per awaited operation): untracked,
+ * with no references, freed with the module. */
+#define RMA_POOL_MAX 64
+struct rma_pool {
+	PyObject *items[RMA_POOL_MAX];
+	int n;
+};
+
 typedef struct rma_state {
 	PyTypeObject *client_type, *region_type, *peer_type, *remote_type,
 	    *request_type, *waiter_type, *notification_type;
@@ -78,6 +87,7 @@ typedef struct rma_state {
 	PyMethodDef *task_wakeup_def;
 	/* the kwnames of the last add_done_callback(fn, context=ctx) */
 	PyObject *kwnames_context_seen;
+	struct rma_pool request_pool, waiter_pool;
 	/* The last loop type asked about, and whether its create_future is
 	 * the stock one. */
 	PyObject *loop_type_seen;
@@ -200,6 +210,8 @@ extern unsigned rma_fork_generation;
  * state of the thread, not of the module. */
 extern __thread PyObject *rma_leave_running;
 PyObject *running_loop(rma_state *st);
+PyObject *pool_take(struct rma_pool *p, PyTypeObject *tp);
+int pool_give(struct rma_pool *p, PyObject *o);
 void callback_report(ClientObject *c, PyObject *cb, const char *message,
 		     const char *key, PyObject *obj);
 PyObject *error_new(rma_state *st, int status, const char *detail);

@@ -19,6 +19,34 @@ running_loop(rma_state *st)
 	return PyObject_CallNoArgs(st->get_running_loop);
 }
 
+/* An object of @p tp (refcount 1, untracked) made from the pool's
+ * memory, or NULL (no exception) when it has none. */
+PyObject *
+pool_take(struct rma_pool *p, PyTypeObject *tp)
+{
+	if (p->n == 0)
+		return NULL;
+	return PyObject_Init(p->items[--p->n], tp);
+}
+
+/* From a dealloc, once @p o is untracked and holds nothing: 1 if the
+ * pool keeps its memory, 0 if the caller frees it. */
+int
+pool_give(struct rma_pool *p, PyObject *o)
+{
+	if (p->n == RMA_POOL_MAX)
+		return 0;
+	p->items[p->n++] = o;
+	return 1;
+}
+
+static void
+pool_drain(struct rma_pool *p)
+{
+	while (p->n > 0)
+		PyObject_GC_Del(p->items[--p->n]);
+}
+
 /* Reports the exception a callback (@p cb) raised: to the loop's
  * exception handler when the client's loop runs in this thread, with
  * @p message and the object it was about (@p obj, under @p key), else
@@ -238,6 +266,8 @@ mod_clear(PyObject *m)
 #define RMA_CLEAR(f) Py_CLEAR(st->f);
 	RMA_STATE_OBJECTS(RMA_CLEAR)
 #undef RMA_CLEAR
+	pool_drain(&st->request_pool);
+	pool_drain(&st->waiter_pool);
 	return 0;
 }
 

@@ -71,7 +71,9 @@ request_dealloc(RequestObject *r)
 	Py_CLEAR(r->client);
 	free(r->detail);
 	free(r->n_detail);
-	tp->tp_free((PyObject *)r);
+	if (!pool_give(&((rma_state *)PyType_GetModuleState(tp))->request_pool,
+		       (PyObject *)r))
+		tp->tp_free((PyObject *)r);
 	Py_DECREF(tp);
 }
 
@@ -245,7 +247,10 @@ request_new(ClientObject *c, PyObject *callback, PyObject *user_data)
 		PyErr_SetString(PyExc_TypeError, "callback must be callable");
 		return NULL;
 	}
-	r = PyObject_GC_New(RequestObject, c->state->request_type);
+	r = (RequestObject *)pool_take(&c->state->request_pool,
+				       c->state->request_type);
+	if (r == NULL)
+		r = PyObject_GC_New(RequestObject, c->state->request_type);
 	if (r == NULL)
 		return NULL;
 	r->client = (ClientObject *)Py_NewRef(c);

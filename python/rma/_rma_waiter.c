@@ -32,8 +32,11 @@ __thread int waiter_direct_ok;
 WaiterObject *
 waiter_new(rma_state *st, PyObject *loop, PyObject *get_loop)
 {
-	WaiterObject *w = PyObject_GC_New(WaiterObject, st->waiter_type);
+	WaiterObject *w =
+	    (WaiterObject *)pool_take(&st->waiter_pool, st->waiter_type);
 
+	if (w == NULL)
+		w = PyObject_GC_New(WaiterObject, st->waiter_type);
 	if (w == NULL)
 		return NULL;
 	w->st = st;
@@ -83,7 +86,8 @@ waiter_dealloc(WaiterObject *w)
 
 	PyObject_GC_UnTrack(w);
 	waiter_clear(w);
-	tp->tp_free((PyObject *)w);
+	if (!pool_give(&w->st->waiter_pool, (PyObject *)w))
+		tp->tp_free((PyObject *)w);
 	Py_DECREF(tp);
 }
 

@@ -19,7 +19,7 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	    rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
 	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
-	Rma__V1__Op op = RMA__V1__OP__INIT;
+	Rma__V1__Op op;
 	rma_status_t st;
 
 	if (client == NULL)
@@ -66,6 +66,7 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		    (unsigned long long)remote_offset,
 		    (unsigned long long)length,
 		    (unsigned long long)remote->length);
+	oprec_op_init(&op);
 	op.kind = kind;
 	op.region_id = region->region_id;
 	op.offset = offset;

@@ -18,6 +18,37 @@
 /* Request structs kept for reuse; more are freed. */
 #define REQUEST_FREE_MAX 4096
 
+/* Every field, one store each: a memset of the whole struct compiled to
+ * rep stos, whose start-up took about 5% of an 8-byte put's time in the
+ * client (perf, rmactl bench, window 256). The assertion is there so
+ * that a new field is not left out. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rma_request) == 128,
+	       "a new field of struct rma_request: set it in request_reset");
+
+static void
+request_reset(struct rma_request *req, rma_client_t *c)
+{
+	req->client = c;
+	req->op_id = 0;
+	req->slot = 0;
+	req->refs = 0;
+	req->sent = 0;
+	req->status = RMA_INPROGRESS;
+	req->bytes = 0;
+	req->value = 0;
+	req->detail = NULL;
+	req->cb = NULL;
+	req->user_data = NULL;
+	req->parent = NULL;
+	req->parts_left = 0;
+	req->first_error = RMA_OK;
+	req->stage_ext = 0;
+	req->stage_dst = NULL;
+	req->xfer = NULL;
+	req->prev = NULL;
+	req->next = NULL;
+}
+
 struct rma_request *
 request_alloc(rma_client_t *c)
 {
@@ -31,9 +62,7 @@ request_alloc(rma_client_t *c)
 		if (req == NULL)
 			return NULL;
 	}
-	memset(req, 0, sizeof(*req));
-	req->client = c;
-	req->status = RMA_INPROGRESS;
+	request_reset(req, c);
 	req->next = c->req_live;
 	if (c->req_live != NULL)
 		c->req_live->prev = req;

@@ -82,7 +82,6 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 		      void *user_data, rma_request_t **req_p)
 {
 	struct rma_request *req;
-	Rma__V1__Op rec_op;
 	uint32_t slot;
 
 	/* Not submitted: a staged piece's extent goes back (staging_drop) */
@@ -127,10 +126,8 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 	    c->pending_bytes + OPREC_SIZE + REQUEST_FRAME_SLACK > c->max_frame)
 		request_flush(c);
 	if (!c->gone) {
-		rec_op = *op;
-		rec_op.op_id = req->op_id;
-		oprec_encode(c->pending_packed + c->pending_n * OPREC_SIZE,
-			     &rec_op);
+		oprec_encode_id(c->pending_packed + c->pending_n * OPREC_SIZE,
+				op, req->op_id);
 		c->pending_reqs[c->pending_n] = req;
 		c->pending_n++;
 		c->pending_bytes += OPREC_SIZE;

@@ -42,9 +42,15 @@ get32(const uint8_t *p)
 void
 oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 {
+	oprec_encode_id(p, op, op->op_id);
+}
+
+void
+oprec_encode_id(uint8_t *p, const Rma__V1__Op *op, uint64_t op_id)
+{
 	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
 
-	put64(p, op->op_id);
+	put64(p, op_id);
 	put64(p + 8, atomic ? op->operand : op->region_id);
 	put64(p + 16, atomic ? op->compare : op->offset);
 	put64(p + 24, op->remote_id);
@@ -64,7 +70,7 @@ oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 int
 oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 {
-	rma__v1__op__init(op);
+	oprec_op_init(op);
 	op->op_id = get64(p);
 	op->region_id = get64(p + 8);
 	op->offset = get64(p + 16);

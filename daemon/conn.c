@@ -332,11 +332,15 @@ conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
 		c->done_cap = cap;
 	}
 	comp = &c->done[c->done_len++];
-	rma__v1__completion__init(comp);
-	comp->op_id = op_id;
-	comp->status = status;
-	comp->bytes = bytes;
-	comp->value = value;
+	/* in place, without rma__v1__completion__init's call and copy */
+	*comp = (Rma__V1__Completion){
+	    .base = PROTOBUF_C_MESSAGE_INIT(&rma__v1__completion__descriptor),
+	    .op_id = op_id,
+	    .status = status,
+	    .bytes = bytes,
+	    .detail = (char *)protobuf_c_empty_string,
+	    .value = value,
+	};
 	if (detail != NULL && detail[0] != '\0') {
 		comp->detail = strdup(detail);
 		if (comp->detail == NULL)

@@ -4,17 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDMAP_REMOVED UINT64_MAX
-
-static size_t
-idmap_hash(uint64_t key, size_t cap)
-{
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdULL;
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
-}
-
 void
 idmap_init(struct idmap *m)
 {
@@ -26,19 +15,6 @@ idmap_cleanup(struct idmap *m)
 {
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
-}
-
-void *
-idmap_get(const struct idmap *m, uint64_t key)
-{
-	if (m->cap == 0 || key == 0 || key == IDMAP_REMOVED)
-		return NULL;
-	for (size_t i = idmap_hash(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (m->slots[i].key == key)
-			return m->slots[i].value;
-		if (m->slots[i].key == 0)
-			return NULL;
-	}
 }
 
 static int

@@ -120,10 +120,14 @@ client_reap(rma_client_t *c)
  * An epoll instance polls readable while one of its members is ready, as
  * checked at each poll (ep_eventpoll_poll polls again the members it was
  * woken for and drops those no longer ready), not because it was woken
- * once. Hence, with rma_progress() reading the socket until EAGAIN:
+ * once. Hence, with rma_progress() reading the socket until EAGAIN
+ * (unless the ring says the daemon, seen at work since the last look,
+ * wrote nothing unread: ring_socket_idle):
  * - no busy loop: once it returns the socket has nothing unread, so
  *   rma_fd() polls not readable; a wake-up for bytes it already read ends
- *   in nothing (epoll_wait does not return for it, poll() sees 0);
+ *   in nothing (epoll_wait does not return for it, poll() sees 0); a
+ *   daemon killed after its last completions costs one wake-up more,
+ *   whose rma_progress() reads the end of stream;
  * - no lost wake-up: bytes that come after its last read make the socket,
  *   and so rma_fd(), readable and wake the outer waiter (the kernel wakes
  *   the instance's waiters even when the member is listed already, so an
@@ -171,6 +175,7 @@ client_socket_replace(rma_client_t *c, int fd)
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = fd;
+	c->socket_read = 0;
 	return RMA_OK;
 }
 

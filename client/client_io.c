@@ -326,6 +326,7 @@ client_read(rma_client_t *c)
 			client_closed(c);
 			return;
 		}
+		c->socket_read += (uint64_t)n;
 		frame_reader_commit(&c->reader, (size_t)n);
 		client_dispatch(c);
 	}

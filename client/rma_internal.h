@@ -188,6 +188,8 @@ struct rma_client {
 
 	/* rma_ring.c: the shared-memory ring, NULL on the socket alone */
 	struct client_ring *ring;
+	/* bytes read from the socket since it was made (ring_socket_idle) */
+	uint64_t socket_read;
 	/* completions and events handled so far (rma_wait: did any come) */
 	uint64_t dispatched;
 
@@ -272,6 +274,10 @@ int ring_reap(rma_client_t *c);
 void ring_arm(rma_client_t *c);
 /* The daemon closed the connection: its end of stream is readable. */
 bool ring_closed(const rma_client_t *c);
+/* The daemon, open and seen at work since the last call, says it wrote
+ * nothing we have not read (ringrec.h: socket_bytes): no need to read
+ * the socket now. */
+bool ring_socket_idle(rma_client_t *c);
 /* While operations are in flight: polls the ring until done(arg), a
  * quiet RMA_RING_SPIN_US, the deadline, or data on the socket. True if
  * anything happened (the caller then reads the socket). */

@@ -62,6 +62,7 @@ struct client_ring {
 	uint32_t socket_submits;     /* Submit frames sent while it is on */
 	uint32_t socket_events_seen; /* Completions events taken */
 	int64_t spin_ns;	     /* RMA_RING_SPIN_US */
+	uint32_t moved; /* ring_socket_idle: the daemon's counters */
 	/* the last notification's sender, in binary and as hex: a stream
 	 * comes from few daemons, and hex per notification showed */
 	uint8_t sender[RINGREC_SENDER_SIZE];
@@ -343,6 +344,26 @@ bool
 ring_closed(const rma_client_t *c)
 {
 	return c->ring != NULL && ringrec_load(&c->ring->h->closed) != 0;
+}
+
+bool
+ring_socket_idle(rma_client_t *c)
+{
+	struct client_ring *r = c->ring;
+	uint32_t moved;
+
+	if (r == NULL || !(r->h->features & RINGREC_FEATURE_SOCKET_BYTES) ||
+	    ringrec_load(&r->h->closed) != 0)
+		return false;
+	/* Only if the daemon took or completed something since we last
+	 * asked: that it lives, which socket_bytes cannot tell (a daemon
+	 * killed leaves the ring as it was). A dead one's end of stream is
+	 * read at the next look. */
+	moved = ringrec_load(&r->h->sub_head) + ringrec_load(&r->h->comp_tail);
+	if (moved == r->moved)
+		return false;
+	r->moved = moved;
+	return ringrec_load(&r->h->socket_bytes) == (uint32_t)c->socket_read;
 }
 
 void

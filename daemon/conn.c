@@ -72,6 +72,16 @@ conn_queue_frame(struct conn *c, const ProtobufCMessage *msg, int fd)
 	}
 }
 
+static size_t
+conn_iov_bytes(const struct iovec *iov, int n)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
 /* Writes as much as the socket takes; an fd rides on the first byte of the
  * frame that carries it. Returns -1 when the connection was closed. */
 static int
@@ -86,6 +96,7 @@ conn_write(struct conn *c)
 			struct cmsghdr align;
 		} cbuf;
 		bool with_fd = false;
+		size_t len;
 		ssize_t n;
 		int nv;
 
@@ -114,6 +125,9 @@ conn_write(struct conn *c)
 		}
 		mh.msg_iov = iov;
 		mh.msg_iovlen = (size_t)nv;
+		/* the most that may be in the socket once sendmsg ran */
+		len = conn_iov_bytes(iov, nv);
+		ring_socket_bytes(c, c->out_written + len);
 		if (with_fd) {
 			struct cmsghdr *cm;
 			memset(&cbuf, 0, sizeof(cbuf));
@@ -127,6 +141,7 @@ conn_write(struct conn *c)
 		}
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
+			ring_socket_bytes(c, c->out_written);
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				event_add(c->write_ev, NULL);
 				return 0;
@@ -144,6 +159,8 @@ conn_write(struct conn *c)
 		}
 		evbuffer_drain(c->out, (size_t)n);
 		c->out_written += (uint64_t)n;
+		if ((size_t)n < len) /* the rest waits */
+			ring_socket_bytes(c, c->out_written);
 	}
 	event_del(c->write_ev);
 	if (c->closing) {

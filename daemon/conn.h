@@ -148,6 +148,10 @@ size_t ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 /* events Completions or Notifications events went to c for want of room
  * in its ring (or while earlier ones were not taken). */
 void ring_socket_events(struct conn *c, uint32_t events);
+/* bytes: what c's socket may hold for its client, counted from the
+ * connection's start; raised before each write, set again after it
+ * (ringrec.h: socket_bytes). */
+void ring_socket_bytes(struct conn *c, uint64_t bytes);
 void ring_poller_free(struct daemon *d);
 /* The ring poller runs: it flushes completions itself (no kick needed). */
 bool ring_polling(const struct daemon *d);

@@ -205,6 +205,9 @@ ring_create(struct conn *c, uint32_t comp_slots, int *memfd_p,
 	r->h->sub_offset = RINGREC_HEADER_SIZE;
 	r->h->comp_offset = (uint32_t)(r->comp - (uint8_t *)r->map);
 	r->h->size = RINGREC_SIZE_FOR(comp_slots);
+	r->h->features = RINGREC_FEATURE_SOCKET_BYTES;
+	/* the HelloReply that brings the ring is not written yet */
+	r->h->socket_bytes = (uint32_t)c->out_written;
 	/* the client rings until we are polling */
 	r->h->daemon_sleeps = 1;
 	info->size = RINGREC_SIZE_FOR(comp_slots);
@@ -513,6 +516,17 @@ ring_socket_events(struct conn *c, uint32_t events)
 {
 	if (c->ring != NULL)
 		c->ring->socket_events += events;
+}
+
+void
+ring_socket_bytes(struct conn *c, uint64_t bytes)
+{
+	if (c->ring == NULL)
+		return;
+	ringrec_store(&c->ring->h->socket_bytes, (uint32_t)bytes);
+	/* before the bytes can be read: the client that finds the count it
+	 * read skips the socket */
+	ringrec_fence();
 }
 
 /* Nothing to do on r for a while: sleep, unless the client published

@@ -15,6 +15,10 @@
  * at the ring once more (a full fence between); the other side, after
  * publishing, swaps the flag to 0 and if it was set says so over the
  * socket (RingWake). While both sides spin nothing crosses the socket.
+ * Nor is it read for nothing: the daemon counts in socket_bytes what it
+ * wrote there, so a client that read as much, and saw the daemon at work
+ * in the ring since it last looked, need not ask the socket
+ * (RINGREC_FEATURE_SOCKET_BYTES; an older daemon leaves features 0).
  *
  * A completion slot: op_id, bytes, value (8 each), status (wire Status,
  * 4), detail_len (2), kind (2, RINGREC_KIND_COMPLETION); a detail text of
@@ -67,6 +71,9 @@ struct ringrec_header {
 	uint32_t sub_slots, comp_slots;
 	uint32_t sub_offset, comp_offset;
 	uint32_t size;
+	/* daemon, at creation: RINGREC_FEATURE_* (0 from a daemon older
+	 * than the flags) */
+	uint32_t features;
 	_Alignas(64) uint32_t sub_tail; /* client: operations written */
 	/* client: the CPU it last ran on. The daemon polls a ring only
 	 * while its client runs on another CPU: on the same one, polling
@@ -81,7 +88,15 @@ struct ringrec_header {
 	_Alignas(64) uint32_t daemon_sleeps; /* daemon sets, client clears */
 	_Alignas(64) uint32_t daemon_cpu;    /* daemon: see client_cpu */
 	_Alignas(64) uint32_t comp_tail;     /* daemon: slots written */
-	_Alignas(64) uint32_t comp_head;     /* client: slots taken */
+	/* daemon, with RINGREC_FEATURE_SOCKET_BYTES: the bytes it wrote to
+	 * the socket (mod 2^32), the hello reply included. Raised before
+	 * each write (a full fence between), set to what went once it
+	 * returned: never less than what the client can find there. A
+	 * client that read as much knows, without a system call, that
+	 * nothing waits on the socket. On comp_tail's line, which the
+	 * client reads anyway. */
+	uint32_t socket_bytes;
+	_Alignas(64) uint32_t comp_head; /* client: slots taken */
 	/* client: Completions and Notifications events it took from the
 	 * socket. The daemon sends them there when the ring is full, and
 	 * comes back to the ring once the client took them all, so order
@@ -93,6 +108,9 @@ struct ringrec_header {
 	 * would have had the completions come over the socket */
 	uint32_t closed;
 };
+
+/* features: socket_bytes is kept */
+#define RINGREC_FEATURE_SOCKET_BYTES 1u
 
 struct ringrec_comp {
 	uint64_t op_id;

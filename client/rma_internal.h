@@ -419,8 +419,16 @@ rma_status_t request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 /* A request struct (status INPROGRESS, refs 0) on the client's live
  * list, not in the slot table; NULL without memory. */
 struct rma_request *request_alloc(rma_client_t *c);
-/* Drops a reference; the last frees it. */
-void request_unref(struct rma_request *req);
+/* Frees a request whose last reference went (request_unref). */
+void request_free(struct rma_request *req);
+/* Drops a reference; the last frees it. Inline: every operation drops
+ * two, and the first never frees. */
+static inline void
+request_unref(struct rma_request *req)
+{
+	if (--req->refs <= 0)
+		request_free(req);
+}
 /* A request the library decided alone: completed (callback run) before
  * this returns RMA_OK, detail set; see rma_put(). */
 rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,

@@ -71,12 +71,10 @@ request_alloc(rma_client_t *c)
 }
 
 void
-request_unref(struct rma_request *req)
+request_free(struct rma_request *req)
 {
 	rma_client_t *c = req->client;
 
-	if (--req->refs > 0)
-		return;
 	free(req->detail);
 	req->detail = NULL;
 	if (c == NULL) {

@@ -10,7 +10,7 @@
  *
  * Extents are handed out as a ring, in order, and come back in any order
  * (two rings: pieces, and transfers of up to 256 bytes in a sixteenth
- * more):
+ * more, at most 256 KiB):
  * the oldest busy one holds the tail, so a slow piece holds the room
  * behind it, never more than the area. A transfer that finds no room, or
  * others waiting before it, waits in a FIFO queue; each staged completion
@@ -31,18 +31,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STAGING_SIZE_DEFAULT (4u << 20)
+/* The area holds what is in flight: as much as a window of 16 puts of
+ * 1 MiB from a region has. With 4 MiB (and pieces of 256 KiB), 1 MiB
+ * puts from a buffer kept the sending daemon's queue short: it ran dry
+ * whenever the client waited for a CPU, slept and woke more often, and
+ * spent 1.3 to 1.4 times the CPU per MiB of puts from a region (the same
+ * as puts from a region with a window of 4); with 16 MiB and pieces of
+ * 1 MiB it spends what it does for those. */
+#define STAGING_SIZE_DEFAULT (16u << 20)
 #define STAGING_SIZE_MIN (256u << 10)
 #define STAGING_SIZE_MAX (1u << 30)
 /* A piece: a quarter of the area, at most this; so four at least are on
- * the wire while the next is copied. */
-#define STAGING_PIECE_MAX (256u << 10)
+ * the wire while the next is copied. A 1 MiB put is one piece: the
+ * daemons see the same operations as for a put from a region (four
+ * pieces of 256 KiB cost them more per MiB). */
+#define STAGING_PIECE_MAX (1u << 20)
 /* Transfers of up to STAGING_SMALL_MAX bytes take extents of their own
- * ring, a sixteenth of the area more, 16-byte aligned: a stream of small
- * puts cycles over a few KiB that stay in the caches of the client and
- * the daemon, where one ring of the whole area would draw every one from
- * memory. Pieces are 64-byte aligned. */
+ * ring, a sixteenth of the area more (at most STAGING_SMALL_RING),
+ * 16-byte aligned: a stream of small puts cycles over a few KiB that
+ * stay in the caches of the client and the daemon, where one ring of the
+ * whole area would draw every one from memory. A full window of them
+ * never empties the ring, so it cycles over all of it: kept small. Pieces
+ * are 64-byte aligned. */
 #define STAGING_SMALL_MAX 256u
+#define STAGING_SMALL_RING (256u << 10)
 #define STAGING_SMALL_ALIGN 16u
 #define STAGING_ALIGN 64u
 /* Extents of a ring in use at once. */
@@ -237,7 +249,7 @@ static rma_status_t
 staging_create(rma_client_t *c, struct staging **s_p)
 {
 	struct staging *s;
-	uint32_t size = 0;
+	uint32_t size = 0, small;
 	rma_status_t st;
 
 	st = staging_size(c, &size);
@@ -247,15 +259,16 @@ staging_create(rma_client_t *c, struct staging **s_p)
 	if (s == NULL)
 		return client_error(c, RMA_ERR_NO_MEMORY,
 				    "no memory for the staging area");
-	st = rma_region_alloc(c, size + size / 16, &s->region);
+	small = size / 16 < STAGING_SMALL_RING ? size / 16 : STAGING_SMALL_RING;
+	st = rma_region_alloc(c, size + small, &s->region);
 	if (st != RMA_OK) {
 		free(s);
 		return client_error(c, st, "staging area of %u bytes: %s",
-				    size + size / 16, c->last_error);
+				    size + small, c->last_error);
 	}
 	s->base = rma_region_ptr(s->region);
 	staging_ring_init(&s->ring[STAGING_PIECES], 0, size, STAGING_ALIGN);
-	staging_ring_init(&s->ring[STAGING_SMALL], size, size / 16,
+	staging_ring_init(&s->ring[STAGING_SMALL], size, small,
 			  STAGING_SMALL_ALIGN);
 	s->piece = size / 4 < STAGING_PIECE_MAX ? size / 4 : STAGING_PIECE_MAX;
 	*s_p = s;

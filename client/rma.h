@@ -602,15 +602,16 @@ rma_status_t rma_get(rma_client_t *client, rma_region_t *region,
  * for the daemon's answer (and may run callbacks, as any call that asks
  * the daemon something). Its size is RMA_STAGING_SIZE bytes from the
  * environment at that first call (a number, or with K, M or G; 256K to
- * 1G; default 4M; anything else fails the call with RMA_ERR_INVALID),
- * and a sixteenth more for transfers of up to 256 bytes, which keep to
- * a ring of their own so that a stream of them stays in the caches; it
+ * 1G; default 16M; anything else fails the call with RMA_ERR_INVALID),
+ * and a sixteenth more (at most 256 KiB) for transfers of up to 256
+ * bytes, which keep to a ring of their own so that a stream of them
+ * stays in the caches; it
  * counts against the daemon's per-client limits (max_regions,
  * max_region_bytes) as any region, shows in `rmactl status`, survives a
  * take-over or a restart as regions do, and lives until rma_disconnect().
  *
- * A transfer travels in pieces of a quarter of the area, at most 256 KiB
- * (64 KiB to 256 KiB), each an ordinary put of the staging region (see
+ * A transfer travels in pieces of a quarter of the area, at most 1 MiB
+ * (64 KiB to 1 MiB), each an ordinary put of the staging region (see
  * rma_put() for what completion and failure mean); the pieces of a big
  * transfer flow through the area, the next copied in while the ones
  * before it are on the wire, as completions give room back (the library
@@ -672,7 +673,7 @@ rma_status_t rma_put_buf(rma_client_t *client, const void *buf, size_t len,
  *
  * A failed get (a failure, RMA_ERR_CANCELED included) leaves @p buf in
  * pieces: each piece (the range [k * P, (k + 1) * P) of @p buf, P the
- * piece size above, 64 KiB to 256 KiB) whose get worked holds the
+ * piece size above, 64 KiB to 1 MiB) whose get worked holds the
  * remote's bytes, the others what they held before, untouched. So
  * pieces before the failure may have landed, and after it too (those
  * already in flight).

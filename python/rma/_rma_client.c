@@ -617,7 +617,7 @@ static PyMethodDef client_methods[] = {
      "memoryview slice, numpy array, mmap), through librma's staging "
      "area (rma_get_buf): the buffer is written until the request "
      "completes and held until then. A failed get leaves each piece of "
-     "it (64 KiB to 256 KiB) either with the remote bytes or as it was."},
+     "it (64 KiB to 1 MiB) either with the remote bytes or as it was."},
     {"atomic", (PyCFunction)(void (*)(void))client_atomic,
      METH_VARARGS | METH_KEYWORDS,
      "atomic($self, /, remote, offset, op, value, compare=None, width=64, "

@@ -329,6 +329,11 @@ client_read(rma_client_t *c)
 		c->socket_read += (uint64_t)n;
 		frame_reader_commit(&c->reader, (size_t)n);
 		client_dispatch(c);
+		/* All the daemon wrote is read: no recvmsg more to hear
+		 * EAGAIN (a third of what a RingWake cost us). Should it have
+		 * closed since, the next look reads the end of stream. */
+		if (ring_socket_read_all(c))
+			return;
 	}
 }
 

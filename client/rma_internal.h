@@ -278,6 +278,9 @@ bool ring_closed(const rma_client_t *c);
  * nothing we have not read (ringrec.h: socket_bytes): no need to read
  * the socket now. */
 bool ring_socket_idle(rma_client_t *c);
+/* The daemon, open, says we read all it wrote (no proof that it lives:
+ * see ring_socket_idle). */
+bool ring_socket_read_all(const rma_client_t *c);
 /* While operations are in flight: polls the ring until done(arg), a
  * quiet RMA_RING_SPIN_US, the deadline, or data on the socket. True if
  * anything happened (the caller then reads the socket). */

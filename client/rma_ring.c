@@ -347,6 +347,16 @@ ring_closed(const rma_client_t *c)
 }
 
 bool
+ring_socket_read_all(const rma_client_t *c)
+{
+	const struct client_ring *r = c->ring;
+
+	return r != NULL && (r->h->features & RINGREC_FEATURE_SOCKET_BYTES) &&
+	       ringrec_load(&r->h->closed) == 0 &&
+	       ringrec_load(&r->h->socket_bytes) == (uint32_t)c->socket_read;
+}
+
+bool
 ring_socket_idle(rma_client_t *c)
 {
 	struct client_ring *r = c->ring;
@@ -363,7 +373,7 @@ ring_socket_idle(rma_client_t *c)
 	if (moved == r->moved)
 		return false;
 	r->moved = moved;
-	return ringrec_load(&r->h->socket_bytes) == (uint32_t)c->socket_read;
+	return ring_socket_read_all(c);
 }
 
 void

@@ -201,7 +201,6 @@ struct rma_client {
 	rma_notification_t *notify_q;
 	size_t notify_head, notify_count, notify_cap;
 	uint32_t notify_unacked;
-	uint32_t notify_passes; /* ring_reap()s under way (callbacks nest) */
 
 	/* staging.c: the staging area of rma_put_buf and rma_get_buf, made
 	 * at their first call; NULL until then */

@@ -14,12 +14,6 @@
 /* Consumed notifications acknowledged in one NotifyAck; far below the
  * daemon's bound, so an active consumer never meets it. */
 #define NOTIFICATION_ACK_BATCH 256
-/* The same while the ring is read (ring_reap): what one pass consumed is
- * acknowledged at its end (rma_progress forces it), in one NotifyAck
- * rather than one per NOTIFICATION_ACK_BATCH (a send here, a wake-up,
- * read and decode in the daemon, for each); a pass that goes on as the
- * daemon adds more still acknowledges every quarter of the bound. */
-#define NOTIFICATION_ACK_PASS 1024
 
 static rma_region_t *
 notification_region(rma_client_t *c, uint64_t region_id)
@@ -37,11 +31,8 @@ notification_ack(rma_client_t *c, int force)
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__NotifyAck ack = RMA__V1__NOTIFY_ACK__INIT;
 
-	uint32_t batch = c->notify_passes > 0 ? NOTIFICATION_ACK_PASS
-					      : NOTIFICATION_ACK_BATCH;
-
 	if (c->notify_unacked == 0 || c->gone ||
-	    (!force && c->notify_unacked < batch))
+	    (!force && c->notify_unacked < NOTIFICATION_ACK_BATCH))
 		return;
 	ack.count = c->notify_unacked;
 	req.id = 0;

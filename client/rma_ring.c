@@ -317,10 +317,7 @@ ring_reap(rma_client_t *c)
 	int got, count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
-	 * each record is taken before its callback runs. The notifications
-	 * a pass consumes are acknowledged in few NotifyAcks (see
-	 * NOTIFICATION_ACK_PASS), the last at its end. */
-	c->notify_passes++;
+	 * each record is taken before its callback runs. */
 	while (!c->gone && c->ring != NULL &&
 	       (got = ring_take(c, &k, detail, &rn, &sender)) != 0) {
 		count++;
@@ -335,8 +332,6 @@ ring_reap(rma_client_t *c)
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);
 	}
-	if (--c->notify_passes == 0)
-		notification_ack(c, 0);
 	return count;
 }
 

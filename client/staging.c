@@ -549,6 +549,7 @@ staging_one(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind, void *buf,
 {
 	Rma__V1__Op op = RMA__V1__OP__INIT;
 	struct request_stage stage;
+	rma_status_t st;
 
 	stage.ext = staging_alloc(s, (uint32_t)len);
 	if (stage.ext == 0)
@@ -562,7 +563,12 @@ staging_one(rma_client_t *c, struct staging *s, Rma__V1__OpKind kind, void *buf,
 	staging_op(s, &op, kind, stage.ext, len, remote->remote_id,
 		   remote_offset, flags);
 	/* on failure the extent was given back */
-	return request_submit_staged(c, &op, &stage, cb, user_data, req_p);
+	st = request_submit_staged(c, &op, &stage, cb, user_data, req_p);
+	/* as staging_issue: the daemon starts on a big one while the
+	 * caller copies its next, rather than when the caller next waits */
+	if (st == RMA_OK && c->pending_n > 0 && len >= RMA_BUF_COPY_MAX)
+		request_flush(c);
+	return st;
 }
 
 /* x (made by the caller, and the caller's to free on failure) becomes a

@@ -35,7 +35,7 @@
  * 1 MiB from a region has. With 4 MiB (and pieces of 256 KiB), 1 MiB
  * puts from a buffer kept the sending daemon's queue short: it ran dry
  * whenever the client waited for a CPU, slept and woke more often, and
- * spent 1.3 to 1.4 times the CPU per MiB of puts from a region (the same
+ * spent 1.1 to 1.4 times the CPU per MiB of puts from a region (the same
  * as puts from a region with a window of 4); with 16 MiB and pieces of
  * 1 MiB it spends what it does for those. */
 #define STAGING_SIZE_DEFAULT (16u << 20)

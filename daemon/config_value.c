@@ -30,7 +30,9 @@ config_error(char *err, size_t len, const char *fmt, ...)
 	return -1;
 }
 
-/* "host:port" with an optional [v6] host. */
+/* "host:port" with an optional [v6] host. A host with a bracket left in
+ * it ("([::1]:7" once read as host "([::1]") would print as
+ * "[([::1]]:7", which reads back as nothing: refused. */
 int
 config_parse_hostport(const char *s, char *host, size_t host_len,
 		      uint16_t *port_p)
@@ -54,7 +56,8 @@ config_parse_hostport(const char *s, char *host, size_t host_len,
 			return -1;
 		hl = (size_t)(colon - s);
 	}
-	if (hl == 0 || hl >= host_len)
+	if (hl == 0 || hl >= host_len || memchr(h, '[', hl) != NULL ||
+	    memchr(h, ']', hl) != NULL)
 		return -1;
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);

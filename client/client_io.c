@@ -7,6 +7,8 @@
  * file what goes over it, client_call.c who waits for it. */
 #include "rma_internal.h"
 
+#include "fdpass.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -343,25 +345,9 @@ client_read(rma_client_t *c)
 static ssize_t
 client_send_some(rma_client_t *c, const uint8_t *p, size_t n, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = {(void *)p, n};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *cm;
-
 	if (fd < 0)
 		return send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = sizeof(cbuf.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return fdpass_send(c->fd, p, n, &fd, 1, MSG_DONTWAIT);
 }
 
 /* A whole frame; @fd (if >= 0) goes with its first byte, which is where

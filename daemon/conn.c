@@ -6,6 +6,7 @@
  * without ever blocking on a slow client, and the connection's life:
  * refcount, close, the stuck-client check. The listener is server.c's. */
 #include "daemon.h"
+#include "fdpass.h"
 #include "snapshot.h"
 #include "oprec.h"
 
@@ -91,10 +92,7 @@ conn_write(struct conn *c)
 		struct iovec iov[16];
 		size_t limit = evbuffer_get_length(c->out);
 		struct msghdr mh = {0};
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} cbuf;
+		union fdpass_buf cbuf;
 		bool with_fd = false;
 		size_t len;
 		ssize_t n;
@@ -128,17 +126,8 @@ conn_write(struct conn *c)
 		/* the most that may be in the socket once sendmsg ran */
 		len = conn_iov_bytes(iov, nv);
 		ring_socket_bytes(c, c->out_written + len);
-		if (with_fd) {
-			struct cmsghdr *cm;
-			memset(&cbuf, 0, sizeof(cbuf));
-			mh.msg_control = cbuf.buf;
-			mh.msg_controllen = sizeof(cbuf.buf);
-			cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &c->out_fds[0].fd, sizeof(int));
-		}
+		if (with_fd)
+			fdpass_attach(&mh, &cbuf, &c->out_fds[0].fd, 1);
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			ring_socket_bytes(c, c->out_written);

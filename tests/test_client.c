@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "rma_internal.h"
 
 enum fake_mode {
@@ -49,27 +50,9 @@ static struct {
 static void
 fake_send_raw(const void *buf, size_t n, const int *fds, int nfds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * 32)];
-	} control;
-	struct iovec iov = {(void *)buf, n};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *cm;
-
-	memset(&control, 0, sizeof(control));
-	if (nfds > 0) {
-		mh.msg_control = control.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
 	pthread_mutex_lock(&fake.lock);
 	/* the client may be gone already: a failed send is its business */
-	(void)!sendmsg(fake.fd, &mh, MSG_NOSIGNAL);
+	(void)!fdpass_send(fake.fd, buf, n, fds, (size_t)nfds, 0);
 	pthread_mutex_unlock(&fake.lock);
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdpass.h"
 #include "oprec.h"
 #include "raw_frame.h"
 
@@ -287,25 +288,12 @@ START_TEST(test_client_fd_refused_and_closed)
 	int fd = client_new();
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	uint8_t frame[4] = {0, 0, 0, 0};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = {frame, sizeof(frame)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf.buf,
-			    .msg_controllen = sizeof(cbuf.buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	Rma__V1__DaemonMessage *m;
 	int before = count_devnull();
 
 	hello(fd, RMA_PROTOCOL_VERSION, RMA__V1__STATUS__OK);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &devnull, sizeof(int));
-	ck_assert_int_eq(sendmsg(fd, &mh, 0), 4);
+	ck_assert_int_eq(fdpass_send(fd, frame, sizeof(frame), &devnull, 1, 0),
+			 4);
 	close(devnull);
 	/* the empty frame is answered (it names no request), then the fd
 	 * that came with it, which only region_register takes, ends the

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdpass.h"
 #include "raw_frame.h"
 
 static struct daemon d;
@@ -73,26 +74,8 @@ client_new(void)
 static void
 send_with_fds(int fd, const void *buf, size_t n, const int *fds, size_t n_fds)
 {
-	union {
-		char buf[CMSG_SPACE(16 * sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = {(void *)buf, n};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *cm;
-
-	ck_assert_uint_le(n_fds, 16);
-	if (n_fds > 0) {
-		memset(&cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf.buf;
-		mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
-	}
-	ck_assert_int_eq(sendmsg(fd, &mh, 0), (ssize_t)n);
+	ck_assert_uint_le(n_fds, FDPASS_MAX);
+	ck_assert_int_eq(fdpass_send(fd, buf, n, fds, n_fds, 0), (ssize_t)n);
 }
 
 static uint8_t *

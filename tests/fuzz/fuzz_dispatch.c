@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdpass.h"
 #include "fuzz.h"
 #include "oprec.h"
 #include "raw_frame.h"
@@ -291,25 +292,7 @@ pump(struct fuzz_client *fc, int spins)
 static ssize_t
 client_send(struct fuzz_client *fc, const uint8_t *p, size_t n, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = {(void *)p, n};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *cm;
-
-	if (fd < 0)
-		return send(fc->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	memset(&cbuf, 0, sizeof(cbuf));
-	mh.msg_control = cbuf.buf;
-	mh.msg_controllen = sizeof(cbuf.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(fc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return fdpass_send(fc->fd, p, n, &fd, fd >= 0 ? 1 : 0, MSG_DONTWAIT);
 }
 
 static bool

@@ -95,6 +95,12 @@
  *   never lands in a region of a restarted target (its descriptors are
  *   refused as stale). So: after a failed put, put the bytes again and
  *   wait for RMA_OK; absent other writers, that is what the target keeps.
+ * - While the target daemon hands its regions over (rmad --take-over, or
+ *   a restart through systemd's fd store), a region whose owner has
+ *   already left the old process fails with RMA_ERR_SHUTDOWN (nothing
+ *   written) until the new process serves it: retry.
+ *   RMA_ERR_STALE_DESCRIPTOR is final: the region was freed, or its
+ *   daemon restarted without its regions.
  * - A get never changes the target. After a failed get the bytes of the
  *   local range are unspecified.
  * - A flush that completed with RMA_OK means every operation submitted to
@@ -521,7 +527,8 @@ const char *rma_peer_detail(const rma_peer_t *peer);
  *         the owner's address when the daemon knows it),
  *         RMA_ERR_STALE_DESCRIPTOR (region freed, or the owner at
  *         @p peer restarted), RMA_ERR_NO_PEER, peer failures,
- *         RMA_ERR_DAEMON_GONE.
+ *         RMA_ERR_DAEMON_GONE. An import asked while the owner hands its
+ *         regions over is answered by the new process.
  */
 rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 			       const char *descriptor, rma_remote_t **remote_p);

@@ -41,10 +41,18 @@ resolve_on_request(struct peer *p, const struct am_msg *m)
 
 	if (!resolve_read(m, &in, sizeof(in)))
 		return;
+	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0) {
+		r = region_lookup(d, in.region_id);
+		/* Handing over: a region whose owner has gone from this
+		 * process lives on in the next one, which answers once the
+		 * initiator reconnects (our exit drops this question, and
+		 * resolve_peer_down asks again). "Gone" from here would be
+		 * final for the initiator. */
+		if (r == NULL && d->regions_kept)
+			return;
+	}
 	d->counters.resolves_served++;
 	p->served_resolves++;
-	if (memcmp(in.daemon_id, d->id, DAEMON_ID_SIZE) == 0)
-		r = region_lookup(d, in.region_id);
 	read_only = r != NULL && r->generation != in.generation;
 	if (read_only && r->ro_generation != in.generation)
 		r = NULL;

@@ -32,8 +32,11 @@ target_region(struct daemon *d, uint64_t region_id, uint64_t generation,
 {
 	struct region *r = region_lookup(d, region_id);
 
+	/* Handing over, the region may live on in the next process: not
+	 * stale, but not here either (nothing is written; retry). */
 	if (r == NULL)
-		return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
+		return d->regions_kept ? RMA__V1__STATUS__ERR_SHUTDOWN
+				       : RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;
 	if (r->generation != generation) {
 		if (r->ro_generation == 0 || r->ro_generation != generation)
 			return RMA__V1__STATUS__ERR_STALE_DESCRIPTOR;

@@ -64,14 +64,15 @@ teardown(void)
 /* A put through remote_a, retried (as the documented retriable statuses
  * allow) until it completes; the first failure is reported in *first. */
 static rma_status_t
-put_until_ok(uint64_t off, double seconds, rma_status_t *first)
+put_to_until_ok(rma_remote_t *remote, uint64_t off, double seconds,
+		rma_status_t *first)
 {
 	double deadline = harness_now() + seconds;
 	rma_status_t st;
 
 	*first = RMA_OK;
 	for (;;) {
-		st = rma_put_sync(cb, rb, off, remote_a, off, 4096, 0, WAIT_MS);
+		st = rma_put_sync(cb, rb, off, remote, off, 4096, 0, WAIT_MS);
 		if (st == RMA_OK || harness_now() > deadline ||
 		    st == RMA_ERR_STALE_DESCRIPTOR)
 			return st;
@@ -79,6 +80,12 @@ put_until_ok(uint64_t off, double seconds, rma_status_t *first)
 			*first = st;
 		harness_pause(0.01, deadline);
 	}
+}
+
+static rma_status_t
+put_until_ok(uint64_t off, double seconds, rma_status_t *first)
+{
+	return put_to_until_ok(remote_a, off, seconds, first);
 }
 
 START_TEST(test_take_over_keeps_descriptors)
@@ -478,6 +485,131 @@ START_TEST(test_in_flight_at_take_over)
 	ck_assert_int_eq(rma_put_sync(ca, ra, 0, remote_b, 0, 4096,
 				      RMA_FLAG_REMOTE_COMPLETION, WAIT_MS),
 			 RMA_OK);
+}
+END_TEST
+
+/* What a remote initiator (cb, on db) sees of a region whose owner left the
+ * old process during its hand-over, while that process still runs. */
+struct leaving {
+	rma_client_t *owner; /* on da, RMA_NO_REATTACH: leaves at the goodbye */
+	rma_remote_t *remote; /* cb's import of its region */
+	const char *desc;
+	int shutdowns, stale;
+	rma_status_t put_st, import_st;
+};
+
+static void *
+leaving_run(void *arg)
+{
+	struct leaving *l = arg;
+	struct pollfd pfd = {.fd = rma_fd(l->owner), .events = POLLIN};
+	double deadline = harness_now() + 20.0;
+	rma_remote_t *again = NULL;
+	rma_status_t st;
+
+	/* The old process says goodbye; the owner leaves it, as a client
+	 * re-attaching to the successor does. */
+	l->put_st = RMA_ERR_TIMEOUT;
+	if (poll(&pfd, 1, WAIT_MS) != 1)
+		return NULL;
+	(void)rma_progress(l->owner);
+	rma_disconnect(l->owner);
+	/* The old process, held by ca's operation to the stopped dc, still
+	 * serves: once it has seen the owner go, it answers for the region
+	 * with SHUTDOWN (retry), never STALE (final). */
+	do {
+		st = rma_put_sync(cb, rb, 0, l->remote, 0, 4096, 0, WAIT_MS);
+		l->shutdowns += st == RMA_ERR_SHUTDOWN;
+		l->stale += st == RMA_ERR_STALE_DESCRIPTOR;
+	} while (st == RMA_OK && harness_now() < deadline);
+	l->put_st = st;
+	if (st != RMA_ERR_SHUTDOWN)
+		return NULL;
+	/* An import asked of the old process now is answered by the
+	 * successor: the old one stays silent, db asks again. */
+	do {
+		st = rma_remote_import(cb, peer_a, l->desc, &again);
+		l->stale += st == RMA_ERR_STALE_DESCRIPTOR;
+	} while (st != RMA_OK && st != RMA_ERR_STALE_DESCRIPTOR &&
+		 harness_now() < deadline);
+	l->import_st = st;
+	return NULL;
+}
+
+/* A region whose owner leaves the old process during the hand-over, before
+ * that process exits, lives on in the successor: the old process must not
+ * tell a peer it is gone (a peer takes that as final: the back-to-back
+ * take-overs of restart_load.sh saw it). */
+START_TEST(test_owner_leaves_during_hand_over)
+{
+	static const char *const flags[] = {"--take-over", NULL};
+	struct daemon_proc dc = {0};
+	struct leaving l = {0};
+	rma_client_t *cc;
+	rma_region_t *rc, *mine;
+	rma_peer_t *peer_c;
+	rma_remote_t *remote_c;
+	rma_request_t *req;
+	rma_status_t first, st;
+	pthread_t t;
+	char desc[256];
+
+	setenv("RMA_NO_REATTACH", "1", 1);
+	ck_assert_int_eq(rma_connect(da.socket, &l.owner), RMA_OK);
+	unsetenv("RMA_NO_REATTACH");
+	ck_assert_int_eq(rma_region_alloc(l.owner, 8192, &mine), RMA_OK);
+	snprintf(desc, sizeof(desc), "%s", rma_region_descriptor(mine));
+	l.desc = desc;
+	ck_assert_int_eq(rma_remote_import(cb, peer_a, desc, &l.remote),
+			 RMA_OK);
+	ck_assert_int_eq(rma_put_sync(cb, rb, 0, l.remote, 0, 4096, 0, WAIT_MS),
+			 RMA_OK);
+
+	/* ca's put to a stopped daemon keeps the old process serving (up to
+	 * its shutdown_timeout) after it has said goodbye. */
+	harness_daemon_start(&dc, NULL);
+	ck_assert_int_eq(rma_connect(dc.socket, &cc), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(cc, 4096, &rc), RMA_OK);
+	ck_assert_int_eq(rma_peer_connect(ca, dc.listen, &peer_c), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer_c, rma_region_descriptor(rc), &remote_c),
+	    RMA_OK);
+	ck_assert_int_eq(kill(dc.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(ca, ra, 0, remote_c, 0, 4096,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+
+	ck_assert_int_eq(pthread_create(&t, NULL, leaving_run, &l), 0);
+	harness_daemon_take_over(&da, flags, 15.0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(kill(dc.pid, SIGCONT), 0);
+	ck_assert_msg(l.stale == 0 && l.put_st == RMA_ERR_SHUTDOWN,
+		      "a put to a region handed over: %d stale; the last "
+		      "failed %s",
+		      l.stale, rma_strerror(l.put_st));
+	ck_assert_int_eq(l.shutdowns, 1);
+	ck_assert_msg(l.import_st == RMA_OK, "the import in the hand-over: %s",
+		      rma_strerror(l.import_st));
+
+	/* The successor has the region (an orphan now): the descriptor
+	 * imported before works, and the bytes are there. */
+	harness_fill(rma_region_ptr(rb), 8192, 7);
+	st = put_to_until_ok(l.remote, 4096, 10.0, &first);
+	ck_assert_msg(st == RMA_OK, "put after the hand-over: %s (first %s)",
+		      rma_strerror(st), rma_strerror(first));
+	ck_assert_int_eq(rma_get_sync(cb, rb, 0, l.remote, 4096, 4096, WAIT_MS),
+			 RMA_OK);
+	ck_assert_int_eq(memcmp(rma_region_ptr(rb),
+				(uint8_t *)rma_region_ptr(rb) + 4096, 4096),
+			 0);
+
+	st = rma_request_wait(ca, req, WAIT_MS);
+	ck_assert_msg(st == RMA_ERR_SHUTDOWN || st == RMA_ERR_RESTARTED,
+		      "the put in flight completed %s", rma_strerror(st));
+	rma_request_release(req);
+	rma_disconnect(cc);
+	harness_daemon_stop(&dc, SIGTERM);
 }
 END_TEST
 
@@ -1289,6 +1421,7 @@ main(void)
 	tcase_add_test(tc, test_no_reattach_opt_out);
 	tcase_add_test(tc, test_restart_is_not_take_over);
 	tcase_add_test(tc, test_in_flight_at_take_over);
+	tcase_add_test(tc, test_owner_leaves_during_hand_over);
 	tcase_add_test(tc, test_free_orphan_then_reattach_the_rest);
 	tcase_add_test(tc, test_orphan_deadline_survives_take_overs);
 	suite_add_tcase(s, tc);

@@ -171,7 +171,7 @@ client_reattach_ms(void)
  * rma_fd()'s set (client.c: a poller of rma_fd() sees nothing change),
  * then hello. */
 static rma_status_t
-client_reconnect_once(rma_client_t *c, int64_t deadline)
+client_reconnect_once(rma_client_t *c, int64_t deadline, bool *refused)
 {
 	struct sockaddr_un sa;
 	rma_status_t st;
@@ -202,7 +202,13 @@ client_reconnect_once(rma_client_t *c, int64_t deadline)
 	free(c->daemon_version);
 	c->daemon_id = c->daemon_version = NULL;
 	c->gone = 0;
-	return client_hello(c, c->hello_name, client_remaining(deadline));
+	st = client_hello(c, c->hello_name, client_remaining(deadline));
+	/* The daemon answered and said no (this uid over
+	 * max_clients_per_uid, not allowed, another protocol version): it
+	 * would say it again. */
+	*refused = st == RMA_ERR_LIMIT || st == RMA_ERR_PERMISSION ||
+		   st == RMA_ERR_VERSION;
+	return st;
 }
 
 /* The daemon closed the connection. If it was taken over (rmad
@@ -221,6 +227,7 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 	size_t n_ids;
 	char *old_id;
 	rma_status_t st;
+	bool refused = false;
 	int fd;
 
 	if (c->reattach_ms <= 0 || c->socket_path == NULL || c->reconnecting ||
@@ -243,15 +250,15 @@ client_reconnect(rma_client_t *c, char *why, size_t why_len)
 again:
 	c->reclosed = 0;
 	for (;;) {
-		st = client_reconnect_once(c, deadline);
-		if (st == RMA_OK || client_remaining(deadline) == 0)
+		st = client_reconnect_once(c, deadline, &refused);
+		if (st == RMA_OK || refused || client_remaining(deadline) == 0)
 			break;
 		/* A take-over hands the listening socket itself to the new
 		 * process, which never stops accepting; but a daemon that
 		 * died and is restarted (systemd without socket activation,
 		 * a supervisor, a person) leaves the path refusing
 		 * (ECONNREFUSED) or absent (ENOENT) until it is up: try
-		 * again soon, within the deadline, whatever failed. */
+		 * again soon, within the deadline, unless it refused us. */
 		c->gone = 0;
 		c->reclosed = 0;
 		poll(NULL, 0, 10);

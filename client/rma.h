@@ -254,8 +254,9 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * daemon not accepting yet; not a trusted daemon; a connection closed
  * before the hello was answered); and, if the new process is taken over
  * too while the regions are claimed, the whole re-attach. Not tried again:
- * a daemon that answers with another identity (RMA_ERR_DAEMON_GONE at
- * once). While it tries, the call that noticed the close (rma_progress()
+ * a daemon that answers with another identity, or refuses the client
+ * (its uid over max_clients_per_uid, not allowed, another protocol
+ * version): RMA_ERR_DAEMON_GONE at once, with the daemon's reason. While it tries, the call that noticed the close (rma_progress()
  * included) blocks, up to that deadline. The client notices only when it
  * calls the library (rma_progress() when rma_fd() polls readable, or any
  * call),

@@ -7,6 +7,7 @@
 
 #include "check_main.h"
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,42 @@ START_TEST(test_clients_per_uid)
 		      rma_last_error(NULL));
 	for (int i = 1; i < 4; i++)
 		rma_disconnect(c[i]);
+}
+END_TEST
+
+/* A re-attach the new process refuses (the uid already at its
+ * max_clients_per_uid there) ends at once with the daemon's reason: the
+ * same answer would come back until RMA_REATTACH_TIMEOUT_MS, here far
+ * beyond the test's own timeout. */
+START_TEST(test_reattach_refused_ends_at_once)
+{
+	const char *const successor[] = {
+	    "--take-over", "--max-clients-per-uid", "1", "--socket-group",
+	    "nogroup",	   "--connect-timeout",	    "1", NULL};
+	struct pollfd pfd;
+	rma_client_t *c, *first;
+	rma_region_t *r;
+	rma_status_t st;
+
+	daemon_with("2", "16", "1M");
+	setenv("RMA_REATTACH_TIMEOUT_MS", "600000", 1);
+	ck_assert_int_eq(rma_connect(dp.socket, &c), RMA_OK);
+	unsetenv("RMA_REATTACH_TIMEOUT_MS");
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_OK);
+	harness_daemon_take_over(&dp, successor, 10.0);
+	/* the uid's one connection to the new process */
+	ck_assert_int_eq(rma_connect(dp.socket, &first), RMA_OK);
+
+	pfd = (struct pollfd){.fd = rma_fd(c), .events = POLLIN};
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	st = rma_progress(c);
+	ck_assert_msg(st == RMA_ERR_DAEMON_GONE, "re-attach over the limit: %s",
+		      rma_strerror(st));
+	ck_assert_msg(strstr(rma_last_error(c), "max_clients_per_uid") != NULL,
+		      "detail '%s' does not give the daemon's reason",
+		      rma_last_error(c));
+	rma_disconnect(c);
+	rma_disconnect(first);
 }
 END_TEST
 
@@ -228,6 +265,7 @@ main(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_clients_per_uid);
+	tcase_add_test(tc, test_reattach_refused_ends_at_once);
 	tcase_add_test(tc, test_regions_per_uid);
 	tcase_add_test(tc, test_region_bytes_per_uid);
 	tcase_add_test(tc, test_other_uid_unaffected);

@@ -119,6 +119,26 @@ handover_snapshot_free(struct handover_snapshot *s)
 	free(s->fds);
 }
 
+static uint64_t handover_boottime_ms(void);
+
+/* For an older successor, which reads deadlines on the wall clock: the
+ * same time left, or it would take boot-time deadlines as long past and
+ * free every orphan at once. */
+static void
+handover_deadlines_to_wall_clock(struct handover_snapshot *s)
+{
+	uint64_t boot = handover_boottime_ms(), wall;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->until[i] != 0)
+			s->until[i] = wall + (s->until[i] > boot
+						  ? s->until[i] - boot
+						  : 0);
+}
+
 /* Every live region, the world stopped; from here on none is made and
  * none is announced freed (the owners' closing frees only our mapping). */
 static int
@@ -220,6 +240,8 @@ handover_give(struct handover *h, int fd, uint32_t takes)
 	}
 	/* A successor that does not take them restarts every orphan's
 	 * deadline, as before deadlines travelled. */
+	if ((takes & HANDOVER_TAKES_BOOTTIME) == 0)
+		handover_deadlines_to_wall_clock(&s);
 	for (size_t i = 0; (takes & HANDOVER_TAKES_DEADLINES) && i < s.n;
 	     i += HANDOVER_CHUNK) {
 		size_t k = s.n - i < HANDOVER_CHUNK ? s.n - i : HANDOVER_CHUNK;
@@ -569,7 +591,8 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 	struct handover_msg m = {HANDOVER_MAGIC, HANDOVER_VERSION, HANDOVER_ASK,
 				 0};
 	struct handover_ask ask = {.takes = HANDOVER_TAKES_DEADLINES |
-					    HANDOVER_TAKES_CONFIG};
+					    HANDOVER_TAKES_CONFIG |
+					    HANDOVER_TAKES_BOOTTIME};
 	struct handover_head head;
 	struct timeval tv = {5, 0};
 	size_t n_fds;

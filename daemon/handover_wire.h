@@ -39,6 +39,9 @@ enum handover_kind {
  * predecessor that does not know it reads the header alone). */
 #define HANDOVER_TAKES_DEADLINES 1u
 #define HANDOVER_TAKES_CONFIG 2u
+/* DEADLINES in CLOCK_BOOTTIME ms; a successor that takes deadlines
+ * without this bit reads them on the wall clock (CLOCK_REALTIME ms) */
+#define HANDOVER_TAKES_BOOTTIME 4u
 /* The largest CONFIG body a successor takes. */
 #define HANDOVER_CONFIG_MAX (80u * 1024)
 

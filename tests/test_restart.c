@@ -18,9 +18,11 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handover_wire.h"
 #include "harness.h"
 #include "rma.h"
 #include "status_call.h"
@@ -610,6 +612,99 @@ START_TEST(test_owner_leaves_during_hand_over)
 	rma_request_release(req);
 	rma_disconnect(cc);
 	harness_daemon_stop(&dc, SIGTERM);
+}
+END_TEST
+
+/* One hand-over message into m and body (at most len bytes); the fds it
+ * carries are closed. The body's length, or -1. */
+static ssize_t
+older_recv(int fd, struct handover_msg *m, void *body, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
+	struct iovec iov[2] = {{m, sizeof(*m)}, {body, len}};
+	struct msghdr mh = {.msg_iov = iov,
+			    .msg_iovlen = 2,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)CMSG_DATA(cm);
+
+		for (size_t i = 0; cm->cmsg_type == SCM_RIGHTS && i < k; i++)
+			close(fds[i]);
+	}
+	return n < (ssize_t)sizeof(*m) ? -1 : n - (ssize_t)sizeof(*m);
+}
+
+/* A successor from before deadlines went on CLOCK_BOOTTIME asks for them
+ * without HANDOVER_TAKES_BOOTTIME and reads them on the wall clock: an
+ * orphan's time left must reach it as a wall-clock deadline (a boot-time
+ * one reads as long past, and it would free the orphan at once). The
+ * older successor is faked here, asking as one did. */
+START_TEST(test_older_successor_gets_wall_clock_deadlines)
+{
+	static const char *const flags[] = {"--reattach-timeout", "60", NULL};
+	static const char *const again[] = {"--take-over", "--reattach-timeout",
+					    "60", NULL};
+	struct handover_msg ask = {HANDOVER_MAGIC, HANDOVER_VERSION,
+				   HANDOVER_ASK, 0};
+	struct handover_ask body = {.takes = HANDOVER_TAKES_DEADLINES};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct iovec iov[2] = {{&ask, sizeof(ask)}, {&body, sizeof(body)}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	struct daemon_proc dx = {0};
+	struct handover_msg m = {0};
+	uint64_t until[HANDOVER_CHUNK], buf[HANDOVER_CHUNK * 16];
+	size_t n_until = 0;
+	struct timespec ts;
+	uint64_t wall;
+	rma_client_t *c;
+	rma_region_t *r;
+	int fd, status = -1;
+	ssize_t n;
+
+	harness_daemon_start(&dx, flags);
+	setenv("RMA_NO_REATTACH", "1", 1);
+	ck_assert_int_eq(rma_connect(dx.socket, &c), RMA_OK);
+	unsetenv("RMA_NO_REATTACH");
+	ck_assert_int_eq(rma_region_alloc(c, 4096, &r), RMA_OK);
+	/* its owner does not come back: an orphan, 60 s to go */
+	harness_daemon_take_over(&dx, again, 10.0);
+	rma_disconnect(c);
+
+	ck_assert_int_lt(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s",
+				  dx.socket, HANDOVER_SUFFIX),
+			 (int)sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(sendmsg(fd, &mh, MSG_NOSIGNAL),
+			 (ssize_t)(sizeof(ask) + sizeof(body)));
+	ck_assert_int_eq(harness_wait_fd(fd, 10.0), 1);
+	do {
+		n = older_recv(fd, &m, buf, sizeof(buf));
+		ck_assert_msg(n >= 0 && m.magic == HANDOVER_MAGIC,
+			      "the hand-over broke off");
+		if (m.kind == HANDOVER_DEADLINES) {
+			ck_assert_uint_le(n_until + m.count, HANDOVER_CHUNK);
+			memcpy(until + n_until, buf, m.count * sizeof(*until));
+			n_until += m.count;
+		}
+	} while (m.kind != HANDOVER_END);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	ck_assert_uint_eq(m.count, 1);
+	ck_assert_uint_eq(n_until, 1);
+	ck_assert_msg(until[0] > wall + 30000 && until[0] <= wall + 60000,
+		      "deadline %llu ms, the wall clock %llu ms: not 60 s of "
+		      "wall-clock time left",
+		      (unsigned long long)until[0], (unsigned long long)wall);
+	close(fd);
+	ck_assert(harness_daemon_wait_exit(&dx, 15.0, &status));
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 END_TEST
 
@@ -1417,6 +1512,7 @@ main(void)
 	tcase_add_test(tc, test_orphan_goes_stale);
 	tcase_add_test(tc, test_blackout_under_load);
 	tcase_add_test(tc, test_take_over_needs_a_daemon);
+	tcase_add_test(tc, test_older_successor_gets_wall_clock_deadlines);
 	tcase_add_test(tc, test_local_client_reattaches);
 	tcase_add_test(tc, test_no_reattach_opt_out);
 	tcase_add_test(tc, test_restart_is_not_take_over);

@@ -6,6 +6,7 @@
  * consuming makes notifying puts to it fail at their initiators with
  * RMA_ERR_LIMIT rather than grow without bound. */
 #include "rma_internal.h"
+#include "descriptor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +26,15 @@ notification_region(rma_client_t *c, uint64_t region_id)
 	return NULL;
 }
 
-void
-notification_ack(rma_client_t *c, int force)
+/* Out of line: the owner calls notification_ack for every notification,
+ * and building the request before the test that nearly always returns was
+ * an eighth of its instructions on a stream of 8-byte notifying puts. */
+static void
+notification_ack_send(rma_client_t *c)
 {
 	Rma__V1__Request req = RMA__V1__REQUEST__INIT;
 	Rma__V1__NotifyAck ack = RMA__V1__NOTIFY_ACK__INIT;
 
-	if (c->notify_unacked == 0 || c->gone ||
-	    (!force && c->notify_unacked < NOTIFICATION_ACK_BATCH))
-		return;
 	ack.count = c->notify_unacked;
 	req.id = 0;
 	req.body_case = RMA__V1__REQUEST__BODY_NOTIFY_ACK;
@@ -41,6 +42,15 @@ notification_ack(rma_client_t *c, int force)
 	/* A failed send fails the connection: nothing left to bound. */
 	if (client_send(c, &req) == RMA_OK)
 		c->notify_unacked = 0;
+}
+
+void
+notification_ack(rma_client_t *c, int force)
+{
+	if (c->notify_unacked == 0 || c->gone ||
+	    (!force && c->notify_unacked < NOTIFICATION_ACK_BATCH))
+		return;
+	notification_ack_send(c);
 }
 
 static int
@@ -75,13 +85,19 @@ notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 
 	/* Looked up again for each: a callback may free it. */
 	n->region = notification_region(c, region_id);
-	/* per notification: a copy, not a printf */
-	memcpy(n->daemon_id, daemon_id, len);
+	/* per notification: a copy, not a printf; of a fixed size for a
+	 * daemon's id, which the compiler makes two moves, where a call to
+	 * memcpy with a length was a sixth of the owner's instructions */
+	if (len == 2 * DAEMON_ID_SIZE)
+		memcpy(n->daemon_id, daemon_id, 2 * DAEMON_ID_SIZE);
+	else
+		memcpy(n->daemon_id, daemon_id, len);
 	n->daemon_id[len] = '\0';
 	if (c->notify_cb != NULL) {
 		c->notify_cb(c, n, c->notify_user_data);
-		c->notify_unacked++;
-		notification_ack(c, 0);
+		/* the batch's test here, not a call per notification */
+		if (++c->notify_unacked >= NOTIFICATION_ACK_BATCH)
+			notification_ack(c, 0);
 		return;
 	}
 	if (notification_push(c, n) < 0) {

@@ -269,11 +269,11 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 				    "tail");
 			return 0;
 		}
-		ringrec_load_notification(r->comp + slot * RINGREC_COMP_SIZE,
-					  r->comp + (r->comp_head + 1) %
-							r->comp_slots *
-							RINGREC_COMP_SIZE,
-					  n);
+		ringrec_load_notification(
+		    r->comp + slot * RINGREC_COMP_SIZE,
+		    r->comp + ((r->comp_head + 1) & (r->comp_slots - 1)) *
+				  RINGREC_COMP_SIZE,
+		    n);
 		if (r->sender_hex[0] == '\0' ||
 		    memcmp(n->sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
 			memcpy(r->sender, n->sender, RINGREC_SENDER_SIZE);
@@ -313,6 +313,9 @@ ring_reap(rma_client_t *c)
 	char detail[RINGREC_DETAIL_MAX + 1];
 	const char *sender = NULL;
 	struct ringrec_notification rn;
+	/* set once, not per notification: each sets every field it reads
+	 * (notification_receive its region and id) */
+	rma_notification_t n = {0};
 	struct ringrec_comp k;
 	int got, count = 0;
 
@@ -322,10 +325,9 @@ ring_reap(rma_client_t *c)
 	       (got = ring_take(c, &k, detail, &rn, &sender)) != 0) {
 		count++;
 		if (got == 2) {
-			rma_notification_t n = {.offset = rn.offset,
-						.length = rn.length,
-						.value = rn.value};
-
+			n.offset = rn.offset;
+			n.length = rn.length;
+			n.value = rn.value;
 			notification_receive(c, rn.region_id, &n, sender,
 					     2 * RINGREC_SENDER_SIZE);
 		} else

@@ -2,6 +2,7 @@
 """Failures under load, callbacks that raise, memory and references."""
 
 import asyncio
+import ctypes
 import gc
 import os
 import select
@@ -176,11 +177,24 @@ def test_gil_released_while_waiting(link):
     req.wait(20)
 
 
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+        "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+_libc = ctypes.CDLL(None)
+_libc.mallinfo2.restype = _Mallinfo2
+
+
+def malloc_kib():
+    """KiB the C heap has handed out and not had back (glibc's mallinfo2,
+    every arena): what librma and the extension keep. Not RSS: that also
+    holds the heap's free space, whose high-water mark follows how many
+    operations happened to be in flight at once (more on a busy machine),
+    which says nothing about what one operation keeps."""
+    mi = _libc.mallinfo2()
+    return (mi.uordblks + mi.hblkhd) // 1024
 
 
 def heap_bytes():
@@ -214,10 +228,10 @@ def test_100k_operations_memory_bound(link):
         # paths alike), then stays flat; 5 left the test flaky
         for _ in range(15):
             runner.run(batch(10000))
-        rss0 = rss_kib()
+        held0 = malloc_kib()
         for _ in range(10):
             runner.run(batch(10000))  # 110k operations
-        grown_kib = rss_kib() - rss0
+        grown_kib = malloc_kib() - held0
         tracemalloc.start()  # apart: tracing costs RSS of its own
         runner.run(batch(10000))
         base = heap_bytes()
@@ -225,8 +239,10 @@ def test_100k_operations_memory_bound(link):
             runner.run(batch(10000))
         grown = heap_bytes() - base
         tracemalloc.stop()
-    if not os.environ.get("RMA_SANITIZED"):  # ASan's quarantine grows
-        assert grown_kib < 2048, "RSS grew by %d KiB" % grown_kib
+    if not os.environ.get("RMA_SANITIZED"):  # ASan has its own heap
+        # 2-7 KiB here, quiet or beside two busy loops: 512 KiB is
+        # under 5 bytes per operation
+        assert grown_kib < 512, "the C heap grew by %d KiB" % grown_kib
     assert grown < 64 * 1024, "Python heap grew by %d bytes" % grown
 
 

@@ -77,6 +77,10 @@ struct notification_run {
 struct notification_bound {
 	uint32_t held;
 	uint32_t live; /* shares that hold any */
+	/* The share found last: a stream of notifying puts comes from one
+	 * initiator, and is then told without a hash and a probe. Only a
+	 * hint: it is checked like any share the probe meets. */
+	uint32_t last;
 	struct notification_share shares[NOTIFICATION_SHARES];
 	struct notification_group groups[NOTIFICATION_SHARES];
 };
@@ -228,18 +232,26 @@ static struct notification_share *
 notification_share_find(struct notification_bound *b,
 			const struct notification_initiator *from)
 {
-	uint32_t at = notification_share_hash(from);
-	struct notification_share *free_share = NULL;
+	struct notification_share *free_share = NULL,
+				  *last = &b->shares[b->last];
+	uint32_t at;
 	int group;
 
+	if (last->used && last->client == from->client &&
+	    memcmp(last->daemon_id, from->daemon_id, DAEMON_ID_SIZE) == 0)
+		return last;
+	at = notification_share_hash(from);
 	for (uint32_t probe = 0; probe < NOTIFICATION_SHARES; probe++) {
 		struct notification_share *sh = &b->shares[at];
 
 		if (!sh->used)
 			break;
 		if (sh->client == from->client &&
-		    memcmp(sh->daemon_id, from->daemon_id, DAEMON_ID_SIZE) == 0)
+		    memcmp(sh->daemon_id, from->daemon_id, DAEMON_ID_SIZE) ==
+			0) {
+			b->last = at;
 			return sh;
+		}
 		if (sh->held == 0 && free_share == NULL)
 			free_share = sh;
 		at = (at + 1) & (NOTIFICATION_SHARES - 1);
@@ -263,6 +275,7 @@ notification_share_find(struct notification_bound *b,
 	free_share->group = (uint16_t)group;
 	free_share->used = true;
 	b->groups[group].refs++;
+	b->last = (uint32_t)(free_share - b->shares);
 	return free_share;
 }
 
@@ -519,6 +532,9 @@ notification_deliver(struct daemon *d, void *arg)
 	struct conn *alive = NULL;
 	struct region *r = NULL;
 	size_t k = 0, n_gone = 0;
+	/* those sent in a row from one share, noted as one: a job is
+	 * mostly one initiator's */
+	uint32_t run_share = 0, run_n = 0;
 
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
@@ -535,7 +551,12 @@ notification_deliver(struct daemon *d, void *arg)
 			continue;
 		}
 		alive = job->owner; /* owns a region: not freed */
-		notification_note_sent(alive, e->share, 1);
+		if (run_n > 0 && e->share != run_share) {
+			notification_note_sent(alive, run_share, run_n);
+			run_n = 0;
+		}
+		run_share = e->share;
+		run_n++;
 		recs[k].region_id = e->region_id;
 		recs[k].offset = e->offset;
 		recs[k].length = e->length;
@@ -546,6 +567,8 @@ notification_deliver(struct daemon *d, void *arg)
 			k = 0;
 		}
 	}
+	if (run_n > 0)
+		notification_note_sent(alive, run_share, run_n);
 	if (k > 0)
 		notification_send(alive, job, recs, k);
 	/* Nobody to tell for these; a client that is still here gets

@@ -255,18 +255,11 @@ back_to_baseline(void *arg)
 	b->now_in_flight = reply->status_reply->ops_in_flight;
 	rma__v1__reply__free_unpacked(reply, NULL);
 	b->now_fds = harness_fd_count(b->pid);
+	/* Not one fd more: a leak. One fewer is no leak, and happens: an fd
+	 * the baseline caught in passing (a socket UCX's async thread was
+	 * closing, the guard's netlink query at an accept) is gone later. */
 	return b->now_regions == b->regions && b->now_clients == b->clients &&
-	       b->now_fds == b->fds && b->now_in_flight == 0;
-}
-
-int
-back_to_baseline_but_fds(void *arg)
-{
-	struct baseline *b = arg;
-
-	back_to_baseline(b);
-	return b->now_regions == b->regions && b->now_clients == b->clients &&
-	       b->now_in_flight == 0 && b->now_fds <= b->fds;
+	       b->now_fds <= b->fds && b->now_in_flight == 0;
 }
 
 void

@@ -94,10 +94,9 @@ struct baseline {
 /* Takes the baseline of daemon d through client c. */
 void baseline_take(struct baseline *b, rma_client_t *c,
 		   const struct daemon_proc *d);
-/* harness_until conditions: everything back, or all but the fds (which
- * may only have gone down). */
+/* harness_until condition: regions, clients and operations in flight
+ * back to the baseline, and no more fds than it had. */
 int back_to_baseline(void *arg);
-int back_to_baseline_but_fds(void *arg);
 
 /* Adds test as a case of its own named name (CK_RUN_CASE=name runs just
  * that one), with the teardown that stops every daemon. */

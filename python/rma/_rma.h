@@ -74,7 +74,8 @@ typedef struct rma_state {
 	PyObject *get_running_loop, *invalid_state, *cancelled_error;
 	PyObject *str_set_result, *str_set_exception, *str_create_future,
 	    *str_await, *str_call_soon, *str_call_soon_threadsafe,
-	    *str_thread_id, *str_blocking, *str_get_loop;
+	    *str_thread_id, *str_blocking, *str_get_loop,
+	    *str_add_done_callback;
 	/* The await path, per operation, without Python-level calls where
 	 * asyncio has C ones: asyncio.Future (the C _asyncio.Future), its
 	 * set_result descriptor, BaseEventLoop.create_future (a loop whose

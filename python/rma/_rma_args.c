@@ -15,9 +15,20 @@
 int
 u64_arg(PyObject *o, void *p)
 {
-	PyObject *i = PyNumber_Index(o);
+	PyObject *i;
 	unsigned long long v;
 
+	/* an int, the usual case (three per put): no __index__ round trip;
+	 * one out of range takes the way below for its message */
+	if (PyLong_CheckExact(o)) {
+		v = PyLong_AsUnsignedLongLong(o);
+		if (v != (unsigned long long)-1 || !PyErr_Occurred()) {
+			*(unsigned long long *)p = v;
+			return 1;
+		}
+		PyErr_Clear();
+	}
+	i = PyNumber_Index(o);
 	if (i == NULL)
 		return 0;
 	v = PyLong_AsUnsignedLongLong(i);

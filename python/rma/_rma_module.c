@@ -238,6 +238,7 @@ static PyMethodDef mod_methods[] = {
 	X(str_thread_id)                                                       \
 	X(str_blocking)                                                        \
 	X(str_get_loop)                                                        \
+	X(str_add_done_callback)                                               \
 	X(kwnames_context_seen)                                                \
 	X(future_type)                                                         \
 	X(task_type)                                                           \
@@ -380,6 +381,8 @@ mod_make_names(rma_state *st)
 	st->str_blocking =
 	    PyUnicode_InternFromString("_asyncio_future_blocking");
 	st->str_get_loop = PyUnicode_InternFromString("get_loop");
+	st->str_add_done_callback =
+	    PyUnicode_InternFromString("add_done_callback");
 	st->kwnames_loop = Py_BuildValue("(s)", "loop");
 	/* interned, as asyncio's own "context" keyword: compared by
 	 * address first (waiter_add_done_callback) */
@@ -389,8 +392,8 @@ mod_make_names(rma_state *st)
 	    st->str_create_future == NULL || st->str_await == NULL ||
 	    st->str_call_soon == NULL || st->str_call_soon_threadsafe == NULL ||
 	    st->str_thread_id == NULL || st->str_blocking == NULL ||
-	    st->str_get_loop == NULL || st->kwnames_loop == NULL ||
-	    st->kwnames_context == NULL)
+	    st->str_get_loop == NULL || st->str_add_done_callback == NULL ||
+	    st->kwnames_loop == NULL || st->kwnames_context == NULL)
 		return -1;
 	return 0;
 }

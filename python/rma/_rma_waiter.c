@@ -25,6 +25,9 @@
 
 #include <string.h>
 
+/* waiter_methods[]'s add_done_callback, which waiter_getattro binds */
+#define WAITER_ADD_DONE_CALLBACK 1
+
 __thread int waiter_direct_ok;
 
 /* @p get_loop: what w.get_loop is to give (a callable returning loop,
@@ -455,27 +458,6 @@ waiter_iternext(WaiterObject *w)
 	}
 }
 
-/* What a Task reads and writes of the object its coroutine yielded
- * (_asyncio_future_blocking, get_loop), without the generic lookup and,
- * for get_loop, without a bound method made and freed per await. */
-static PyObject *
-waiter_getattro(WaiterObject *w, PyObject *name)
-{
-	if (name == w->st->str_blocking)
-		return PyBool_FromLong(w->blocking);
-	if (name == w->st->str_get_loop && w->get_loop != NULL)
-		return Py_NewRef(w->get_loop);
-	return PyObject_GenericGetAttr((PyObject *)w, name);
-}
-
-static int
-waiter_setattro(WaiterObject *w, PyObject *name, PyObject *v)
-{
-	if (name == w->st->str_blocking && v != NULL)
-		return waiter_set_blocking(w, v, NULL);
-	return PyObject_GenericSetAttr((PyObject *)w, name, v);
-}
-
 static PyObject *
 waiter_repr(WaiterObject *w)
 {
@@ -487,8 +469,10 @@ waiter_repr(WaiterObject *w)
 
 static PyMethodDef waiter_methods[] = {
     {"get_loop", (PyCFunction)waiter_get_loop, METH_NOARGS, NULL},
-    {"add_done_callback", (PyCFunction)(void (*)(void))waiter_add_done_callback,
-     METH_FASTCALL | METH_KEYWORDS, NULL},
+    [WAITER_ADD_DONE_CALLBACK] = {"add_done_callback",
+				  (PyCFunction)(void (*)(
+				      void))waiter_add_done_callback,
+				  METH_FASTCALL | METH_KEYWORDS, NULL},
     {"remove_done_callback", (PyCFunction)waiter_remove_done_callback, METH_O,
      NULL},
     {"cancel", (PyCFunction)(void (*)(void))waiter_cancel,
@@ -498,6 +482,32 @@ static PyMethodDef waiter_methods[] = {
     {"done", (PyCFunction)waiter_done, METH_NOARGS, NULL},
     {"cancelled", (PyCFunction)waiter_cancelled, METH_NOARGS, NULL},
     {NULL}};
+
+/* What a Task reads and writes of the object its coroutine yielded
+ * (_asyncio_future_blocking, get_loop, add_done_callback), without the
+ * generic lookup (the type's dict, then the descriptor) and, for
+ * get_loop, without a bound method made and freed per await. */
+static PyObject *
+waiter_getattro(WaiterObject *w, PyObject *name)
+{
+	if (name == w->st->str_blocking)
+		return PyBool_FromLong(w->blocking);
+	if (name == w->st->str_get_loop && w->get_loop != NULL)
+		return Py_NewRef(w->get_loop);
+	/* the bound method the descriptor would make */
+	if (name == w->st->str_add_done_callback)
+		return PyCFunction_New(
+		    &waiter_methods[WAITER_ADD_DONE_CALLBACK], (PyObject *)w);
+	return PyObject_GenericGetAttr((PyObject *)w, name);
+}
+
+static int
+waiter_setattro(WaiterObject *w, PyObject *name, PyObject *v)
+{
+	if (name == w->st->str_blocking && v != NULL)
+		return waiter_set_blocking(w, v, NULL);
+	return PyObject_GenericSetAttr((PyObject *)w, name, v);
+}
 
 static PyGetSetDef waiter_getset[] = {{"_asyncio_future_blocking",
 				       (getter)waiter_get_blocking,

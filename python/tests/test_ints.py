@@ -84,7 +84,8 @@ def test_ints_that_do_not_fit_raise_and_write_nothing(link):
     raised = 0
     for x in BAD:
         for name, call in bad_calls(c, r, remote, x).items():
-            with pytest.raises(OverflowError):
+            # the binding's message, also where an int skips __index__
+            with pytest.raises(OverflowError, match=r"0 to 2\*\*64 - 1"):
                 call()
                 pytest.fail("%s = %d did not raise" % (name, x))
             raised += 1

@@ -229,18 +229,13 @@ notification_group_find(struct notification_bound *b,
 /* from's share in b, made if need be; NULL when every share is held by
  * another initiator. */
 static struct notification_share *
-notification_share_find(struct notification_bound *b,
-			const struct notification_initiator *from)
+notification_share_probe(struct notification_bound *b,
+			 const struct notification_initiator *from)
 {
-	struct notification_share *free_share = NULL,
-				  *last = &b->shares[b->last];
-	uint32_t at;
+	struct notification_share *free_share = NULL;
+	uint32_t at = notification_share_hash(from);
 	int group;
 
-	if (last->used && last->client == from->client &&
-	    memcmp(last->daemon_id, from->daemon_id, DAEMON_ID_SIZE) == 0)
-		return last;
-	at = notification_share_hash(from);
 	for (uint32_t probe = 0; probe < NOTIFICATION_SHARES; probe++) {
 		struct notification_share *sh = &b->shares[at];
 
@@ -277,6 +272,22 @@ notification_share_find(struct notification_bound *b,
 	b->groups[group].refs++;
 	b->last = (uint32_t)(free_share - b->shares);
 	return free_share;
+}
+
+/* As notification_share_probe, the share found last tried first: a
+ * stream of notifying puts is one initiator's, told without a hash and a
+ * probe, and without a call (inline in notification_reserve). The hint is
+ * checked as any share the probe meets, and a key is in the table once. */
+static inline struct notification_share *
+notification_share_find(struct notification_bound *b,
+			const struct notification_initiator *from)
+{
+	struct notification_share *last = &b->shares[b->last];
+
+	if (last->used && last->client == from->client &&
+	    memcmp(last->daemon_id, from->daemon_id, DAEMON_ID_SIZE) == 0)
+		return last;
+	return notification_share_probe(b, from);
 }
 
 /* A share that holds nothing goes out of the table when nothing after
@@ -323,7 +334,7 @@ notification_share_release(struct notification_bound *b, uint32_t share,
  * initiators leave free, within its group's three quarters of what the
  * other groups leave; and a share slot, if its group holds at most half
  * of the free ones. */
-static struct notification_share *
+static inline struct notification_share *
 notification_bound_take(struct notification_bound *b,
 			const struct notification_initiator *from)
 {
@@ -638,7 +649,9 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 	if (job == NULL)
 		goto fail;
 	if (job->n == job->cap) {
-		size_t cap = job->cap ? 2 * job->cap : 64;
+		/* a pass ends at NOTIFICATION_FLUSH_AT: most jobs fit the
+		 * first, where growing from 64 was a realloc every 85 puts */
+		size_t cap = job->cap ? 2 * job->cap : NOTIFICATION_FLUSH_AT;
 		struct notification_entry *es =
 		    realloc(job->entries, cap * sizeof(*es));
 		if (es == NULL)

@@ -552,6 +552,10 @@ struct daemon {
 	struct notification_job *notify_open[NOTIFICATION_OPEN_MAX];
 	uint32_t notify_open_n;
 	uint32_t notify_open_entries; /* in those jobs, all owners */
+	/* the job of the last notification_post and its sender's index
+	 * there; NULL once the jobs are flushed */
+	struct notification_job *notify_last;
+	uint32_t notify_last_sender;
 	uint64_t next_token;
 	/* target.c: put pieces written and not yet answered, all of one
 	 * peer, tokens ack_token .. ack_token + ack_count - 1 */

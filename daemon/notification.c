@@ -635,19 +635,18 @@ add_sender:
 	return job;
 }
 
-void
-notification_post(struct daemon *d, struct region *r, uint64_t offset,
-		  uint64_t length, uint64_t value,
-		  const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
+/* The open job for owner that names sender, with room for one more
+ * entry: opened or grown if need be (NULL when out of memory), and kept
+ * as the last one for notification_post. */
+static struct notification_job *
+notification_job_room(struct daemon *d, struct conn *owner,
+		      const uint8_t *sender, uint32_t *sender_p)
 {
-	struct conn *owner = r->owner;
-	struct notification_entry *e;
 	struct notification_job *job;
-	uint32_t sender;
 
-	job = notification_open_job(d, owner, sender_id, &sender);
+	job = notification_open_job(d, owner, sender, sender_p);
 	if (job == NULL)
-		goto fail;
+		return NULL;
 	if (job->n == job->cap) {
 		/* a pass ends at NOTIFICATION_FLUSH_AT: most jobs fit the
 		 * first, where growing from 64 was a realloc every 85 puts */
@@ -655,9 +654,33 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		struct notification_entry *es =
 		    realloc(job->entries, cap * sizeof(*es));
 		if (es == NULL)
-			goto fail;
+			return NULL;
 		job->entries = es;
 		job->cap = cap;
+	}
+	d->notify_last = job;
+	d->notify_last_sender = *sender_p;
+	return job;
+}
+
+void
+notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		  uint64_t length, uint64_t value,
+		  const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
+{
+	struct conn *owner = r->owner;
+	struct notification_job *job = d->notify_last;
+	uint32_t sender = d->notify_last_sender;
+	struct notification_entry *e;
+
+	/* A stream goes to one owner from one sender: the last post's job
+	 * is the newest of its owner (a newer one would have been the
+	 * last), so one initiator's order holds, and no search, no call. */
+	if (job == NULL || job->owner != owner || job->n == job->cap ||
+	    memcmp(job->senders[sender], sender_id, DAEMON_ID_SIZE) != 0) {
+		job = notification_job_room(d, owner, sender_id, &sender);
+		if (job == NULL)
+			goto fail;
 	}
 	e = &job->entries[job->n++];
 	e->region_id = r->id;
@@ -703,4 +726,5 @@ notification_flush(struct daemon *d)
 	}
 	d->notify_open_n = 0;
 	d->notify_open_entries = 0;
+	d->notify_last = NULL;
 }

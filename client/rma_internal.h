@@ -437,11 +437,26 @@ rma_status_t request_complete_now(rma_client_t *c, rma_status_t status,
 				  rma_callback_t cb, void *user_data,
 				  rma_request_t **req_p, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* request_decided_here once one of its cases holds. */
+bool request_decide_here(rma_client_t *c, const rma_region_t *region,
+			 const char *name, rma_callback_t cb, void *user_data,
+			 rma_request_t **req_p, rma_status_t *st_p);
 /* A freed or lost region (NULL: none), a daemon known gone: completed
- * here, true, the call's status in *st_p. */
-bool request_decided_here(rma_client_t *c, const rma_region_t *region,
-			  const char *name, rma_callback_t cb, void *user_data,
-			  rma_request_t **req_p, rma_status_t *st_p);
+ * here, true, the call's status in *st_p. Inline: every operation asks,
+ * and almost none is decided here. */
+static inline bool
+request_decided_here(rma_client_t *c, const rma_region_t *region,
+		     const char *name, rma_callback_t cb, void *user_data,
+		     rma_request_t **req_p, rma_status_t *st_p)
+{
+	if (__builtin_expect((region == NULL ||
+			      (!region->freed && region->lost == RMA_OK)) &&
+				 !c->gone,
+			     1))
+		return false;
+	return request_decide_here(c, region, name, cb, user_data, req_p,
+				   st_p);
+}
 /* A request of pieces loses one to wait for; the last completes it with
  * its first_error. */
 void request_part_finish(struct rma_request *parent);

@@ -75,8 +75,11 @@ request_free(struct rma_request *req)
 {
 	rma_client_t *c = req->client;
 
-	free(req->detail);
-	req->detail = NULL;
+	/* almost always NULL: no call for it */
+	if (req->detail != NULL) {
+		free(req->detail);
+		req->detail = NULL;
+	}
 	if (c == NULL) {
 		/* its client is gone; it was taken off every list then */
 		free(req);
@@ -175,8 +178,10 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	/* unknown, repeated, or for an op not even sent: ignore */
 	if (req == NULL || req->op_id != op_id || !req->sent)
 		return;
-	request_complete(c, req, status_from_wire(status), bytes, value,
-			 detail);
+	request_complete(c, req,
+			 status == RMA__V1__STATUS__OK ? RMA_OK
+						       : status_from_wire(status),
+			 bytes, value, detail);
 }
 
 void
@@ -295,9 +300,9 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
  * a daemon known gone.
  * True when the request completed here, its call's status in *st_p. */
 bool
-request_decided_here(rma_client_t *c, const rma_region_t *region,
-		     const char *name, rma_callback_t cb, void *user_data,
-		     rma_request_t **req_p, rma_status_t *st_p)
+request_decide_here(rma_client_t *c, const rma_region_t *region,
+		    const char *name, rma_callback_t cb, void *user_data,
+		    rma_request_t **req_p, rma_status_t *st_p)
 {
 	if (region != NULL && (region->freed || region->lost != RMA_OK)) {
 		*st_p = request_complete_now(

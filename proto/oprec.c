@@ -45,28 +45,6 @@ oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 	oprec_encode_id(p, op, op->op_id);
 }
 
-void
-oprec_encode_id(uint8_t *p, const Rma__V1__Op *op, uint64_t op_id)
-{
-	bool atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
-
-	put64(p, op_id);
-	put64(p + 8, atomic ? op->operand : op->region_id);
-	put64(p + 16, atomic ? op->compare : op->offset);
-	put64(p + 24, op->remote_id);
-	put64(p + 32, op->remote_offset);
-	put64(p + 40, op->length);
-	put32(p + 48, (uint32_t)op->kind);
-	put32(p + 52, op->flags);
-	if (op->kind == RMA__V1__OP_KIND__PUT &&
-	    (op->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY)) {
-		put64(p + 56, op->notify_value);
-		return;
-	}
-	put32(p + 56, atomic ? (uint32_t)op->atomic_op : op->peer_id);
-	put32(p + 60, 0);
-}
-
 int
 oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 {

@@ -19,6 +19,7 @@
 #ifndef RMA_OPREC_H
 #define RMA_OPREC_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,9 +58,46 @@ oprec_op_init(Rma__V1__Op *op)
 }
 
 void oprec_encode(uint8_t *p, const Rma__V1__Op *op);
-/* The same, numbered op_id whatever op->op_id says (librma numbers an
- * operation as it submits it, without a copy of the message). */
-void oprec_encode_id(uint8_t *p, const Rma__V1__Op *op, uint64_t op_id);
+
+static inline void
+oprec_put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	__builtin_memcpy(p, &v, sizeof(v));
+}
+
+static inline void
+oprec_put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	__builtin_memcpy(p, &v, sizeof(v));
+}
+
+/* oprec_encode, numbered op_id whatever op->op_id says (librma numbers
+ * an operation as it submits it, without a copy of the message). Inline:
+ * librma encodes every operation, and the caller's op is mostly
+ * constants the compiler can fold. */
+static inline void
+oprec_encode_id(uint8_t *p, const Rma__V1__Op *op, uint64_t op_id)
+{
+	int atomic = op->kind == RMA__V1__OP_KIND__ATOMIC;
+
+	oprec_put64(p, op_id);
+	oprec_put64(p + 8, atomic ? op->operand : op->region_id);
+	oprec_put64(p + 16, atomic ? op->compare : op->offset);
+	oprec_put64(p + 24, op->remote_id);
+	oprec_put64(p + 32, op->remote_offset);
+	oprec_put64(p + 40, op->length);
+	oprec_put32(p + 48, (uint32_t)op->kind);
+	oprec_put32(p + 52, op->flags);
+	if (op->kind == RMA__V1__OP_KIND__PUT &&
+	    (op->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY)) {
+		oprec_put64(p + 56, op->notify_value);
+		return;
+	}
+	oprec_put32(p + 56, atomic ? (uint32_t)op->atomic_op : op->peer_id);
+	oprec_put32(p + 60, 0);
+}
 /* Fills op (initialised here); -1 if reserved bytes are not 0. */
 int oprec_decode(const uint8_t *p, Rma__V1__Op *op);
 

@@ -418,6 +418,25 @@ rma_status_t request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 				   const struct request_stage *stage,
 				   rma_callback_t cb, void *user_data,
 				   rma_request_t **req_p);
+/* request_submit_staged in three steps, for a caller that writes its
+ * record itself (rma_put, rma_get: no message built, then read back).
+ * request_begin: the request numbered, in the slot table, with the
+ * library's reference and the caller's; NULL and the error in *st_p
+ * (nothing submitted) otherwise. request_rec: where its record goes,
+ * NULL if the client went meanwhile. request_queue: the record (written
+ * if request_rec gave a place) joins the batch, or the request is taken
+ * back if the client went; as request_submit_staged returns. */
+struct rma_request *request_begin(rma_client_t *c,
+				  const struct request_stage *stage,
+				  rma_callback_t cb, void *user_data,
+				  rma_status_t *st_p);
+static inline uint8_t *
+request_rec(rma_client_t *c)
+{
+	return c->gone ? NULL : c->pending_packed + c->pending_n * OPREC_SIZE;
+}
+rma_status_t request_queue(rma_client_t *c, struct rma_request *req,
+			   rma_request_t **req_p);
 /* A request struct (status INPROGRESS, refs 0) on the client's live
  * list, not in the slot table; NULL without memory. */
 struct rma_request *request_alloc(rma_client_t *c);

@@ -76,10 +76,9 @@ request_flush(rma_client_t *c)
 	return RMA_OK;
 }
 
-rma_status_t
-request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
-		      const struct request_stage *stage, rma_callback_t cb,
-		      void *user_data, rma_request_t **req_p)
+struct rma_request *
+request_begin(rma_client_t *c, const struct request_stage *stage,
+	      rma_callback_t cb, void *user_data, rma_status_t *st_p)
 {
 	struct rma_request *req;
 	uint32_t slot;
@@ -87,20 +86,23 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 	/* Not submitted: a staged piece's extent goes back (staging_drop) */
 	if (c->gone) {
 		staging_drop(c, stage != NULL ? stage->ext : 0);
-		return client_gone_error(c);
+		*st_p = client_gone_error(c);
+		return NULL;
 	}
 	req = request_alloc(c);
 	if (req == NULL) {
 		staging_drop(c, stage != NULL ? stage->ext : 0);
-		return client_error(c, RMA_ERR_NO_MEMORY,
-				    "no memory for a request");
+		*st_p = client_error(c, RMA_ERR_NO_MEMORY,
+				     "no memory for a request");
+		return NULL;
 	}
 	req->refs = 1;
 	if (request_slot_get(c, &slot) < 0) {
 		request_unref(req);
 		staging_drop(c, stage != NULL ? stage->ext : 0);
-		return client_error(c, RMA_ERR_NO_MEMORY,
-				    "no memory for a request");
+		*st_p = client_error(c, RMA_ERR_NO_MEMORY,
+				     "no memory for a request");
+		return NULL;
 	}
 	req->slot = slot;
 	req->op_id = (uint64_t)c->op_seq << 32 | slot;
@@ -125,9 +127,13 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 	if (c->pending_n > 0 &&
 	    c->pending_bytes + OPREC_SIZE + REQUEST_FRAME_SLACK > c->max_frame)
 		request_flush(c);
+	return req;
+}
+
+rma_status_t
+request_queue(rma_client_t *c, struct rma_request *req, rma_request_t **req_p)
+{
 	if (!c->gone) {
-		oprec_encode_id(c->pending_packed + c->pending_n * OPREC_SIZE,
-				op, req->op_id);
 		c->pending_reqs[c->pending_n] = req;
 		c->pending_n++;
 		c->pending_bytes += OPREC_SIZE;
@@ -162,6 +168,24 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 	else
 		request_unref(req);
 	return RMA_OK;
+}
+
+rma_status_t
+request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
+		      const struct request_stage *stage, rma_callback_t cb,
+		      void *user_data, rma_request_t **req_p)
+{
+	struct rma_request *req;
+	rma_status_t st;
+	uint8_t *rec;
+
+	req = request_begin(c, stage, cb, user_data, &st);
+	if (req == NULL)
+		return st;
+	rec = request_rec(c);
+	if (rec != NULL)
+		oprec_encode_id(rec, op, req->op_id);
+	return request_queue(c, req, req_p);
 }
 
 rma_status_t

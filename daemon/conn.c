@@ -245,7 +245,7 @@ conn_flush_dirty(struct daemon *d)
 		/* Packing queues frames and so puts c back on the list; the
 		 * write then happens on that later pass. */
 		/* The ring while it has room; the socket for the rest. */
-		if (!c->dead && c->done_len > 0 && c->ring != NULL)
+		if (!c->dead && c->ring != NULL)
 			ring_publish(c);
 		if (!c->dead && c->done_len > 0)
 			ring_socket_events(c, conn_pack_completions(c));
@@ -319,20 +319,21 @@ conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,
 	conn_complete_value(c, op_id, status, bytes, 0, detail);
 }
 
-void
-conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
+/* A completion into c->done, for the flush; false if c was closed for
+ * want of memory. Not inlined: conn_complete_value's common case then
+ * saves no registers for it. */
+static __attribute__((noinline)) bool
+conn_complete_queue(struct conn *c, uint64_t op_id, wire_status_t status,
 		    uint64_t bytes, uint64_t value, const char *detail)
 {
 	Rma__V1__Completion *comp;
 
-	if (c->dead)
-		return;
 	if (c->done_len == c->done_cap) {
 		size_t cap = c->done_cap ? 2 * c->done_cap : 64;
 		Rma__V1__Completion *p = realloc(c->done, cap * sizeof(*p));
 		if (p == NULL) {
 			conn_close(c, "out of memory queueing a completion");
-			return;
+			return false;
 		}
 		c->done = p;
 		c->done_cap = cap;
@@ -352,6 +353,22 @@ conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
 		if (comp->detail == NULL)
 			comp->detail = (char *)protobuf_c_empty_string;
 	}
+	return true;
+}
+
+void
+conn_complete_value(struct conn *c, uint64_t op_id, wire_status_t status,
+		    uint64_t bytes, uint64_t value, const char *detail)
+{
+	if (c->dead)
+		return;
+	/* Nothing queued before it: straight into the ring, not built as
+	 * a Completion to be copied there at the flush. */
+	if ((c->ring == NULL || c->done_len > 0 ||
+	     (detail != NULL && detail[0] != '\0') ||
+	     !ring_complete(c, op_id, status, bytes, value)) &&
+	    !conn_complete_queue(c, op_id, status, bytes, value, detail))
+		return;
 	if (!c->dirty) {
 		c->dirty = true;
 		TAILQ_INSERT_TAIL(&c->d->dirty_conns, c, dirty_link);

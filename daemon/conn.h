@@ -135,9 +135,15 @@ void ring_drain(struct conn *c);
 void ring_socket_submit(struct conn *c);
 /* RingWake: the client published something while we slept. */
 void ring_woken(struct conn *c);
-/* c->done into the ring, as much as fits; conn.c sends the rest as
- * Completions events and says how many (ring_socket_events). */
+/* c->done into the ring, as much as fits, and what ring_complete wrote
+ * published; conn.c sends the rest as Completions events and says how
+ * many (ring_socket_events). */
 void ring_publish(struct conn *c);
+/* A completion without detail written into c's ring at once, if it has
+ * room and may be written now: true, and ring_publish makes it seen.
+ * For a caller with nothing in c->done, which would go first. */
+bool ring_complete(struct conn *c, uint64_t op_id, wire_status_t status,
+		   uint64_t bytes, uint64_t value);
 /* Notifications recs[0, n) into c's ring (if it has one), as many as
  * fit, in order; how many. The rest go as Notifications events, counted
  * with ring_socket_events. */

@@ -503,12 +503,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 {
 	struct daemon *d = c->d;
 	bool put = o->kind == RMA__V1__OP_KIND__PUT;
-	ucp_request_param_t param = {
-	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-			    UCP_OP_ATTR_FIELD_USER_DATA |
-			    UCP_OP_ATTR_FIELD_MEMH,
-	    .cb.send = op_on_ucx_done,
-	};
+	ucp_request_param_t param;
 	struct region *local;
 	struct remote *rem;
 	struct resolved *res;
@@ -570,8 +565,15 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		op_end_submit(op);
 		return;
 	}
-	param.user_data = op;
-	param.memh = local->memh;
+	/* set here, not at the top: a same-daemon copy never needs it */
+	param = (ucp_request_param_t){
+	    .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+			    UCP_OP_ATTR_FIELD_USER_DATA |
+			    UCP_OP_ATTR_FIELD_MEMH,
+	    .cb.send = op_on_ucx_done,
+	    .user_data = op,
+	    .memh = local->memh,
+	};
 	buf = op->buf;
 	op_expect(op);
 	if (put)

@@ -73,6 +73,11 @@ struct ring {
 	uint32_t comp_slots;	 /* asked for at hello, or the default */
 	uint32_t sub_head;	 /* ours: operations taken */
 	uint32_t comp_tail;	 /* ours: completion slots written */
+	uint32_t announced;	 /* ours: comp_tail as last published */
+	/* slots ring_complete may still write without asking ring_room:
+	 * never more than the ring has free (only the client frees them),
+	 * 0 once events went over the socket */
+	uint32_t room;
 	uint32_t socket_submits; /* ours: Submit frames taken */
 	double active;		 /* daemon_now() of the last traffic */
 	uint32_t socket_events;	 /* ours: Completions events sent instead */
@@ -301,7 +306,7 @@ ring_woken(struct conn *c)
 		return;
 	ring_heat(c->ring);
 	ring_drain(c);
-	if (!c->dead && c->done_len > 0)
+	if (!c->dead && c->ring != NULL)
 		ring_publish(c);
 }
 
@@ -357,6 +362,7 @@ ring_announce(struct conn *c, bool heat)
 {
 	struct ring *r = c->ring;
 
+	r->announced = r->comp_tail;
 	ringrec_store(&r->h->comp_tail, r->comp_tail);
 	if (heat)
 		ring_heat(r);
@@ -426,15 +432,34 @@ ring_hold_wake(struct conn *c, uint32_t room)
 	return true;
 }
 
+bool
+ring_complete(struct conn *c, uint64_t op_id, wire_status_t status,
+	      uint64_t bytes, uint64_t value)
+{
+	struct ring *r = c->ring;
+
+	if (c->closing)
+		return false;
+	/* the client's comp_head is read once per ring's worth, not per
+	 * completion: it is on a line the client writes as it reaps */
+	if (r->room == 0 && (!ring_room(c, &r->room) || r->room == 0))
+		return false;
+	ringrec_store_completion(ring_comp_slot(r, r->comp_tail), op_id, bytes,
+				 value, (int32_t)status, 0);
+	r->comp_tail++;
+	r->room--;
+	return true;
+}
+
 void
 ring_publish(struct conn *c)
 {
 	struct ring *r = c->ring;
 	uint32_t room;
-	size_t i;
+	size_t i = 0;
 
-	if (!ring_room(c, &room))
-		return;
+	if (c->done_len == 0 || !ring_room(c, &room))
+		goto announce;
 	for (i = 0; i < c->done_len; i++) {
 		const Rma__V1__Completion *k = &c->done[i];
 		/* almost every completion has none: no strlen for it (1% of
@@ -452,11 +477,13 @@ ring_publish(struct conn *c)
 		if (k->detail != protobuf_c_empty_string)
 			free(k->detail);
 	}
-	if (i == 0)
-		return;
+	r->room = room;
 	c->done_len -= i;
 	memmove(c->done, c->done + i, c->done_len * sizeof(*c->done));
-	ring_announce(c, true);
+announce:
+	/* what ring_complete wrote comes before done's: seen together */
+	if (r->comp_tail != r->announced)
+		ring_announce(c, true);
 }
 
 static void
@@ -503,6 +530,9 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	 * one notification at a time, as a ping-pong sends them, is never
 	 * held. */
 	c->ring->since_wake += (uint32_t)i;
+	c->ring->room = room;
+	/* what ring_complete wrote before them is seen with them */
+	c->ring->announced = c->ring->comp_tail;
 	ringrec_store(&c->ring->h->comp_tail, c->ring->comp_tail);
 	if (ring_hold_wake(c, room))
 		return i;
@@ -514,8 +544,11 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 void
 ring_socket_events(struct conn *c, uint32_t events)
 {
-	if (c->ring != NULL)
-		c->ring->socket_events += events;
+	if (c->ring == NULL || events == 0)
+		return;
+	c->ring->socket_events += events;
+	/* nothing into the ring until the client took them */
+	c->ring->room = 0;
 }
 
 void

@@ -143,6 +143,10 @@ snapshot_take(struct daemon *d, size_t ops_max, bool series, struct snapshot *s)
 	snapshot_clients(w, s);
 	snapshot_regions(w, s);
 	snapshot_ops(w, ops_max, s);
+	s->n_users = uidlimit_copy(&d->world->uids, &s->users);
+	s->max_clients_per_uid = d->cfg->max_clients_per_uid;
+	s->max_regions_per_uid = d->cfg->max_regions_per_uid;
+	s->max_region_bytes_per_uid = d->cfg->max_region_bytes_per_uid;
 	world_resume(d);
 }
 
@@ -153,6 +157,7 @@ snapshot_release(struct snapshot *s)
 	free(s->clients);
 	free(s->regions);
 	free(s->ops);
+	free(s->users);
 	metrics_info_free(s->series);
 	memset(s, 0, sizeof(*s));
 }

@@ -104,6 +104,10 @@ struct snapshot {
 	uint32_t regions_orphaned;
 	struct op_info *ops; /* the oldest in flight, oldest first */
 	size_t n_ops;
+	struct uidlimit_entry *users; /* uidlimit.c's table, copied */
+	size_t n_users;
+	uint32_t max_clients_per_uid, max_regions_per_uid;
+	uint64_t max_region_bytes_per_uid;
 	struct metrics_latency latency;
 	struct metrics *series; /* metrics.c: merged; NULL when off */
 };

@@ -23,6 +23,7 @@ struct status_msg {
 	Rma__V1__ClientInfo *clients, **client_ptrs;
 	Rma__V1__RegionInfo *regions, **region_ptrs;
 	Rma__V1__OpInfo *ops, **op_ptrs;
+	Rma__V1__UserInfo *users, **user_ptrs;
 };
 
 static void
@@ -43,6 +44,9 @@ status_fill_daemon(Rma__V1__StatusReply *st, const struct snapshot *s)
 	st->config_refused = (char *)s->world.config_refused;
 	st->ops_in_flight = s->world.ops_in_flight;
 	st->regions_orphaned = s->regions_orphaned;
+	st->max_clients_per_uid = s->max_clients_per_uid;
+	st->max_regions_per_uid = s->max_regions_per_uid;
+	st->max_region_bytes_per_uid = s->max_region_bytes_per_uid;
 }
 
 static void
@@ -229,6 +233,21 @@ status_fill_lists(struct status_msg *msg, const struct snapshot *s)
 		st->n_ops = s->n_ops;
 	}
 	st->ops = msg->op_ptrs;
+	if (status_alloc(s->n_users, sizeof(*msg->users), (void **)&msg->users,
+			 (void ***)&msg->user_ptrs)) {
+		for (size_t i = 0; i < s->n_users; i++) {
+			Rma__V1__UserInfo *u = &msg->users[i];
+
+			rma__v1__user_info__init(u);
+			u->uid = (uint32_t)s->users[i].uid;
+			u->clients = s->users[i].conns;
+			u->regions = s->users[i].regions;
+			u->region_bytes = s->users[i].bytes;
+			msg->user_ptrs[i] = u;
+		}
+		st->n_users = s->n_users;
+	}
+	st->users = msg->user_ptrs;
 }
 
 static void
@@ -242,6 +261,8 @@ status_msg_free(struct status_msg *msg)
 	free(msg->region_ptrs);
 	free(msg->ops);
 	free(msg->op_ptrs);
+	free(msg->users);
+	free(msg->user_ptrs);
 }
 
 static void

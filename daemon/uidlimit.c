@@ -149,3 +149,18 @@ uidlimit_region_put(struct uidlimit *u, uid_t uid, uint64_t length)
 	}
 	pthread_mutex_unlock(&u->lock);
 }
+
+size_t
+uidlimit_copy(struct uidlimit *u, struct uidlimit_entry **out)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&u->lock);
+	*out = u->n > 0 ? malloc(u->n * sizeof(**out)) : NULL;
+	if (*out != NULL) {
+		memcpy(*out, u->v, u->n * sizeof(**out));
+		n = u->n;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return n;
+}

@@ -52,5 +52,8 @@ enum uidlimit_over uidlimit_region_get(struct uidlimit *u, uid_t uid,
 				       uint64_t max_bytes,
 				       struct uidlimit_entry *held_p);
 void uidlimit_region_put(struct uidlimit *u, uid_t uid, uint64_t length);
+/* A copy of every user's entry (for status), into *out (free() it);
+ * their number, 0 with *out NULL when there are none or no memory. */
+size_t uidlimit_copy(struct uidlimit *u, struct uidlimit_entry **out);
 
 #endif

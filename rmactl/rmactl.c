@@ -24,7 +24,7 @@ static const char rmactl_usage_text[] =
     "\n"
     "commands:\n"
     "  status [--json]\n"
-    "      daemon, peers, clients, regions and counters\n"
+    "      daemon, peers, clients, users, regions and counters\n"
     "  expose --size BYTES [--fill FILE] [--descriptor-out FILE]\n"
     "         [--read-only-descriptor-out FILE] [--dump-on-exit FILE]\n"
     "         [--notifications]\n"
@@ -50,8 +50,9 @@ static const char rmactl_usage_text[] =
     "        [--timeout SECONDS] [--json]\n"
     "      operations on the remote region, window in flight: ops/s,\n"
     "      bytes/s, latency p50/p99\n"
-    "  peers | clients | regions | ops [--json]\n"
-    "      one part of status: peer daemons, local clients, registered\n"
+    "  peers | clients | users | regions | ops [--json]\n"
+    "      one part of status: peer daemons, local clients, what each\n"
+    "      local user holds against the per-uid limits, registered\n"
     "      regions, operations in flight (oldest first, with their age)\n"
     "  ping [--count N] [--json]\n"
     "      time connect+hello and N status round trips to the daemon\n"
@@ -345,9 +346,9 @@ static const struct {
     {"put", rmactl_xfer_put},	     {"get", rmactl_xfer_get},
     {"peers", rmactl_ops_peers},     {"clients", rmactl_ops_clients},
     {"regions", rmactl_ops_regions}, {"ops", rmactl_ops_ops},
-    {"ping", rmactl_ops_ping},	     {"bench", rmactl_bench_run},
-    {"top", rmactl_top_run},	     {"atomic", rmactl_atomic_run},
-    {"wait", rmactl_wait_run},
+    {"users", rmactl_ops_users},     {"ping", rmactl_ops_ping},
+    {"bench", rmactl_bench_run},     {"top", rmactl_top_run},
+    {"atomic", rmactl_atomic_run},   {"wait", rmactl_wait_run},
 };
 
 int

@@ -63,6 +63,9 @@ const char *rmactl_op_kind(int kind);
 /* rmactl_ops.c: the peers table of rmactl peers and status, each line
  * after indent: at most 100 columns, or with every detail (wide). */
 struct Rma__V1__StatusReply;
+/* What each local user holds against the per-uid limits, a line each. */
+void rmactl_users_print(const struct Rma__V1__StatusReply *s,
+			const char *indent);
 void rmactl_peers_print(const struct Rma__V1__StatusReply *s, int wide,
 			const char *indent);
 
@@ -84,6 +87,7 @@ int rmactl_atomic_op_parse(const char *s);
 /* rmactl_ops.c: parts of status, and ping */
 int rmactl_ops_peers(int argc, char **argv);
 int rmactl_ops_clients(int argc, char **argv);
+int rmactl_ops_users(int argc, char **argv);
 int rmactl_ops_regions(int argc, char **argv);
 int rmactl_ops_ops(int argc, char **argv);
 int rmactl_ops_ping(int argc, char **argv);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* rmactl peers, clients, regions, ops and ping: one table each out of the
- * daemon's StatusReply (or JSON of that part of it), and the round trip to
+/* rmactl peers, clients, users, regions, ops and ping: one table each out of
+ * the daemon's StatusReply (or JSON of that part of it), and the round trip to
  * the daemon. Exit codes are rmactl's (rmactl --help). */
 #include "rma.h"
 #include "rma.pb-c.h"
@@ -18,12 +18,18 @@
 
 #define RMACTL_OPS_PING_MAX 1000000
 
-enum rmactl_ops_view { VIEW_PEERS, VIEW_CLIENTS, VIEW_REGIONS, VIEW_OPS };
+enum rmactl_ops_view {
+	VIEW_PEERS,
+	VIEW_CLIENTS,
+	VIEW_USERS,
+	VIEW_REGIONS,
+	VIEW_OPS
+};
 
 static const struct {
 	const char *name;
 	const char *usage;
-	const char *const json_fields[3];
+	const char *const json_fields[5];
 } rmactl_ops_views[] = {
     [VIEW_PEERS] =
 	{"peers",
@@ -41,6 +47,15 @@ static const struct {
 	 "  ring or socket, regions, bytes, in flight, age of the oldest,\n"
 	 "  operations\n",
 	 {"clients", NULL}},
+    [VIEW_USERS] =
+	{"users",
+	 "usage: rmactl [--socket PATH] users [--json]\n"
+	 "  each local user (uid) holding connections or regions: clients,\n"
+	 "  regions and region bytes, against max_clients_per_uid,\n"
+	 "  max_regions_per_uid and max_region_bytes_per_uid (an orphan\n"
+	 "  counts for nobody until its owner claims it)\n",
+	 {"users", "max_clients_per_uid", "max_regions_per_uid",
+	  "max_region_bytes_per_uid", NULL}},
     [VIEW_REGIONS] = {"regions",
 		      "usage: rmactl [--socket PATH] regions [--json]\n"
 		      "  registered regions: id, length, owning\n"
@@ -248,6 +263,29 @@ rmactl_ops_print_clients(const Rma__V1__StatusReply *s)
 	}
 }
 
+void
+rmactl_users_print(const Rma__V1__StatusReply *s, const char *indent)
+{
+	char held[32], max[32], bytes[80];
+
+	printf("%s%6s %11s %13s %21s\n", indent, "UID", "CLIENTS", "REGIONS",
+	       "BYTES");
+	for (size_t i = 0; i < s->n_users; i++) {
+		const Rma__V1__UserInfo *u = s->users[i];
+		char clients[32], regions[48];
+
+		snprintf(clients, sizeof(clients), "%u/%u", u->clients,
+			 s->max_clients_per_uid);
+		snprintf(regions, sizeof(regions), "%" PRIu64 "/%u", u->regions,
+			 s->max_regions_per_uid);
+		rmactl_bytes(held, sizeof(held), u->region_bytes);
+		rmactl_bytes(max, sizeof(max), s->max_region_bytes_per_uid);
+		snprintf(bytes, sizeof(bytes), "%s/%s", held, max);
+		printf("%s%6u %11s %13s %21s\n", indent, u->uid, clients,
+		       regions, bytes);
+	}
+}
+
 static void
 rmactl_ops_print_regions(const Rma__V1__StatusReply *s)
 {
@@ -362,6 +400,12 @@ rmactl_ops_view(enum rmactl_ops_view view, int argc, char **argv)
 		case VIEW_CLIENTS:
 			rmactl_ops_print_clients(s);
 			break;
+		case VIEW_USERS:
+			if (s->n_users == 0)
+				printf("no users\n");
+			else
+				rmactl_users_print(s, "");
+			break;
 		case VIEW_REGIONS:
 			rmactl_ops_print_regions(s);
 			break;
@@ -389,6 +433,12 @@ int
 rmactl_ops_clients(int argc, char **argv)
 {
 	return rmactl_ops_view(VIEW_CLIENTS, argc, argv);
+}
+
+int
+rmactl_ops_users(int argc, char **argv)
+{
+	return rmactl_ops_view(VIEW_USERS, argc, argv);
 }
 
 int

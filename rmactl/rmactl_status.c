@@ -137,6 +137,9 @@ rmactl_status_human(const Rma__V1__StatusReply *s)
 		rmactl_peers_print(s, 0, "  ");
 
 	rmactl_status_human_clients(s);
+	printf("\nusers (%zu)\n", s->n_users);
+	if (s->n_users > 0)
+		rmactl_users_print(s, "  ");
 	rmactl_status_human_regions(s);
 	if (s->counters != NULL)
 		rmactl_status_human_counters(s->counters);

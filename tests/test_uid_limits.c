@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "rma.h"
+#include "rma.pb-c.h"
 
 #define NOBODY 65534
 #define KIB 1024u
@@ -224,6 +225,83 @@ as_nobody(const char *socket)
 	return 0;
 }
 
+/* What status says uid holds (every count -1 when it has no entry), and
+ * the limits. */
+struct held {
+	int64_t clients, regions, bytes;
+	uint64_t max_clients, max_regions, max_bytes;
+};
+
+static struct held
+users_held(rma_client_t *c, uid_t uid)
+{
+	struct held h = {-1, -1, -1, 0, 0, 0};
+	Rma__V1__StatusReply *st;
+	size_t len;
+	void *buf;
+
+	ck_assert_int_eq(rma_daemon_status(c, &buf, &len), RMA_OK);
+	st = rma__v1__status_reply__unpack(NULL, len, buf);
+	ck_assert_ptr_nonnull(st);
+	for (size_t i = 0; i < st->n_users; i++) {
+		if (st->users[i]->uid != uid)
+			continue;
+		ck_assert_int_eq(h.clients, -1); /* one entry per uid */
+		h.clients = st->users[i]->clients;
+		h.regions = (int64_t)st->users[i]->regions;
+		h.bytes = (int64_t)st->users[i]->region_bytes;
+	}
+	h.max_clients = st->max_clients_per_uid;
+	h.max_regions = st->max_regions_per_uid;
+	h.max_bytes = st->max_region_bytes_per_uid;
+	rma__v1__status_reply__free_unpacked(st, NULL);
+	free(buf);
+	return h;
+}
+
+/* Status lists each user with what max_*_per_uid count (rmactl users):
+ * every connection and region of the uid, over clients, and the limits;
+ * a user holding nothing is not listed. */
+START_TEST(test_status_lists_users)
+{
+	rma_client_t *c[2];
+	rma_region_t *r[3];
+	struct held h;
+	double end;
+
+	daemon_with("3", "16", "1M");
+	ck_assert_int_eq(rma_connect(dp.socket, &c[0]), RMA_OK);
+	ck_assert_int_eq(rma_connect(dp.socket, &c[1]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c[0], 4 * KIB, &r[0]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c[0], 8 * KIB, &r[1]), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(c[1], 64 * KIB, &r[2]), RMA_OK);
+	h = users_held(c[0], geteuid());
+	ck_assert_int_eq(h.clients, 2);
+	ck_assert_int_eq(h.regions, 3);
+	ck_assert_int_eq(h.bytes, 76 * KIB);
+	ck_assert_uint_eq(h.max_clients, 3);
+	ck_assert_uint_eq(h.max_regions, 16);
+	ck_assert_uint_eq(h.max_bytes, 1024 * KIB);
+	ck_assert_int_eq(users_held(c[0], NOBODY).clients, -1);
+
+	ck_assert_int_eq(rma_region_free(c[0], r[1]), RMA_OK);
+	h = users_held(c[0], geteuid());
+	ck_assert_int_eq(h.regions, 2);
+	ck_assert_int_eq(h.bytes, 68 * KIB);
+	rma_disconnect(c[1]);
+	/* c[1]'s close and its region reach the table on the daemon's
+	 * time: ask until they have */
+	end = harness_now() + 10;
+	while (h = users_held(c[0], geteuid()),
+	       (h.clients != 1 || h.regions != 1) && harness_now() < end)
+		harness_pause(0.01, end);
+	ck_assert_int_eq(h.clients, 1);
+	ck_assert_int_eq(h.regions, 1);
+	ck_assert_int_eq(h.bytes, 4 * KIB);
+	rma_disconnect(c[0]);
+}
+END_TEST
+
 START_TEST(test_other_uid_unaffected)
 {
 	rma_client_t *c[2];
@@ -269,6 +347,7 @@ main(void)
 	tcase_add_test(tc, test_regions_per_uid);
 	tcase_add_test(tc, test_region_bytes_per_uid);
 	tcase_add_test(tc, test_other_uid_unaffected);
+	tcase_add_test(tc, test_status_lists_users);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # rmactl's operator commands against real daemons: peers, clients,
-# regions, ops (an operation held in flight by a frozen peer, with its
+# users, regions, ops (an operation held in flight by a frozen peer, with its
 # age), ping; --json for each; exit codes.
 . "$(dirname "$0")/lib.sh"
 
@@ -13,7 +13,7 @@ rc=0
 "$RMACTL_BIN" --socket "$T/none.sock" ping 2>"$T/err" || rc=$?
 [ "$rc" -eq 69 ] || fail "ping without a daemon exited $rc"
 grep -q '^rmactl: ping: ' "$T/err" || fail "error line: $(cat "$T/err")"
-for cmd in peers clients regions ops ping; do
+for cmd in peers clients users regions ops ping; do
 	rc=0
 	"$RMACTL_BIN" --socket "$T/none.sock" "$cmd" --bogus 2>/dev/null || rc=$?
 	[ "$rc" -eq 64 ] || fail "$cmd --bogus exited $rc"
@@ -30,6 +30,10 @@ start_daemon b --op-timeout 30
 ctl peers | grep -qx 'no peers' || fail "peers on a fresh daemon"
 ctl ops | grep -qx 'no operations in flight' || fail "ops on a fresh daemon"
 ctl regions | grep -qx 'no regions' || fail "regions on a fresh daemon"
+# the asking rmactl is the one client of its user
+ctl users >"$T/users0" || fail "users"
+grep -Eq "^ +$(id -u) +1/256 +0/16384 +0 B/256\.0 GiB$" "$T/users0" ||
+	fail "users on a fresh daemon: $(cat "$T/users0")"
 ctl ping >"$T/ping" || fail "ping"
 grep -Eq '^rmad [0-9.]+ \(daemon [0-9a-f]+\) at .*b\.sock: connect\+hello [0-9.]+ ms, status min/avg/max [0-9.]+/[0-9.]+/[0-9.]+ ms \(1\)$' \
 	"$T/ping" || fail "ping: $(cat "$T/ping")"
@@ -84,10 +88,16 @@ grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +ring +1 +64\.0 
 RMA_RING=0 ctl clients >"$T/clients.sock" || fail "clients with RMA_RING=0"
 grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ rmactl\[[0-9]+\] +0 +socket +0 ' \
 	"$T/clients.sock" || fail "clients via socket: $(cat "$T/clients.sock")"
+# the exposing rmactl and the asking one, one region of 64 KiB
+ctl users >"$T/users" || fail "users"
+grep -Eq "^ +$(id -u) +2/256 +1/16384 +64\.0 KiB/256\.0 GiB$" "$T/users" ||
+	fail "users: $(cat "$T/users")"
+grep -Eq "^  +$(id -u) +2/256 +1/16384 +64\.0 KiB/256\.0 GiB$" "$T/b.status" ||
+	fail "status users: $(cat "$T/b.status")"
 ctl regions >"$T/regions" || fail "regions"
 grep -qx '1 regions, 64.0 KiB registered' "$T/regions" || fail "regions: $(cat "$T/regions")"
 grep -Eq '^ +[0-9]+ +64\.0 KiB +[0-9]+ +0 +alloc$' "$T/regions" || fail "regions: $(cat "$T/regions")"
-for cmd in peers clients regions ops; do
+for cmd in peers clients users regions ops; do
 	ctl "$cmd" --json >"$T/$cmd.json" || fail "$cmd --json"
 	json_ok "$T/$cmd.json"
 done
@@ -95,6 +105,9 @@ grep -q '"peers": \[' "$T/peers.json" || fail "peers --json: $(cat "$T/peers.jso
 # the tables' words, not the .proto's names (issue 14 item 9)
 grep -q '"state": "up"' "$T/peers.json" || fail "peers --json state"
 grep -q '"clients": \[' "$T/clients.json" || fail "clients --json"
+grep -q "\"uid\": $(id -u)," "$T/users.json" || fail "users --json: $(cat "$T/users.json")"
+grep -q '"max_region_bytes_per_uid": "274877906944"' "$T/users.json" ||
+	fail "users --json limits: $(cat "$T/users.json")"
 # 64-bit integers are strings (proto3 JSON mapping), 32-bit ones numbers
 grep -q '"length": "65536"' "$T/regions.json" || fail "regions --json"
 grep -Eq '"client_id": [0-9]+,' "$T/regions.json" || fail "regions --json client_id"

@@ -134,9 +134,9 @@ handover_deadlines_to_wall_clock(struct handover_snapshot *s)
 	wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->until[i] != 0)
-			s->until[i] = wall + (s->until[i] > boot
-						  ? s->until[i] - boot
-						  : 0);
+			s->until[i] =
+			    wall +
+			    (s->until[i] > boot ? s->until[i] - boot : 0);
 }
 
 /* Every live region, the world stopped; from here on none is made and
@@ -419,49 +419,6 @@ handover_state_free(struct handover_state *st)
 	st->listen_fd = -1;
 }
 
-/* One message: its header, body into buf, fds into fds (at most max). */
-static ssize_t
-handover_recv(int fd, struct handover_msg *m, void *buf, size_t len, int *fds,
-	      size_t max, size_t *n_fds)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
-	struct iovec iov[2] = {{m, sizeof(*m)}, {buf, len}};
-	struct msghdr mh = {.msg_iov = iov,
-			    .msg_iovlen = 2,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *cm;
-	ssize_t n;
-
-	*n_fds = 0;
-	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		return n < 0 ? -1 : 0;
-	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		size_t k;
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
-			if (*n_fds < max)
-				fds[(*n_fds)++] = f;
-			else
-				close(f);
-		}
-	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    (size_t)n < sizeof(*m) || m->magic != HANDOVER_MAGIC ||
-	    m->version != HANDOVER_VERSION) {
-		for (size_t i = 0; i < *n_fds; i++)
-			close(fds[i]);
-		*n_fds = 0;
-		return -1;
-	}
-	return n - (ssize_t)sizeof(*m);
-}
-
 static int
 handover_take_regions(int fd, struct handover_state *st)
 {
@@ -472,8 +429,8 @@ handover_take_regions(int fd, struct handover_state *st)
 	ssize_t n;
 
 	for (;;) {
-		n = handover_recv(fd, &m, recs, sizeof(recs), fds,
-				  HANDOVER_CHUNK, &n_fds);
+		n = handover_wire_recv(fd, &m, recs, sizeof(recs), fds,
+				       HANDOVER_CHUNK, &n_fds);
 		if (n < 0 || (n == 0 && m.kind != HANDOVER_END))
 			goto bad;
 		if (m.kind == HANDOVER_END)
@@ -502,7 +459,7 @@ handover_take_regions(int fd, struct handover_state *st)
 		}
 		for (size_t i = 0; i < m.count; i++)
 			region_record_take(&recs[i], fds[i],
-					     &st->regions[st->n++]);
+					   &st->regions[st->n++]);
 	}
 bad_fds:
 	for (size_t i = 0; i < n_fds; i++)
@@ -528,8 +485,8 @@ handover_take_config(int fd, struct handover_state *st)
 	st->config = malloc(HANDOVER_CONFIG_MAX);
 	if (st->config == NULL)
 		return -1;
-	n = handover_recv(fd, &m, st->config, HANDOVER_CONFIG_MAX, NULL, 0,
-			  &n_fds);
+	n = handover_wire_recv(fd, &m, st->config, HANDOVER_CONFIG_MAX, NULL, 0,
+			       &n_fds);
 	if (n <= 0) {
 		free(st->config);
 		st->config = NULL;
@@ -624,7 +581,7 @@ handover_receive(const struct config *cfg, struct handover_state *st)
 		goto err_stream;
 	if (handover_take_config(fd, st) < 0)
 		goto err_stream;
-	if (handover_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
+	if (handover_wire_recv(fd, &m, &head, sizeof(head), &lfd, 1, &n_fds) !=
 		sizeof(head) ||
 	    m.kind != HANDOVER_HEAD) {
 		/* a wrong message may carry an fd all the same */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "descriptor.h" /* DAEMON_ID_SIZE */
 
@@ -104,6 +105,52 @@ handover_wire_send(int fd, const struct handover_msg *m, const void *body,
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
 	}
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+/* One message: its header, body into buf, fds into fds (at most max;
+ * the rest are closed). The body's length (0 also at the end of the
+ * stream, m untouched); -1 for a broken or foreign message (its fds
+ * closed). */
+static inline ssize_t
+handover_wire_recv(int fd, struct handover_msg *m, void *buf, size_t len,
+		   int *fds, size_t max, size_t *n_fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
+	struct iovec iov[2] = {{m, sizeof(*m)}, {buf, len}};
+	struct msghdr mh = {.msg_iov = iov,
+			    .msg_iovlen = 2,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*n_fds = 0;
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+			if (*n_fds < max)
+				fds[(*n_fds)++] = f;
+			else
+				close(f);
+		}
+	}
+	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (size_t)n < sizeof(*m) || m->magic != HANDOVER_MAGIC ||
+	    m->version != HANDOVER_VERSION) {
+		for (size_t i = 0; i < *n_fds; i++)
+			close(fds[i]);
+		*n_fds = 0;
+		return -1;
+	}
+	return n - (ssize_t)sizeof(*m);
 }
 
 #endif

@@ -457,6 +457,27 @@ START_TEST(test_free_orphan_then_reattach_the_rest)
 }
 END_TEST
 
+/* ca's put of 4 KiB into region r of daemon t, with remote completion,
+ * sent while t is stopped (SIGSTOP): it stays in flight until t goes on. */
+static rma_request_t *
+put_to_stopped(const struct daemon_proc *t, rma_region_t *r,
+	       rma_remote_t **remote_p)
+{
+	rma_request_t *req;
+	rma_peer_t *peer;
+
+	ck_assert_int_eq(rma_peer_connect(ca, t->listen, &peer), RMA_OK);
+	ck_assert_int_eq(
+	    rma_remote_import(ca, peer, rma_region_descriptor(r), remote_p),
+	    RMA_OK);
+	ck_assert_int_eq(kill(t->pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(ca, ra, 0, *remote_p, 0, 4096,
+				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
+			 RMA_OK);
+	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+	return req;
+}
+
 /* An operation that cannot finish before the take-over (its target, db,
  * is stopped): the old process gives up on it at the hand-over
  * (SHUTDOWN), or, had it not answered, the library completes it RESTARTED
@@ -464,20 +485,11 @@ END_TEST
 START_TEST(test_in_flight_at_take_over)
 {
 	static const char *const flags[] = {"--take-over", NULL};
-	rma_peer_t *peer_b;
 	rma_remote_t *remote_b;
 	rma_request_t *req;
 	rma_status_t st;
 
-	ck_assert_int_eq(rma_peer_connect(ca, db.listen, &peer_b), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(ca, peer_b, rma_region_descriptor(rb), &remote_b),
-	    RMA_OK);
-	ck_assert_int_eq(kill(db.pid, SIGSTOP), 0);
-	ck_assert_int_eq(rma_put(ca, ra, 0, remote_b, 0, 4096,
-				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
-			 RMA_OK);
-	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+	req = put_to_stopped(&db, rb, &remote_b);
 	harness_daemon_take_over(&da, flags, 10.0);
 	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
 	st = rma_request_wait(ca, req, WAIT_MS);
@@ -549,7 +561,6 @@ START_TEST(test_owner_leaves_during_hand_over)
 	struct leaving l = {0};
 	rma_client_t *cc;
 	rma_region_t *rc, *mine;
-	rma_peer_t *peer_c;
 	rma_remote_t *remote_c;
 	rma_request_t *req;
 	rma_status_t first, st;
@@ -572,15 +583,7 @@ START_TEST(test_owner_leaves_during_hand_over)
 	harness_daemon_start(&dc, NULL);
 	ck_assert_int_eq(rma_connect(dc.socket, &cc), RMA_OK);
 	ck_assert_int_eq(rma_region_alloc(cc, 4096, &rc), RMA_OK);
-	ck_assert_int_eq(rma_peer_connect(ca, dc.listen, &peer_c), RMA_OK);
-	ck_assert_int_eq(
-	    rma_remote_import(ca, peer_c, rma_region_descriptor(rc), &remote_c),
-	    RMA_OK);
-	ck_assert_int_eq(kill(dc.pid, SIGSTOP), 0);
-	ck_assert_int_eq(rma_put(ca, ra, 0, remote_c, 0, 4096,
-				 RMA_FLAG_REMOTE_COMPLETION, NULL, NULL, &req),
-			 RMA_OK);
-	ck_assert_int_eq(rma_progress(ca), RMA_OK);
+	req = put_to_stopped(&dc, rc, &remote_c);
 
 	ck_assert_int_eq(pthread_create(&t, NULL, leaving_run, &l), 0);
 	harness_daemon_take_over(&da, flags, 15.0);
@@ -615,30 +618,6 @@ START_TEST(test_owner_leaves_during_hand_over)
 }
 END_TEST
 
-/* One hand-over message into m and body (at most len bytes); the fds it
- * carries are closed. The body's length, or -1. */
-static ssize_t
-older_recv(int fd, struct handover_msg *m, void *body, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * HANDOVER_CHUNK)];
-	struct iovec iov[2] = {{m, sizeof(*m)}, {body, len}};
-	struct msghdr mh = {.msg_iov = iov,
-			    .msg_iovlen = 2,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-
-	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)CMSG_DATA(cm);
-
-		for (size_t i = 0; cm->cmsg_type == SCM_RIGHTS && i < k; i++)
-			close(fds[i]);
-	}
-	return n < (ssize_t)sizeof(*m) ? -1 : n - (ssize_t)sizeof(*m);
-}
-
 /* A successor from before deadlines went on CLOCK_BOOTTIME asks for them
  * without HANDOVER_TAKES_BOOTTIME and reads them on the wall clock: an
  * orphan's time left must reach it as a wall-clock deadline (a boot-time
@@ -658,7 +637,7 @@ START_TEST(test_older_successor_gets_wall_clock_deadlines)
 	struct daemon_proc dx = {0};
 	struct handover_msg m = {0};
 	uint64_t until[HANDOVER_CHUNK], buf[HANDOVER_CHUNK * 16];
-	size_t n_until = 0;
+	size_t n_until = 0, n_fds;
 	struct timespec ts;
 	uint64_t wall;
 	rma_client_t *c;
@@ -685,7 +664,9 @@ START_TEST(test_older_successor_gets_wall_clock_deadlines)
 			 (ssize_t)(sizeof(ask) + sizeof(body)));
 	ck_assert_int_eq(harness_wait_fd(fd, 10.0), 1);
 	do {
-		n = older_recv(fd, &m, buf, sizeof(buf));
+		m.magic = 0; /* the end of the stream leaves m as it is */
+		n = handover_wire_recv(fd, &m, buf, sizeof(buf), NULL, 0,
+				       &n_fds);
 		ck_assert_msg(n >= 0 && m.magic == HANDOVER_MAGIC,
 			      "the hand-over broke off");
 		if (m.kind == HANDOVER_DEADLINES) {

@@ -188,6 +188,7 @@ enum { WAITER_PENDING, WAITER_DONE, WAITER_CANCELLED };
 
 struct waiter {
 	PyObject_HEAD rma_state *st; /* its type's module's */
+	vectorcallfunc add_call;     /* calling w: w.add_done_callback */
 	PyObject *loop;
 	PyObject *result, *exception, *cancel_msg;
 	PyObject *cb0, *ctx0; /* the first callback inline: the usual one */

@@ -188,3 +188,30 @@ def test_awaits_mixed_outcomes_in_one_batch(pair):
         assert len(set(out[2::3])) == 100  # each add saw its own value
 
     asyncio.run(main())
+
+
+def test_awaits_under_the_python_task(pair):
+    """asyncio's Task written in Python (tasks._PyTask) asks an awaited
+    request for the Future protocol by name (its add_done_callback, among
+    others, looked up and called as a method): each await ends as under
+    the C Task, a success with None, a failure with its exception."""
+    _, _, c, r, peer, _, rb = pair
+    remote = c.import_remote(peer, rb.descriptor())
+
+    async def one(i):
+        if i % 2:
+            with pytest.raises(rma.OutOfBounds):
+                await c.put(r, 0, remote, 4090, 10)
+            return "failed"
+        return await c.put(r, 0, remote, 8 * (i % 64), 8)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_task_factory(
+            lambda loop, coro, **kw: asyncio.tasks._PyTask(
+                coro, loop=loop, **kw))
+        tasks = [asyncio.ensure_future(one(i)) for i in range(64)]
+        assert all(type(t) is asyncio.tasks._PyTask for t in tasks)
+        return await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+    assert asyncio.run(main()) == [None, "failed"] * 32

@@ -524,6 +524,10 @@ struct daemon {
 	struct event *deadline_ev;
 	struct event *poll_ev; /* polling mode only */
 	bool in_tick;	       /* worker_tick is running */
+	/* conn_flush_dirty is running: a frame queued meanwhile (the
+	 * RingWake of a completion it publishes) goes out in that same
+	 * flush, with no worker tick for it */
+	bool flushing_conns;
 	/* Set by a subsystem that gathered what must go out before more
 	 * comes in (notification.c: an owner's wake-up, which is written
 	 * and whose acknowledgement is read only between passes): the

@@ -256,19 +256,18 @@ rma_status_t rma_connect(const char *socket_path, rma_client_t **client_p);
  * too while the regions are claimed, the whole re-attach. Not tried again:
  * a daemon that answers with another identity, or refuses the client
  * (its uid over max_clients_per_uid, not allowed, another protocol
- * version): RMA_ERR_DAEMON_GONE at once, with the daemon's reason. While it tries, the call that noticed the close (rma_progress()
- * included) blocks, up to that deadline. The client notices only when it
- * calls the library (rma_progress() when rma_fd() polls readable, or any
- * call),
- * so it must do so within the daemon's --reattach-timeout, counted from
- * the first restart that left the region unclaimed (a daemon crashing
- * again and again does not extend it), after which the regions nobody
- * claimed are freed. Re-attach is per region: one the new process does
- * not give back (freed meanwhile, its --reattach-timeout passed, dropped
- * at a restart, or over a limit) is lost alone: rma_put(), rma_get() and
- * the other operations naming it as the local region fail at once with
- * RMA_ERR_NO_REGION, its descriptors are stale, its mapping
- * (rma_region_ptr()) stays valid memory of this process until
+ * version): RMA_ERR_DAEMON_GONE at once, with the daemon's reason. While it
+ * tries, the call that noticed the close (rma_progress() included) blocks, up
+ * to that deadline. The client notices only when it calls the library
+ * (rma_progress() when rma_fd() polls readable, or any call), so it must do so
+ * within the daemon's --reattach-timeout, counted from the first restart that
+ * left the region unclaimed (a daemon crashing again and again does not extend
+ * it), after which the regions nobody claimed are freed. Re-attach is per
+ * region: one the new process does not give back (freed meanwhile, its
+ * --reattach-timeout passed, dropped at a restart, or over a limit) is lost
+ * alone: rma_put(), rma_get() and the other operations naming it as the local
+ * region fail at once with RMA_ERR_NO_REGION, its descriptors are stale, its
+ * mapping (rma_region_ptr()) stays valid memory of this process until
  * rma_region_free(), which then returns RMA_OK; the other regions are
  * back. A daemon with another identity, or no daemon within the
  * deadline: RMA_ERR_DAEMON_GONE, as always. RMA_NO_REATTACH=1 in the

@@ -473,8 +473,7 @@ request_decided_here(rma_client_t *c, const rma_region_t *region,
 				 !c->gone,
 			     1))
 		return false;
-	return request_decide_here(c, region, name, cb, user_data, req_p,
-				   st_p);
+	return request_decide_here(c, region, name, cb, user_data, req_p, st_p);
 }
 /* A request of pieces loses one to wait for; the last completes it with
  * its first_error. */

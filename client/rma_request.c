@@ -178,10 +178,10 @@ request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
 	/* unknown, repeated, or for an op not even sent: ignore */
 	if (req == NULL || req->op_id != op_id || !req->sent)
 		return;
-	request_complete(c, req,
-			 status == RMA__V1__STATUS__OK ? RMA_OK
-						       : status_from_wire(status),
-			 bytes, value, detail);
+	request_complete(
+	    c, req,
+	    status == RMA__V1__STATUS__OK ? RMA_OK : status_from_wire(status),
+	    bytes, value, detail);
 }
 
 void

@@ -70,10 +70,10 @@ struct ring {
 	void *map;
 	struct ringrec_header *h;
 	uint8_t *sub, *comp;
-	uint32_t comp_slots;	 /* asked for at hello, or the default */
-	uint32_t sub_head;	 /* ours: operations taken */
-	uint32_t comp_tail;	 /* ours: completion slots written */
-	uint32_t announced;	 /* ours: comp_tail as last published */
+	uint32_t comp_slots; /* asked for at hello, or the default */
+	uint32_t sub_head;   /* ours: operations taken */
+	uint32_t comp_tail;  /* ours: completion slots written */
+	uint32_t announced;  /* ours: comp_tail as last published */
 	/* slots ring_complete may still write without asking ring_room:
 	 * never more than the ring has free (only the client frees them),
 	 * 0 once events went over the socket */

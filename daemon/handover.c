@@ -119,7 +119,17 @@ handover_snapshot_free(struct handover_snapshot *s)
 	free(s->fds);
 }
 
-static uint64_t handover_boottime_ms(void);
+/* CLOCK_BOOTTIME in ms: an orphan's deadline crosses processes, within
+ * one boot (the memfds do not outlive it), and a clock set forward or
+ * back by hand or NTP moves no deadline. */
+static uint64_t
+handover_boottime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* For an older successor, which reads deadlines on the wall clock: the
  * same time left, or it would take boot-time deadlines as long past and
@@ -239,8 +249,10 @@ handover_give(struct handover *h, int fd, uint32_t takes)
 			goto err;
 	}
 	/* A successor that does not take them restarts every orphan's
-	 * deadline, as before deadlines travelled. */
-	if ((takes & HANDOVER_TAKES_BOOTTIME) == 0)
+	 * deadline, as before deadlines travelled; one from before boot-time
+	 * deadlines reads them on the wall clock. */
+	if ((takes & HANDOVER_TAKES_DEADLINES) &&
+	    !(takes & HANDOVER_TAKES_BOOTTIME))
 		handover_deadlines_to_wall_clock(&s);
 	for (size_t i = 0; (takes & HANDOVER_TAKES_DEADLINES) && i < s.n;
 	     i += HANDOVER_CHUNK) {
@@ -613,18 +625,6 @@ err_state:
 err_close:
 	close(fd);
 	return -1;
-}
-
-/* CLOCK_BOOTTIME in ms: an orphan's deadline crosses processes, within
- * one boot (the memfds do not outlive it), and a clock set forward or
- * back by hand or NTP moves no deadline. */
-static uint64_t
-handover_boottime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* reattach_timeout after the region first became an orphan: a deadline

@@ -177,6 +177,7 @@ client_reconnect_once(rma_client_t *c, int64_t deadline, bool *refused)
 	rma_status_t st;
 	int fd, err = 0;
 
+	*refused = false;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
@@ -275,7 +276,7 @@ again:
 		peer_reattach_all(c, deadline);
 	/* Taken over again while we re-attached: the regions are the next
 	 * process's now, orphans until claimed again. */
-	if (c->reclosed && client_remaining(deadline) > 0) {
+	if (c->reclosed && !refused && client_remaining(deadline) > 0) {
 		c->gone = 0;
 		goto again;
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "fdpass.h"
 
+#include <errno.h>
 #include <string.h>
 
 void
@@ -28,6 +29,11 @@ fdpass_send(int sock, const void *p, size_t len, const int *fds, size_t n,
 	struct iovec iov = {(void *)p, len};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
+	/* the bytes without their fds would be a different message */
+	if (n > FDPASS_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
 	fdpass_attach(&mh, &cb, fds, n);
 	return sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
 }

@@ -25,7 +25,8 @@ void fdpass_attach(struct msghdr *mh, union fdpass_buf *cb, const int *fds,
 		   size_t n);
 
 /* One sendmsg of p[0..len) with fds[0..n) on its first byte, flags as
- * for sendmsg (MSG_NOSIGNAL is added). */
+ * for sendmsg (MSG_NOSIGNAL is added); -1 with EINVAL for more than
+ * FDPASS_MAX fds, nothing sent. */
 ssize_t fdpass_send(int sock, const void *p, size_t len, const int *fds,
 		    size_t n, int flags);
 

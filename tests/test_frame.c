@@ -3,9 +3,13 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "fdpass.h"
 #include "frame.h"
 #include "rma.pb-c.h"
 
@@ -194,6 +198,45 @@ START_TEST(test_large_frame_grows_buffer)
 }
 END_TEST
 
+/* common/fdpass.c: fds ride on the message's first byte; more than
+ * FDPASS_MAX are refused with nothing sent, never sent as bare bytes. */
+START_TEST(test_fdpass)
+{
+	int sv[2], fds[FDPASS_MAX + 1], got = -1;
+	union fdpass_buf cb;
+	char byte = 0;
+	struct iovec iov = {&byte, 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cb.buf,
+			    .msg_controllen = sizeof(cb.buf)};
+	struct cmsghdr *cm;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	for (int i = 0; i <= FDPASS_MAX; i++)
+		fds[i] = sv[0];
+	errno = 0;
+	ck_assert_int_eq(fdpass_send(sv[0], "x", 1, fds, FDPASS_MAX + 1, 0),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(recv(sv[1], &byte, 1, MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+
+	ck_assert_int_eq(fdpass_send(sv[0], "y", 1, fds, 1, 0), 1);
+	ck_assert_int_eq(recvmsg(sv[1], &mh, 0), 1);
+	ck_assert_int_eq(byte, 'y');
+	cm = CMSG_FIRSTHDR(&mh);
+	ck_assert_ptr_nonnull(cm);
+	ck_assert_int_eq(cm->cmsg_type, SCM_RIGHTS);
+	ck_assert_uint_eq(cm->cmsg_len, CMSG_LEN(sizeof(int)));
+	memcpy(&got, CMSG_DATA(cm), sizeof(got));
+	ck_assert_int_ge(got, 0);
+	close(got);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -207,6 +250,7 @@ main(void)
 	tcase_add_test(tc, test_limit_is_inclusive);
 	tcase_add_test(tc, test_empty_frame);
 	tcase_add_test(tc, test_large_frame_grows_buffer);
+	tcase_add_test(tc, test_fdpass);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

@@ -411,21 +411,13 @@ struct request_stage {
 	struct rma_request *parent; /* the request of pieces, or NULL */
 };
 
-/* As rma_put() and friends submit an op: numbered, batched, sent; with
- * stage (or NULL) set on the request before anything can complete it.
- * RMA_OK, or an error with nothing submitted. */
-rma_status_t request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
-				   const struct request_stage *stage,
-				   rma_callback_t cb, void *user_data,
-				   rma_request_t **req_p);
-/* request_submit_staged in three steps, for a caller that writes its
- * record itself (rma_put, rma_get: no message built, then read back).
- * request_begin: the request numbered, in the slot table, with the
- * library's reference and the caller's; NULL and the error in *st_p
- * (nothing submitted) otherwise. request_rec: where its record goes,
- * NULL if the client went meanwhile. request_queue: the record (written
- * if request_rec gave a place) joins the batch, or the request is taken
- * back if the client went; as request_submit_staged returns. */
+/* request_submit_staged's three steps. request_begin: the request
+ * numbered, in the slot table, with the library's reference and the
+ * caller's; NULL and the error in *st_p (nothing submitted) otherwise.
+ * request_rec: where its record goes, NULL if the client went meanwhile.
+ * request_queue: the record (written if request_rec gave a place) joins
+ * the batch, or the request is taken back if the client went; as
+ * request_submit_staged returns. */
 struct rma_request *request_begin(rma_client_t *c,
 				  const struct request_stage *stage,
 				  rma_callback_t cb, void *user_data,
@@ -437,6 +429,29 @@ request_rec(rma_client_t *c)
 }
 rma_status_t request_queue(rma_client_t *c, struct rma_request *req,
 			   rma_request_t **req_p);
+
+/* As rma_put() and friends submit an op: numbered, batched, sent; with
+ * stage (or NULL) set on the request before anything can complete it.
+ * RMA_OK, or an error with nothing submitted. Inline: the record is
+ * encoded straight from the caller's op, which for rma_put and rma_get
+ * is constants and arguments the compiler folds; no Op is read back. */
+static inline rma_status_t
+request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
+		      const struct request_stage *stage, rma_callback_t cb,
+		      void *user_data, rma_request_t **req_p)
+{
+	struct rma_request *req;
+	rma_status_t st;
+	uint8_t *rec;
+
+	req = request_begin(c, stage, cb, user_data, &st);
+	if (req == NULL)
+		return st;
+	rec = request_rec(c);
+	if (rec != NULL)
+		oprec_encode_id(rec, op, req->op_id);
+	return request_queue(c, req, req_p);
+}
 /* A request struct (status INPROGRESS, refs 0) on the client's live
  * list, not in the slot table; NULL without memory. */
 struct rma_request *request_alloc(rma_client_t *c);

@@ -21,10 +21,8 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	    rma_callback_t cb, void *user_data, rma_request_t **req_p)
 {
 	const char *name = kind == RMA__V1__OP_KIND__PUT ? "put" : "get";
-	struct rma_request *req;
 	Rma__V1__Op op;
 	rma_status_t st;
-	uint8_t *rec;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -82,15 +80,7 @@ request_rma(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 		op.flags |= RMA__V1__OP_FLAG__OP_FLAG_NOTIFY;
 		op.notify_value = *notify;
 	}
-	/* request_submit, with the record encoded here: op is then only
-	 * constants and arguments, and no Op is built to be read back */
-	req = request_begin(client, NULL, cb, user_data, &st);
-	if (req == NULL)
-		return st;
-	rec = request_rec(client);
-	if (rec != NULL)
-		oprec_encode_id(rec, &op, req->op_id);
-	return request_queue(client, req, req_p);
+	return request_submit_staged(client, &op, NULL, cb, user_data, req_p);
 }
 
 RMA_API rma_status_t

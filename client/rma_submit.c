@@ -171,24 +171,6 @@ request_queue(rma_client_t *c, struct rma_request *req, rma_request_t **req_p)
 }
 
 rma_status_t
-request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
-		      const struct request_stage *stage, rma_callback_t cb,
-		      void *user_data, rma_request_t **req_p)
-{
-	struct rma_request *req;
-	rma_status_t st;
-	uint8_t *rec;
-
-	req = request_begin(c, stage, cb, user_data, &st);
-	if (req == NULL)
-		return st;
-	rec = request_rec(c);
-	if (rec != NULL)
-		oprec_encode_id(rec, op, req->op_id);
-	return request_queue(c, req, req_p);
-}
-
-rma_status_t
 request_submit(rma_client_t *c, const Rma__V1__Op *op, rma_callback_t cb,
 	       void *user_data, rma_request_t **req_p)
 {

@@ -7,20 +7,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
 static uint64_t
 get64(const uint8_t *p)
 {
@@ -79,10 +65,10 @@ oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 void
 comprec_encode(uint8_t *p, const struct comprec *c)
 {
-	put64(p, c->op_id);
-	put64(p + 8, c->bytes);
-	put32(p + 16, (uint32_t)c->status);
-	put32(p + 20, 0);
+	oprec_put64(p, c->op_id);
+	oprec_put64(p + 8, c->bytes);
+	oprec_put32(p + 16, (uint32_t)c->status);
+	oprec_put32(p + 20, 0);
 }
 
 void
@@ -96,12 +82,12 @@ comprec_decode(const uint8_t *p, struct comprec *c)
 void
 notifrec_encode(uint8_t *p, const struct notifrec *n)
 {
-	put64(p, n->region_id);
-	put64(p + 8, n->offset);
-	put64(p + 16, n->length);
-	put64(p + 24, n->value);
-	put32(p + 32, n->sender);
-	put32(p + 36, 0);
+	oprec_put64(p, n->region_id);
+	oprec_put64(p + 8, n->offset);
+	oprec_put64(p + 16, n->length);
+	oprec_put64(p + 24, n->value);
+	oprec_put32(p + 32, n->sender);
+	oprec_put32(p + 36, 0);
 }
 
 int

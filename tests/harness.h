@@ -43,7 +43,6 @@ int harness_daemon_wait_exit(struct daemon_proc *p, double seconds,
 /* SIGKILL (stopped or not) and reap; nothing if not running. */
 void harness_daemon_kill(struct daemon_proc *p);
 
-/* A TCP port nobody listens on (bound then closed). */
 /* The two-daemon fixture, over the test's own variables: daemons a and b
  * started with flags, a client of each with a region of size bytes, and
  * b's client connected to a (peer_a), importing a's region (remote_a).
@@ -61,6 +60,25 @@ void harness_pair_start(const struct harness_pair *p, size_t size,
 			const char *const *flags);
 void harness_pair_stop(const struct harness_pair *p);
 
+/* A test file's fixture variables, and the harness_pair naming them. */
+#define HARNESS_PAIR(name)                                                     \
+	static struct daemon_proc da, db;                                      \
+	static struct rma_client *ca, *cb;                                     \
+	static struct rma_region *ra, *rb;                                     \
+	static struct rma_peer *peer_a;                                        \
+	static struct rma_remote *remote_a;                                    \
+	static const struct harness_pair name = {                              \
+	    .da = &da,                                                         \
+	    .db = &db,                                                         \
+	    .ca = &ca,                                                         \
+	    .cb = &cb,                                                         \
+	    .ra = &ra,                                                         \
+	    .rb = &rb,                                                         \
+	    .peer_a = &peer_a,                                                 \
+	    .remote_a = &remote_a,                                             \
+	}
+
+/* A TCP port nobody listens on (bound then closed). */
 uint16_t harness_free_port(void);
 /* 1 if this machine has an IPv6 loopback (a TCP socket binds to ::1). */
 int harness_have_ipv6_loopback(void);

@@ -20,21 +20,7 @@
 #define REGION_SIZE ((16u << 20) + 8192)
 #define WAIT_MS 20000
 
-static struct daemon_proc da, db;
-static rma_client_t *ca, *cb;
-static rma_region_t *ra, *rb;
-static rma_peer_t *peer_a;
-static rma_remote_t *remote_a;
-static const struct harness_pair pair = {
-    .da = &da,
-    .db = &db,
-    .ca = &ca,
-    .cb = &cb,
-    .ra = &ra,
-    .rb = &rb,
-    .peer_a = &peer_a,
-    .remote_a = &remote_a,
-};
+HARNESS_PAIR(pair);
 
 static void
 setup(void)

@@ -25,21 +25,7 @@
 #define SZ (1u << 20)
 #define WAIT_MS 20000
 
-static struct daemon_proc da, db;
-static rma_client_t *ca, *cb;
-static rma_region_t *ra, *rb;
-static rma_peer_t *peer_a;
-static rma_remote_t *remote_a;
-static const struct harness_pair pair = {
-    .da = &da,
-    .db = &db,
-    .ca = &ca,
-    .cb = &cb,
-    .ra = &ra,
-    .rb = &rb,
-    .peer_a = &peer_a,
-    .remote_a = &remote_a,
-};
+HARNESS_PAIR(pair);
 /* a's client's memory file, mapped by the test as an application would,
  * and the region and remote made of [SZ, 3 SZ) of it */
 static int file = -1;

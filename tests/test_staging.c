@@ -28,21 +28,9 @@
  * (with rma_protocol = ucx a put completes when UCX has it) */
 #define RC RMA_FLAG_REMOTE_COMPLETION
 
-static struct daemon_proc da, db;
-static rma_client_t *ca, *cb;
-static rma_region_t *ra, *rb;
-static rma_peer_t *peer_a, *peer_b;
-static rma_remote_t *remote_a, *remote_b;
-static const struct harness_pair pair = {
-    .da = &da,
-    .db = &db,
-    .ca = &ca,
-    .cb = &cb,
-    .ra = &ra,
-    .rb = &rb,
-    .peer_a = &peer_a,
-    .remote_a = &remote_a,
-};
+HARNESS_PAIR(pair);
+static rma_peer_t *peer_b;
+static rma_remote_t *remote_b;
 
 static void
 setup(void)

@@ -303,20 +303,28 @@ conn_send_event(struct conn *c, Rma__V1__Event *event)
 }
 
 void
-conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
-		const char *fmt, ...)
+conn_send_verror(struct conn *c, uint64_t id, wire_status_t status,
+		 const char *fmt, va_list ap)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
 	char detail[256];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	reply.id = id;
 	reply.status = status;
 	reply.detail = detail;
 	conn_send_reply(c, &reply, -1);
+}
+
+void
+conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	conn_send_verror(c, id, status, fmt, ap);
+	va_end(ap);
 }
 
 void

@@ -9,6 +9,7 @@
 #ifndef RMAD_CONN_H
 #define RMAD_CONN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,9 +102,13 @@ TAILQ_HEAD(conn_list, conn);
 /* Serve a connected socket (nonblocking, CLOEXEC) as a new client. */
 void conn_create(struct daemon *d, int fd);
 void conn_send_reply(struct conn *c, Rma__V1__Reply *reply, int fd);
+/* A reply of status st and no body, the detail formatted. */
 void conn_send_error(struct conn *c, uint64_t id, wire_status_t status,
 		     const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+void conn_send_verror(struct conn *c, uint64_t id, wire_status_t status,
+		      const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 void conn_send_event(struct conn *c, Rma__V1__Event *event);
 /* Queue a completion; sent in one Completions event at the next flush. */
 void conn_complete(struct conn *c, uint64_t op_id, wire_status_t status,

@@ -6,7 +6,6 @@
 #include "daemon.h"
 
 #include <stdarg.h>
-#include <stdio.h>
 
 void
 reply_send(struct reply_to to, Rma__V1__Reply *reply, int fd)
@@ -18,14 +17,9 @@ reply_send(struct reply_to to, Rma__V1__Reply *reply, int fd)
 void
 reply_error(struct reply_to to, wire_status_t st, const char *fmt, ...)
 {
-	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
-	char detail[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	conn_send_verror(to.conn, to.id, st, fmt, ap);
 	va_end(ap);
-	reply.status = st;
-	reply.detail = detail;
-	reply_send(to, &reply, -1);
 }

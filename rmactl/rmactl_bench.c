@@ -21,13 +21,19 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
 
 #define BENCH_TIMEOUT_DEFAULT_S 60
+/* The first and the longest back-off (us) after notifying puts came back
+ * with LIMIT and none of those sent with them got through: the owner was
+ * woken and waits for a CPU, which takes from a tenth of a millisecond to
+ * a few on a busy machine; each round that comes too early costs a
+ * window of refused puts, each too late the puts of that time. */
+#define BENCH_BACKOFF_MIN_US 100
+#define BENCH_BACKOFF_MAX_US 2000
 /* Local buffer: one slot per op in flight, at most this many bytes. */
 #define BENCH_LOCAL_MAX (64ull << 20)
 
@@ -81,8 +87,9 @@ struct bench {
 	/* put-notify: refused because the owner's queue was full */
 	struct bench_retry *retry;
 	uint64_t retry_n;
-	uint64_t retried; /* in all */
-	int limited;	  /* one came back since the last back-off */
+	uint64_t retried;    /* in all */
+	int room_seen;	     /* one got through after one was refused */
+	unsigned backoff_us; /* the next back-off, if none gets through */
 	/* the next op in order: its number, local slot and remote offset
 	 * before alignment (see bench_offsets) */
 	uint64_t next_seq, next_slot, next_off;
@@ -250,12 +257,14 @@ bench_on_done(rma_request_t *req, rma_status_t st, void *user_data)
 		b->retry[b->retry_n].seq = slot->seq;
 		b->retry_n++;
 		b->retried++;
-		b->limited = 1;
 		b->in_flight--;
 		slot->next = b->slot_free;
 		b->slot_free = slot;
 		return;
 	}
+	/* applied after one that was refused: the owner took some since */
+	if (st == RMA_OK && b->retry_n > 0)
+		b->room_seen = 1;
 	if (st != RMA_OK && b->error == RMA_OK) {
 		b->error = st;
 		snprintf(b->error_detail, sizeof(b->error_detail), "%s",
@@ -322,6 +331,7 @@ bench_open(struct bench *b, const char *desc)
 	if (b->stamp == NULL || b->done == NULL || b->slot_mem == NULL ||
 	    b->retry == NULL)
 		return rmactl_errx(EX_SOFTWARE, "bench", "out of memory");
+	b->backoff_us = BENCH_BACKOFF_MIN_US;
 	for (uint64_t i = 0; i < b->p.window; i++) {
 		b->slot_mem[i].b = b;
 		b->slot_mem[i].next = b->slot_free;
@@ -446,19 +456,37 @@ bench_submit(struct bench *b, uint64_t op, uint64_t now)
 	return 0;
 }
 
-/* Puts again what came back with LIMIT, after a back-off that leaves the
- * owner the CPU to catch up; their latency counts from the first try. */
+/* Sleeps us microseconds (a signal may end it sooner). */
+static void
+bench_sleep_us(unsigned us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000,
+			      .tv_nsec = (long)(us % 1000000) * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Puts again what came back with LIMIT, as rma_put_notify advises: once
+ * the puts sent with them are back (nothing new goes out meanwhile), at
+ * once if one of those got through (the owner has room again), else
+ * after a back-off that leaves the owner the CPU to catch up, doubled
+ * while rounds keep failing whole. Their latency counts from the first
+ * try. */
 static int
 bench_resubmit(struct bench *b)
 {
 	int rc;
 
-	if (b->retry_n == 0)
+	if (b->retry_n == 0 || b->in_flight > 0)
 		return 0;
-	if (b->limited) {
-		b->limited = 0;
-		poll(NULL, 0, 1);
+	if (b->room_seen) {
+		b->backoff_us = BENCH_BACKOFF_MIN_US;
+	} else {
+		bench_sleep_us(b->backoff_us);
+		if (b->backoff_us < BENCH_BACKOFF_MAX_US)
+			b->backoff_us *= 2;
 	}
+	b->room_seen = 0;
 	while (b->retry_n > 0 && b->in_flight + b->ndone < b->p.window) {
 		b->retry_n--;
 		rc = bench_issue(b, b->retry[b->retry_n].op,
@@ -484,8 +512,9 @@ bench_loop(struct bench *b, uint64_t n)
 		rc = bench_resubmit(b);
 		if (rc != 0)
 			return rc;
-		while (b->error == RMA_OK && submitted < n &&
-		       b->in_flight + b->ndone + b->retry_n < b->p.window) {
+		/* the refused go first: nothing new while any waits */
+		while (b->error == RMA_OK && submitted < n && b->retry_n == 0 &&
+		       b->in_flight + b->ndone < b->p.window) {
 			rc = bench_submit(b, submitted, now);
 			if (rc != 0)
 				return rc;
@@ -519,8 +548,8 @@ bench_loop(struct bench *b, uint64_t n)
 			    "timeout: no completion within "
 			    "%.1f s (%" PRIu64 " of %" PRIu64 " done)",
 			    b->timeout_ms / 1000.0, completed, n);
-		if (b->retry_n > 0)
-			continue;
+		if (b->retry_n > 0 && b->in_flight == 0)
+			continue; /* bench_resubmit backs off */
 		left = (int)((timeout_ns - (now - last)) / 1000000u) + 1;
 		/* rma_wait spins on the shared ring while ops are in flight,
 		 * then sleeps on rma_fd(); a timeout is judged above */

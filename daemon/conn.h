@@ -156,6 +156,15 @@ struct notifrec;
 size_t ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 		   const uint8_t (*senders)[DAEMON_ID_SIZE],
 		   uint32_t n_senders);
+/* One notification written into c's ring, not yet seen, if it has a
+ * ring with room that may be written now: true, and
+ * ring_notify_publish makes it seen. For a caller with none of c's
+ * notifications waiting elsewhere, which would go first. */
+bool ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
+		     uint64_t length, uint64_t value, const uint8_t *sender);
+/* The n notifications written into c's ring since the last publish are
+ * made seen, and c woken (or its wake-up held, see ring.c). */
+void ring_notify_publish(struct conn *c, uint32_t n);
 /* events Completions or Notifications events went to c for want of room
  * in its ring (or while earlier ones were not taken). */
 void ring_socket_events(struct conn *c, uint32_t events);

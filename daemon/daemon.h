@@ -560,6 +560,11 @@ struct daemon {
 	 * there; NULL once the jobs are flushed */
 	struct notification_job *notify_last;
 	uint32_t notify_last_sender;
+	/* the owner whose ring notification_post wrote into directly this
+	 * pass (held by a reference), and how many, to publish at the
+	 * flush */
+	struct conn *notify_direct;
+	uint32_t notify_direct_n;
 	uint64_t next_token;
 	/* target.c: put pieces written and not yet answered, all of one
 	 * peer, tokens ack_token .. ack_token + ack_count - 1 */

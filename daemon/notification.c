@@ -7,9 +7,11 @@
  * applied the put (inbound peers are all on worker 0), so the notification
  * travels through the owner worker's mailbox: one mailbox is one FIFO, so
  * the puts of one initiator reach the owner in the order they were applied.
- * An owner on the applying worker itself is told directly.
- * What one pass of the worker's loop applied for one owner goes as one
- * job, and to the client through its shared ring (ring.c: two slots a
+ * An owner on the applying worker itself is told directly: while no job
+ * waits, each notification goes into its ring as its put is applied,
+ * seen by the owner at the end of the pass (notification_flush).
+ * Otherwise what one pass of the worker's loop applied for one owner goes
+ * as one job, and to the client through its shared ring (ring.c: two slots a
  * notification, the sender's id inline) while that has room, else as
  * Notifications events of packed 40-byte records (proto/oprec.h): a job,
  * an event or a protobuf message per put cost more than the put. The ring
@@ -428,8 +430,8 @@ notification_give_back(struct conn *owner, uint32_t share, uint32_t n)
 }
 
 /* On the owner's worker: n notifications of share were sent, after those
- * already noted. */
-static void
+ * already noted. Inline: once per notification on the direct path. */
+static inline void
 notification_note_sent(struct conn *owner, uint32_t share, uint32_t n)
 {
 	struct notification_owner *no = owner->notify;
@@ -663,10 +665,42 @@ notification_job_room(struct daemon *d, struct conn *owner,
 	return job;
 }
 
-void
-notification_post(struct daemon *d, struct region *r, uint64_t offset,
-		  uint64_t length, uint64_t value,
-		  const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
+/* Straight into the owner's ring, when it is served on this worker and
+ * none of its notifications from here waits in a job (no job is open):
+ * the job's entry, the second pass over it and the copy into a record
+ * were most of what the target daemon spent on a notification. Seen by
+ * the owner at the flush, as a job's would be, one initiator's order
+ * kept: what went into the ring went before what a job takes after. */
+static inline bool
+notification_post_direct(struct daemon *d, struct region *r, uint64_t offset,
+			 uint64_t length, uint64_t value,
+			 const uint8_t sender_id[DAEMON_ID_SIZE],
+			 uint32_t share)
+{
+	struct conn *owner = r->owner;
+
+	if (d->notify_open_n != 0 || owner->d != d ||
+	    (d->notify_direct != NULL && d->notify_direct != owner) ||
+	    !ring_notify_one(owner, r->id, offset, length, value, sender_id))
+		return false;
+	if (d->notify_direct == NULL) {
+		/* until the flush: a close meanwhile frees it no sooner */
+		conn_ref(owner);
+		d->notify_direct = owner;
+	}
+	d->notify_direct_n++;
+	notification_note_sent(owner, share, 1);
+	if (++d->notify_open_entries >= NOTIFICATION_FLUSH_AT)
+		d->pass_end = true;
+	return true;
+}
+
+/* Into a job for the owner's worker; out of line, so that the direct
+ * path pays for none of its registers. */
+static __attribute__((noinline)) void
+notification_post_job(struct daemon *d, struct region *r, uint64_t offset,
+		      uint64_t length, uint64_t value,
+		      const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
 {
 	struct conn *owner = r->owner;
 	struct notification_job *job = d->notify_last;
@@ -702,8 +736,28 @@ fail:
 }
 
 void
+notification_post(struct daemon *d, struct region *r, uint64_t offset,
+		  uint64_t length, uint64_t value,
+		  const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share)
+{
+	if (!notification_post_direct(d, r, offset, length, value, sender_id,
+				      share))
+		notification_post_job(d, r, offset, length, value, sender_id,
+				      share);
+}
+
+void
 notification_flush(struct daemon *d)
 {
+	struct conn *direct = d->notify_direct;
+
+	/* before any job: those it wrote went into the ring first */
+	if (direct != NULL) {
+		d->counters.notify_ring += d->notify_direct_n;
+		ring_notify_publish(direct, d->notify_direct_n);
+		d->notify_direct = NULL;
+		d->notify_direct_n = 0;
+	}
 	for (uint32_t i = 0; i < d->notify_open_n; i++) {
 		struct notification_job *job = d->notify_open[i];
 
@@ -727,4 +781,6 @@ notification_flush(struct daemon *d)
 	d->notify_open_n = 0;
 	d->notify_open_entries = 0;
 	d->notify_last = NULL;
+	if (direct != NULL)
+		conn_unref(direct);
 }

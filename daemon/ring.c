@@ -502,6 +502,31 @@ ring_write_notify(struct ring *r, const struct notifrec *n,
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }
 
+bool
+ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
+		uint64_t length, uint64_t value, const uint8_t *sender)
+{
+	struct ring *r = c->ring;
+	struct ringrec_notification rec = {.region_id = region_id,
+					   .offset = offset,
+					   .length = length,
+					   .value = value};
+
+	if (r == NULL || c->dead || c->closing)
+		return false;
+	/* the client's comp_head read once per ring's worth, as
+	 * ring_complete does */
+	if (r->room < RINGREC_NOTIFY_SLOTS &&
+	    (!ring_room(c, &r->room) || r->room < RINGREC_NOTIFY_SLOTS))
+		return false;
+	memcpy(rec.sender, sender, RINGREC_SENDER_SIZE);
+	ringrec_store_notification(ring_comp_slot(r, r->comp_tail),
+				   ring_comp_slot(r, r->comp_tail + 1), &rec);
+	r->comp_tail += RINGREC_NOTIFY_SLOTS;
+	r->room -= RINGREC_NOTIFY_SLOTS;
+	return true;
+}
+
 size_t
 ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)
@@ -519,6 +544,18 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	}
 	if (i == 0)
 		return 0;
+	c->ring->room = room;
+	ring_notify_publish(c, (uint32_t)i);
+	return i;
+}
+
+void
+ring_notify_publish(struct conn *c, uint32_t n)
+{
+	struct ring *r = c->ring;
+
+	if (r == NULL || c->dead || c->closing)
+		return;
 	/* Not heated: what an owner does with notifications (NotifyAck)
 	 * comes over the socket, and polling its ring would only take a
 	 * CPU from the processes that make the puts. An owner asleep is
@@ -529,16 +566,14 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	 * processes it took a CPU from) more than the notifications did;
 	 * one notification at a time, as a ping-pong sends them, is never
 	 * held. */
-	c->ring->since_wake += (uint32_t)i;
-	c->ring->room = room;
+	r->since_wake += n;
 	/* what ring_complete wrote before them is seen with them */
-	c->ring->announced = c->ring->comp_tail;
-	ringrec_store(&c->ring->h->comp_tail, c->ring->comp_tail);
-	if (ring_hold_wake(c, room))
-		return i;
+	r->announced = r->comp_tail;
+	ringrec_store(&r->h->comp_tail, r->comp_tail);
+	if (ring_hold_wake(c, r->room))
+		return;
 	if (ring_wake(c))
 		c->d->counters.notify_wakeups++;
-	return i;
 }
 
 void

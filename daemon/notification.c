@@ -348,6 +348,15 @@ notification_bound_take(struct notification_bound *b,
 	if (sh == NULL)
 		return NULL;
 	g = &b->groups[sh->group];
+	/* While the owner holds less than half its bound, a share that
+	 * holds some fits every rule below, so a stream whose owner keeps
+	 * up is told so in one test. With h the share's held, g its
+	 * group's, H the owner's (g, h <= H < Q / 2), Q the bound: the
+	 * first is h + H + 2 <= Q, and h + H + 2 <= 2H + 2 <= Q; the
+	 * second is g + 3H + 4 <= 3Q, and that is at most 4H + 4 <= 2Q;
+	 * the third binds only a share that holds none. */
+	if (sh->held > 0 && b->held < NOTIFICATION_QUEUE_MAX / 2)
+		goto take;
 	others = b->held - g->held;
 	fits = 2 * (sh->held + 1) + (b->held - sh->held) <=
 		   NOTIFICATION_QUEUE_MAX &&
@@ -359,6 +368,7 @@ notification_bound_take(struct notification_bound *b,
 			notification_share_drop(b, sh);
 		return NULL;
 	}
+take:
 	if (sh->held++ == 0) {
 		g->live++;
 		b->live++;

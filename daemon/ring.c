@@ -553,6 +553,7 @@ void
 ring_notify_publish(struct conn *c, uint32_t n)
 {
 	struct ring *r = c->ring;
+	uint32_t room;
 
 	if (r == NULL || c->dead || c->closing)
 		return;
@@ -570,7 +571,13 @@ ring_notify_publish(struct conn *c, uint32_t n)
 	/* what ring_complete wrote before them is seen with them */
 	r->announced = r->comp_tail;
 	ringrec_store(&r->h->comp_tail, r->comp_tail);
-	if (ring_hold_wake(c, r->room))
+	/* the room the client left now, not what was counted down since
+	 * it was last read (which holds no wake-up once below half) */
+	if (ring_room(c, &room))
+		r->room = room;
+	else
+		room = 0;
+	if (ring_hold_wake(c, room))
 		return;
 	if (ring_wake(c))
 		c->d->counters.notify_wakeups++;

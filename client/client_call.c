@@ -38,7 +38,7 @@ client_wait_once(rma_client_t *c, int64_t deadline,
 			continue;
 		/* Operations in flight: their completions are often
 		 * microseconds away, a wake-up costs more. */
-		if (ring_spin(c, deadline, done, arg)) {
+		if (ring_spin(c, deadline, -1, done, arg)) {
 			if (!ring_socket_idle(c))
 				client_read(c);
 			continue;
@@ -72,17 +72,14 @@ client_wait_once(rma_client_t *c, int64_t deadline,
 	}
 }
 
-rma_status_t
-client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
-	    const void *arg)
+/* The caller may go to sleep on rma_fd() now. What the completions
+ * handled before submitted (a callback's operation, a staged transfer's
+ * next piece) goes out, or nothing in flight might wake it; and the
+ * daemon must wake it (ring_arm, which reaps what came meanwhile, whose
+ * callbacks may submit too). */
+static void
+client_settle(rma_client_t *c)
 {
-	rma_status_t st = client_wait_once(c, deadline, done, arg);
-
-	/* The caller may go to sleep on rma_fd() now. What the completions
-	 * handled here submitted (a callback's operation, a staged
-	 * transfer's next piece) goes out, or nothing in flight might wake
-	 * it; and the daemon must wake it (ring_arm, which reaps what came
-	 * meanwhile, whose callbacks may submit too). */
 	while (!c->gone) {
 		if (c->pending_n > 0 && request_flush(c) != RMA_OK)
 			break;
@@ -92,6 +89,15 @@ client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
 		if (c->pending_n == 0)
 			break;
 	}
+}
+
+rma_status_t
+client_wait(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
+	    const void *arg)
+{
+	rma_status_t st = client_wait_once(c, deadline, done, arg);
+
+	client_settle(c);
 	return st;
 }
 
@@ -318,4 +324,40 @@ rma_wait(rma_client_t *client, int timeout_ms)
 		return client_gone_error(client);
 	}
 	return rma_progress(client);
+}
+
+RMA_API rma_status_t
+rma_poll(rma_client_t *client, int spin_us)
+{
+	uint64_t since[2];
+	rma_status_t st;
+
+	if (client == NULL)
+		return RMA_ERR_INVALID;
+	/* rma_progress, first, checks fork_inherited */
+	since[0] = client->dispatched;
+	since[1] = (uint64_t)(uintptr_t)client;
+	st = rma_progress(client);
+	if (st != RMA_OK || client_dispatched_since(since))
+		return st;
+	/* Never a sleep: an event loop's reader calls this, and its loop
+	 * sleeps on rma_fd() once this returns. */
+	if (ring_spin(client, -1, spin_us < 0 ? -1 : (int64_t)spin_us * 1000,
+		      client_dispatched_since, since)) {
+		/* the socket, if the spin saw it readable; the ring armed */
+		st = rma_progress(client);
+		if (st != RMA_OK)
+			return st;
+	} else {
+		/* the spin (if it ran) left the ring unarmed */
+		client_settle(client);
+		if (client->gone) {
+			client_reap(client);
+			return client_gone_error(client);
+		}
+	}
+	if (client_dispatched_since(since))
+		return RMA_OK;
+	return client_error(client, RMA_ERR_TIMEOUT,
+			    "nothing came within the poll");
 }

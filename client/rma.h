@@ -929,6 +929,28 @@ rma_status_t rma_progress(rma_client_t *client);
  */
 rma_status_t rma_wait(rma_client_t *client, int timeout_ms);
 
+/**
+ * rma_progress(), and if nothing completed and no event came, poll the
+ * shared ring for something to come, for at most @p spin_us
+ * microseconds (< 0: RMA_RING_SPIN_US, default 100), then handle it.
+ * Never sleeps in the kernel: it is for an event loop's reader of
+ * rma_fd(), which may call it again while it returns RMA_OK, to keep
+ * taking completions that come a few microseconds apart (and run the
+ * work they unblock between calls) instead of going back to its poll
+ * at once; the caller bounds how long it keeps doing so. The spin runs
+ * only while operations are in flight and the client has a ring (a
+ * client without one, RMA_RING=0 or a daemon without rings, or with
+ * nothing in flight, gets rma_progress() alone), and it ends early when
+ * the socket turns readable or another process waits for this CPU. On
+ * return the daemon wakes rma_fd() again, as after rma_progress().
+ * @return RMA_OK if a completion, notification or event was handled,
+ *         RMA_ERR_TIMEOUT if nothing came (the loop may sleep on
+ *         rma_fd()), RMA_ERR_DAEMON_GONE (every outstanding request has
+ *         then completed with that status), or RMA_ERR_INVALID if
+ *         @p client is NULL or belongs to the parent process (fork()).
+ */
+rma_status_t rma_poll(rma_client_t *client, int spin_us);
+
 /** Number of requests submitted and not yet completed. */
 size_t rma_in_flight(const rma_client_t *client);
 

@@ -470,18 +470,19 @@ ring_crowded(void)
 }
 
 bool
-ring_spin(rma_client_t *c, int64_t deadline, int (*done)(const void *arg),
-	  const void *arg)
+ring_spin(rma_client_t *c, int64_t deadline, int64_t spin_ns,
+	  int (*done)(const void *arg), const void *arg)
 {
 	int64_t spin, end;
 	struct pollfd pfd;
 	bool progress = false;
 	unsigned i = 0;
 
-	if (c->ring == NULL || c->gone || c->sent_in_flight == 0 ||
-	    c->ring->spin_ns == 0)
+	if (c->ring == NULL || c->gone || c->sent_in_flight == 0)
 		return false;
-	spin = c->ring->spin_ns;
+	spin = spin_ns < 0 ? c->ring->spin_ns : spin_ns;
+	if (spin == 0)
+		return false;
 	/* Even with the daemon on our CPU (which then does not poll for
 	 * us, see ringrec.h): each yield lets it run, a long one ends the
 	 * spin (ring_crowded), and while we are runnable beside it the

@@ -115,6 +115,7 @@ typedef struct {
 	RequestObject *done;	  /* completed natively, not yet finished */
 	RequestObject **done_tail;
 	RequestObject *live; /* submitted, not finished (doubly linked) */
+	unsigned long finishes; /* native completions client_leave handled */
 	rma_region_t **dead; /* native frees deferred to the next call */
 	size_t ndead, capdead;
 	rma_remote_t **dead_remotes; /* releases deferred likewise */

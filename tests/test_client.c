@@ -1375,7 +1375,8 @@ fork_child_calls(rma_request_t *held)
 	st[18] = rma_remote_import(c, peer, "rma1:fake", &rem2);
 	st[19] = rma_notify_next(c, &n);
 	st[20] = rma_client_call(c, &q, &reply);
-	for (step = 0; step <= 20; step++)
+	st[21] = rma_poll(c, 0);
+	for (step = 0; step <= 21; step++)
 		if (st[step] != RMA_ERR_INVALID)
 			return 1 + step;
 	if (strstr(rma_last_error(c), "belongs to the parent process") == NULL)

@@ -4,6 +4,7 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -130,6 +131,42 @@ START_TEST(test_many_in_flight)
 	progress_until(cb, &cnt.done, N, 30);
 	ck_assert_int_eq(cnt.ok, N);
 	ck_assert_int_eq(memcmp(a, b + (1u << 20), N * SZ), 0);
+}
+END_TEST
+
+/* rma_poll: no spin with nothing in flight, however long it may be; a
+ * put taken by polls alone; and once a poll returned, the daemon wakes
+ * rma_fd() for what comes next (the spin tells it not to). */
+START_TEST(test_poll)
+{
+	struct counter cnt = {0, 0};
+	double deadline = harness_now() + 20;
+	rma_status_t st;
+
+	ck_assert_int_eq(rma_poll(NULL, 0), RMA_ERR_INVALID);
+	/* INT_MAX us would outlast the test's timeout */
+	ck_assert_int_eq(rma_poll(cb, INT_MAX), RMA_ERR_TIMEOUT);
+	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 0, 8, 0, count_cb, &cnt,
+				 NULL),
+			 RMA_OK);
+	while (cnt.done == 0 && harness_now() < deadline) {
+		st = rma_poll(cb, 1000);
+		ck_assert(st == RMA_OK || st == RMA_ERR_TIMEOUT);
+	}
+	ck_assert_int_eq(cnt.done, 1);
+	ck_assert_int_eq(cnt.ok, 1);
+
+	/* the target stopped: nothing can come during the spin */
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 8, 8, 0, count_cb, &cnt,
+				 NULL),
+			 RMA_OK);
+	ck_assert_int_eq(rma_poll(cb, 1000), RMA_ERR_TIMEOUT);
+	ck_assert_int_eq(cnt.done, 1);
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
+	ck_assert(harness_wait_fd(rma_fd(cb), 20));
+	progress_until(cb, &cnt.done, 2, 20);
+	ck_assert_int_eq(cnt.ok, 2);
 }
 END_TEST
 
@@ -566,6 +603,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_put_get_sizes_and_offsets);
 	tcase_add_test(tc, test_many_in_flight);
+	tcase_add_test(tc, test_poll);
 	tcase_add_test(tc, test_requests_and_flush);
 	tcase_add_test(tc, test_out_of_bounds);
 	tcase_add_test(tc, test_descriptor_refusals);

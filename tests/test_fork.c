@@ -107,7 +107,8 @@ child_calls(struct counter *flight)
 				0, &old, 1000);
 	st[7] = rma_region_alloc(c, 4096, &r2);
 	st[8] = rma_region_free(c, src);
-	for (step = 0; step <= 8; step++)
+	st[9] = rma_poll(c, 100);
+	for (step = 0; step <= 9; step++)
 		if (st[step] != RMA_ERR_INVALID)
 			return 1 + step;
 	if (strstr(rma_last_error(c), "belongs to the parent process") == NULL)

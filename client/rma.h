@@ -20,7 +20,7 @@
  * fork(): a client belongs to the process that connected it. In a child
  * of fork() (or of os.fork() in Python), every call on a client inherited
  * from the parent fails with RMA_ERR_INVALID and the detail "this client
- * belongs to the parent process": rma_progress(), rma_wait(), every
+ * belongs to the parent process": rma_progress(), rma_wait(), rma_poll(), every
  * transfer, atomic and flush (no request is made, no callback runs),
  * rma_request_wait() and rma_request_cancel(), rma_region_alloc(),
  * rma_region_register_fd(), rma_region_free(), rma_peer_connect(),
@@ -40,8 +40,9 @@
  *
  * Event loops: rma_fd() is readable when the daemon has sent something;
  * call rma_progress() then (rma_wait() does both, polling the shared ring
- * first while operations are in flight). Register it once: it stays the
- * same open file for the client's life, across re-attaches.
+ * first while operations are in flight; rma_poll() polls it for a
+ * bounded time without sleeping, for a loop's reader). Register it once:
+ * it stays the same open file for the client's life, across re-attaches.
  *
  * Shared ring: unless RMA_RING=0, the client asks the daemon at connect
  * for a ring in shared memory through which operations go and their

@@ -146,9 +146,9 @@ START_TEST(test_poll)
 	ck_assert_int_eq(rma_poll(NULL, 0), RMA_ERR_INVALID);
 	/* INT_MAX us would outlast the test's timeout */
 	ck_assert_int_eq(rma_poll(cb, INT_MAX), RMA_ERR_TIMEOUT);
-	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 0, 8, 0, count_cb, &cnt,
-				 NULL),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_put(cb, rb, 0, remote_a, 0, 8, 0, count_cb, &cnt, NULL),
+	    RMA_OK);
 	while (cnt.done == 0 && harness_now() < deadline) {
 		st = rma_poll(cb, 1000);
 		ck_assert(st == RMA_OK || st == RMA_ERR_TIMEOUT);
@@ -158,9 +158,9 @@ START_TEST(test_poll)
 
 	/* the target stopped: nothing can come during the spin */
 	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
-	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 8, 8, 0, count_cb, &cnt,
-				 NULL),
-			 RMA_OK);
+	ck_assert_int_eq(
+	    rma_put(cb, rb, 0, remote_a, 8, 8, 0, count_cb, &cnt, NULL),
+	    RMA_OK);
 	ck_assert_int_eq(rma_poll(cb, 1000), RMA_ERR_TIMEOUT);
 	ck_assert_int_eq(cnt.done, 1);
 	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);

@@ -114,9 +114,9 @@ typedef struct {
 	unsigned loop_generation; /* rma_fork_generation when loop was set */
 	RequestObject *done;	  /* completed natively, not yet finished */
 	RequestObject **done_tail;
-	RequestObject *live; /* submitted, not finished (doubly linked) */
+	RequestObject *live;	/* submitted, not finished (doubly linked) */
 	unsigned long finishes; /* native completions client_leave handled */
-	rma_region_t **dead; /* native frees deferred to the next call */
+	rma_region_t **dead;	/* native frees deferred to the next call */
 	size_t ndead, capdead;
 	rma_remote_t **dead_remotes; /* releases deferred likewise */
 	size_t ndead_remotes, capdead_remotes;

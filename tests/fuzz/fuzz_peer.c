@@ -39,6 +39,7 @@
  * within FUZZ_PATIENCE. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,14 +516,29 @@ inbound_drop(uint32_t *id_p, struct far_ep **far_p)
 	double deadline = daemon_now() + FUZZ_PATIENCE;
 
 	/* The daemon closes its end; far closes its own once it hears
-	 * (far_reap), so that the two closes never race. */
+	 * (far_reap), so that the two closes never race. A peer a record
+	 * made the daemon refuse waits for far to close first (the refusal
+	 * read, as a refused rmad does; else connect_timeout): far does. */
 	if (p != NULL && p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 		peer_fail(p, UCS_ERR_CANCELED, "fuzz: made again");
+	else if (p != NULL && p->linger == PEER_LINGER_HEARD)
+		far_close(*far_p);
 	while (*far_p != NULL && (*far_p)->ep != NULL) {
 		pump(1);
 		if (daemon_now() > deadline)
 			fuzz_fail("far did not hear that the daemon closed");
 	}
+	/* Both ends closed before anything new is connected: UCX 1.13 may
+	 * hand an event it missed on a closed socket to whichever worker
+	 * reuses its fd number (its async.c:643 assertion; fixed upstream
+	 * by openucx/ucx#9942), and a progress of each worker consumes
+	 * them first. */
+	while ((p = peer_by_id(*id_p)) != NULL && p->ep != NULL) {
+		pump(1);
+		if (daemon_now() > deadline)
+			fuzz_fail("the daemon did not close a peer far closed");
+	}
+	pump(1);
 	*far_p = NULL;
 	*id_p = 0;
 }
@@ -577,6 +593,18 @@ ensure_b(bool fresh)
 	b_id = inbound_make(&b_far);
 }
 
+/* Far has no endpoint but A's and B's: none the daemon connected. */
+static bool
+far_holds_only_inbound(void)
+{
+	for (int i = 0; i < FAR_EPS; i++) {
+		if (far_eps[i].ep != NULL && &far_eps[i] != a_far &&
+		    &far_eps[i] != b_far)
+			return false;
+	}
+	return true;
+}
+
 /* The daemon's outbound peer to far, in the state a record wants. */
 enum c_want { C_ANY, C_UP, C_CONNECTING };
 
@@ -610,6 +638,14 @@ ensure_c(enum c_want want)
 		return;
 	if (p != NULL && p->state != RMA__V1__PEER_STATE__PEER_DOWN)
 		peer_fail(p, UCS_ERR_CANCELED, "fuzz: made again");
+	/* Both ends of the old connection closed first (see inbound_drop). */
+	while (((p = peer_by_id(c_id)) != NULL && p->ep != NULL) ||
+	       !far_holds_only_inbound()) {
+		pump(1);
+		if (daemon_now() > deadline)
+			fuzz_fail("the daemon's old connection to far did not "
+				  "close");
+	}
 	pump(1);
 	far_answer_hellos = want != C_CONNECTING;
 	far_hello_pending = false;
@@ -638,9 +674,16 @@ ensure_c(enum c_want want)
 		if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 			fuzz_fail("the daemon could not connect to far");
 		pump(1);
-		if (daemon_now() > deadline)
+		if (daemon_now() > deadline) {
+			fprintf(
+			    stderr,
+			    "fuzz_peer: peer %u state %d, far heard %" PRIu64
+			    " hellos (%" PRIu64 " before), last error: %s\n",
+			    p->id, (int)p->state, far_hellos, hellos,
+			    p->last_error);
 			fuzz_fail("the daemon's connection to far did not come "
 				  "up");
+		}
 	}
 }
 

@@ -271,7 +271,13 @@ client_turn(ClientObject *c, int poll, int *got_p, int *gone_p)
 
 	if (!client_enter(c))
 		return 0;
-	st = poll ? rma_poll(c->rc, -1) : rma_progress(c->rc);
+	if (poll) {
+		/* a spin: other threads may run meanwhile (the completion
+		 * callback needs no GIL) */
+		Py_BEGIN_ALLOW_THREADS st = rma_poll(c->rc, -1);
+		Py_END_ALLOW_THREADS
+	} else
+		st = rma_progress(c->rc);
 	*got_p = st == RMA_OK;
 	if (st == RMA_ERR_TIMEOUT)
 		st = RMA_OK;

@@ -281,9 +281,9 @@ bool ring_socket_idle(rma_client_t *c);
  * see ring_socket_idle). */
 bool ring_socket_read_all(const rma_client_t *c);
 /* While operations are in flight: polls the ring until done(arg), a
- * quiet spin_ns (< 0: RMA_RING_SPIN_US), the deadline, or data on the
- * socket. True if anything happened (the caller then reads the socket).
- * Leaves the ring unarmed: the caller arms it before it sleeps. */
+ * quiet RMA_RING_SPIN_US (spin_ns < 0) or spin_ns in all, the deadline,
+ * or data on the socket. True if anything happened (the caller then reads the
+ * socket). Leaves the ring unarmed: the caller arms it before it sleeps. */
 bool ring_spin(rma_client_t *c, int64_t deadline, int64_t spin_ns,
 	       int (*done)(const void *arg), const void *arg);
 

@@ -83,6 +83,9 @@ notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 			 ? id_len
 			 : sizeof(n->daemon_id) - 1;
 
+	/* Something came: rma_wait() and rma_poll() return (a notification
+	 * from the ring raises no other count). */
+	c->dispatched++;
 	/* Looked up again for each: a callback may free it. */
 	n->region = notification_region(c, region_id);
 	/* per notification: a copy, not a printf; of a fixed size for a

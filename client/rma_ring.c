@@ -497,7 +497,10 @@ ring_spin(rma_client_t *c, int64_t deadline, int64_t spin_ns,
 			progress = true;
 			if (done(arg) || c->sent_in_flight == 0)
 				break;
-			end = ring_now_ns() + spin;
+			/* RMA_RING_SPIN_US counts from the last record; a
+			 * caller's own bound (rma_poll) from the start */
+			if (spin_ns < 0)
+				end = ring_now_ns() + spin;
 		}
 		if (++i % RING_SPIN_SOCKET_EVERY == 0) {
 			pfd.fd = c->fd;

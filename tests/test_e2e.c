@@ -6,6 +6,7 @@
 #include "check_main.h"
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,10 +138,51 @@ END_TEST
 /* rma_poll: no spin with nothing in flight, however long it may be; a
  * put taken by polls alone; and once a poll returned, the daemon wakes
  * rma_fd() for what comes next (the spin tells it not to). */
+static void
+count_notification(rma_client_t *c, const rma_notification_t *n, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* A notifying put into cb's region rb by another client of b, from a
+ * thread of its own while cb polls: its status. */
+struct notifier {
+	rma_client_t *c;
+	rma_region_t *src;
+	rma_status_t st;
+};
+
+static void *
+notifier_run(void *arg)
+{
+	struct notifier *nt = arg;
+	rma_peer_t *self;
+	rma_remote_t *rem;
+	rma_request_t *req;
+
+	nt->st = rma_peer_connect(nt->c, db.listen, &self);
+	if (nt->st == RMA_OK)
+		nt->st = rma_remote_import(nt->c, self,
+					   rma_region_descriptor(rb), &rem);
+	if (nt->st != RMA_OK)
+		return NULL;
+	nt->st = rma_put_notify(nt->c, nt->src, 0, rem, 64, 8, 7, 0, NULL, NULL,
+				&req);
+	if (nt->st == RMA_OK) {
+		nt->st = rma_request_wait(nt->c, req, WAIT_MS);
+		rma_request_release(req);
+	}
+	rma_remote_release(nt->c, rem);
+	return NULL;
+}
+
 START_TEST(test_poll)
 {
 	struct counter cnt = {0, 0};
 	double deadline = harness_now() + 20;
+	struct notifier nt = {NULL, NULL, RMA_OK};
+	pthread_t thread;
+	int notes = 0;
 	rma_status_t st;
 
 	ck_assert_int_eq(rma_poll(NULL, 0), RMA_ERR_INVALID);
@@ -155,16 +197,39 @@ START_TEST(test_poll)
 	}
 	ck_assert_int_eq(cnt.done, 1);
 	ck_assert_int_eq(cnt.ok, 1);
+	/* a wake-up of the daemon's still on its way is taken first */
+	while (rma_poll(cb, 0) == RMA_OK && harness_now() < deadline)
+		;
 
-	/* our daemon stopped: nothing can come during the spin (with
-	 * rma_protocol = ucx a put to a stopped target may complete) */
-	ck_assert_int_eq(kill(db.pid, SIGSTOP), 0);
-	ck_assert_int_eq(
-	    rma_put(cb, rb, 0, remote_a, 8, 8, 0, count_cb, &cnt, NULL),
-	    RMA_OK);
+	/* The target stopped: nothing can come during the spin. Complete
+	 * at the target, so that rma_protocol = ucx waits for it too. */
+	ck_assert_int_eq(kill(da.pid, SIGSTOP), 0);
+	ck_assert_int_eq(rma_put(cb, rb, 0, remote_a, 8, 8,
+				 RMA_FLAG_REMOTE_COMPLETION, count_cb, &cnt,
+				 NULL),
+			 RMA_OK);
 	ck_assert_int_eq(rma_poll(cb, 1000), RMA_ERR_TIMEOUT);
 	ck_assert_int_eq(cnt.done, 1);
-	ck_assert_int_eq(kill(db.pid, SIGCONT), 0);
+
+	/* A notification alone, taken from the ring during the spin (the
+	 * put above stays in flight, so rma_poll spins), is something that
+	 * came. */
+	rma_notify_callback(cb, count_notification, &notes);
+	ck_assert_int_eq(rma_connect(db.socket, &nt.c), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(nt.c, 4096, &nt.src), RMA_OK);
+	ck_assert_int_eq(pthread_create(&thread, NULL, notifier_run, &nt), 0);
+	while (notes == 0 && harness_now() < deadline) {
+		st = rma_poll(cb, 100000);
+		ck_assert_int_eq(st, (notes > 0 ? RMA_OK : RMA_ERR_TIMEOUT));
+	}
+	ck_assert_int_eq(pthread_join(thread, NULL), 0);
+	ck_assert_int_eq(nt.st, RMA_OK);
+	ck_assert_int_eq(notes, 1);
+	ck_assert_int_eq(cnt.done, 1);
+	rma_notify_callback(cb, NULL, NULL);
+	rma_disconnect(nt.c);
+
+	ck_assert_int_eq(kill(da.pid, SIGCONT), 0);
 	ck_assert(harness_wait_fd(rma_fd(cb), 20));
 	progress_until(cb, &cnt.done, 2, 20);
 	ck_assert_int_eq(cnt.ok, 2);

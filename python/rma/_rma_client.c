@@ -509,6 +509,24 @@ client_progress(ClientObject *c, PyObject *unused)
 
 /* The loop's reader: progress, then the ring polled as above; and stop
  * watching a dead connection (its fd would stay readable forever). */
+/* The reader again at the loop's next turn (call_soon): the loop does
+ * not sleep while it has a callback ready. */
+static int
+client_read_soon(ClientObject *c)
+{
+	PyObject *cb, *res;
+
+	if (c->loop == NULL)
+		return 1;
+	cb = PyObject_GetAttrString((PyObject *)c, "_on_readable");
+	if (cb == NULL)
+		return 0;
+	res = PyObject_CallMethodOneArg(c->loop, c->state->str_call_soon, cb);
+	Py_DECREF(cb);
+	Py_XDECREF(res);
+	return res != NULL;
+}
+
 static PyObject *
 client_on_readable(ClientObject *c, PyObject *unused)
 {
@@ -534,12 +552,15 @@ client_on_readable(ClientObject *c, PyObject *unused)
 	/* What the last turn's completions unblocked submitted joined
 	 * librma's batch, sent at its next call: before the loop sleeps,
 	 * or those operations wait for the next wake-up, out of the window
-	 * (rmactl's rma_wait sends them before it sleeps). Until a turn
-	 * finishes nothing, so submits nothing, or the bound: then the
-	 * batch goes at the next wake-up, which the operations in flight
-	 * before it make. */
-	while (ok && !gone && client_usable(c) && c->finishes != before &&
-	       mono_now() < end) {
+	 * (rmactl's rma_wait sends them before it sleeps), or for ever if
+	 * all else in flight waits on a stopped peer. Until a turn finishes
+	 * nothing, so submits nothing. Past the bound, the reader comes
+	 * back after the loop's other callbacks, before it sleeps. */
+	while (ok && !gone && client_usable(c) && c->finishes != before) {
+		if (mono_now() >= end) {
+			ok = client_read_soon(c);
+			break;
+		}
 		before = c->finishes;
 		ok = client_turn(c, 0, &got, &gone);
 	}

@@ -262,9 +262,13 @@ bench_on_done(rma_request_t *req, rma_status_t st, void *user_data)
 		b->slot_free = slot;
 		return;
 	}
-	/* applied after one that was refused: the owner took some since */
+	/* Applied after one that was refused: the owner took some since.
+	 * Applied with none waiting: the episode is over, and the next one
+	 * starts with the shortest back-off again. */
 	if (st == RMA_OK && b->retry_n > 0)
 		b->room_seen = 1;
+	else if (st == RMA_OK)
+		b->backoff_us = BENCH_BACKOFF_MIN_US;
 	if (st != RMA_OK && b->error == RMA_OK) {
 		b->error = st;
 		snprintf(b->error_detail, sizeof(b->error_detail), "%s",

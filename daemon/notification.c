@@ -582,6 +582,23 @@ notification_send(struct conn *owner, struct notification_job *job,
 
 /* On the owner's worker: each region is looked up again, since it may
  * have been freed (and its connection with it) while the job waited. */
+/* What notification_post_direct wrote, published (the owner sees it
+ * now); the owner, to conn_unref once nothing more of this pass uses it,
+ * or NULL. */
+static struct conn *
+notification_publish_direct(struct daemon *d)
+{
+	struct conn *direct = d->notify_direct;
+
+	if (direct != NULL) {
+		d->counters.notify_ring += d->notify_direct_n;
+		ring_notify_publish(direct, d->notify_direct_n);
+		d->notify_direct = NULL;
+		d->notify_direct_n = 0;
+	}
+	return direct;
+}
+
 static void
 notification_deliver(struct daemon *d, void *arg)
 {
@@ -594,6 +611,12 @@ notification_deliver(struct daemon *d, void *arg)
 	/* those sent in a row from one share, noted as one: a job is
 	 * mostly one initiator's */
 	uint32_t run_share = 0, run_n = 0;
+	/* Written straight into this owner's ring but not yet published
+	 * (UCX progressed between passes; the flush is still to come):
+	 * seen first, or this job's event could overtake them. */
+	struct conn *direct = d->notify_direct == job->owner
+				  ? notification_publish_direct(d)
+				  : NULL;
 
 	for (size_t i = 0; i < job->n; i++) {
 		const struct notification_entry *e = &job->entries[i];
@@ -641,6 +664,8 @@ notification_deliver(struct daemon *d, void *arg)
 				notification_give_back(alive, i, gone[i]);
 	}
 	notification_job_free(job);
+	if (direct != NULL)
+		conn_unref(direct);
 }
 
 /* The open job for owner that names sender, opened if need be; its
@@ -795,15 +820,9 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 void
 notification_flush(struct daemon *d)
 {
-	struct conn *direct = d->notify_direct;
-
 	/* before any job: those it wrote went into the ring first */
-	if (direct != NULL) {
-		d->counters.notify_ring += d->notify_direct_n;
-		ring_notify_publish(direct, d->notify_direct_n);
-		d->notify_direct = NULL;
-		d->notify_direct_n = 0;
-	}
+	struct conn *direct = notification_publish_direct(d);
+
 	for (uint32_t i = 0; i < d->notify_open_n; i++) {
 		struct notification_job *job = d->notify_open[i];
 

@@ -486,19 +486,15 @@ announce:
 		ring_announce(c, true);
 }
 
+/* rec (its sender set here) into two slots, one at a time: the second
+ * may be the ring's first. */
 static void
-ring_write_notify(struct ring *r, const struct notifrec *n,
+ring_write_notify(struct ring *r, struct ringrec_notification *rec,
 		  const uint8_t *sender)
 {
-	struct ringrec_notification rec = {.region_id = n->region_id,
-					   .offset = n->offset,
-					   .length = n->length,
-					   .value = n->value};
-
-	memcpy(rec.sender, sender, RINGREC_SENDER_SIZE);
-	/* two slots, one at a time: the second may be the ring's first */
+	memcpy(rec->sender, sender, RINGREC_SENDER_SIZE);
 	ringrec_store_notification(ring_comp_slot(r, r->comp_tail),
-				   ring_comp_slot(r, r->comp_tail + 1), &rec);
+				   ring_comp_slot(r, r->comp_tail + 1), rec);
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }
 
@@ -519,10 +515,7 @@ ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 	if (r->room < RINGREC_NOTIFY_SLOTS &&
 	    (!ring_room(c, &r->room) || r->room < RINGREC_NOTIFY_SLOTS))
 		return false;
-	memcpy(rec.sender, sender, RINGREC_SENDER_SIZE);
-	ringrec_store_notification(ring_comp_slot(r, r->comp_tail),
-				   ring_comp_slot(r, r->comp_tail + 1), &rec);
-	r->comp_tail += RINGREC_NOTIFY_SLOTS;
+	ring_write_notify(r, &rec, sender);
 	r->room -= RINGREC_NOTIFY_SLOTS;
 	return true;
 }
@@ -537,9 +530,15 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	if (c->ring == NULL || c->dead || c->closing || !ring_room(c, &room))
 		return 0;
 	for (i = 0; i < n && room >= RINGREC_NOTIFY_SLOTS; i++) {
-		if (recs[i].sender >= n_senders)
+		const struct notifrec *nr = &recs[i];
+		struct ringrec_notification rec = {.region_id = nr->region_id,
+						   .offset = nr->offset,
+						   .length = nr->length,
+						   .value = nr->value};
+
+		if (nr->sender >= n_senders)
 			break;
-		ring_write_notify(c->ring, &recs[i], senders[recs[i].sender]);
+		ring_write_notify(c->ring, &rec, senders[nr->sender]);
 		room -= RINGREC_NOTIFY_SLOTS;
 	}
 	if (i == 0)

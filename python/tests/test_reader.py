@@ -98,9 +98,10 @@ def test_stream_of_completions_leaves_the_loop_its_turns(daemons):
 
     asyncio.run(main())
     assert state["done"] == total
-    # 1 ms of completions at the fastest rate seen here (1 M/s) is 1000:
-    # ten times that, and the window
+    # Decided on counts, not on the rate: a reader that kept polling
+    # while completions came would run mark only near the stream's end,
+    # the bounded one after about a millisecond's worth (1000 at 1 M/s)
     assert state["marked"] is not None, state
-    assert state["marked"] < 1000 + 10000 + window, state
+    assert state["marked"] < total // 2, state
     c.close()
     cb.close()

@@ -233,12 +233,12 @@ ring_note_socket_submit(rma_client_t *c)
 		c->ring->socket_submits++;
 }
 
-/* Takes one record: 1 for a completion (in k, detail), 2 for a
- * notification (in n; *sender its sender as hex, until the next take),
- * 0 when the ring is empty. */
+/* Takes one completion with its detail (in k, detail): 1, or 0 when the
+ * ring is empty or the record is bad (the client then failed). Every
+ * other record ring_take_fast takes; a notification here has not all its
+ * slots in. */
 static int
-ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
-	  struct ringrec_notification *n, const char **sender)
+ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail)
 {
 	struct client_ring *r = c->ring;
 	uint32_t tail = ringrec_load(&r->h->comp_tail);
@@ -255,35 +255,16 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 		return 0;
 	}
 	memcpy(k, r->comp + slot * RINGREC_COMP_SIZE, sizeof(*k));
-	if (k->kind != RINGREC_KIND_COMPLETION &&
-	    k->kind != RINGREC_KIND_NOTIFICATION) {
+	if (k->kind == RINGREC_KIND_NOTIFICATION) {
+		client_fail(c, RMA_ERR_PROTOCOL,
+			    "a notification in the ring ends past its tail");
+		return 0;
+	}
+	if (k->kind != RINGREC_KIND_COMPLETION) {
 		client_fail(c, RMA_ERR_PROTOCOL,
 			    "a record of unknown kind %u in the ring",
 			    (unsigned)k->kind);
 		return 0;
-	}
-	if (k->kind == RINGREC_KIND_NOTIFICATION) {
-		if (avail < RINGREC_NOTIFY_SLOTS) {
-			client_fail(c, RMA_ERR_PROTOCOL,
-				    "a notification in the ring ends past its "
-				    "tail");
-			return 0;
-		}
-		ringrec_load_notification(
-		    r->comp + slot * RINGREC_COMP_SIZE,
-		    r->comp + ((r->comp_head + 1) & (r->comp_slots - 1)) *
-				  RINGREC_COMP_SIZE,
-		    n);
-		if (r->sender_hex[0] == '\0' ||
-		    memcmp(n->sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
-			memcpy(r->sender, n->sender, RINGREC_SENDER_SIZE);
-			descriptor_hex(n->sender, RINGREC_SENDER_SIZE,
-				       r->sender_hex);
-		}
-		*sender = r->sender_hex;
-		r->comp_head += RINGREC_NOTIFY_SLOTS;
-		ringrec_store(&r->h->comp_head, r->comp_head);
-		return 2;
 	}
 	if (k->detail_len > RINGREC_DETAIL_MAX)
 		k->detail_len = RINGREC_DETAIL_MAX;
@@ -307,9 +288,8 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail,
 	return 1;
 }
 
-/* A notification, taken where it lies as ring_take_fast takes a
- * completion (n's other fields are the caller's): the next record was
- * one, its two slots are there. */
+/* A notification, taken where it lies (n's other fields are the
+ * caller's): the next record was one, its two slots are there. */
 static void
 ring_take_notification(rma_client_t *c, const uint8_t *head_slot,
 		       rma_notification_t *n)
@@ -337,10 +317,9 @@ ring_take_notification(rma_client_t *c, const uint8_t *head_slot,
 }
 
 /* The common records, a completion without detail (its callback run) or
- * a notification (handed on with n), taken without ring_take's copies:
- * 1 if the next was one, 0 if the ring is empty or holds something else
- * next (for ring_take). A stream of notifications costs the owner a
- * tenth less this way than through ring_take. */
+ * a notification (handed on with n), taken where they lie, without
+ * ring_take's copies: 1 if the next was one, 0 if the ring is empty or
+ * holds something else next (for ring_take). */
 static int
 ring_take_fast(rma_client_t *c, rma_notification_t *n)
 {
@@ -378,34 +357,22 @@ int
 ring_reap(rma_client_t *c)
 {
 	char detail[RINGREC_DETAIL_MAX + 1];
-	const char *sender = NULL;
-	struct ringrec_notification rn;
 	/* set once, not per notification: each sets every field it reads
 	 * (notification_receive its region and id) */
 	rma_notification_t n = {0};
 	struct ringrec_comp k;
-	int got, count = 0;
+	int count = 0;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
 	 * each record is taken before its callback runs. */
 	while (!c->gone && c->ring != NULL) {
-		if (ring_take_fast(c, &n)) {
-			count++;
-			continue;
-		}
-		got = ring_take(c, &k, detail, &rn, &sender);
-		if (got == 0)
-			break;
-		count++;
-		if (got == 2) {
-			n.offset = rn.offset;
-			n.length = rn.length;
-			n.value = rn.value;
-			notification_receive(c, rn.region_id, &n, sender,
-					     2 * RINGREC_SENDER_SIZE);
-		} else
+		if (!ring_take_fast(c, &n)) {
+			if (!ring_take(c, &k, detail))
+				break;
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);
+		}
+		count++;
 	}
 	return count;
 }

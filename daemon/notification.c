@@ -380,16 +380,17 @@ notification_bound_stream(struct notification_bound *b,
 			  const struct notification_initiator *from)
 {
 	struct notification_share *sh = &b->shares[b->last];
+	uint64_t share_id[2], from_id[2];
 
-	uint64_t a[2], f[2];
-
+	_Static_assert(sizeof(share_id) == DAEMON_ID_SIZE,
+		       "a daemon id is two words");
 	if (sh->held == 0 || b->held >= NOTIFICATION_QUEUE_MAX / 2 ||
 	    sh->client != from->client)
 		return false;
 	/* as two words: memcmp was a call here */
-	memcpy(a, sh->daemon_id, sizeof(a));
-	memcpy(f, from->daemon_id, sizeof(f));
-	if (((a[0] ^ f[0]) | (a[1] ^ f[1])) != 0)
+	memcpy(share_id, sh->daemon_id, sizeof(share_id));
+	memcpy(from_id, from->daemon_id, sizeof(from_id));
+	if (((share_id[0] ^ from_id[0]) | (share_id[1] ^ from_id[1])) != 0)
 		return false;
 	sh->held++;
 	b->groups[sh->group].held++;

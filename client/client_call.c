@@ -298,6 +298,16 @@ client_dispatched_since(const void *arg)
 		   since[0];
 }
 
+/* rma_progress(), what was dispatched before it noted in since (for
+ * client_dispatched_since); rma_progress checks fork_inherited. */
+static rma_status_t
+client_progress_noting(rma_client_t *client, uint64_t since[2])
+{
+	since[0] = client->dispatched;
+	since[1] = (uint64_t)(uintptr_t)client;
+	return rma_progress(client);
+}
+
 RMA_API rma_status_t
 rma_wait(rma_client_t *client, int timeout_ms)
 {
@@ -306,10 +316,7 @@ rma_wait(rma_client_t *client, int timeout_ms)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
-	/* rma_progress, first, checks fork_inherited */
-	since[0] = client->dispatched;
-	since[1] = (uint64_t)(uintptr_t)client;
-	st = rma_progress(client);
+	st = client_progress_noting(client, since);
 	if (st != RMA_OK)
 		return st;
 	if (client->in_flight == 0 && client->calls == NULL && timeout_ms < 0)
@@ -334,10 +341,7 @@ rma_poll(rma_client_t *client, int spin_us)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
-	/* rma_progress, first, checks fork_inherited */
-	since[0] = client->dispatched;
-	since[1] = (uint64_t)(uintptr_t)client;
-	st = rma_progress(client);
+	st = client_progress_noting(client, since);
 	if (st != RMA_OK || client_dispatched_since(since))
 		return st;
 	/* Never a sleep: an event loop's reader calls this, and its loop

@@ -626,11 +626,11 @@ START_TEST(test_share_peer_names)
 		if (i < 32 || i == PEER_NAMES) {
 			ck_assert_msg(st == RMA_OK, "put %d: %s", i,
 				      rma_strerror(st));
-			t[n_t++] = (struct taker){
-			    .region = a,
-			    .daemon_id = rma_daemon_id(u[i].c),
-			    .first = 1000 + (uint64_t)i,
-			    .count = 1};
+			t[n_t++] =
+			    (struct taker){.region = a,
+					   .daemon_id = rma_daemon_id(u[i].c),
+					   .first = 1000 + (uint64_t)i,
+					   .count = 1};
 			ok++;
 		} else {
 			ck_assert_msg(st == RMA_ERR_LIMIT, "put %d: %s", i,

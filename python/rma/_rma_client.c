@@ -507,8 +507,6 @@ client_progress(ClientObject *c, PyObject *unused)
 #define CLIENT_READER_BURST 32
 #define CLIENT_READER_POLL_S 0.001
 
-/* The loop's reader: progress, then the ring polled as above; and stop
- * watching a dead connection (its fd would stay readable forever). */
 /* The reader again at the loop's next turn (call_soon): the loop does
  * not sleep while it has a callback ready. */
 static int
@@ -527,6 +525,8 @@ client_read_soon(ClientObject *c)
 	return res != NULL;
 }
 
+/* The loop's reader: progress, then the ring polled as above; and stop
+ * watching a dead connection (its fd would stay readable forever). */
 static PyObject *
 client_on_readable(ClientObject *c, PyObject *unused)
 {

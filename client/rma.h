@@ -986,7 +986,9 @@ size_t rma_in_flight(const rma_client_t *client);
  * (sending nothing new), puts the refused ones again at once if one of
  * those got through (the owner had room again), and sleeps first only
  * if none did, a little longer each round that fails whole (rmactl
- * bench: 100 us, doubled up to 2 ms). A put to a
+ * bench: 100 us, doubled up to 2 ms). Puts sent after the refused one
+ * may have been applied meanwhile: put again, it lands after them, so
+ * to bytes they also wrote the older value comes last. A put to a
  * region whose owner is away (after a daemon hand-over, before the
  * owner reconnected) fails with RMA_ERR_NO_REGION, bytes not written.
  * An owner that disconnects or dies takes its regions with it: from then

@@ -107,6 +107,13 @@ client_reap(rma_client_t *c)
 		request_complete_all(c, RMA_ERR_DAEMON_GONE, c->gone_detail);
 }
 
+rma_status_t
+client_reap_gone(rma_client_t *c)
+{
+	client_reap(c);
+	return client_gone_error(c);
+}
+
 /* ---- rma_fd(): one open file for the client's life ----
  *
  * An event loop registers rma_fd() once; a re-attach (connect.c) brings a

@@ -138,10 +138,8 @@ client_call_fd(rma_client_t *c, Rma__V1__Request *req, int send_fd,
 
 	if (fork_inherited(c))
 		return fork_error(c);
-	if (c->gone) {
-		client_reap(c);
-		return client_gone_error(c);
-	}
+	if (c->gone)
+		return client_reap_gone(c);
 	/* ops queued before this call go first, as they were issued */
 	st = request_flush(c);
 	if (st != RMA_OK)
@@ -281,10 +279,8 @@ rma_progress(rma_client_t *client)
 		if (!client->gone)
 			notification_ack(client, 1);
 	}
-	if (client->gone) {
-		client_reap(client);
-		return client_gone_error(client);
-	}
+	if (client->gone)
+		return client_reap_gone(client);
 	return RMA_OK;
 }
 
@@ -326,10 +322,8 @@ rma_wait(rma_client_t *client, int timeout_ms)
 	if (st == RMA_ERR_TIMEOUT)
 		return client_error(client, st, "nothing came within %d ms",
 				    timeout_ms);
-	if (client->gone) {
-		client_reap(client);
-		return client_gone_error(client);
-	}
+	if (client->gone)
+		return client_reap_gone(client);
 	return rma_progress(client);
 }
 
@@ -355,10 +349,8 @@ rma_poll(rma_client_t *client, int spin_us)
 	} else {
 		/* the spin (if it ran) left the ring unarmed */
 		client_settle(client);
-		if (client->gone) {
-			client_reap(client);
-			return client_gone_error(client);
-		}
+		if (client->gone)
+			return client_reap_gone(client);
 	}
 	if (client_dispatched_since(since))
 		return RMA_OK;

@@ -363,6 +363,8 @@ void client_fail(rma_client_t *c, rma_status_t status, const char *fmt, ...)
 /* Complete every outstanding request once the client is gone; callbacks
  * run. Called only where callbacks may run. */
 void client_reap(rma_client_t *c);
+/* client_reap, then client_gone_error: a call's end on a gone client. */
+rma_status_t client_reap_gone(rma_client_t *c);
 
 /* Make progress until done(arg) is true, the deadline passes
  * (RMA_ERR_TIMEOUT) or the client is gone (its gone status). Callbacks run

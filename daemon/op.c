@@ -300,6 +300,56 @@ op_fail_remote_bounds(struct conn *c, const Rma__V1__Op *o, const char *what,
 		(unsigned long long)res->length);
 }
 
+/* The lookups of the last operation of a batch, for the next: a stream of
+ * puts names the same region and remote record after record, and the
+ * hash lookups were a fifth of a same-daemon 8-byte put's instructions.
+ * Lives for one op_submit_records call, while what it holds cannot go:
+ * c's regions and remotes go only by a request of their own or c's close
+ * (which ends the batch: c->dead). A region of the world goes while the
+ * others are stopped (world.c), or by a close this worker makes of
+ * another client, which only an operation reaching beyond c can cause (a
+ * notification queued to its owner, UCX): so the target is kept only
+ * from one same-daemon copy that notifies nobody to the next. Ids are
+ * compared, and every check of the record still runs, for every
+ * record. */
+struct op_memo {
+	uint64_t region_id, remote_id, target_id;
+	struct region *local, *target;
+	struct remote *rem;
+};
+
+/* c's region id, as idmap_get(&c->regions, id) */
+static inline struct region *
+op_memo_local(struct conn *c, struct op_memo *m, uint64_t id)
+{
+	struct region *r;
+
+	if (m != NULL && m->local != NULL && m->region_id == id)
+		return m->local;
+	r = idmap_get(&c->regions, id);
+	if (m != NULL) {
+		m->region_id = id;
+		m->local = r;
+	}
+	return r;
+}
+
+/* as op_remote */
+static inline struct remote *
+op_memo_remote(struct conn *c, struct op_memo *m, const Rma__V1__Op *o)
+{
+	struct remote *rem;
+
+	if (m != NULL && m->rem != NULL && m->remote_id == o->remote_id)
+		return m->rem;
+	rem = op_remote(c, o);
+	if (m != NULL) {
+		m->remote_id = o->remote_id;
+		m->rem = rem;
+	}
+	return rem;
+}
+
 /* One peer's flush: UCX's flush of the endpoint, and the wait for every
  * older operation (our puts complete on the target's answer, which a
  * UCX flush does not wait for). */
@@ -390,12 +440,11 @@ op_start_flush(struct conn *c, const Rma__V1__Op *o)
 
 /* The region of this daemon a remote names, if its secret grants the
  * access (the same rule as target.c's for peers); fails o otherwise. */
-struct region *
-op_local_target(struct conn *c, const Rma__V1__Op *o,
-		const struct resolved *res, bool write)
+static struct region *
+op_local_target_check(struct conn *c, const Rma__V1__Op *o,
+		      const struct resolved *res, bool write,
+		      struct region *target)
 {
-	struct region *target = region_lookup(c->d, res->region_id);
-
 	if (target == NULL || (target->generation != res->generation &&
 			       target->ro_generation != res->generation)) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_STALE_DESCRIPTOR,
@@ -410,6 +459,14 @@ op_local_target(struct conn *c, const Rma__V1__Op *o,
 		return NULL;
 	}
 	return target;
+}
+
+struct region *
+op_local_target(struct conn *c, const Rma__V1__Op *o,
+		const struct resolved *res, bool write)
+{
+	return op_local_target_check(c, o, res, write,
+				     region_lookup(c->d, res->region_id));
 }
 
 /* An op on a remote region, begun: NULL when it is answered already
@@ -445,39 +502,59 @@ op_begin_remote(struct conn *c, const Rma__V1__Op *o, struct remote *rem,
 	return op;
 }
 
-/* Both regions live here: the daemon copies, no UCX involved. */
-static void
-op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
-	      const struct resolved *res)
+/* A same-daemon notifying put's place in the owner's bound, in *share_p;
+ * false if o was refused (failed here). */
+static bool
+op_local_reserve(struct conn *c, const Rma__V1__Op *o, struct region *target,
+		 const struct resolved *res, uint32_t *share_p)
 {
-	struct region *target =
-	    op_local_target(c, o, res, o->kind == RMA__V1__OP_KIND__PUT);
-
-	bool notify = o->kind == RMA__V1__OP_KIND__PUT &&
-		      (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
 	/* a client of this daemon is an initiator within its uid's group */
 	struct notification_initiator from = {.daemon_id = c->d->id,
 					      .client = (uint64_t)c->id + 1,
 					      .group = (uint64_t)c->uid + 1};
-	uint32_t share = 0;
-	wire_status_t st;
+	wire_status_t st = notification_reserve(target, &from, share_p);
 
+	if (st == RMA__V1__STATUS__OK)
+		return true;
+	op_fail(c, o, st,
+		st == RMA__V1__STATUS__ERR_LIMIT
+		    ? "the owner of region %llu holds %d notifications "
+		      "it has not taken, or this client its share of "
+		      "them: nothing written"
+		    : "region %llu: no owner to notify, or no memory "
+		      "(%d)",
+		(unsigned long long)res->region_id, NOTIFICATION_QUEUE_MAX);
+	return false;
+}
+
+/* Both regions live here: the daemon copies, no UCX involved. */
+static void
+op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
+	      const struct resolved *res, struct op_memo *m)
+{
+	bool notify = o->kind == RMA__V1__OP_KIND__PUT &&
+		      (o->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY);
+	struct region *target;
+	uint32_t share = 0;
+
+	/* Not kept for the next when notifying (see op_memo). */
+	if (m != NULL && m->target != NULL && !notify &&
+	    m->target_id == res->region_id) {
+		target = m->target;
+	} else {
+		target = region_lookup(c->d, res->region_id);
+		if (m != NULL) {
+			m->target_id = res->region_id;
+			m->target = notify ? NULL : target;
+		}
+	}
+	target = op_local_target_check(
+	    c, o, res, o->kind == RMA__V1__OP_KIND__PUT, target);
 	if (target == NULL)
 		return;
 	/* The owner's bound first: a full queue refuses the put whole. */
-	if (notify && (st = notification_reserve(target, &from, &share)) !=
-			  RMA__V1__STATUS__OK) {
-		op_fail(c, o, st,
-			st == RMA__V1__STATUS__ERR_LIMIT
-			    ? "the owner of region %llu holds %d notifications "
-			      "it has not taken, or this client its share of "
-			      "them: nothing written"
-			    : "region %llu: no owner to notify, or no memory "
-			      "(%d)",
-			(unsigned long long)res->region_id,
-			NOTIFICATION_QUEUE_MAX);
+	if (notify && !op_local_reserve(c, o, target, res, &share))
 		return;
-	}
 	/* One copy, the put's or the get's. (A put once copied the target
 	 * back into its source as well, which undid part of an overlapping
 	 * put within one region.) */
@@ -499,7 +576,8 @@ op_copy_local(struct conn *c, const Rma__V1__Op *o, struct region *local,
 }
 
 static void
-op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
+op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked,
+	     struct op_memo *m)
 {
 	struct daemon *d = c->d;
 	bool put = o->kind == RMA__V1__OP_KIND__PUT;
@@ -519,7 +597,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			"length must be greater than 0");
 		return;
 	}
-	local = idmap_get(&c->regions, o->region_id);
+	local = op_memo_local(c, m, o->region_id);
 	if (local == NULL) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_NO_REGION,
 			"region %llu is not a region of this client",
@@ -535,7 +613,7 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			(unsigned long long)local->id, local->length);
 		return;
 	}
-	rem = op_remote(c, o);
+	rem = op_memo_remote(c, m, o);
 	if (rem == NULL)
 		return;
 	res = rem->res;
@@ -544,9 +622,11 @@ op_start_rma(struct conn *c, const Rma__V1__Op *o, bool unparked)
 		return;
 	}
 	if (rem->peer == NULL) {
-		op_copy_local(c, o, local, res);
+		op_copy_local(c, o, local, res, m);
 		return;
 	}
+	if (m != NULL)
+		m->target = NULL; /* see op_memo */
 	op = op_begin_remote(c, o, rem, unparked);
 	if (op == NULL)
 		return;
@@ -616,8 +696,10 @@ op_report_overdue(struct op *op)
 		      detail);
 }
 
-void
-op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
+/* One operation; m: the lookups of its batch (op_memo), or NULL. */
+static void
+op_submit_memo(struct conn *c, const Rma__V1__Op *o, bool unparked,
+	       struct op_memo *m)
 {
 	if (c->d->shutting_down) {
 		op_fail(c, o, RMA__V1__STATUS__ERR_SHUTDOWN,
@@ -631,10 +713,13 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 			c->d->cfg->max_in_flight);
 		return;
 	}
+	if (m != NULL && o->kind != RMA__V1__OP_KIND__PUT &&
+	    o->kind != RMA__V1__OP_KIND__GET)
+		m->target = NULL; /* see op_memo */
 	switch (o->kind) {
 	case RMA__V1__OP_KIND__PUT:
 	case RMA__V1__OP_KIND__GET:
-		op_start_rma(c, o, unparked);
+		op_start_rma(c, o, unparked, m);
 		break;
 	case RMA__V1__OP_KIND__FLUSH:
 		op_start_flush(c, o);
@@ -649,6 +734,12 @@ op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
 	}
 }
 
+void
+op_submit_one(struct conn *c, const Rma__V1__Op *o, bool unparked)
+{
+	op_submit_memo(c, o, unparked, NULL);
+}
+
 /* The one check of an operation record, wherever it came from (a Submit
  * frame or the client's ring): decoded, then validated and run as any
  * operation is. */
@@ -657,6 +748,7 @@ op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 {
 	struct daemon *d = c->d;
 	double outer = d->op_clock;
+	struct op_memo m = {0};
 	Rma__V1__Op o;
 
 	d->op_clock = daemon_now();
@@ -666,7 +758,7 @@ op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 				"reserved bytes of an operation record are "
 				"not 0");
 		else
-			op_submit_one(c, &o, false);
+			op_submit_memo(c, &o, false, &m);
 	}
 	d->op_clock = outer;
 }

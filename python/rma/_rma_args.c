@@ -8,18 +8,15 @@
 #include <string.h>
 #include <time.h>
 
-/* An offset, length, count or notification value: an int (or what has
- * __index__) from 0 to 2**64 - 1. Others raise OverflowError, negative
- * ones too, instead of wrapping ("K" masked: 2**64 + 8 was 8). An O&
- * converter. */
+/* u64_arg's way for what u64_small does not take. */
 int
-u64_arg(PyObject *o, void *p)
+u64_arg_slow(PyObject *o, void *p)
 {
 	PyObject *i;
 	unsigned long long v;
 
-	/* an int, the usual case (three per put): no __index__ round trip;
-	 * one out of range takes the way below for its message */
+	/* an int: no __index__ round trip; one out of range takes the way
+	 * below for its message */
 	if (PyLong_CheckExact(o)) {
 		v = PyLong_AsUnsignedLongLong(o);
 		if (v != (unsigned long long)-1 || !PyErr_Occurred()) {

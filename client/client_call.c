@@ -250,8 +250,11 @@ err_free_reply:
 	return st;
 }
 
-RMA_API rma_status_t
-rma_progress(rma_client_t *client)
+/* rma_progress; with waiting, for rma_wait before client_wait, which
+ * looks at the socket itself (its spin polls the socket, and so does its
+ * sleep), whatever the daemon did or did not since. */
+static rma_status_t
+client_progress(rma_client_t *client, bool waiting)
 {
 	if (client == NULL)
 		return RMA_ERR_INVALID;
@@ -262,8 +265,14 @@ rma_progress(rma_client_t *client)
 		 * recvmsg that found nothing was a sixth of a same-daemon
 		 * 8-byte put's time in the client. Asked before the ring is
 		 * reaped, so that what the daemon did since the last call
-		 * (ring_arm reaps after it) shows it at work. */
-		bool idle = ring_socket_idle(client);
+		 * (ring_arm reaps after it) shows it at work. A daemon that
+		 * did nothing since may have died, which only the socket
+		 * tells (its end of stream): read it then, unless the caller
+		 * looks at it too (rma_wait, called after a progress that
+		 * found nothing, read it twice for nothing: two recvmsg per
+		 * wait). */
+		bool idle = ring_socket_idle(client) ||
+			    (waiting && ring_socket_read_all(client));
 
 		request_flush(client);
 		client_dispatch(client);
@@ -284,6 +293,12 @@ rma_progress(rma_client_t *client)
 	return RMA_OK;
 }
 
+RMA_API rma_status_t
+rma_progress(rma_client_t *client)
+{
+	return client_progress(client, false);
+}
+
 static int
 client_dispatched_since(const void *arg)
 {
@@ -294,14 +309,14 @@ client_dispatched_since(const void *arg)
 		   since[0];
 }
 
-/* rma_progress(), what was dispatched before it noted in since (for
- * client_dispatched_since); rma_progress checks fork_inherited. */
+/* client_progress(), what was dispatched before it noted in since (for
+ * client_dispatched_since); client_progress checks fork_inherited. */
 static rma_status_t
-client_progress_noting(rma_client_t *client, uint64_t since[2])
+client_progress_noting(rma_client_t *client, uint64_t since[2], bool waiting)
 {
 	since[0] = client->dispatched;
 	since[1] = (uint64_t)(uintptr_t)client;
-	return rma_progress(client);
+	return client_progress(client, waiting);
 }
 
 RMA_API rma_status_t
@@ -309,10 +324,15 @@ rma_wait(rma_client_t *client, int timeout_ms)
 {
 	uint64_t since[2];
 	rma_status_t st;
+	bool waiting;
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
-	st = client_progress_noting(client, since);
+	/* client_wait comes next (unless nothing is awaited): it looks at
+	 * the socket */
+	waiting =
+	    client->in_flight > 0 || client->calls != NULL || timeout_ms >= 0;
+	st = client_progress_noting(client, since, waiting);
 	if (st != RMA_OK)
 		return st;
 	if (client->in_flight == 0 && client->calls == NULL && timeout_ms < 0)
@@ -335,7 +355,7 @@ rma_poll(rma_client_t *client, int spin_us)
 
 	if (client == NULL)
 		return RMA_ERR_INVALID;
-	st = client_progress_noting(client, since);
+	st = client_progress_noting(client, since, false);
 	if (st != RMA_OK || client_dispatched_since(since))
 		return st;
 	/* Never a sleep: an event loop's reader calls this, and its loop

@@ -56,6 +56,9 @@ struct client_ring {
 	void *map;
 	struct ringrec_header *h;
 	uint8_t *sub, *comp;
+	/* ring_kick: a RingWake went out since ring_socket_idle last
+	 * looked */
+	bool woke;
 	uint32_t comp_slots;	     /* what the daemon gave */
 	uint32_t sub_tail;	     /* ours: operations written */
 	uint32_t comp_head;	     /* ours: completion slots taken */
@@ -180,7 +183,8 @@ ring_kick(rma_client_t *c)
 		return;
 	req.body_case = RMA__V1__REQUEST__BODY_RING_WAKE;
 	req.ring_wake = &wake;
-	client_send(c, &req);
+	if (client_send(c, &req) == RMA_OK && c->ring != NULL)
+		c->ring->woke = true;
 }
 
 bool
@@ -418,8 +422,13 @@ ring_socket_idle(rma_client_t *c)
 	 * killed leaves the ring as it was). A dead one's end of stream is
 	 * read at the next look. */
 	moved = ringrec_load(&r->h->sub_head) + ringrec_load(&r->h->comp_tail);
-	if (moved == r->moved)
+	/* Or if a RingWake of ours went out since: the daemon's end of the
+	 * socket was open then (a dead one's refuses it, EPIPE), which says
+	 * as much. A sleeping daemon is woken, then asked at once, before
+	 * it could move: a recvmsg that found nothing per wake-up. */
+	if (moved == r->moved && !r->woke)
 		return false;
+	r->woke = false;
 	r->moved = moved;
 	return ring_socket_read_all(c);
 }

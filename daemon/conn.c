@@ -307,12 +307,11 @@ conn_send_verror(struct conn *c, uint64_t id, wire_status_t status,
 		 const char *fmt, va_list ap)
 {
 	Rma__V1__Reply reply = RMA__V1__REPLY__INIT;
-	char detail[256];
 
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	vsnprintf(c->error_sent, sizeof(c->error_sent), fmt, ap);
 	reply.id = id;
 	reply.status = status;
-	reply.detail = detail;
+	reply.detail = c->error_sent;
 	conn_send_reply(c, &reply, -1);
 }
 
@@ -599,9 +598,18 @@ conn_close(struct conn *c, const char *why)
 
 	if (c->dead)
 		return;
-	log_info("conn_close: client %u (pid %d, %s): %s", c->id, (int)c->pid,
-		 c->name[0] ? c->name : "no hello",
-		 why ? why : "closed after error");
+	/* Closed for what it did (an error reply went, or was going, out
+	 * first): said at warn, with that reply's detail, since the client
+	 * may not say it anywhere. */
+	if (c->closing)
+		log_warn("conn_close: client %u (pid %d, %s): %s after the "
+			 "error \"%s\"",
+			 c->id, (int)c->pid, c->name[0] ? c->name : "no hello",
+			 why ? why : "closed", c->error_sent);
+	else
+		log_info("conn_close: client %u (pid %d, %s): %s", c->id,
+			 (int)c->pid, c->name[0] ? c->name : "no hello",
+			 why ? why : "closed");
 	c->dead = true;
 	event_free(c->read_ev);
 	event_free(c->write_ev);

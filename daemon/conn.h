@@ -95,6 +95,9 @@ struct conn {
 	struct ring *ring; /* ring.c: the shared ring, NULL without one */
 	TAILQ_ENTRY(conn) link;
 	TAILQ_ENTRY(conn) dirty_link;
+	/* the detail of the last error reply, which says why it is closing
+	 * (conn_close logs it); last, away from the fields of every op */
+	char error_sent[256];
 };
 
 TAILQ_HEAD(conn_list, conn);

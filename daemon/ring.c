@@ -486,15 +486,15 @@ announce:
 		ring_announce(c, true);
 }
 
-/* rec (its sender set here) into two slots, one at a time: the second
- * may be the ring's first. */
-static void
-ring_write_notify(struct ring *r, struct ringrec_notification *rec,
-		  const uint8_t *sender)
+/* A notification into two slots, one at a time: the second may be the
+ * ring's first. */
+static inline void
+ring_write_notify(struct ring *r, uint64_t region_id, uint64_t offset,
+		  uint64_t length, uint64_t value, const uint8_t *sender)
 {
-	memcpy(rec->sender, sender, RINGREC_SENDER_SIZE);
 	ringrec_store_notification(ring_comp_slot(r, r->comp_tail),
-				   ring_comp_slot(r, r->comp_tail + 1), rec);
+				   ring_comp_slot(r, r->comp_tail + 1),
+				   region_id, offset, length, value, sender);
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }
 
@@ -503,10 +503,6 @@ ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 		uint64_t length, uint64_t value, const uint8_t *sender)
 {
 	struct ring *r = c->ring;
-	struct ringrec_notification rec = {.region_id = region_id,
-					   .offset = offset,
-					   .length = length,
-					   .value = value};
 
 	if (r == NULL || c->dead || c->closing)
 		return false;
@@ -515,7 +511,7 @@ ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 	if (r->room < RINGREC_NOTIFY_SLOTS &&
 	    (!ring_room(c, &r->room) || r->room < RINGREC_NOTIFY_SLOTS))
 		return false;
-	ring_write_notify(r, &rec, sender);
+	ring_write_notify(r, region_id, offset, length, value, sender);
 	r->room -= RINGREC_NOTIFY_SLOTS;
 	return true;
 }
@@ -531,14 +527,11 @@ ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 		return 0;
 	for (i = 0; i < n && room >= RINGREC_NOTIFY_SLOTS; i++) {
 		const struct notifrec *nr = &recs[i];
-		struct ringrec_notification rec = {.region_id = nr->region_id,
-						   .offset = nr->offset,
-						   .length = nr->length,
-						   .value = nr->value};
 
 		if (nr->sender >= n_senders)
 			break;
-		ring_write_notify(c->ring, &rec, senders[nr->sender]);
+		ring_write_notify(c->ring, nr->region_id, nr->offset,
+				  nr->length, nr->value, senders[nr->sender]);
 		room -= RINGREC_NOTIFY_SLOTS;
 	}
 	if (i == 0)

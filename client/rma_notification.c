@@ -53,7 +53,9 @@ notification_ack(rma_client_t *c, int force)
 	notification_ack_send(c);
 }
 
-static int
+/* Out of line: a callback takes nearly every notification, and this
+ * one's registers were saved and restored for each. */
+static __attribute__((noinline)) int
 notification_push(rma_client_t *c, const rma_notification_t *n)
 {
 	if (c->notify_count == c->notify_cap) {

@@ -66,9 +66,10 @@ struct client_ring {
 	uint32_t socket_events_seen; /* Completions events taken */
 	int64_t spin_ns;	     /* RMA_RING_SPIN_US */
 	uint32_t moved; /* ring_socket_idle: the daemon's counters */
-	/* the last notification's sender, in binary and as hex: a stream
-	 * comes from few daemons, and hex per notification showed */
-	uint8_t sender[RINGREC_SENDER_SIZE];
+	/* the last notification's sender, in binary (two words, compared
+	 * as such) and as hex: a stream comes from few daemons, and hex per
+	 * notification showed */
+	uint64_t sender[RINGREC_SENDER_SIZE / 8];
 	char sender_hex[2 * RINGREC_SENDER_SIZE + 1];
 };
 
@@ -300,30 +301,35 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail)
 }
 
 /* A notification, taken where it lies (n's other fields are the
- * caller's): the next record was one, its two slots are there. */
+ * caller's): the next record was one, its two slots are there. Each
+ * field is read once, straight from its slot: copied onto the stack
+ * first, the sender was read back wider than it was stored there, and
+ * each notification waited for those stores. */
 static void
-ring_take_notification(rma_client_t *c, const uint8_t *head_slot,
+ring_take_notification(rma_client_t *c, const struct ringrec_notif_head *h,
 		       rma_notification_t *n)
 {
 	struct client_ring *r = c->ring;
-	struct ringrec_notification rn;
+	const struct ringrec_notify *body =
+	    (const struct ringrec_notify *)(r->comp + ((r->comp_head + 1) &
+						       (r->comp_slots - 1)) *
+							  RINGREC_COMP_SIZE);
+	uint64_t region_id = h->region_id, id[2];
 
-	ringrec_load_notification(
-	    head_slot,
-	    r->comp +
-		((r->comp_head + 1) & (r->comp_slots - 1)) * RINGREC_COMP_SIZE,
-	    &rn);
-	if (r->sender_hex[0] == '\0' ||
-	    memcmp(rn.sender, r->sender, RINGREC_SENDER_SIZE) != 0) {
-		memcpy(r->sender, rn.sender, RINGREC_SENDER_SIZE);
-		descriptor_hex(rn.sender, RINGREC_SENDER_SIZE, r->sender_hex);
+	n->offset = h->offset;
+	n->length = h->length;
+	n->value = body->value;
+	memcpy(id, body->sender, sizeof(id));
+	if (r->sender_hex[0] == '\0' || id[0] != r->sender[0] ||
+	    id[1] != r->sender[1]) {
+		r->sender[0] = id[0];
+		r->sender[1] = id[1];
+		descriptor_hex((const uint8_t *)id, RINGREC_SENDER_SIZE,
+			       r->sender_hex);
 	}
 	r->comp_head += RINGREC_NOTIFY_SLOTS;
 	ringrec_store(&r->h->comp_head, r->comp_head);
-	n->offset = rn.offset;
-	n->length = rn.length;
-	n->value = rn.value;
-	notification_receive(c, rn.region_id, n, r->sender_hex,
+	notification_receive(c, region_id, n, r->sender_hex,
 			     2 * RINGREC_SENDER_SIZE);
 }
 
@@ -348,7 +354,8 @@ ring_take_fast(rma_client_t *c, rma_notification_t *n)
 					      RINGREC_COMP_SIZE);
 	if (k->kind == RINGREC_KIND_NOTIFICATION &&
 	    avail >= RINGREC_NOTIFY_SLOTS) {
-		ring_take_notification(c, (const uint8_t *)k, n);
+		ring_take_notification(c, (const struct ringrec_notif_head *)k,
+				       n);
 		return 1;
 	}
 	if (k->kind != RINGREC_KIND_COMPLETION || k->detail_len != 0)

@@ -498,6 +498,22 @@ ring_write_notify(struct ring *r, uint64_t region_id, uint64_t offset,
 	r->comp_tail += RINGREC_NOTIFY_SLOTS;
 }
 
+/* ring_notify_one once the room counted down is spent: the client's
+ * comp_head read again (once per ring's worth, as ring_complete does).
+ * Out of line, so that the common case saves no registers for it. */
+static __attribute__((noinline)) bool
+ring_notify_one_refill(struct conn *c, uint64_t region_id, uint64_t offset,
+		       uint64_t length, uint64_t value, const uint8_t *sender)
+{
+	struct ring *r = c->ring;
+
+	if (!ring_room(c, &r->room) || r->room < RINGREC_NOTIFY_SLOTS)
+		return false;
+	ring_write_notify(r, region_id, offset, length, value, sender);
+	r->room -= RINGREC_NOTIFY_SLOTS;
+	return true;
+}
+
 bool
 ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 		uint64_t length, uint64_t value, const uint8_t *sender)
@@ -506,11 +522,9 @@ ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 
 	if (r == NULL || c->dead || c->closing)
 		return false;
-	/* the client's comp_head read once per ring's worth, as
-	 * ring_complete does */
-	if (r->room < RINGREC_NOTIFY_SLOTS &&
-	    (!ring_room(c, &r->room) || r->room < RINGREC_NOTIFY_SLOTS))
-		return false;
+	if (r->room < RINGREC_NOTIFY_SLOTS)
+		return ring_notify_one_refill(c, region_id, offset, length,
+					      value, sender);
 	ring_write_notify(r, region_id, offset, length, value, sender);
 	r->room -= RINGREC_NOTIFY_SLOTS;
 	return true;

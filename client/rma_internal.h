@@ -244,6 +244,38 @@ void notification_ack(rma_client_t *c, int force);
 void notification_receive(rma_client_t *c, uint64_t region_id,
 			  rma_notification_t *n, const char *daemon_id,
 			  size_t id_len);
+/* Consumed notifications acknowledged in one NotifyAck; far below the
+ * daemon's bound, so an active consumer never meets it. */
+#define NOTIFICATION_ACK_BATCH 256
+/* Our region region_id, not freed, or NULL. */
+static inline rma_region_t *
+notification_region(rma_client_t *c, uint64_t region_id)
+{
+	for (rma_region_t *r = c->regions; r != NULL; r = r->next) {
+		if (r->region_id == region_id && !r->freed)
+			return r;
+	}
+	return NULL;
+}
+/* n, every field set, onto the queue for rma_notify_next(). */
+void notification_queue(rma_client_t *c, const rma_notification_t *n);
+/* n, every field set: to the callback, or the queue. Inline: the ring's
+ * loop (ring_reap) hands on each notification it takes with it. */
+static inline void
+notification_deliver(rma_client_t *c, const rma_notification_t *n)
+{
+	/* Something came: rma_wait() and rma_poll() return (a notification
+	 * from the ring raises no other count). */
+	c->dispatched++;
+	if (c->notify_cb == NULL) {
+		notification_queue(c, n);
+		return;
+	}
+	c->notify_cb(c, n, c->notify_user_data);
+	/* the batch's test here, not a call per notification */
+	if (++c->notify_unacked >= NOTIFICATION_ACK_BATCH)
+		notification_ack(c, 0);
+}
 void notification_free(rma_client_t *c);
 
 /* ---- rma_ring.c ---- */

@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Consumed notifications acknowledged in one NotifyAck; far below the
- * daemon's bound, so an active consumer never meets it. */
-#define NOTIFICATION_ACK_BATCH 256
-
-static rma_region_t *
-notification_region(rma_client_t *c, uint64_t region_id)
-{
-	for (rma_region_t *r = c->regions; r != NULL; r = r->next) {
-		if (r->region_id == region_id && !r->freed)
-			return r;
-	}
-	return NULL;
-}
-
 /* Out of line: the owner calls notification_ack for every notification,
  * and building the request before the test that nearly always returns was
  * an eighth of its instructions on a stream of 8-byte notifying puts. */
@@ -53,9 +39,7 @@ notification_ack(rma_client_t *c, int force)
 	notification_ack_send(c);
 }
 
-/* Out of line: a callback takes nearly every notification, and this
- * one's registers were saved and restored for each. */
-static __attribute__((noinline)) int
+static int
 notification_push(rma_client_t *c, const rma_notification_t *n)
 {
 	if (c->notify_count == c->notify_cap) {
@@ -78,6 +62,17 @@ notification_push(rma_client_t *c, const rma_notification_t *n)
 }
 
 void
+notification_queue(rma_client_t *c, const rma_notification_t *n)
+{
+	if (notification_push(c, n) < 0) {
+		/* Dropped here: acknowledged, so the daemon's bound is not
+		 * held by what nobody will ever see. */
+		c->notify_unacked++;
+		notification_ack(c, 0);
+	}
+}
+
+void
 notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 		     const char *daemon_id, size_t id_len)
 {
@@ -85,9 +80,6 @@ notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 			 ? id_len
 			 : sizeof(n->daemon_id) - 1;
 
-	/* Something came: rma_wait() and rma_poll() return (a notification
-	 * from the ring raises no other count). */
-	c->dispatched++;
 	/* Looked up again for each: a callback may free it. */
 	n->region = notification_region(c, region_id);
 	/* per notification: a copy, not a printf; of a fixed size for a
@@ -98,19 +90,7 @@ notification_receive(rma_client_t *c, uint64_t region_id, rma_notification_t *n,
 	else
 		memcpy(n->daemon_id, daemon_id, len);
 	n->daemon_id[len] = '\0';
-	if (c->notify_cb != NULL) {
-		c->notify_cb(c, n, c->notify_user_data);
-		/* the batch's test here, not a call per notification */
-		if (++c->notify_unacked >= NOTIFICATION_ACK_BATCH)
-			notification_ack(c, 0);
-		return;
-	}
-	if (notification_push(c, n) < 0) {
-		/* Dropped here: acknowledged, so the daemon's bound is not
-		 * held by what nobody will ever see. */
-		c->notify_unacked++;
-		notification_ack(c, 0);
-	}
+	notification_deliver(c, n);
 }
 
 void

@@ -300,45 +300,93 @@ ring_take(rma_client_t *c, struct ringrec_comp *k, char *detail)
 	return 1;
 }
 
-/* A notification, taken where it lies (n's other fields are the
- * caller's): the next record was one, its two slots are there. Each
- * field is read once, straight from its slot: copied onto the stack
- * first, the sender was read back wider than it was stored there, and
- * each notification waited for those stores. */
-static void
-ring_take_notification(rma_client_t *c, const struct ringrec_notif_head *h,
-		       rma_notification_t *n)
-{
-	struct client_ring *r = c->ring;
-	const struct ringrec_notify *body =
-	    (const struct ringrec_notify *)(r->comp + ((r->comp_head + 1) &
-						       (r->comp_slots - 1)) *
-							  RINGREC_COMP_SIZE);
-	uint64_t region_id = h->region_id, id[2];
+/* What ring_reap hands notifications on in: set once per reap, not per
+ * notification, and the sender its daemon_id holds (each reap its own:
+ * a callback's reap may hand on another sender's). */
+struct ring_reaping {
+	rma_notification_t n;
+	uint64_t sender[RINGREC_SENDER_SIZE / 8];
+	bool has_sender;
+};
 
-	n->offset = h->offset;
-	n->length = h->length;
-	n->value = body->value;
-	memcpy(id, body->sender, sizeof(id));
-	if (r->sender_hex[0] == '\0' || id[0] != r->sender[0] ||
-	    id[1] != r->sender[1]) {
-		r->sender[0] = id[0];
-		r->sender[1] = id[1];
-		descriptor_hex((const uint8_t *)id, RINGREC_SENDER_SIZE,
+/* rp->n.daemon_id for a sender id other than the last one's. */
+static void
+ring_reaping_sender(struct client_ring *r, struct ring_reaping *rp,
+		    uint64_t id0, uint64_t id1)
+{
+	if (r->sender_hex[0] == '\0' || id0 != r->sender[0] ||
+	    id1 != r->sender[1]) {
+		r->sender[0] = id0;
+		r->sender[1] = id1;
+		descriptor_hex((const uint8_t *)r->sender, RINGREC_SENDER_SIZE,
 			       r->sender_hex);
 	}
-	r->comp_head += RINGREC_NOTIFY_SLOTS;
-	ringrec_store(&r->h->comp_head, r->comp_head);
-	notification_receive(c, region_id, n, r->sender_hex,
-			     2 * RINGREC_SENDER_SIZE);
+	memcpy(rp->n.daemon_id, r->sender_hex, sizeof(r->sender_hex));
+	rp->sender[0] = id0;
+	rp->sender[1] = id1;
+	rp->has_sender = true;
+}
+
+/* The notifications that lie next in the ring, h the first (all its
+ * slots in), taken one after the other where they lie: each field read
+ * once, straight from its slot (copied onto the stack first, the sender
+ * was read back wider than it was stored there, and each notification
+ * waited for those stores), the sender's hex copied only when it
+ * changes, and no call per notification but the callback's. Each is
+ * taken before it is handed on, and the ring looked at again after:
+ * a callback may reap, re-attach (a new ring) or free a region.
+ * Returns how many. */
+static int
+ring_take_notifications(rma_client_t *c, const struct ringrec_notif_head *h,
+			struct ring_reaping *rp)
+{
+	struct client_ring *r = c->ring;
+	int taken = 0;
+	uint32_t avail;
+
+	for (;;) {
+		const struct ringrec_notify *body =
+		    (const struct ringrec_notify *)(r->comp +
+						    ((r->comp_head + 1) &
+						     (r->comp_slots - 1)) *
+							RINGREC_COMP_SIZE);
+		uint64_t region_id = h->region_id, id0, id1;
+
+		rp->n.offset = h->offset;
+		rp->n.length = h->length;
+		rp->n.value = body->value;
+		memcpy(&id0, body->sender, sizeof(id0));
+		memcpy(&id1, body->sender + 8, sizeof(id1));
+		if (!rp->has_sender || id0 != rp->sender[0] ||
+		    id1 != rp->sender[1])
+			ring_reaping_sender(r, rp, id0, id1);
+		r->comp_head += RINGREC_NOTIFY_SLOTS;
+		ringrec_store(&r->h->comp_head, r->comp_head);
+		/* looked up again for each: a callback may free it */
+		rp->n.region = notification_region(c, region_id);
+		notification_deliver(c, &rp->n);
+		taken++;
+		if (c->gone || (r = c->ring) == NULL)
+			return taken;
+		avail = ringrec_load(&r->h->comp_tail) - r->comp_head;
+		/* an impossible tail is ring_take's to report */
+		if (avail < RINGREC_NOTIFY_SLOTS || avail > r->comp_slots)
+			return taken;
+		h = (const struct ringrec_notif_head *)(r->comp +
+							(r->comp_head &
+							 (r->comp_slots - 1)) *
+							    RINGREC_COMP_SIZE);
+		if (h->kind != RINGREC_KIND_NOTIFICATION)
+			return taken;
+	}
 }
 
 /* The common records, a completion without detail (its callback run) or
- * a notification (handed on with n), taken where they lie, without
- * ring_take's copies: 1 if the next was one, 0 if the ring is empty or
- * holds something else next (for ring_take). */
+ * notifications (handed on in rp), taken where they lie, without
+ * ring_take's copies: how many, 0 if the ring is empty or holds
+ * something else next (for ring_take). */
 static int
-ring_take_fast(rma_client_t *c, rma_notification_t *n)
+ring_take_fast(rma_client_t *c, struct ring_reaping *rp)
 {
 	struct client_ring *r = c->ring;
 	uint32_t avail = ringrec_load(&r->h->comp_tail) - r->comp_head;
@@ -353,11 +401,9 @@ ring_take_fast(rma_client_t *c, rma_notification_t *n)
 					  (r->comp_head & (r->comp_slots - 1)) *
 					      RINGREC_COMP_SIZE);
 	if (k->kind == RINGREC_KIND_NOTIFICATION &&
-	    avail >= RINGREC_NOTIFY_SLOTS) {
-		ring_take_notification(c, (const struct ringrec_notif_head *)k,
-				       n);
-		return 1;
-	}
+	    avail >= RINGREC_NOTIFY_SLOTS)
+		return ring_take_notifications(
+		    c, (const struct ringrec_notif_head *)k, rp);
 	if (k->kind != RINGREC_KIND_COMPLETION || k->detail_len != 0)
 		return 0;
 	/* each field read once; then the slot is the daemon's again */
@@ -375,16 +421,15 @@ int
 ring_reap(rma_client_t *c)
 {
 	char detail[RINGREC_DETAIL_MAX + 1];
-	/* set once, not per notification: each sets every field it reads
-	 * (notification_receive its region and id) */
-	rma_notification_t n = {0};
+	struct ring_reaping rp = {.has_sender = false};
 	struct ringrec_comp k;
-	int count = 0, got;
+	int count = 0, n, got;
 
 	/* A callback may wait, and so reap, or re-attach (a new ring):
 	 * each record is taken before its callback runs. */
 	while (!c->gone && c->ring != NULL) {
-		if (!ring_take_fast(c, &n)) {
+		n = ring_take_fast(c, &rp);
+		if (n == 0) {
 			got = ring_take(c, &k, detail);
 			if (got == 0)
 				break;
@@ -393,8 +438,9 @@ ring_reap(rma_client_t *c)
 				continue;
 			request_complete_wire(c, k.op_id, k.status, k.bytes,
 					      k.value, detail);
+			n = 1;
 		}
-		count++;
+		count += n;
 	}
 	return count;
 }

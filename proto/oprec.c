@@ -34,16 +34,26 @@ oprec_encode(uint8_t *p, const Rma__V1__Op *op)
 int
 oprec_decode(const uint8_t *p, Rma__V1__Op *op)
 {
+	/* Read before op is written: p may alias op for all the compiler
+	 * knows, so fields read between the init and the stores kept every
+	 * zero of the init that a field overwrites (nine stores a
+	 * record). */
+	uint64_t op_id = get64(p), region_id = get64(p + 8),
+		 offset = get64(p + 16), remote_id = get64(p + 24),
+		 remote_offset = get64(p + 32), length = get64(p + 40);
+	uint32_t kind = get32(p + 48), flags = get32(p + 52),
+		 peer_id = get32(p + 56);
+
 	oprec_op_init(op);
-	op->op_id = get64(p);
-	op->region_id = get64(p + 8);
-	op->offset = get64(p + 16);
-	op->remote_id = get64(p + 24);
-	op->remote_offset = get64(p + 32);
-	op->length = get64(p + 40);
-	op->kind = (Rma__V1__OpKind)get32(p + 48);
-	op->flags = get32(p + 52);
-	op->peer_id = get32(p + 56);
+	op->op_id = op_id;
+	op->region_id = region_id;
+	op->offset = offset;
+	op->remote_id = remote_id;
+	op->remote_offset = remote_offset;
+	op->length = length;
+	op->kind = (Rma__V1__OpKind)kind;
+	op->flags = flags;
+	op->peer_id = peer_id;
 	if (op->kind == RMA__V1__OP_KIND__PUT &&
 	    (op->flags & RMA__V1__OP_FLAG__OP_FLAG_NOTIFY)) {
 		/* a put has no peer id: the value takes its place */

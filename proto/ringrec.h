@@ -147,15 +147,6 @@ struct ringrec_notif_head {
 
 #define RINGREC_NOTIFY_SLOTS 2
 
-/* A notification as both sides know it. */
-struct ringrec_notification {
-	uint64_t region_id;
-	uint64_t offset;
-	uint64_t length;
-	uint64_t value;
-	uint8_t sender[RINGREC_SENDER_SIZE];
-};
-
 _Static_assert(sizeof(struct ringrec_header) <= RINGREC_HEADER_SIZE,
 	       "ring header fits its page");
 _Static_assert(sizeof(struct ringrec_comp) == RINGREC_COMP_SIZE,
@@ -210,24 +201,6 @@ ringrec_store_notification(void *head_slot, void *body_slot, uint64_t region_id,
 	body->value = value;
 	__builtin_memcpy(body->sender, sender, RINGREC_SENDER_SIZE);
 	body->reserved = 0;
-}
-
-/* A notification from its two slots, as the other side may have
- * written them (read each once). */
-static inline void
-ringrec_load_notification(const void *head_slot, const void *body_slot,
-			  struct ringrec_notification *n)
-{
-	struct ringrec_notif_head h;
-	struct ringrec_notify body;
-
-	__builtin_memcpy(&h, head_slot, sizeof(h));
-	__builtin_memcpy(&body, body_slot, sizeof(body));
-	n->region_id = h.region_id;
-	n->offset = h.offset;
-	n->length = h.length;
-	n->value = body.value;
-	__builtin_memcpy(n->sender, body.sender, RINGREC_SENDER_SIZE);
 }
 
 /* Whether n completion slots make a ring: a power of two (slot numbers

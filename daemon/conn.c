@@ -589,6 +589,9 @@ conn_unref(struct conn *c)
 	free(c);
 }
 
+/* conn_close's line for a client closed for what it did */
+static struct log_limit conn_close_limit;
+
 void
 conn_close(struct conn *c, const char *why)
 {
@@ -599,13 +602,16 @@ conn_close(struct conn *c, const char *why)
 	if (c->dead)
 		return;
 	/* Closed for what it did (an error reply went, or was going, out
-	 * first): said at warn, with that reply's detail, since the client
-	 * may not say it anywhere. */
+	 * first): said with that reply's detail, since the client may not
+	 * say it anywhere; at warn once a second at most, or a client that
+	 * reconnects to fail again would flood the log (then at info). */
 	if (c->closing)
-		log_warn("conn_close: client %u (pid %d, %s): %s after the "
-			 "error \"%s\"",
-			 c->id, (int)c->pid, c->name[0] ? c->name : "no hello",
-			 why ? why : "closed", c->error_sent);
+		log_msg(log_limit_pass(&conn_close_limit, 1.0) ? LOG_LEVEL_WARN
+							       : LOG_LEVEL_INFO,
+			"conn_close: client %u (pid %d, %s): %s after the "
+			"error \"%s\"",
+			c->id, (int)c->pid, c->name[0] ? c->name : "no hello",
+			why ? why : "closed", c->error_sent);
 	else
 		log_info("conn_close: client %u (pid %d, %s): %s", c->id,
 			 (int)c->pid, c->name[0] ? c->name : "no hello",

@@ -14,7 +14,8 @@ with the rates and their ratio to rmactl's (the issue's targets: 8 B with
 256 in flight >= 0.3x, 1 MiB >= 0.95x), or JSON with --json.
 Each run moves 1 GiB, or 400,000 puts of smaller sizes (--count-scale
 scales that). --smoke: a handful of operations; checks that everything
-runs.
+runs. The daemons log (at warn) to a.log and b.log in the temp dir, which
+a run that failed keeps and names.
 """
 
 import argparse
@@ -40,14 +41,27 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _log_tail(path, lines=5):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
 def _start(rmad, tmp, name):
+    # the daemon's log goes to a file of the run, not to the caller's
+    # stderr: a teardown warning there reads as the benchmark's own
+    log = os.path.join(tmp, name + ".log")
     for _ in range(3):
         rfd, wfd = os.pipe()
         listen = "127.0.0.1:%d" % _free_port()
         sock = os.path.join(tmp, name + ".sock")
-        proc = subprocess.Popen(
-            [rmad, "--socket", sock, "--listen", listen, "--ready-fd",
-             str(wfd), "--log-level", "warn"], pass_fds=(wfd,))
+        with open(log, "ab") as logf:
+            proc = subprocess.Popen(
+                [rmad, "--socket", sock, "--listen", listen, "--ready-fd",
+                 str(wfd), "--log-level", "warn"], pass_fds=(wfd,),
+                stderr=logf)
         os.close(wfd)
         ready = select.select([rfd], [], [], 10)[0] and os.read(rfd, 16)
         os.close(rfd)
@@ -55,7 +69,8 @@ def _start(rmad, tmp, name):
             return proc, sock, listen
         proc.kill()
         proc.wait()
-    raise SystemExit("rma.bench: rmad %s did not start" % name)
+    raise SystemExit("rma.bench: rmad %s did not start:\n%s"
+                     % (name, _log_tail(log)))
 
 
 async def _python_puts(c, region, remote, size, window, count):
@@ -137,6 +152,7 @@ def main(argv=None):
     results = []
     tmp = tempfile.mkdtemp(prefix="rmabench-")
     procs = []
+    ok = False
     try:
         pa, sock_a, listen_a = _start(args.rmad, tmp, "a")
         procs.append(pa)
@@ -209,6 +225,7 @@ def main(argv=None):
                              r["rmactl_ops_per_s"],
                              r["rmactl_bytes_per_s"] / 1e6), flush=True)
         owner.close()
+        ok = True
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -218,7 +235,12 @@ def main(argv=None):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            # a run that failed keeps the daemons' logs, and says where
+            print("rma.bench: failed; the daemons' logs are in %s" % tmp,
+                  file=sys.stderr)
     if args.json:
         json.dump({"schema_version": 1, "rows": results}, sys.stdout,
                   indent=1)

@@ -2,6 +2,7 @@
 """examples/put.py, run as a user runs it, like tests/cli.sh runs put.c."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -73,3 +74,23 @@ def test_bench_smoke():
                                                         (1048576, 4)]
     assert all(r["python_ops_per_s"] > 0 and r["rmactl_ops_per_s"] > 0
                for r in rows)
+
+
+def test_bench_daemon_that_fails(tmp_path):
+    """A daemon that does not start: rma.bench says so with the end of
+    its log, and keeps the run's directory with the logs."""
+    fake = tmp_path / "rmad"
+    fake.write_text("#!/bin/sh\necho 'rmad: no such option' >&2\nexit 64\n")
+    fake.chmod(0o755)
+    out = subprocess.run(
+        [sys.executable, "-m", "rma.bench", "--smoke", "--rmad", str(fake),
+         "--rmactl", "/bin/true"],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "rmad a did not start:\nrmad: no such option" in out.stderr
+    kept = out.stderr.split("logs are in ")[1].split("\n")[0]
+    try:
+        log = open(os.path.join(kept, "a.log")).read()
+        assert log.count("rmad: no such option") == 3  # three tries
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)

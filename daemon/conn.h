@@ -22,6 +22,7 @@
 #include "idmap.h"
 #include "reply.h"
 #include "rma.pb-c.h"
+#include "ringrec.h"
 
 struct daemon;
 struct event;
@@ -165,6 +166,32 @@ size_t ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
  * notifications waiting elsewhere, which would go first. */
 bool ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 		     uint64_t length, uint64_t value, const uint8_t *sender);
+/* Where a run of notifications goes in c's ring: slots one after the
+ * other from at to end, written with ring_span_notify and counted in with
+ * ring_notify_span_end. The ring's checks and counters once per run, not
+ * per notification (a batch's notifying puts to one owner), and no slot
+ * number per notification: a run ends at the ring's end. Nothing else
+ * may write c's ring between the two. */
+struct ring_span {
+	uint8_t *at, *end;
+};
+/* How many notifications c's ring takes now without asking the client
+ * for room, up to its end (0 if it has no ring, or it may not be written
+ * now), and where they go in *span. */
+uint32_t ring_notify_span(struct conn *c, struct ring_span *span);
+/* n notifications written through a span since ring_notify_span: counted
+ * as ring_notify_one's are, for ring_notify_publish. */
+void ring_notify_span_end(struct conn *c, uint32_t n);
+
+/* One notification at span->at, if span->at != span->end. */
+static inline void
+ring_span_notify(struct ring_span *span, uint64_t region_id, uint64_t offset,
+		 uint64_t length, uint64_t value, const uint8_t *sender)
+{
+	ringrec_store_notification(span->at, span->at + RINGREC_COMP_SIZE,
+				   region_id, offset, length, value, sender);
+	span->at += RINGREC_NOTIFY_SLOTS * RINGREC_COMP_SIZE;
+}
 /* The n notifications written into c's ring since the last publish are
  * made seen, and c woken (or its wake-up held, see ring.c). */
 void ring_notify_publish(struct conn *c, uint32_t n);

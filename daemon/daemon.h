@@ -79,6 +79,44 @@ wire_status_t notification_reserve(struct region *r,
 void notification_post(struct daemon *d, struct region *r, uint64_t offset,
 		       uint64_t length, uint64_t value,
 		       const uint8_t sender_id[DAEMON_ID_SIZE], uint32_t share);
+/* A batch's run of notifying puts from one initiator to one region,
+ * each told in one step: its place in the owner's bound and its ring
+ * slots were counted for the whole run when it opened, and go into the
+ * counts when it closes. Per put, the checks, the bound's test and the
+ * ring's room cost more than the put (target.c). */
+struct notification_stream {
+	struct region *r; /* NULL: no run open */
+	uint64_t region_id;
+	uint64_t client; /* its initiator, of the batch's peer */
+	uint32_t share;
+	/* its slots in the owner's ring: as many as it may take */
+	struct ring_span ring;
+	uint8_t *start;
+};
+/* Opens s after a put that notification_post() told straight into the
+ * owner's ring, if the next puts of its initiator (from, share) to r may
+ * be told the same way; else leaves it closed. */
+void notification_stream_open(struct daemon *d, struct notification_stream *s,
+			      struct region *r,
+			      const struct notification_initiator *from,
+			      uint32_t share);
+/* What s took goes into the bound's and the ring's counts; s closed. Before
+ * anything else reserves, posts or flushes. */
+void notification_stream_close(struct daemon *d, struct notification_stream *s);
+/* Whether the next put of from's client to r is s's to tell. */
+static inline bool
+notification_stream_fits(const struct notification_stream *s,
+			 const struct region *r, uint64_t client)
+{
+	return s->r == r && s->client == client && s->ring.at != s->ring.end;
+}
+/* After its bytes are in: one put of s told (notification_stream_fits). */
+static inline void
+notification_stream_put(struct notification_stream *s, uint64_t offset,
+			uint64_t length, uint64_t value, const uint8_t *sender)
+{
+	ring_span_notify(&s->ring, s->region_id, offset, length, value, sender);
+}
 /* On owner's worker: the client acknowledged the first n notifications
  * it was sent (NotifyAck); their places go back to their initiators. */
 void notification_release(struct conn *owner, uint32_t n);

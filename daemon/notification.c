@@ -819,6 +819,70 @@ notification_post(struct daemon *d, struct region *r, uint64_t offset,
 }
 
 void
+notification_stream_open(struct daemon *d, struct notification_stream *s,
+			 struct region *r,
+			 const struct notification_initiator *from,
+			 uint32_t share)
+{
+	struct conn *owner = r->owner;
+	struct notification_owner *no = owner->notify;
+	uint32_t n, places;
+
+	s->r = NULL;
+	/* the put just posted went into the ring (no job is open), and its
+	 * share is the stream's: the one found last, holding some */
+	if (d->notify_direct != owner || d->notify_open_n != 0 || no == NULL ||
+	    no->shared || no->bound.last != share ||
+	    no->bound.held >= NOTIFICATION_QUEUE_MAX / 2)
+		return;
+	n = ring_notify_span(owner, &s->ring);
+	if (n == 0)
+		return;
+	/* notification_bound_stream's one test, made for each place of
+	 * the run at once: the owner holds less than half its bound before
+	 * every one of them, since nothing else takes places meanwhile */
+	places = NOTIFICATION_QUEUE_MAX / 2 - no->bound.held;
+	if (n > places)
+		s->ring.end = s->ring.at + (size_t)places *
+					       RINGREC_NOTIFY_SLOTS *
+					       RINGREC_COMP_SIZE;
+	s->start = s->ring.at;
+	s->r = r;
+	s->region_id = r->id;
+	s->client = from->client;
+	s->share = share;
+}
+
+void
+notification_stream_close(struct daemon *d, struct notification_stream *s)
+{
+	struct conn *owner;
+	struct notification_bound *b;
+	struct notification_share *sh;
+	uint32_t n;
+
+	if (s->r == NULL)
+		return;
+	n = (uint32_t)((size_t)(s->ring.at - s->start) /
+		       (RINGREC_NOTIFY_SLOTS * RINGREC_COMP_SIZE));
+	owner = s->r->owner;
+	s->r = NULL;
+	if (n == 0)
+		return;
+	b = &owner->notify->bound;
+	sh = &b->shares[s->share];
+	sh->held += n;
+	b->groups[sh->group].held += n;
+	b->held += n;
+	ring_notify_span_end(owner, n);
+	notification_note_sent(owner, s->share, n);
+	d->notify_direct_n += n;
+	d->notify_open_entries += n;
+	if (d->notify_open_entries >= NOTIFICATION_FLUSH_AT)
+		d->pass_end = true;
+}
+
+void
 notification_flush(struct daemon *d)
 {
 	/* before any job: those it wrote went into the ring first */

@@ -530,6 +530,34 @@ ring_notify_one(struct conn *c, uint64_t region_id, uint64_t offset,
 	return true;
 }
 
+uint32_t
+ring_notify_span(struct conn *c, struct ring_span *span)
+{
+	struct ring *r = c->ring;
+	uint32_t slot, n;
+
+	if (r == NULL || c->dead || c->closing)
+		return 0;
+	slot = r->comp_tail & (r->comp_slots - 1);
+	n = r->room / RINGREC_NOTIFY_SLOTS;
+	/* both slots of each before the ring's end */
+	if (n > (r->comp_slots - slot) / RINGREC_NOTIFY_SLOTS)
+		n = (r->comp_slots - slot) / RINGREC_NOTIFY_SLOTS;
+	span->at = ring_comp_slot(r, r->comp_tail);
+	span->end =
+	    span->at + (size_t)n * RINGREC_NOTIFY_SLOTS * RINGREC_COMP_SIZE;
+	return n;
+}
+
+void
+ring_notify_span_end(struct conn *c, uint32_t n)
+{
+	struct ring *r = c->ring;
+
+	r->comp_tail += n * RINGREC_NOTIFY_SLOTS;
+	r->room -= n * RINGREC_NOTIFY_SLOTS;
+}
+
 size_t
 ring_notify(struct conn *c, const struct notifrec *recs, size_t n,
 	    const uint8_t (*senders)[DAEMON_ID_SIZE], uint32_t n_senders)

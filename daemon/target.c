@@ -94,10 +94,13 @@ target_read_header(const struct am_msg *m, struct am_rma *h)
 
 /* A put, notifying or not: the owner's bound is taken before a byte is
  * copied (a full queue refuses the whole put), the notification posted
- * only once the bytes are in. */
+ * only once the bytes are in. A batch's notifying puts from one client to
+ * one region after the first are told as a run (stream, when not NULL):
+ * the first takes every step, the run's open makes the rest one. */
 static wire_status_t
 target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
-		 const struct am_batch_notify *notify)
+		 const struct am_batch_notify *notify,
+		 struct notification_stream *stream)
 {
 	/* each client of the peer is an initiator within the peer's group */
 	struct notification_initiator from = {
@@ -109,14 +112,30 @@ target_apply_put(struct peer *p, const struct am_rma *h, const void *data,
 	wire_status_t st;
 
 	st = target_check(p->d, h, true, &r);
-	if (st == RMA__V1__STATUS__OK && notify != NULL)
-		st = notification_reserve(r, &from, &share);
+	if (st != RMA__V1__STATUS__OK)
+		return st;
+	if (notify == NULL) {
+		region_copy((char *)r->addr + h->offset, data, h->length);
+		return st;
+	}
+	if (stream != NULL) {
+		if (notification_stream_fits(stream, r, notify->client)) {
+			region_copy((char *)r->addr + h->offset, data,
+				    h->length);
+			notification_stream_put(stream, h->offset, h->length,
+						notify->value, p->remote_id);
+			return st;
+		}
+		notification_stream_close(p->d, stream);
+	}
+	st = notification_reserve(r, &from, &share);
 	if (st != RMA__V1__STATUS__OK)
 		return st;
 	region_copy((char *)r->addr + h->offset, data, h->length);
-	if (notify != NULL)
-		notification_post(p->d, r, h->offset, h->length, notify->value,
-				  p->remote_id, share);
+	notification_post(p->d, r, h->offset, h->length, notify->value,
+			  p->remote_id, share);
+	if (stream != NULL)
+		notification_stream_open(p->d, stream, r, &from, share);
 	return st;
 }
 
@@ -194,7 +213,8 @@ target_on_put(struct peer *p, const struct am_msg *m)
 	if (m->length != h.length)
 		st = RMA__V1__STATUS__ERR_PROTOCOL;
 	else
-		st = target_apply_put(p, &h, m->data, notify ? &nb : NULL);
+		st =
+		    target_apply_put(p, &h, m->data, notify ? &nb : NULL, NULL);
 	target_count(p, true, st, h.length);
 	if (st == RMA__V1__STATUS__OK && !notify && p->put_ack_ranges) {
 		target_hold_answer(p, h.token);
@@ -338,6 +358,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 	const uint8_t *data = m->data;
 	size_t at = 0, len = 0;
 	uint64_t reply_bytes = 0;
+	struct notification_stream stream = {.r = NULL};
 
 	/* rmad's initiators never send more; a bigger batch is an attempt
 	 * to make the answer large. */
@@ -389,7 +410,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 		}
 		if (put) {
 			st = target_apply_put(p, &h, data + at,
-					      notify ? &n : NULL);
+					      notify ? &n : NULL, &stream);
 			at += h.length;
 		} else {
 			st = target_check(d, &h, false, &r);
@@ -405,6 +426,7 @@ target_on_batch(struct peer *p, const struct am_msg *m)
 			!put && st == RMA__V1__STATUS__OK ? h.length : 0))
 			break;
 	}
+	notification_stream_close(d, &stream);
 	if (len > 0)
 		am_send(p, AM_BATCH_REPLY, NULL, 0, d->batch_reply, len, NULL);
 }

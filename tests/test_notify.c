@@ -462,6 +462,114 @@ START_TEST(test_slow_owner_local)
 }
 END_TEST
 
+/* A window of notifying puts from a peer's client, more than its share:
+ * the daemon takes a batch's puts to one owner as a run (their places in
+ * the bound and their ring slots at once), and the run still ends at
+ * the share: exactly the first SHARE_ALONE are applied and notified, in
+ * order, the rest refused whole with their bytes not written. */
+#define BATCH_OVER 64
+
+struct batch_put {
+	rma_status_t st;
+	bool done;
+};
+
+static void
+batch_put_done(rma_request_t *req, rma_status_t st, void *arg)
+{
+	struct batch_put *b = arg;
+
+	(void)req;
+	b->st = st;
+	b->done = true;
+}
+
+START_TEST(test_batch_run_ends_at_share)
+{
+	enum { N = SHARE_ALONE + BATCH_OVER };
+	static struct batch_put puts[N];
+	rma_client_t *owner;
+	rma_region_t *region;
+	rma_notification_t n;
+	struct user u;
+	uint8_t *mem;
+	uint64_t done = 0, taken = 0;
+	rma_status_t st;
+	double deadline;
+
+	ck_assert_int_eq(rma_connect(dp[0].socket, &owner), RMA_OK);
+	ck_assert_int_eq(rma_region_alloc(owner, REGION_SIZE, &region), RMA_OK);
+	mem = rma_region_ptr(region);
+	user_open(&u, 1, rma_region_descriptor(region));
+	memset(rma_region_ptr(u.src), 0xab, 4096);
+	memset(puts, 0, sizeof(puts));
+
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_int_eq(rma_put_notify(u.c, u.src, 0, u.rem, i * 8, 8,
+						i, 0, batch_put_done, &puts[i],
+						NULL),
+				 RMA_OK);
+	deadline = harness_now() + 60;
+	while (done < N) {
+		ck_assert(harness_now() < deadline);
+		st = rma_wait(u.c, 500);
+		ck_assert_msg(st == RMA_OK || st == RMA_ERR_TIMEOUT, "wait: %s",
+			      rma_strerror(st));
+		for (done = 0; done < N && puts[done].done; done++)
+			;
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		if (i < SHARE_ALONE) {
+			ck_assert_msg(puts[i].st == RMA_OK,
+				      "put %" PRIu64 ": %s", i,
+				      rma_strerror(puts[i].st));
+			ck_assert_uint_eq(mem[i * 8], 0xab);
+		} else {
+			ck_assert_msg(puts[i].st == RMA_ERR_LIMIT,
+				      "put %" PRIu64 ": %s", i,
+				      rma_strerror(puts[i].st));
+			ck_assert_uint_eq(mem[i * 8], 0);
+		}
+	}
+	/* every one applied is notified once, in order, and nothing else */
+	deadline = harness_now() + 30;
+	while (taken < SHARE_ALONE) {
+		int r = rma_notify_next(owner, &n);
+
+		ck_assert_int_ge(r, 0);
+		ck_assert(harness_now() < deadline);
+		if (r == 0) {
+			harness_wait_fd(rma_fd(owner), 0.5);
+			continue;
+		}
+		ck_assert_uint_eq(n.value, taken);
+		ck_assert_uint_eq(n.offset, taken * 8);
+		taken++;
+	}
+	/* the next applied put is the next notification: none came between */
+	deadline = harness_now() + 10;
+	while ((st = put_notify_sync(&u, 0, REGION_SIZE - 8, 8, 999)) ==
+	       RMA_ERR_LIMIT) {
+		ck_assert(harness_now() < deadline);
+		ck_assert_int_eq(rma_progress(owner), RMA_OK);
+	}
+	ck_assert_int_eq(st, RMA_OK);
+	deadline = harness_now() + 10;
+	for (;;) {
+		int r = rma_notify_next(owner, &n);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 1)
+			break;
+		ck_assert(harness_now() < deadline);
+		harness_wait_fd(rma_fd(owner), 0.5);
+	}
+	ck_assert_uint_eq(n.value, 999);
+	rma_disconnect(u.c);
+	rma_disconnect(owner);
+}
+END_TEST
+
 /* ---- one initiator cannot starve the others ---- */
 
 /* Notifying puts of 8 bytes, one at a time, from u at base + 8 (i % 64)
@@ -1452,6 +1560,7 @@ main(void)
 	tcase_add_test(tc, test_ping_pong_not_held);
 	tcase_add_test(tc, test_slow_owner_peer);
 	tcase_add_test(tc, test_slow_owner_local);
+	tcase_add_test(tc, test_batch_run_ends_at_share);
 	tcase_add_test(tc, test_share_per_initiator);
 	tcase_add_test(tc, test_share_peer_names);
 	tcase_add_test(tc, test_cli_lines);

@@ -51,7 +51,9 @@ enum am_id {
  * of AM_PIECES_IN_FLIGHT, so that one big put is never held up by its
  * own answers held back. */
 #define AM_ACK_RANGE_MAX 8
-/* The pieces one ranged get asks for (am_rma_range). */
+/* The runs in which a ranged get (am_rma_range) asks for the pieces of a
+ * get bigger than AM_PIECES_IN_FLIGHT as earlier ones are answered; one
+ * that fits is asked for whole. */
 #define AM_RANGE_PIECES 8
 
 #define AM_MAGIC 0x726d6164u /* "rmad" */

@@ -61,16 +61,21 @@ op_send_pieces(struct op *op)
 	    .user_data = op,
 	};
 
-	/* a get asks for up to AM_RANGE_PIECES pieces at once, where the
-	 * target can answer that */
-	uint32_t range = !put && op->pieces > 1 && op->peer->get_ranges
-			     ? AM_RANGE_PIECES
-			     : 1;
+	/* a get asks for several pieces at once, where the target can
+	 * answer that */
+	bool ranged = !put && op->pieces > 1 && op->peer->get_ranges;
 
 	while (op->awaiting_answer && op->sent < op->pieces) {
-		uint32_t k = op->pieces - op->sent < range
-				 ? op->pieces - op->sent
-				 : range;
+		uint32_t room = AM_PIECES_IN_FLIGHT - (op->sent - op->answered);
+		uint32_t left = op->pieces - op->sent;
+		/* All that is left if it fits (a 1 MiB get, 17 pieces, in
+		 * one request, where 8 + 8 + 1 cost the initiator two sends
+		 * more), else as many runs of AM_RANGE_PIECES as there is
+		 * room for, so that answers arriving one by one do not each
+		 * send a request of one. */
+		uint32_t k = !ranged	    ? 1
+			     : left <= room ? left
+					    : room - room % AM_RANGE_PIECES;
 		struct am_rma_range *rg =
 		    op->pieces > 1 ? &op->piece_hdrs[op->sent] : NULL;
 		const struct am_rma *h = rg != NULL ? &rg->rma : &op->hdr;
@@ -81,7 +86,7 @@ op_send_pieces(struct op *op)
 		ucs_status_ptr_t sp;
 		uint32_t i;
 
-		if (AM_PIECES_IN_FLIGHT - (op->sent - op->answered) < k)
+		if (k == 0 || room < k)
 			break; /* the answers in flight make room first */
 		for (i = 0; i < k; i++)
 			if (idmap_put(&op->d->ops_by_token, h->token + i, op) <

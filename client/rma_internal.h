@@ -30,6 +30,9 @@
 /* With the shared ring a batch costs no system call: one this big goes
  * at once, so the daemon works on it while the caller submits more. */
 #define REQUEST_RING_BATCH 32
+/* Room in a frame besides the records: Request id, Submit and field
+ * headers. */
+#define REQUEST_FRAME_SLACK 64
 
 struct rma_request {
 	struct rma_client *client; /* NULL once the client is gone */
@@ -53,10 +56,12 @@ struct rma_request {
 	 * before it completes; a transfer with pieces still to issue has
 	 * its xfer */
 	uint32_t stage_ext;
+	/* on the client's req_live: handed to the caller (request_hold) */
+	bool held;
 	void *stage_dst;
 	struct staging_xfer *xfer;
-	/* every live request of a client, so rma_disconnect can detach
-	 * the ones a caller still holds */
+	/* the requests handed to the caller (held), so rma_disconnect can
+	 * detach those it still holds; the free list links by next */
 	struct rma_request *prev, *next;
 };
 
@@ -406,10 +411,12 @@ rma_status_t client_wait(rma_client_t *c, int64_t deadline,
 
 /* ---- rma_request.c, rma_submit.c, rma_ops.c ---- */
 
+/* rma_status.c: the negated wire Status */
+rma_status_t status_from_wire(int wire);
+
 /* rma_request.c: a free slot of the table (grown as needed; -1 without
  * memory); a request out of it, its in-flight counts down. */
 int request_slot_get(rma_client_t *c, uint32_t *slot_p);
-void request_slot_put(rma_client_t *c, struct rma_request *req);
 /* rma_submit.c: request_submit_staged without a staging piece. */
 rma_status_t request_submit(rma_client_t *c, const Rma__V1__Op *op,
 			    rma_callback_t cb, void *user_data,
@@ -417,11 +424,6 @@ rma_status_t request_submit(rma_client_t *c, const Rma__V1__Op *op,
 
 /* Send the coalesced Submit, if any. */
 rma_status_t request_flush(rma_client_t *c);
-
-/* A Completion from the daemon. */
-/* A completion from the daemon (status on the wire; detail may be NULL). */
-void request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-			   uint64_t bytes, uint64_t value, const char *detail);
 
 /* Complete every request in flight (or pending) with status. */
 void request_complete_all(rma_client_t *c, rma_status_t status,
@@ -452,25 +454,121 @@ struct request_stage {
  * request_rec: where its record goes, NULL if the client went meanwhile.
  * request_queue: the record (written if request_rec gave a place) joins
  * the batch, or the request is taken back if the client went; as
- * request_submit_staged returns. */
-struct rma_request *request_begin(rma_client_t *c,
-				  const struct request_stage *stage,
-				  rma_callback_t cb, void *user_data,
-				  rma_status_t *st_p);
+ * request_submit_staged returns. The first and the last inline for the
+ * common case (a request and a slot from their free lists, a batch that
+ * goes on filling), the rest out of line (rma_submit.c): calls and the
+ * registers each saved were a sixth of the client's instructions per
+ * 8-byte put. */
+struct rma_request *request_begin_slow(rma_client_t *c,
+				       const struct request_stage *stage,
+				       rma_callback_t cb, void *user_data,
+				       rma_status_t *st_p);
+rma_status_t request_queue_slow(rma_client_t *c, struct rma_request *req,
+				rma_request_t **req_p);
+/* Every field, one store each: a memset of the whole struct compiled to
+ * rep stos, whose start-up took about 5% of an 8-byte put's time in the
+ * client (perf, rmactl bench, window 256). The assertion is there so
+ * that a new field is not left out. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rma_request) == 128,
+	       "a new field of struct rma_request: set it in request_reset");
+static inline void
+request_reset(struct rma_request *req, rma_client_t *c)
+{
+	req->client = c;
+	req->op_id = 0;
+	req->slot = 0;
+	req->refs = 0;
+	req->sent = 0;
+	req->status = RMA_INPROGRESS;
+	req->bytes = 0;
+	req->value = 0;
+	req->detail = NULL;
+	req->cb = NULL;
+	req->user_data = NULL;
+	req->parent = NULL;
+	req->parts_left = 0;
+	req->first_error = RMA_OK;
+	req->stage_ext = 0;
+	req->held = false;
+	req->stage_dst = NULL;
+	req->xfer = NULL;
+	req->prev = NULL;
+	req->next = NULL;
+}
+static inline struct rma_request *
+request_begin(rma_client_t *c, const struct request_stage *stage,
+	      rma_callback_t cb, void *user_data, rma_status_t *st_p)
+{
+	struct rma_request *req = c->req_free;
+	uint32_t slot;
+
+	if (__builtin_expect(
+		c->gone || req == NULL || c->slots_nfree == 0 ||
+		    (c->pending_n > 0 &&
+		     c->pending_bytes + OPREC_SIZE + REQUEST_FRAME_SLACK >
+			 c->max_frame),
+		0))
+		return request_begin_slow(c, stage, cb, user_data, st_p);
+	c->req_free = req->next;
+	c->req_nfree--;
+	request_reset(req, c);
+	slot = c->slots_free[--c->slots_nfree];
+	req->slot = slot;
+	req->op_id = (uint64_t)c->op_seq << 32 | slot;
+	/* op_id 0 never happens: the sequence skips 0 */
+	if (++c->op_seq == 0)
+		c->op_seq = 1;
+	req->cb = cb;
+	req->user_data = user_data;
+	if (stage != NULL) {
+		req->stage_ext = stage->ext;
+		req->stage_dst = stage->dst;
+		req->parent = stage->parent;
+	}
+	c->slots[slot] = req;
+	c->in_flight++;
+	/* the library's, and ours while it is sent (see
+	 * request_begin_slow) */
+	req->refs = 2;
+	return req;
+}
 static inline uint8_t *
 request_rec(rma_client_t *c)
 {
 	return c->gone ? NULL : c->pending_packed + c->pending_n * OPREC_SIZE;
 }
-rma_status_t request_queue(rma_client_t *c, struct rma_request *req,
-			   rma_request_t **req_p);
+/* req goes on the client's req_live: the caller holds it, and
+ * rma_disconnect detaches it. */
+void request_hold(rma_client_t *c, struct rma_request *req);
+static inline rma_status_t
+request_queue(rma_client_t *c, struct rma_request *req, rma_request_t **req_p)
+{
+	/* Joins the batch, which neither goes now nor into the ring (see
+	 * request_queue_slow): nothing can have completed it. */
+	if (__builtin_expect(
+		!c->gone && !c->hold_batch && c->sent_in_flight != 0 &&
+		    c->pending_n + 1 < (c->ring != NULL ? REQUEST_RING_BATCH
+							: REQUEST_BATCH_MAX),
+		1)) {
+		c->pending_reqs[c->pending_n++] = req;
+		c->pending_bytes += OPREC_SIZE;
+		if (req_p != NULL) {
+			request_hold(c, req);
+			*req_p = req;
+		} else {
+			req->refs--;
+		}
+		return RMA_OK;
+	}
+	return request_queue_slow(c, req, req_p);
+}
 
 /* As rma_put() and friends submit an op: numbered, batched, sent; with
  * stage (or NULL) set on the request before anything can complete it.
  * RMA_OK, or an error with nothing submitted. Inline: the record is
  * encoded straight from the caller's op, which for rma_put and rma_get
  * is constants and arguments the compiler folds; no Op is read back. */
-static inline rma_status_t
+static inline __attribute__((always_inline)) rma_status_t
 request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 		      const struct request_stage *stage, rma_callback_t cb,
 		      void *user_data, rma_request_t **req_p)
@@ -487,11 +585,30 @@ request_submit_staged(rma_client_t *c, const Rma__V1__Op *op,
 		oprec_encode_id(rec, op, req->op_id);
 	return request_queue(c, req, req_p);
 }
-/* A request struct (status INPROGRESS, refs 0) on the client's live
- * list, not in the slot table; NULL without memory. */
+/* A request struct (status INPROGRESS, refs 0), not in the slot table
+ * and not held (request_hold); NULL without memory. */
 struct rma_request *request_alloc(rma_client_t *c);
+/* Request structs kept for reuse; more are freed. */
+#define REQUEST_FREE_MAX 4096
 /* Frees a request whose last reference went (request_unref). */
-void request_free(struct rma_request *req);
+void request_free_slow(struct rma_request *req);
+/* Inline for the common case, one the caller never held, back onto the
+ * free list. */
+static inline void
+request_free(struct rma_request *req)
+{
+	rma_client_t *c = req->client;
+
+	if (__builtin_expect(c == NULL || req->held || req->detail != NULL ||
+				 c->req_nfree >= REQUEST_FREE_MAX,
+			     0)) {
+		request_free_slow(req);
+		return;
+	}
+	req->next = c->req_free;
+	c->req_free = req;
+	c->req_nfree++;
+}
 /* Drops a reference; the last frees it. Inline: every operation drops
  * two, and the first never frees. */
 static inline void
@@ -499,6 +616,56 @@ request_unref(struct rma_request *req)
 {
 	if (--req->refs <= 0)
 		request_free(req);
+}
+/* Take req out of the slot table; the library's reference goes with the
+ * caller of this. */
+static inline void
+request_slot_put(rma_client_t *c, struct rma_request *req)
+{
+	c->slots[req->slot] = NULL;
+	c->slots_free[c->slots_nfree++] = req->slot;
+	c->in_flight--;
+	if (req->sent)
+		c->sent_in_flight--;
+}
+/* req completes: its status set, its callback run, the library's
+ * reference dropped. */
+void request_complete(rma_client_t *c, struct rma_request *req,
+		      rma_status_t status, uint64_t bytes, uint64_t value,
+		      const char *detail);
+/* A completion from the daemon (status on the wire; detail may be NULL).
+ * Inline for the common case, no detail and no staging piece: the ring's
+ * loop (ring_reap) runs each callback without a call of its own. */
+static inline void
+request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
+		      uint64_t bytes, uint64_t value, const char *detail)
+{
+	uint32_t slot = (uint32_t)op_id;
+	struct rma_request *req;
+	rma_status_t st;
+
+	c->dispatched++;
+	if (slot >= c->slots_used)
+		return;
+	req = c->slots[slot];
+	/* unknown, repeated, or for an op not even sent: ignore */
+	if (req == NULL || req->op_id != op_id || !req->sent)
+		return;
+	st = status == RMA__V1__STATUS__OK ? RMA_OK : status_from_wire(status);
+	if (__builtin_expect(req->stage_ext != 0 ||
+				 (detail != NULL && detail[0] != '\0'),
+			     0)) {
+		request_complete(c, req, st, bytes, value, detail);
+		return;
+	}
+	request_slot_put(c, req);
+	req->status = st;
+	req->bytes = bytes;
+	req->value = value;
+	if (req->cb != NULL)
+		req->cb(req, st, req->user_data);
+	/* the library's reference */
+	request_unref(req);
 }
 /* A request the library decided alone: completed (callback run) before
  * this returns RMA_OK, detail set; see rma_put(). */
@@ -574,10 +741,6 @@ void peer_cleanup(rma_client_t *c);
  * of a released remote releases it now. */
 void peer_remote_unstage(rma_client_t *c, struct rma_remote *remote);
 void peer_event(rma_client_t *c, const Rma__V1__PeerEvent *ev);
-
-/* ---- rma_status.c ---- */
-
-rma_status_t status_from_wire(int wire);
 
 /* ---- time ---- */
 

@@ -368,6 +368,7 @@ request_vector(rma_client_t *client, Rma__V1__OpKind kind, rma_region_t *region,
 	}
 	if (req_p != NULL) {
 		parent->refs++;
+		request_hold(client, parent);
 		*req_p = parent;
 	}
 	/* the hold: the last piece may have completed already */

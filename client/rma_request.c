@@ -15,40 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Request structs kept for reuse; more are freed. */
-#define REQUEST_FREE_MAX 4096
-
-/* Every field, one store each: a memset of the whole struct compiled to
- * rep stos, whose start-up took about 5% of an 8-byte put's time in the
- * client (perf, rmactl bench, window 256). The assertion is there so
- * that a new field is not left out. */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct rma_request) == 128,
-	       "a new field of struct rma_request: set it in request_reset");
-
-static void
-request_reset(struct rma_request *req, rma_client_t *c)
-{
-	req->client = c;
-	req->op_id = 0;
-	req->slot = 0;
-	req->refs = 0;
-	req->sent = 0;
-	req->status = RMA_INPROGRESS;
-	req->bytes = 0;
-	req->value = 0;
-	req->detail = NULL;
-	req->cb = NULL;
-	req->user_data = NULL;
-	req->parent = NULL;
-	req->parts_left = 0;
-	req->first_error = RMA_OK;
-	req->stage_ext = 0;
-	req->stage_dst = NULL;
-	req->xfer = NULL;
-	req->prev = NULL;
-	req->next = NULL;
-}
-
 struct rma_request *
 request_alloc(rma_client_t *c)
 {
@@ -63,15 +29,22 @@ request_alloc(rma_client_t *c)
 			return NULL;
 	}
 	request_reset(req, c);
-	req->next = c->req_live;
-	if (c->req_live != NULL)
-		c->req_live->prev = req;
-	c->req_live = req;
 	return req;
 }
 
 void
-request_free(struct rma_request *req)
+request_hold(rma_client_t *c, struct rma_request *req)
+{
+	req->held = true;
+	req->prev = NULL;
+	req->next = c->req_live;
+	if (c->req_live != NULL)
+		c->req_live->prev = req;
+	c->req_live = req;
+}
+
+void
+request_free_slow(struct rma_request *req)
 {
 	rma_client_t *c = req->client;
 
@@ -85,12 +58,15 @@ request_free(struct rma_request *req)
 		free(req);
 		return;
 	}
-	if (req->prev != NULL)
-		req->prev->next = req->next;
-	else
-		c->req_live = req->next;
-	if (req->next != NULL)
-		req->next->prev = req->prev;
+	if (req->held) {
+		if (req->prev != NULL)
+			req->prev->next = req->next;
+		else
+			c->req_live = req->next;
+		if (req->next != NULL)
+			req->next->prev = req->prev;
+		req->held = false;
+	}
 	if (c->req_nfree < REQUEST_FREE_MAX) {
 		req->next = c->req_free;
 		c->req_free = req;
@@ -128,19 +104,7 @@ request_slot_get(rma_client_t *c, uint32_t *slot_p)
 	return 0;
 }
 
-/* Take req out of the slot table; the library's reference goes with the
- * caller of this. */
 void
-request_slot_put(rma_client_t *c, struct rma_request *req)
-{
-	c->slots[req->slot] = NULL;
-	c->slots_free[c->slots_nfree++] = req->slot;
-	c->in_flight--;
-	if (req->sent)
-		c->sent_in_flight--;
-}
-
-static void
 request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 		 uint64_t bytes, uint64_t value, const char *detail)
 {
@@ -162,26 +126,6 @@ request_complete(rma_client_t *c, struct rma_request *req, rma_status_t status,
 	/* the room it left lets waiting transfers go on */
 	if (staged)
 		staging_pump(c);
-}
-
-void
-request_complete_wire(rma_client_t *c, uint64_t op_id, int32_t status,
-		      uint64_t bytes, uint64_t value, const char *detail)
-{
-	uint32_t slot = (uint32_t)op_id;
-	struct rma_request *req;
-
-	c->dispatched++;
-	if (slot >= c->slots_used)
-		return;
-	req = c->slots[slot];
-	/* unknown, repeated, or for an op not even sent: ignore */
-	if (req == NULL || req->op_id != op_id || !req->sent)
-		return;
-	request_complete(
-	    c, req,
-	    status == RMA__V1__STATUS__OK ? RMA_OK : status_from_wire(status),
-	    bytes, value, detail);
 }
 
 void
@@ -284,6 +228,7 @@ request_complete_now(rma_client_t *c, rma_status_t status, rma_callback_t cb,
 	req->refs = 1; /* the library's, until the callback returned */
 	if (req_p != NULL) {
 		req->refs++;
+		request_hold(c, req);
 		*req_p = req;
 	}
 	req->status = status;

@@ -8,10 +8,6 @@
 
 #include <stdbool.h>
 
-/* Room in a frame besides the records: Request id, Submit and field
- * headers. */
-#define REQUEST_FRAME_SLACK 64
-
 /* The batch into the ring, if it has room; otherwise it waits for the
  * next flush. */
 static bool
@@ -77,8 +73,8 @@ request_flush(rma_client_t *c)
 }
 
 struct rma_request *
-request_begin(rma_client_t *c, const struct request_stage *stage,
-	      rma_callback_t cb, void *user_data, rma_status_t *st_p)
+request_begin_slow(rma_client_t *c, const struct request_stage *stage,
+		   rma_callback_t cb, void *user_data, rma_status_t *st_p)
 {
 	struct rma_request *req;
 	uint32_t slot;
@@ -131,7 +127,8 @@ request_begin(rma_client_t *c, const struct request_stage *stage,
 }
 
 rma_status_t
-request_queue(rma_client_t *c, struct rma_request *req, rma_request_t **req_p)
+request_queue_slow(rma_client_t *c, struct rma_request *req,
+		   rma_request_t **req_p)
 {
 	if (!c->gone) {
 		c->pending_reqs[c->pending_n] = req;
@@ -162,11 +159,13 @@ request_queue(rma_client_t *c, struct rma_request *req, rma_request_t **req_p)
 		request_unref(req); /* ours */
 		return client_gone_error(c);
 	}
-	if (req_p != NULL)
+	if (req_p != NULL) {
+		request_hold(c, req);
 		*req_p = req; /* ours is the caller's, until
 			       * rma_request_release */
-	else
+	} else {
 		request_unref(req);
+	}
 	return RMA_OK;
 }
 

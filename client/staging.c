@@ -598,6 +598,7 @@ staging_enqueue(rma_client_t *c, struct staging *s, struct staging_xfer *x,
 	x->queued = true;
 	if (req_p != NULL) {
 		parent->refs++;
+		request_hold(c, parent);
 		*req_p = parent;
 	}
 	staging_pump(c);

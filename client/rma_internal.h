@@ -495,6 +495,29 @@ request_reset(struct rma_request *req, rma_client_t *c)
 	req->prev = NULL;
 	req->next = NULL;
 }
+/* req, numbered, in slot: in flight, its callback and staged piece set
+ * (before it can complete: a flush may complete it). */
+static inline __attribute__((always_inline)) void
+request_attach(rma_client_t *c, struct rma_request *req, uint32_t slot,
+	       const struct request_stage *stage, rma_callback_t cb,
+	       void *user_data)
+{
+	req->slot = slot;
+	req->op_id = (uint64_t)c->op_seq << 32 | slot;
+	/* op_id 0 never happens: the sequence skips 0 */
+	if (++c->op_seq == 0)
+		c->op_seq = 1;
+	req->cb = cb;
+	req->user_data = user_data;
+	if (stage != NULL) {
+		req->stage_ext = stage->ext;
+		req->stage_dst = stage->dst;
+		req->parent = stage->parent;
+	}
+	c->slots[slot] = req;
+	c->in_flight++;
+}
+
 static inline struct rma_request *
 request_begin(rma_client_t *c, const struct request_stage *stage,
 	      rma_callback_t cb, void *user_data, rma_status_t *st_p)
@@ -513,20 +536,7 @@ request_begin(rma_client_t *c, const struct request_stage *stage,
 	c->req_nfree--;
 	request_reset(req, c);
 	slot = c->slots_free[--c->slots_nfree];
-	req->slot = slot;
-	req->op_id = (uint64_t)c->op_seq << 32 | slot;
-	/* op_id 0 never happens: the sequence skips 0 */
-	if (++c->op_seq == 0)
-		c->op_seq = 1;
-	req->cb = cb;
-	req->user_data = user_data;
-	if (stage != NULL) {
-		req->stage_ext = stage->ext;
-		req->stage_dst = stage->dst;
-		req->parent = stage->parent;
-	}
-	c->slots[slot] = req;
-	c->in_flight++;
+	request_attach(c, req, slot, stage, cb, user_data);
 	/* the library's, and ours while it is sent (see
 	 * request_begin_slow) */
 	req->refs = 2;

@@ -100,21 +100,7 @@ request_begin_slow(rma_client_t *c, const struct request_stage *stage,
 				     "no memory for a request");
 		return NULL;
 	}
-	req->slot = slot;
-	req->op_id = (uint64_t)c->op_seq << 32 | slot;
-	/* op_id 0 never happens: the sequence skips 0 */
-	if (++c->op_seq == 0)
-		c->op_seq = 1;
-	req->cb = cb;
-	req->user_data = user_data;
-	/* before it can complete: a flush below may complete it */
-	if (stage != NULL) {
-		req->stage_ext = stage->ext;
-		req->stage_dst = stage->dst;
-		req->parent = stage->parent;
-	}
-	c->slots[slot] = req;
-	c->in_flight++;
+	request_attach(c, req, slot, stage, cb, user_data);
 	/* Ours while it is sent: a take-over noticed as it is written
 	 * (request_flush) completes it RESTARTED, and drops the library's
 	 * reference, before we return. */

@@ -369,6 +369,23 @@ END_TEST
 
 /* ---- a slow owner: its full queue refuses puts, bytes not applied ---- */
 
+/* The owner's next notification into *n, waiting on its fd until
+ * deadline (harness_now's clock). */
+static void
+notify_next_by(rma_client_t *owner, rma_notification_t *n, double deadline)
+{
+	for (;;) {
+		int r = rma_notify_next(owner, n);
+
+		ck_assert_int_ge(r, 0);
+		if (r == 1)
+			return;
+		ck_assert_msg(harness_now() < deadline,
+			      "no notification before the deadline");
+		harness_wait_fd(rma_fd(owner), 0.5);
+	}
+}
+
 static void
 slow_owner(int via)
 {
@@ -434,15 +451,7 @@ slow_owner(int via)
 	}
 	ck_assert_int_eq(st, RMA_OK);
 	ck_assert_uint_eq(mem[1024], 0xab);
-	deadline = harness_now() + 10;
-	for (;;) {
-		int r = rma_notify_next(owner, &n);
-		ck_assert_int_ge(r, 0);
-		if (r == 1)
-			break;
-		ck_assert(harness_now() < deadline);
-		harness_wait_fd(rma_fd(owner), 0.5);
-	}
+	notify_next_by(owner, &n, harness_now() + 10);
 	ck_assert_uint_eq(n.value, 78);
 	ck_assert_uint_eq(n.offset, 1024);
 	ck_assert_uint_eq(n.length, 64);
@@ -534,14 +543,7 @@ START_TEST(test_batch_run_ends_at_share)
 	/* every one applied is notified once, in order, and nothing else */
 	deadline = harness_now() + 30;
 	while (taken < SHARE_ALONE) {
-		int r = rma_notify_next(owner, &n);
-
-		ck_assert_int_ge(r, 0);
-		ck_assert(harness_now() < deadline);
-		if (r == 0) {
-			harness_wait_fd(rma_fd(owner), 0.5);
-			continue;
-		}
+		notify_next_by(owner, &n, deadline);
 		ck_assert_uint_eq(n.value, taken);
 		ck_assert_uint_eq(n.offset, taken * 8);
 		taken++;
@@ -554,16 +556,7 @@ START_TEST(test_batch_run_ends_at_share)
 		ck_assert_int_eq(rma_progress(owner), RMA_OK);
 	}
 	ck_assert_int_eq(st, RMA_OK);
-	deadline = harness_now() + 10;
-	for (;;) {
-		int r = rma_notify_next(owner, &n);
-
-		ck_assert_int_ge(r, 0);
-		if (r == 1)
-			break;
-		ck_assert(harness_now() < deadline);
-		harness_wait_fd(rma_fd(owner), 0.5);
-	}
+	notify_next_by(owner, &n, harness_now() + 10);
 	ck_assert_uint_eq(n.value, 999);
 	rma_disconnect(u.c);
 	rma_disconnect(owner);

@@ -88,11 +88,14 @@
  *   travels as pieces of equal size, so a failed one may have written
  *   some of its pieces and not others. With rma_protocol = ucx any part of
  *   the range may have been written. Either way it is never applied after a
- *   later operation from the same client to the same target daemon has
- *   completed, nor after one from the initiating daemon restarted at the
- *   same address: the target applies an operation only if it arrived on
- *   the initiating daemon's current connection, and a new connection
- *   closes the old one at the target before anything is sent on it. A put
+ *   later operation from the same initiating daemon (any of its clients,
+ *   any of its workers) to the same target address has completed, nor
+ *   after one from the initiating daemon restarted at the same address:
+ *   the target applies an operation only if it arrived on a current
+ *   connection of the initiating daemon, and a new connection closes the
+ *   old one at the target before anything is sent on it. A connection
+ *   that fails retires its daemon's other connections to that target (one
+ *   per worker) with it, and the next one closes them all. A put
  *   never lands in a region of a restarted target (its descriptors are
  *   refused as stale). So: after a failed put, put the bytes again and
  *   wait for RMA_OK; absent other writers, that is what the target keeps.

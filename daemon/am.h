@@ -5,6 +5,7 @@
 #ifndef RMAD_AM_H
 #define RMAD_AM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "descriptor.h"
@@ -78,6 +79,10 @@ enum am_id {
  * pieces of puts (am_rma_answer_range); a target of before answers every
  * piece alone, and an initiator of before gets that */
 #define AM_HELLO_PUT_ACK_RANGES 4u
+/* am_hello.flags: the hello carries am_hello.retire (a hello of before
+ * ends at it); am_hello_reply.flags: the target read it, and it is in
+ * the transcript (handshake.c) */
+#define AM_HELLO_RETIRE 8u
 
 /* An address as the handshake binds it: the target's listen address as
  * the initiator dialed it. An IPv4-mapped IPv6 address is IPv4. */
@@ -120,7 +125,15 @@ struct am_hello {
 	uint32_t path;
 	uint8_t nonce[AM_NONCE_SIZE]; /* fresh random bytes, every hello */
 	struct am_addr dialed;	      /* the target's address, as dialed */
+	/* With AM_HELLO_RETIRE: every connection of this daemon to the
+	 * target with an epoch below it is dead (one of them failed, and
+	 * the others were closed with it): close them all, on every lane
+	 * and path, before this one is served. A hello of before ends here
+	 * (AM_HELLO_SIZE_V3), and counts as 0. */
+	uint64_t retire;
 };
+
+#define AM_HELLO_SIZE_V3 offsetof(struct am_hello, retire)
 
 /* Target -> initiator. Keyed, the handshake is a transcript hash in the
  * manner of Noise (NNpsk0 without its Diffie-Hellman; handshake.c):

@@ -352,6 +352,7 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 	uidlimit_init(&w->uids);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->issued.lock, NULL);
+	pthread_mutex_init(&w->retire.lock, NULL);
 	pthread_cond_init(&w->parked_cv, NULL);
 	pthread_cond_init(&w->resume_cv, NULL);
 	/* before UCX opens a socket: ucx_accept.c refuses all until then */
@@ -401,6 +402,7 @@ daemon_stop(struct daemon *d)
 	uidlimit_cleanup(&w->uids);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->issued.lock);
+	pthread_mutex_destroy(&w->retire.lock);
 	pthread_cond_destroy(&w->parked_cv);
 	pthread_cond_destroy(&w->resume_cv);
 	free(w->workers);

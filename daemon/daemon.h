@@ -427,6 +427,24 @@ struct handshake_issued {
 	uint8_t nonce[HANDSHAKE_ISSUED][AM_NONCE_SIZE];
 };
 
+/* handshake.c: per target address, the epoch below which every
+ * connection of this daemon to it is retired (handshake_retire_others):
+ * when one worker's connection fails, the others' older ones must not
+ * carry later operations. Under its own lock, with the epoch counter
+ * drawn inside it; seq grows with every mark, so a worker sees at one
+ * load whether it has anything to catch up on. Full, the oldest mark
+ * gives way. */
+#define HANDSHAKE_RETIRE_MAX 1024
+struct handshake_retire {
+	pthread_mutex_t lock;
+	uint64_t seq; /* atomic */
+	uint32_t n;
+	struct handshake_retire_entry {
+		struct am_addr target;
+		uint64_t epoch;
+	} mark[HANDSHAKE_RETIRE_MAX];
+};
+
 struct snapshot_hooks;
 
 /* What the daemon learns as it starts, kept apart from the configuration
@@ -457,6 +475,7 @@ struct world {
 	uint32_t next_conn_id, next_peer_id;
 	uint64_t next_epoch; /* atomic: connections this daemon opens */
 	struct handshake_issued issued; /* nonces of our latest hellos */
+	struct handshake_retire retire; /* dead connections per target */
 	uint32_t next_accept;		/* round robin of new clients */
 	bool handed_over;  /* a successor has the regions: make none */
 	uint32_t restarts; /* hand-overs this identity went through */
@@ -588,6 +607,7 @@ struct daemon {
 	struct peer_list peers;
 	uint32_t closing_eps; /* endpoint closes not yet completed */
 	uint32_t failed_eps;  /* peers with ep_failed set: close at the tick */
+	uint64_t retire_seen; /* world->retire.seq when last caught up */
 	uint32_t batches;     /* peers with a batch to send */
 	/* notifications applied here and not yet posted to their owners'
 	 * workers, one job per owner (notification.c) */

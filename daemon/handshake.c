@@ -29,7 +29,16 @@
  * who can reach UCX; the README's Security section says what can).
  *
  * A daemon also refuses outright a hello carrying its own daemon id, or
- * a nonce of a hello it sent itself (world->issued), keyed or not. */
+ * a nonce of a hello it sent itself (world->issued), keyed or not.
+ *
+ * With several workers, a daemon has one connection per worker to a
+ * target. When one fails, what it still had queued in the kernel may
+ * reach the target once the network is back, after another worker's
+ * connection carried a later put that completed. So a failure retires
+ * every connection to that target (handshake_retire_others): the others
+ * fail too, and every new hello carries the mark, an epoch, which closes
+ * at the target every older connection of ours before the new one is
+ * served. */
 #include "daemon.h"
 #include "am.h"
 
@@ -153,14 +162,23 @@ handshake_mix(uint8_t *h, const char *label, const void *msg, size_t len)
 }
 
 /* The transcript of a hello: from the protocol's name, then the hello,
- * every byte of it (both ids come with the reply's). */
+ * every byte of it up to its retire mark (both ids come with the
+ * reply's). The mark joins only once the target says it read it
+ * (handshake_transcript_retire): a target of before hashes a hello of
+ * AM_HELLO_SIZE_V3 bytes, and proves that. */
 static void
 handshake_transcript_hello(const struct am_hello *hello, uint8_t *h)
 {
 	crypto_generichash(h, AM_TRANSCRIPT_SIZE,
 			   (const uint8_t *)HANDSHAKE_NAME,
 			   strlen(HANDSHAKE_NAME), NULL, 0);
-	handshake_mix(h, "hello", hello, sizeof(*hello));
+	handshake_mix(h, "hello", hello, AM_HELLO_SIZE_V3);
+}
+
+static void
+handshake_transcript_retire(const struct am_hello *hello, uint8_t *h)
+{
+	handshake_mix(h, "retire", &hello->retire, sizeof(hello->retire));
 }
 
 /* The reply joins the transcript without its proof. */
@@ -197,6 +215,113 @@ handshake_proof_ok(const struct daemon *d, const uint8_t *h, const char *role,
 	return sodium_memcmp(want, proof, AM_PROOF_SIZE) == 0;
 }
 
+/* ---- retiring the connections to a target -------------------------------- */
+
+static struct handshake_retire_entry *
+handshake_retire_find(struct handshake_retire *r, const struct am_addr *target)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		if (memcmp(&r->mark[i].target, target, sizeof(*target)) == 0)
+			return &r->mark[i];
+	}
+	return NULL;
+}
+
+/* The mark of target, 0 if none; r->lock held. */
+static uint64_t
+handshake_retire_epoch(struct handshake_retire *r, const struct am_addr *target)
+{
+	struct handshake_retire_entry *e = handshake_retire_find(r, target);
+
+	return e != NULL ? e->epoch : 0;
+}
+
+/* r->lock held. Full, the oldest mark gives way: its connections failed
+ * the longest ago, and every one since was opened with it. */
+static void
+handshake_retire_set(struct handshake_retire *r, const struct am_addr *target,
+		     uint64_t epoch)
+{
+	struct handshake_retire_entry *e = handshake_retire_find(r, target);
+
+	if (e == NULL && r->n < HANDSHAKE_RETIRE_MAX)
+		e = &r->mark[r->n++];
+	for (uint32_t i = 0; e == NULL && i < r->n; i++) {
+		if (i == 0 || r->mark[i].epoch < e->epoch)
+			e = &r->mark[i];
+	}
+	e->target = *target;
+	e->epoch = epoch;
+}
+
+static void
+handshake_retire_job(struct daemon *d, void *arg)
+{
+	(void)arg;
+	handshake_retire_catch_up(d);
+}
+
+void
+handshake_retire_others(struct peer *p)
+{
+	struct daemon *d = p->d;
+	struct world *w = d->world;
+	struct handshake_retire *r = &w->retire;
+	struct am_addr target;
+
+	if (p->inbound || p->self || p->retired || d->shutting_down ||
+	    !handshake_addr(&p->sa, &target))
+		return;
+	/* The mark is an epoch drawn under the lock hellos take theirs in:
+	 * a connection opened after it has a higher epoch and carries it,
+	 * one opened before has a lower one and is retired. */
+	pthread_mutex_lock(&r->lock);
+	handshake_retire_set(r, &target, handshake_next_epoch(d));
+	__atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&r->lock);
+	/* Idle workers close theirs now; a busy one catches up before its
+	 * next operation anyway (op_submit). */
+	for (uint32_t i = 0; i < w->n; i++) {
+		if (w->workers[i] != d)
+			world_post(w->workers[i], handshake_retire_job, NULL);
+	}
+}
+
+void
+handshake_retire_catch_up(struct daemon *d)
+{
+	struct handshake_retire *r = &d->world->retire;
+	uint64_t seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+	struct peer *p;
+
+	if (seq == d->retire_seen)
+		return;
+	d->retire_seen = seq;
+	TAILQ_FOREACH(p, &d->peers, link)
+	{
+		struct am_addr target;
+		uint64_t mark;
+
+		if (p->inbound || p->self ||
+		    p->state == RMA__V1__PEER_STATE__PEER_DOWN ||
+		    !handshake_addr(&p->sa, &target))
+			continue;
+		pthread_mutex_lock(&r->lock);
+		mark = handshake_retire_epoch(r, &target);
+		pthread_mutex_unlock(&r->lock);
+		if (p->epoch >= mark)
+			continue;
+		p->retired = true;
+		peer_fail(p, UCS_ERR_CANCELED,
+			  "closed: another worker's connection to it failed, "
+			  "and an older connection must not carry later "
+			  "operations");
+		p->retired = false;
+	}
+}
+
+/* ---- the handshake ------------------------------------------------------- */
+
 /* Initiator: the first message on a new endpoint. */
 ucs_status_t
 handshake_start(struct peer *p)
@@ -209,14 +334,18 @@ handshake_start(struct peer *p)
 	hello->version = AM_VERSION;
 	hello->token = d->next_token++;
 	memcpy(hello->daemon_id, d->id, DAEMON_ID_SIZE);
+	handshake_addr(&p->sa, &hello->dialed);
+	pthread_mutex_lock(&d->world->retire.lock);
 	hello->epoch = p->epoch = handshake_next_epoch(d);
+	hello->retire =
+	    handshake_retire_epoch(&d->world->retire, &hello->dialed);
+	pthread_mutex_unlock(&d->world->retire.lock);
 	hello->lane = p->lane = (uint16_t)d->index;
 	hello->path = p->path = p->id;
 	hello->listen_port = d->world->learned.listen_port;
-	hello->flags = AM_HELLO_PUT_ACK_RANGES;
+	hello->flags = AM_HELLO_PUT_ACK_RANGES | AM_HELLO_RETIRE;
 	if (d->cfg->peer_key_set)
 		hello->flags |= AM_HELLO_KEYED;
-	handshake_addr(&p->sa, &hello->dialed);
 	randombytes_buf(hello->nonce, sizeof(hello->nonce));
 	handshake_issued_add(d->world, hello->nonce);
 	handshake_transcript_hello(hello, p->transcript);
@@ -330,6 +459,8 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	memset(&proof, 0, sizeof(proof));
 	proof.magic = AM_MAGIC;
 	proof.token = p->hello.token;
+	if (in.flags & AM_HELLO_RETIRE)
+		handshake_transcript_retire(&p->hello, p->transcript);
 	handshake_transcript_reply(&in, p->transcript);
 	if (!handshake_proof_ok(d, p->transcript, "target", in.proof)) {
 		/* An empty proof, so that the target counts the failure
@@ -377,7 +508,7 @@ handshake_send_reply(struct peer *p, unsigned id, wire_status_t status)
 	out.token = p->hello.token;
 	out.version = AM_VERSION;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
-	out.flags = AM_HELLO_GET_RANGES;
+	out.flags = AM_HELLO_GET_RANGES | (p->hello.flags & AM_HELLO_RETIRE);
 	if (d->cfg->peer_key_set && status != RMA__V1__STATUS__ERR_VERSION) {
 		out.flags |= AM_HELLO_KEYED;
 		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
@@ -407,8 +538,9 @@ handshake_same_origin(const struct peer *a, const struct peer *b)
 }
 
 /* Target: p proved itself; it becomes the connection of its origin and
- * lane, and every older one is closed before p is served. False if p is
- * itself the older one (its hello came late). */
+ * lane, and every older one is closed before p is served, as is every
+ * one of its daemon below its retire mark, on any lane and path. False
+ * if p is itself the older one (its hello came late). */
 static bool
 handshake_take_over(struct peer *p)
 {
@@ -439,6 +571,10 @@ handshake_take_over(struct peer *p)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "replaced by a newer connection from the "
 				  "same daemon");
+		else if (q->epoch < p->hello.retire)
+			peer_fail(q, UCS_ERR_CANCELED,
+				  "retired by a newer connection from the same "
+				  "daemon (a connection of its failed)");
 	}
 	return true;
 }
@@ -536,11 +672,16 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 		handshake_refuse_hello(p, RMA__V1__STATUS__ERR_VERSION, detail);
 		return;
 	}
-	if (m->length < sizeof(in)) {
+	/* A hello of before ends at the retire mark, which counts as 0. */
+	memset(&in, 0, sizeof(in));
+	memcpy(&in, m->data, m->length < sizeof(in) ? m->length : sizeof(in));
+	if (m->length < AM_HELLO_SIZE_V3 ||
+	    (m->length < sizeof(in) && (in.flags & AM_HELLO_RETIRE))) {
 		peer_fail(p, UCS_ERR_UNSUPPORTED, "a short hello");
 		return;
 	}
-	memcpy(&in, m->data, sizeof(in));
+	if (!(in.flags & AM_HELLO_RETIRE))
+		in.retire = 0;
 	p->hello = in;
 	why = handshake_hello_refusal(p, &in, &status);
 	if (why != NULL) {
@@ -558,6 +699,8 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 		return;
 	}
 	handshake_transcript_hello(&in, p->transcript);
+	if (in.flags & AM_HELLO_RETIRE)
+		handshake_transcript_retire(&in, p->transcript);
 	p->await_proof = true;
 	handshake_send_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
 }

@@ -766,6 +766,7 @@ op_submit_records(struct conn *c, const uint8_t *rec, size_t n)
 void
 op_submit(struct conn *c, const Rma__V1__Submit *submit)
 {
+	handshake_retire_catch_up(c->d);
 	for (size_t i = 0; i < submit->n_ops && !c->dead; i++)
 		op_submit_one(c, submit->ops[i], false);
 	op_submit_records(c, submit->packed.data,
@@ -777,6 +778,7 @@ op_submit(struct conn *c, const Rma__V1__Submit *submit)
 void
 op_submit_packed(struct conn *c, const uint8_t *rec, size_t n)
 {
+	handshake_retire_catch_up(c->d);
 	op_submit_records(c, rec, n);
 	op_batch_send_all(c->d);
 	notification_flush(c->d);

@@ -413,6 +413,7 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	struct peer_waiter *w;
 	char previous[sizeof(p->last_error)];
 	bool was_connecting = p->state == RMA__V1__PEER_STATE__PEER_CONNECTING;
+	bool was_up = p->state == RMA__V1__PEER_STATE__PEER_UP;
 
 	if (p->state == RMA__V1__PEER_STATE__PEER_DOWN)
 		return;
@@ -453,6 +454,10 @@ peer_fail(struct peer *p, ucs_status_t st, const char *detail)
 	if (p->backoff > 5.0)
 		p->backoff = 5.0;
 	p->next_attempt = daemon_now() + p->backoff;
+	/* Before its operations fail: a client told of a failure must find
+	 * every other connection to the target retired already. */
+	if (was_up)
+		handshake_retire_others(p);
 	p->d->peer_hooks->down(p, st, was_connecting);
 	/* Imports asked again wait for the next connection: at the end of
 	 * the backoff, from the tick (not inside this UCX callback). */

@@ -144,6 +144,9 @@ struct peer {
 	/* Inbound: the initiator takes one answer for several put pieces
 	 * (its hello said AM_HELLO_PUT_ACK_RANGES; target.c). */
 	bool put_ack_ranges;
+	/* Outbound: failed by a retire mark (handshake_retire_catch_up),
+	 * so its failure marks nothing more. */
+	bool retired;
 	struct am_hello hello; /* outbound: ours; inbound: the initiator's */
 	/* keyed: the handshake's transcript hash so far (handshake.c) */
 	uint8_t transcript[AM_TRANSCRIPT_SIZE];
@@ -239,6 +242,12 @@ void handshake_on_hello(struct peer *p, const struct am_msg *m);
 void handshake_on_proof(struct peer *p, const struct am_msg *m);
 void handshake_on_reply(struct peer *p, const struct am_msg *m);
 void handshake_on_done(struct peer *p, const struct am_msg *m);
+/* Initiator: p, up, failed; every older connection to its target, on
+ * every worker, is dead too (rma.h's promise for a failed put). */
+void handshake_retire_others(struct peer *p);
+/* Fails this worker's connections that a mark retired; one load when
+ * there is none new. Before operations are dispatched (op_submit). */
+void handshake_retire_catch_up(struct daemon *d);
 
 /* ---- listener.c: connections other daemons open ------------------------- */
 

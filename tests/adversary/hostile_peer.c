@@ -357,7 +357,10 @@ hostile_hello(struct hostile *h, struct hostile_ep *e)
 
 	hostile_hello_fill(h, &m);
 	h->hello_answered = false;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m),
+	/* The hello of an rmad from before the retire mark: the daemons
+	 * of a cluster speak to each other across that change, so every
+	 * class also checks that a hello of AM_HELLO_SIZE_V3 is taken. */
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, AM_HELLO_SIZE_V3,
 		     UCP_AM_SEND_FLAG_REPLY);
 	/* The payload lives on our stack: wait for it to leave. */
 	hostile_flush(h, e, 5.0);
@@ -370,6 +373,11 @@ hostile_hello(struct hostile *h, struct hostile_ep *e)
 	}
 	if (h->hello_flags & AM_HELLO_KEYED) {
 		hostile_note(h, "daemon wants a keyed handshake");
+		return false;
+	}
+	if (h->hello_flags & AM_HELLO_RETIRE) {
+		hostile_note(h, "HELLO_REPLY says it read a retire mark that "
+				"our hello did not carry");
 		return false;
 	}
 	/* protocol 1 daemons echo an am_hello: its version sits here */
@@ -868,7 +876,11 @@ hostile_spoof_hellos(struct hostile *h, struct hostile_ep *e)
 	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
 	hostile_hello_fill(h, &m);
 	hostile_send(h, e, AM_HELLO, NULL, 0, &m, 8, f);
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, AM_HELLO_SIZE_V3 - 1, f);
+	/* says it carries a retire mark, and ends before it */
+	m.flags = AM_HELLO_RETIRE;
 	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m) - 1, f);
+	hostile_hello_fill(h, &m);
 	hostile_send(h, e, AM_HELLO, NULL, 0, NULL, 0, f);
 	/* without a reply endpoint */
 	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), 0);

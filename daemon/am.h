@@ -126,9 +126,9 @@ struct am_hello {
 	uint8_t nonce[AM_NONCE_SIZE]; /* fresh random bytes, every hello */
 	struct am_addr dialed;	      /* the target's address, as dialed */
 	/* With AM_HELLO_RETIRE: every connection of this daemon to the
-	 * target with an epoch below it is dead (one of them failed, and
-	 * the others were closed with it): close them all, on every lane
-	 * and path, before this one is served. A hello of before ends here
+	 * address dialed with an epoch below it is dead (one of them
+	 * failed, and the others were closed with it): close them all, on
+	 * every lane, before this one is served. A hello of before ends here
 	 * (AM_HELLO_SIZE_V3), and counts as 0. */
 	uint64_t retire;
 };

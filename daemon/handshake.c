@@ -539,8 +539,11 @@ handshake_same_origin(const struct peer *a, const struct peer *b)
 
 /* Target: p proved itself; it becomes the connection of its origin and
  * lane, and every older one is closed before p is served, as is every
- * one of its daemon below its retire mark, on any lane and path. False
- * if p is itself the older one (its hello came late). */
+ * one of its daemon to the address p dialed below p's retire mark, on
+ * any lane. A mark names one address of ours, as the initiator keeps
+ * them: another address's connections are not its to close (were they,
+ * two addresses in use would close each other's in turn). False if p is
+ * itself the older one (its hello came late). */
 static bool
 handshake_take_over(struct peer *p)
 {
@@ -571,7 +574,9 @@ handshake_take_over(struct peer *p)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "replaced by a newer connection from the "
 				  "same daemon");
-		else if (q->epoch < p->hello.retire)
+		else if (q->epoch < p->hello.retire &&
+			 memcmp(&q->hello.dialed, &p->hello.dialed,
+				sizeof(p->hello.dialed)) == 0)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "retired by a newer connection from the same "
 				  "daemon (a connection of its failed)");

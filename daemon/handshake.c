@@ -269,7 +269,11 @@ handshake_retire_others(struct peer *p)
 	struct handshake_retire *r = &w->retire;
 	struct am_addr target;
 
+	/* Not for a connection a mark failed, and not while the daemon
+	 * stops: no hello follows, and other workers' mailboxes may be
+	 * closed already. */
 	if (p->inbound || p->self || p->retired || d->shutting_down ||
+	    w->joined || __atomic_load_n(&w->shutdown, __ATOMIC_ACQUIRE) ||
 	    !handshake_addr(&p->sa, &target))
 		return;
 	/* The mark is an epoch drawn under the lock hellos take theirs in:

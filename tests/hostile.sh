@@ -5,7 +5,9 @@
 # holds a victim region filled with a known pattern (rmactl expose),
 # daemon B is a legitimate peer. (epochs: a put over a connection that a
 # newer one from the same origin replaced must not land, and the newer
-# one's must.) After the attack, A must be alive, its
+# one's must. retire: the same for a connection of another lane below a
+# newer one's retire mark, while one that dialed another address stays.)
+# After the attack, A must be alive, its
 # resident memory (sampled during the attack) must have grown by less
 # than 64 MiB (not under ASan), the victim's bytes must be unchanged when
 # read through B, a put and a get from B must still work, and SIGTERM
@@ -46,7 +48,7 @@ RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 HOSTILE=${HOSTILE_PEER:?}
 RAW_UCT=${RAW_UCT:?}
-CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs uct-raw uct-raw-reload uct-raw-uid reflect}
+CLASSES=${HOSTILE_CLASSES:-high-ids rndv resolve-flood get-flood batch-amp silent-conns spoof walkaround epochs retire uct-raw uct-raw-reload uct-raw-uid reflect}
 RSS_LIMIT_KIB=$((64 * 1024))
 T=$(mktemp -d /tmp/rmad-hostile.XXXXXX)
 PIDS=()
@@ -225,7 +227,7 @@ run_class() {
 	# peak is what hurts: the kernel's high-water mark from here on.
 	peak_reset "$a"
 	case $class in
-	get-flood | batch-amp | spoof | rndv | walkaround | epochs) extra+=(--descriptor "$dir/desc") ;;
+	get-flood | batch-amp | spoof | rndv | walkaround | epochs | retire) extra+=(--descriptor "$dir/desc") ;;
 	esac
 	[ "$class" = walkaround ] && extra+=(--pid "$a")
 	[ "$class" = silent-conns ] && extra+=(--count 800)
@@ -329,6 +331,17 @@ run_class() {
 		elif [ "$(cat "$dir/new")" != "$(printf 'HOSTILE!%.0s' 1 2 3 4 5 6 7 8)" ]; then
 			why+=("the put over the newer connection did not land")
 		fi
+	fi
+	# retire: connection 1's put (at offset 0) did not land, checked
+	# above; connection 1 was closed, and connections 2 (the mark's) and
+	# 3 (another address dialed) both stayed and applied their puts
+	if [ "$class" = retire ]; then
+		grep -q 'connection 1 still up' "$dir/hostile.out" &&
+			why+=("the connection below the retire mark was not closed by the daemon")
+		grep -q 'new put acked 0' "$dir/hostile.out" ||
+			why+=("the put over the connection with the mark was not acknowledged")
+		grep -q 'other-address put acked 0' "$dir/hostile.out" ||
+			why+=("the put over the connection to another address was not acknowledged: the mark closed it")
 	fi
 	# a legitimate put and get still work
 	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" put --peer "127.0.0.1:$aport" \

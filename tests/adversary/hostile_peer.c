@@ -9,7 +9,9 @@
  *
  * The classes are those of issue 10: high-ids, rndv, resolve-flood,
  * get-flood, batch-amp, silent-conns, spoof, walkaround, and epochs
- * (a put over a connection its origin has replaced); and of issue 23:
+ * (a put over a connection its origin has replaced); retire (a put over
+ * a connection of another lane that its origin's retire mark closed);
+ * and of issue 23:
  * reflect (no cluster key, a listener of our own: the daemon dials us,
  * and we hand its own handshake back to it). */
 #include <errno.h>
@@ -348,20 +350,17 @@ hostile_hello_fill(struct hostile *h, struct am_hello *m)
 	m->flags = 0;
 }
 
-/* The unkeyed handshake; true once the daemon accepted it. */
+/* The unkeyed handshake of m (len bytes of it); true once the daemon
+ * accepted it. */
 static bool
-hostile_hello(struct hostile *h, struct hostile_ep *e)
+hostile_hello_send(struct hostile *h, struct hostile_ep *e,
+		   const struct am_hello *hello, size_t len)
 {
-	struct am_hello m;
+	struct am_hello m = *hello;
 	double deadline = monotime_s() + 5.0;
 
-	hostile_hello_fill(h, &m);
 	h->hello_answered = false;
-	/* The hello of an rmad from before the retire mark: the daemons
-	 * of a cluster speak to each other across that change, so every
-	 * class also checks that a hello of AM_HELLO_SIZE_V3 is taken. */
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, AM_HELLO_SIZE_V3,
-		     UCP_AM_SEND_FLAG_REPLY);
+	hostile_send(h, e, AM_HELLO, NULL, 0, &m, len, UCP_AM_SEND_FLAG_REPLY);
 	/* The payload lives on our stack: wait for it to leave. */
 	hostile_flush(h, e, 5.0);
 	while (!(h->hello_answered && h->hello_token == m.token) &&
@@ -375,9 +374,11 @@ hostile_hello(struct hostile *h, struct hostile_ep *e)
 		hostile_note(h, "daemon wants a keyed handshake");
 		return false;
 	}
-	if (h->hello_flags & AM_HELLO_RETIRE) {
-		hostile_note(h, "HELLO_REPLY says it read a retire mark that "
-				"our hello did not carry");
+	if ((h->hello_flags & AM_HELLO_RETIRE) != (m.flags & AM_HELLO_RETIRE)) {
+		hostile_note(
+		    h, "HELLO_REPLY %s a retire mark, our hello %s",
+		    h->hello_flags & AM_HELLO_RETIRE ? "read" : "did not read",
+		    m.flags & AM_HELLO_RETIRE ? "carried one" : "carried none");
 		return false;
 	}
 	/* protocol 1 daemons echo an am_hello: its version sits here */
@@ -386,6 +387,18 @@ hostile_hello(struct hostile *h, struct hostile_ep *e)
 		return false;
 	}
 	return true;
+}
+
+/* The hello of an rmad from before the retire mark: the daemons of a
+ * cluster speak to each other across that change, so every class also
+ * checks that a hello of AM_HELLO_SIZE_V3 bytes is taken. */
+static bool
+hostile_hello(struct hostile *h, struct hostile_ep *e)
+{
+	struct am_hello m;
+
+	hostile_hello_fill(h, &m);
+	return hostile_hello_send(h, e, &m, AM_HELLO_SIZE_V3);
 }
 
 static struct am_rma
@@ -929,6 +942,28 @@ hostile_attack_spoof(struct hostile *h)
 
 /* ---- epochs ------------------------------------------------------- */
 
+/* A put of the pattern at offset over e, awaited: notes "WHO put acked
+ * STATUS", or that it was not. */
+static void
+hostile_put_awaited(struct hostile *h, struct hostile_ep *e, uint64_t offset,
+		    const char *who)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	struct am_rma r = hostile_rma(h, AM_PUT, offset, 64);
+	double deadline = monotime_s() + 5.0;
+
+	h->put_acked = false;
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	while (!(h->put_acked && h->put_ack_token == r.token) && !e->failed &&
+	       monotime_s() < deadline)
+		ucp_worker_progress(h->worker);
+	if (h->put_acked && h->put_ack_token == r.token)
+		hostile_note(h, "%s put acked %d", who, h->put_ack_status);
+	else
+		hostile_note(h, "%s put not acked (its connection %s)", who,
+			     e->failed ? ucs_status_string(e->why) : "up");
+}
+
 /* Offset of the put over the newer connection: past the first 64 KiB of
  * the victim, which the old connection's put aims at and hostile.sh
  * checks unchanged. */
@@ -944,7 +979,6 @@ hostile_attack_epochs(struct hostile *h)
 	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
 	struct hostile_ep e1, e2;
 	struct am_rma r;
-	double deadline;
 	bool old_sent, was_failed;
 
 	if (!h->have_desc) {
@@ -973,20 +1007,79 @@ hostile_attack_epochs(struct hostile *h)
 		     old_sent ? "sent" : "refused by UCX",
 		     e1.failed ? ucs_status_string(e1.why) : "still up here");
 	/* The new connection's put must be applied and acknowledged. */
-	h->put_acked = false;
-	r = hostile_rma(h, AM_PUT, HOSTILE_EPOCHS_NEW_AT, 64);
-	hostile_send(h, &e2, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	deadline = monotime_s() + 5.0;
-	while (!(h->put_acked && h->put_ack_token == r.token) && !e2.failed &&
-	       monotime_s() < deadline)
-		ucp_worker_progress(h->worker);
-	if (h->put_acked && h->put_ack_token == r.token)
-		hostile_note(h, "new put acked %d", h->put_ack_status);
-	else
-		hostile_note(h, "new put not acked (connection 2 %s)",
-			     e2.failed ? ucs_status_string(e2.why) : "up");
+	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
 	hostile_close(h, &e1);
 	hostile_close(h, &e2);
+	return 0;
+}
+
+/* ---- retire -------------------------------------------------------- */
+
+/* Where the puts over connections 2 and 3 of the retire class land: past
+ * the victim's first 64 KiB, which connection 1's put aims at and
+ * hostile.sh checks unchanged. */
+#define HOSTILE_RETIRE_OTHER_AT (832u * 1024)
+
+/* Connection 1 on lane 1; connection 3 on lane 2, dialed (it says) to
+ * another address of the daemon; then connection 2 on lane 0, whose
+ * hello's retire mark is above both their epochs. At connection 2's
+ * handshake the daemon must close connection 1 (another lane, the same
+ * address dialed) and keep connection 3 (a mark names one address). */
+static int
+hostile_attack_retire(struct hostile *h)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	struct hostile_ep e1, e2, e3;
+	struct am_hello m;
+	struct am_rma r;
+	bool was_failed;
+
+	if (!h->have_desc) {
+		hostile_note(h, "retire needs --descriptor");
+		return 2;
+	}
+	hostile_hello_fill(h, &m);
+	m.lane = 1;
+	m.flags = AM_HELLO_RETIRE;
+	if (hostile_connect(h, &e1) < 0 ||
+	    !hostile_hello_send(h, &e1, &m, sizeof(m))) {
+		hostile_note(h, "connection 1 not accepted");
+		return 1;
+	}
+	hostile_hello_fill(h, &m);
+	m.lane = 2;
+	m.flags = AM_HELLO_RETIRE;
+	m.dialed.port = 1;
+	if (hostile_connect(h, &e3) < 0 ||
+	    !hostile_hello_send(h, &e3, &m, sizeof(m))) {
+		hostile_note(h, "connection 3 not accepted");
+		return 1;
+	}
+	hostile_hello_fill(h, &m);
+	m.lane = 0;
+	m.flags = AM_HELLO_RETIRE;
+	m.retire = m.epoch;
+	if (hostile_connect(h, &e2) < 0 ||
+	    !hostile_hello_send(h, &e2, &m, sizeof(m))) {
+		hostile_note(h, "connection 2 not accepted");
+		return 1;
+	}
+	/* Connection 1's put, at the victim's start: even when UCX told us
+	 * the daemon closed it, try. */
+	r = hostile_rma(h, AM_PUT, 0, 64);
+	was_failed = e1.failed;
+	e1.failed = false;
+	hostile_send(h, &e1, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	e1.failed = e1.failed || was_failed;
+	hostile_flush(h, &e1, 2.0);
+	hostile_progress_for(h, 0.2);
+	hostile_note(h, "connection 1 %s",
+		     e1.failed ? ucs_status_string(e1.why) : "still up here");
+	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
+	hostile_put_awaited(h, &e3, HOSTILE_RETIRE_OTHER_AT, "other-address");
+	hostile_close(h, &e1);
+	hostile_close(h, &e2);
+	hostile_close(h, &e3);
 	return 0;
 }
 
@@ -1400,13 +1493,14 @@ err:
 static void
 hostile_usage(void)
 {
-	fprintf(stderr,
-		"usage: hostile_peer --connect HOST:PORT --attack NAME\n"
-		"  [--seconds S] [--count N] [--descriptor FILE] [--pid PID]\n"
-		"  [--length BYTES] [--progress-every N] [--after-hello]\n"
-		"  [--listen HOST:PORT] [--relay HOST:PORT]\n"
-		"attacks: high-ids rndv resolve-flood get-flood batch-amp\n"
-		"         silent-conns spoof walkaround epochs reflect\n");
+	fprintf(
+	    stderr,
+	    "usage: hostile_peer --connect HOST:PORT --attack NAME\n"
+	    "  [--seconds S] [--count N] [--descriptor FILE] [--pid PID]\n"
+	    "  [--length BYTES] [--progress-every N] [--after-hello]\n"
+	    "  [--listen HOST:PORT] [--relay HOST:PORT]\n"
+	    "attacks: high-ids rndv resolve-flood get-flood batch-amp\n"
+	    "         silent-conns spoof walkaround epochs retire reflect\n");
 }
 
 int
@@ -1522,6 +1616,8 @@ main(int argc, char **argv)
 		rc = hostile_attack_walkaround(&h);
 	else if (strcmp(h.attack, "epochs") == 0)
 		rc = hostile_attack_epochs(&h);
+	else if (strcmp(h.attack, "retire") == 0)
+		rc = hostile_attack_retire(&h);
 	else if (strcmp(h.attack, "reflect") == 0)
 		rc = hostile_attack_reflect(&h);
 	else {

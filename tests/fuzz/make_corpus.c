@@ -685,13 +685,20 @@ make_peer(void)
 	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
 	peer_put(&b, A, 1, g1, 0, 4, 4);
 	write_peer("hello_newer_epoch", &b);
+	hello = peer_hello(1, 6); /* another lane: its retire mark closes A */
+	hello.flags = AM_HELLO_RETIRE;
+	hello.retire = UINT64_MAX;
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	peer_put(&b, A, 1, g1, 0, 4, 4);
+	write_peer("hello_retire", &b);
 	hello = peer_hello(2, 1);
 	hello.flags = AM_HELLO_KEYED;
 	b.len = 0;
 	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
 	write_peer("hello_keyed", &b);
 	b.len = 0;
-	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello) - 1);
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, AM_HELLO_SIZE_V3 - 1);
 	write_peer("hello_short", &b);
 
 	memset(&proof, 0, sizeof(proof));

@@ -390,7 +390,8 @@ peer_log_failure(struct peer *p, const char *previous)
 		p->d->counters.connect_failures++;
 	}
 
-	if (p->inbound || p->d->shutting_down) {
+	/* A retired peer follows another worker's failure, warned of. */
+	if (p->inbound || p->d->shutting_down || p->retired) {
 		log_info("peer_fail: %s peer %s: %s",
 			 p->inbound ? "inbound" : "outbound", p->address,
 			 p->last_error);

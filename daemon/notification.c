@@ -328,7 +328,12 @@ notification_share_release(struct notification_bound *b, uint32_t share,
 		g->live--;
 		b->live--;
 	}
-	if (sh->held == 0)
+	/* The share found last stays in the table, empty: an owner that
+	 * took everything it was sent empties its stream's share at each
+	 * wake-up, and the stream's next put then probed for it again and
+	 * scanned every group for its own. An empty share binds nothing
+	 * and is reused by the next new initiator its probe meets. */
+	if (sh->held == 0 && share != b->last)
 		notification_share_drop(b, sh);
 }
 

@@ -400,6 +400,8 @@ struct timeval worker_timeval(double seconds);
 /* A UCX status as the wire's: the one place they are mapped. */
 wire_status_t worker_status_from_ucs(ucs_status_t st);
 void worker_drain(struct daemon *d, double seconds);
+void worker_progress_until(struct daemon *d, double seconds,
+			   bool (*done)(struct daemon *d));
 
 /* ---- status.c
  * ---------------------------------------------------------------- */

@@ -55,6 +55,7 @@
 #include "guard.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -108,6 +109,7 @@ static struct guard_entry guard_entries[GUARD_ENDPOINTS];
 static atomic_size_t guard_entries_high; /* no entry used at or above */
 static struct guard_ip guard_listener;	 /* written once, before: */
 static atomic_bool guard_listener_set;
+static atomic_bool guard_listener_closing; /* guard_listener_close */
 static atomic_uint_fast64_t guard_n_refused, guard_n_refused_local;
 
 static size_t
@@ -553,6 +555,10 @@ guard_accept(int listen_fd, int fd, const struct sockaddr *peer)
 	socklen_t len = sizeof(local);
 	struct guard_ip src, dst;
 
+	/* Before the other checks: rmad's own daemons are refused too. */
+	if (atomic_load(&guard_listener_closing) &&
+	    guard_is_listener(listen_fd))
+		return guard_refuse(false);
 	if (!guard_ip_of(peer, &src) ||
 	    getsockname(fd, (struct sockaddr *)&local, &len) < 0 ||
 	    !guard_ip_of((struct sockaddr *)&local, &dst) ||
@@ -581,6 +587,58 @@ guard_accept(int listen_fd, int fd, const struct sockaddr *peer)
 	    guard_entry_admit(&src, daemon_now()))
 		return true;
 	return guard_refuse(false);
+}
+
+/* A connection the listener accepted: a connected socket (not the
+ * listening one) whose local end is the listener's address and port. */
+static bool
+guard_is_accepted_at_listener(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int listening = 1;
+	socklen_t optlen = sizeof(listening);
+	struct guard_ip ip;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    !guard_ip_of((struct sockaddr *)&ss, &ip) ||
+	    ip.port != guard_listener.port ||
+	    (!guard_ip_unspecified(&guard_listener) &&
+	     !guard_ip_same_host(&ip, &guard_listener)))
+		return false;
+	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) ==
+		   0 &&
+	       !listening;
+}
+
+int
+guard_listener_close(void)
+{
+	struct dirent *e;
+	int open = 0;
+	DIR *dir;
+
+	if (!atomic_load_explicit(&guard_listener_set, memory_order_acquire))
+		return 0;
+	/* Seen by every accept that ends after this store: the ones before
+	 * it are in the descriptor table read below. */
+	atomic_store(&guard_listener_closing, true);
+	dir = opendir("/proc/self/fd");
+	if (dir == NULL)
+		return 0;
+	while ((e = readdir(dir)) != NULL) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || end == e->d_name || fd == dirfd(dir) ||
+		    !guard_is_accepted_at_listener((int)fd))
+			continue;
+		/* UCX reads the end of the stream and drops it. */
+		shutdown((int)fd, SHUT_RDWR);
+		open++;
+	}
+	closedir(dir);
+	return open;
 }
 
 uint64_t

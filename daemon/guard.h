@@ -53,6 +53,12 @@ bool guard_accept(int listen_fd, int fd, const struct sockaddr *peer);
  * time, so they do not try. */
 int guard_local_listener_owner(const struct sockaddr_storage *sa, uid_t *uid_p);
 
+/* A loop thread, before the ucp listener is destroyed: from now on every
+ * connection to the listener is refused at accept, and each one it
+ * accepted that is still open is shut down (both ways), for UCX to drop.
+ * Returns how many were still open (call again until 0). */
+int guard_listener_close(void);
+
 /* Connections refused at accept, all reasons together. */
 uint64_t guard_refused(void);
 /* ... of them, from a local socket of another user (or of none). */

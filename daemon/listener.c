@@ -236,11 +236,37 @@ listener_start(struct daemon *d)
 	return 0;
 }
 
+static bool
+listener_accepted_gone(struct daemon *d)
+{
+	(void)d;
+	return guard_listener_close() == 0;
+}
+
+/* UCX 1.13's sockcm keeps a connection it accepted, until its first bytes
+ * (the private data) arrive, with a pointer to the uct listener
+ * (tcp_listener.c, ep->listener), which ucp_listener_destroy frees
+ * without looking at its connections: bytes arriving afterwards call the
+ * freed listener's conn_request_cb on UCX's async thread
+ * (tcp_sockcm_ep.c:660, ucp_cm_server_conn_request_cb), a crash seen in a
+ * hand-over's drain. So the listener goes only once none is left: the
+ * guard refuses new ones at accept and shuts down those open, and the
+ * worker runs until UCX has read their end and dropped them (a peer's
+ * drops with its endpoint, all closed by now). */
 void
 listener_stop(struct daemon *d)
 {
-	if (d->listener) {
-		ucp_listener_destroy(d->listener);
-		d->listener = NULL;
+	int open;
+
+	if (d->listener == NULL)
+		return;
+	open = guard_listener_close();
+	if (open > 0) {
+		worker_progress_until(d, 1.0, listener_accepted_gone);
+		log_info("listener_stop: %d connections to the listener shut "
+			 "down before it goes, %d still open",
+			 open, guard_listener_close());
 	}
+	ucp_listener_destroy(d->listener);
+	d->listener = NULL;
 }

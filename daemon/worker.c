@@ -352,10 +352,12 @@ worker_stop(struct daemon *d)
 	d->worker = NULL;
 }
 
-/* Progress until nothing is in flight or the deadline passes: used when
- * closing endpoints outside the loop, at shutdown. */
+/* Progress until done(d) or the deadline passes, waiting on the worker
+ * fd between passes so that it does not spin: used outside the loop, at
+ * shutdown. */
 void
-worker_drain(struct daemon *d, double seconds)
+worker_progress_until(struct daemon *d, double seconds,
+		      bool (*done)(struct daemon *d))
 {
 	double deadline = daemon_now() + seconds;
 
@@ -363,13 +365,26 @@ worker_drain(struct daemon *d, double seconds)
 		worker_progress_idle(d);
 		d->hooks->after_progress(d);
 		d->hooks->flush(d);
-		if (d->ops_in_flight == 0 && d->hooks->drained(d))
+		if (done(d))
 			break;
-		/* Wait on the worker fd so draining does not spin. */
 		if (ucp_worker_arm(d->worker) == UCS_OK) {
 			struct timeval tv = {0, 10000};
 			event_base_loopexit(d->base, &tv);
 			event_base_loop(d->base, EVLOOP_ONCE);
 		}
 	}
+}
+
+static bool
+worker_drained(struct daemon *d)
+{
+	return d->ops_in_flight == 0 && d->hooks->drained(d);
+}
+
+/* Progress until nothing is in flight or the deadline passes: used when
+ * closing endpoints outside the loop, at shutdown. */
+void
+worker_drain(struct daemon *d, double seconds)
+{
+	worker_progress_until(d, seconds, worker_drained);
 }

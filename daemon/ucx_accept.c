@@ -16,7 +16,11 @@
  * and moves every accepted descriptor to a number not handed out
  * recently: upward from the middle of the descriptor limit, in turn, so a
  * just-closed number is not reused until the others were. When no such
- * number is free the descriptor stays where the kernel put it.
+ * number is free the descriptor stays where the kernel put it. That
+ * leaves it to chance (a low descriptor limit, a flood, a worker that
+ * sleeps with missed events queued, which nothing wakes it for), so the
+ * number of a socket accepted here is also held after UCX closes it, until
+ * worker 0 has read what UCX missed for it (ucx_close.c, fdhold.c).
  *
  * It is also the guard on UCX's sockets (guard.c says who may stay):
  * UCX 1.13's tcp trusts the bytes of any connection to them (a PUT_REQ is
@@ -28,6 +32,7 @@
  * refusals, so a flood does not hold UCX's async thread: UCX watches its
  * listening sockets level-triggered and comes back for the rest. */
 #include "daemon.h"
+#include "fdhold.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -96,6 +101,7 @@ accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 			*addrlen = len;
 		}
 		fd = ucx_accept_move(fd);
+		fdhold_track(fd);
 		errno = saved;
 		return fd;
 	}

@@ -8,6 +8,7 @@
  * a tick, the deadline timer or a drain does up there, it reaches only
  * through the hooks daemon.c hands it (struct worker_hooks). */
 #include "daemon.h"
+#include "fdhold.h"
 #include "monotime.h"
 #include "ucx_defaults.h"
 
@@ -66,11 +67,19 @@ worker_timeval(double seconds)
 static void
 worker_progress_idle(struct daemon *d)
 {
+	uint64_t held = fdhold_mark();
+	int calls = 0;
+
 	/* Bounded, so a flood from one peer cannot starve the clients. */
-	for (int i = 0;
-	     i < 4096 && !d->pass_end && ucp_worker_progress(d->worker) != 0;
-	     i++)
-		;
+	while (calls < 4096 && !d->pass_end) {
+		calls++;
+		if (ucp_worker_progress(d->worker) == 0)
+			break;
+	}
+	/* Worker 0's missed events were read: numbers closed before are
+	 * free to be used again (fdhold.c). */
+	if (calls > 0 && d->index == 0)
+		fdhold_release(held);
 	d->hooks->progressed(d);
 }
 

@@ -942,6 +942,31 @@ hostile_attack_spoof(struct hostile *h)
 
 /* ---- epochs ------------------------------------------------------- */
 
+/* A put at the victim's start over e1, a connection the daemon should
+ * have closed: sent even when UCX told us it did. Then notes "connection
+ * 1 WHY" once UCX reports the close, or "connection 1 still up here"
+ * after ample time (hostile.sh fails on that; the put must not land). */
+static void
+hostile_put_over_closed(struct hostile *h, struct hostile_ep *e1)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	struct am_rma r = hostile_rma(h, AM_PUT, 0, 64);
+	bool was_failed = e1->failed, sent;
+	double deadline;
+
+	e1->failed = false;
+	sent =
+	    hostile_send(h, e1, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	e1->failed = e1->failed || was_failed;
+	hostile_flush(h, e1, 2.0);
+	deadline = monotime_s() + 10.0;
+	while (!e1->failed && monotime_s() < deadline)
+		ucp_worker_progress(h->worker);
+	hostile_note(h, "old put %s, connection 1 %s",
+		     sent ? "sent" : "refused by UCX",
+		     e1->failed ? ucs_status_string(e1->why) : "still up here");
+}
+
 /* A put of the pattern at offset over e, awaited: notes "WHO put acked
  * STATUS", or that it was not. */
 static void
@@ -976,10 +1001,7 @@ hostile_put_awaited(struct hostile *h, struct hostile_ep *e, uint64_t offset,
 static int
 hostile_attack_epochs(struct hostile *h)
 {
-	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
 	struct hostile_ep e1, e2;
-	struct am_rma r;
-	bool old_sent, was_failed;
 
 	if (!h->have_desc) {
 		hostile_note(h, "epochs needs --descriptor");
@@ -993,19 +1015,7 @@ hostile_attack_epochs(struct hostile *h)
 		hostile_note(h, "connection 2 not accepted");
 		return 1;
 	}
-	/* The old connection's put, at the victim's start. */
-	r = hostile_rma(h, AM_PUT, 0, 64);
-	/* Even when UCX told us the daemon closed it: try. */
-	was_failed = e1.failed;
-	e1.failed = false;
-	old_sent =
-	    hostile_send(h, &e1, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	e1.failed = e1.failed || was_failed;
-	hostile_flush(h, &e1, 2.0);
-	hostile_progress_for(h, 0.2);
-	hostile_note(h, "old put %s, connection 1 %s",
-		     old_sent ? "sent" : "refused by UCX",
-		     e1.failed ? ucs_status_string(e1.why) : "still up here");
+	hostile_put_over_closed(h, &e1);
 	/* The new connection's put must be applied and acknowledged. */
 	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
 	hostile_close(h, &e1);
@@ -1020,6 +1030,29 @@ hostile_attack_epochs(struct hostile *h)
  * hostile.sh checks unchanged. */
 #define HOSTILE_RETIRE_OTHER_AT (832u * 1024)
 
+/* Connection NAME of the retire class on lane, its hello of today's size
+ * saying it dialed port dialed_port (0: as the others); with
+ * retire_older, its mark is its own epoch (every connection of ours
+ * before it is below). */
+static bool
+hostile_retire_conn(struct hostile *h, struct hostile_ep *e, const char *name,
+		    uint16_t lane, uint16_t dialed_port, bool retire_older)
+{
+	struct am_hello m;
+
+	hostile_hello_fill(h, &m);
+	m.lane = lane;
+	m.flags = AM_HELLO_RETIRE;
+	m.dialed.port = dialed_port;
+	m.retire = retire_older ? m.epoch : 0;
+	if (hostile_connect(h, e) < 0 ||
+	    !hostile_hello_send(h, e, &m, sizeof(m))) {
+		hostile_note(h, "connection %s not accepted", name);
+		return false;
+	}
+	return true;
+}
+
 /* Connection 1 on lane 1; connection 3 on lane 2, dialed (it says) to
  * another address of the daemon; then connection 2 on lane 0, whose
  * hello's retire mark is above both their epochs. At connection 2's
@@ -1028,53 +1061,17 @@ hostile_attack_epochs(struct hostile *h)
 static int
 hostile_attack_retire(struct hostile *h)
 {
-	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
 	struct hostile_ep e1, e2, e3;
-	struct am_hello m;
-	struct am_rma r;
-	bool was_failed;
 
 	if (!h->have_desc) {
 		hostile_note(h, "retire needs --descriptor");
 		return 2;
 	}
-	hostile_hello_fill(h, &m);
-	m.lane = 1;
-	m.flags = AM_HELLO_RETIRE;
-	if (hostile_connect(h, &e1) < 0 ||
-	    !hostile_hello_send(h, &e1, &m, sizeof(m))) {
-		hostile_note(h, "connection 1 not accepted");
+	if (!hostile_retire_conn(h, &e1, "1", 1, 0, false) ||
+	    !hostile_retire_conn(h, &e3, "3", 2, 1, false) ||
+	    !hostile_retire_conn(h, &e2, "2", 0, 0, true))
 		return 1;
-	}
-	hostile_hello_fill(h, &m);
-	m.lane = 2;
-	m.flags = AM_HELLO_RETIRE;
-	m.dialed.port = 1;
-	if (hostile_connect(h, &e3) < 0 ||
-	    !hostile_hello_send(h, &e3, &m, sizeof(m))) {
-		hostile_note(h, "connection 3 not accepted");
-		return 1;
-	}
-	hostile_hello_fill(h, &m);
-	m.lane = 0;
-	m.flags = AM_HELLO_RETIRE;
-	m.retire = m.epoch;
-	if (hostile_connect(h, &e2) < 0 ||
-	    !hostile_hello_send(h, &e2, &m, sizeof(m))) {
-		hostile_note(h, "connection 2 not accepted");
-		return 1;
-	}
-	/* Connection 1's put, at the victim's start: even when UCX told us
-	 * the daemon closed it, try. */
-	r = hostile_rma(h, AM_PUT, 0, 64);
-	was_failed = e1.failed;
-	e1.failed = false;
-	hostile_send(h, &e1, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	e1.failed = e1.failed || was_failed;
-	hostile_flush(h, &e1, 2.0);
-	hostile_progress_for(h, 0.2);
-	hostile_note(h, "connection 1 %s",
-		     e1.failed ? ucs_status_string(e1.why) : "still up here");
+	hostile_put_over_closed(h, &e1);
 	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
 	hostile_put_awaited(h, &e3, HOSTILE_RETIRE_OTHER_AT, "other-address");
 	hostile_close(h, &e1);

@@ -172,7 +172,10 @@ bench_args_check(struct bench *b, const char *op)
 
 /* The warm-up of a bench from a buffer: at least the operations that
  * cycle once over what librma's default staging area gives their size
- * (rma_put_buf: 16 MiB, 256 KiB for transfers of up to 256 bytes). The
+ * (rma_put_buf: 16 MiB, 256 KiB for transfers of up to 256 bytes; the
+ * sizes of client/staging.c, STAGING_SIZE_DEFAULT, STAGING_SMALL_MAX and
+ * STAGING_SMALL_RING, which rma.h does not export: an RMA_STAGING_SIZE
+ * set in the environment is not followed here). The
  * area is made at the first such call and its pages are touched first by
  * the copies into it: with a warm-up of 4 MiB, 256 timed puts of 1 MiB
  * took 3078 page faults and 72-78 ms of the client's CPU, against 6 and

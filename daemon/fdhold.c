@@ -40,7 +40,8 @@ enum {
 
 static atomic_bool fdhold_tracked[FDHOLD_MAX_FD];
 static pthread_mutex_t fdhold_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fdhold_placeholder = -1;   /* /dev/null, opened on first use */
+static int fdhold_placeholder = -1;   /* /dev/null, opened with the wake */
+static int fdhold_wake_fd = -1;	      /* worker 0's mailbox (eventfd) */
 static int fdhold_held[FDHOLD_SLOTS]; /* a ring, oldest at head */
 /* held: [head, tail), both written under the lock */
 static _Atomic uint64_t fdhold_head, fdhold_tail;
@@ -62,8 +63,6 @@ fdhold_close(int fd)
 	    !atomic_exchange(&fdhold_tracked[fd], false))
 		return false;
 	pthread_mutex_lock(&fdhold_lock);
-	if (fdhold_placeholder < 0)
-		fdhold_placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* dup3 closes the socket at fd and takes the number in one step */
 	if (fdhold_placeholder >= 0 &&
 	    fdhold_tail - fdhold_head < FDHOLD_SLOTS &&
@@ -71,8 +70,27 @@ fdhold_close(int fd)
 		fdhold_held[fdhold_tail++ % FDHOLD_SLOTS] = fd;
 		held = true;
 	}
+	/* An idle worker 0 would keep the number until its next wake-up:
+	 * wake it now (a full counter is read soon anyway). */
+	if (held && fdhold_wake_fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(fdhold_wake_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: a wake-up is pending already */
+		}
+	}
 	pthread_mutex_unlock(&fdhold_lock);
 	return held;
+}
+
+void
+fdhold_wake_on(int efd)
+{
+	pthread_mutex_lock(&fdhold_lock);
+	if (fdhold_placeholder < 0)
+		fdhold_placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fdhold_wake_fd = efd;
+	pthread_mutex_unlock(&fdhold_lock);
 }
 
 uint64_t

@@ -300,6 +300,9 @@ worker_start(struct daemon *d)
 			  ucs_status_string(st));
 		return -1;
 	}
+	/* Worker 0 owns the listener: it releases held numbers (fdhold.c) */
+	if (d->index == 0)
+		fdhold_wake_on(d->mail_fd);
 	st = ucp_worker_get_efd(d->worker, &efd);
 	if (st != UCS_OK) {
 		log_error("worker_start: ucp_worker_get_efd: %s",
@@ -356,9 +359,14 @@ worker_stop(struct daemon *d)
 	if (d->deadline_ev)
 		event_free(d->deadline_ev);
 	d->worker_ev = d->tick_ev = d->deadline_ev = NULL;
+	if (d->index == 0)
+		fdhold_wake_on(-1);
 	if (d->worker)
 		ucp_worker_destroy(d->worker);
 	d->worker = NULL;
+	/* Its missed events went with it: no number need stay taken. */
+	if (d->index == 0)
+		fdhold_release(UINT64_MAX);
 }
 
 /* Progress until done(d) or the deadline passes, waiting on the worker

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -62,6 +63,28 @@ pair_accept(struct pair *p)
 	return fd;
 }
 
+/* Worker 0's mailbox, as the daemon gives it (worker.c). */
+static int
+wake_open(void)
+{
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	ck_assert_int_ge(efd, 0);
+	fdhold_wake_on(efd);
+	return efd;
+}
+
+/* How many wake-ups were written since the last call. */
+static uint64_t
+wakes(int efd)
+{
+	uint64_t n = 0;
+
+	if (read(efd, &n, sizeof(n)) < 0)
+		return 0;
+	return n;
+}
+
 static bool
 fd_open(int fd)
 {
@@ -89,7 +112,7 @@ START_TEST(test_held_until_a_progress_after_the_close)
 	struct pair p;
 	uint64_t before;
 	char c;
-	int n;
+	int n, efd = wake_open();
 
 	pair_open(&p);
 	n = p.accepted;
@@ -98,6 +121,8 @@ START_TEST(test_held_until_a_progress_after_the_close)
 	fdhold_track(n);
 	before = fdhold_mark();
 	ck_assert(fdhold_close(n));
+	/* worker 0 is woken to progress, whether busy or idle */
+	ck_assert_uint_eq(wakes(efd), 1);
 	/* the socket is closed: its peer reads the end */
 	ck_assert_int_eq(read(p.client, &c, 1), 0);
 	/* its number is not: the next connection gets another one */
@@ -120,12 +145,31 @@ START_TEST(test_tracked_once)
 	struct pair p;
 	int n;
 
+	wake_open();
 	pair_open(&p);
 	n = p.accepted;
 	fdhold_track(n);
 	ck_assert(fdhold_close(n));
 	fdhold_release(fdhold_mark());
 	ck_assert(!fdhold_close(n));
+}
+END_TEST
+
+/* Before worker 0 starts there is no placeholder: nothing is held (and
+ * the daemon's descriptor count does not grow by one at the first
+ * close), the caller closes. */
+START_TEST(test_nothing_held_before_worker_0)
+{
+	struct pair p;
+	int n;
+
+	pair_open(&p);
+	n = p.accepted;
+	pair_connect(&p);
+	fdhold_track(n);
+	ck_assert(!fdhold_close(n));
+	close(n);
+	ck_assert_int_eq(pair_accept(&p), n);
 }
 END_TEST
 
@@ -138,6 +182,7 @@ main(void)
 	tcase_add_test(tc, test_untracked_number_comes_back);
 	tcase_add_test(tc, test_held_until_a_progress_after_the_close);
 	tcase_add_test(tc, test_tracked_once);
+	tcase_add_test(tc, test_nothing_held_before_worker_0);
 	suite_add_tcase(s, tc);
 	return check_main_run(s);
 }

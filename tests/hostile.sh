@@ -6,7 +6,9 @@
 # daemon B is a legitimate peer. (epochs: a put over a connection that a
 # newer one from the same origin replaced must not land, and the newer
 # one's must. retire: the same for a connection of another lane below a
-# newer one's retire mark, while one that dialed another address stays.)
+# newer one's retire mark, while one that dialed another address stays.
+# spoof: each malformed hello on a connection of its own must not get
+# that connection served, while a true hello sent the same way is.)
 # After the attack, A must be alive, its
 # resident memory (sampled during the attack) must have grown by less
 # than 64 MiB (not under ASan), the victim's bytes must be unchanged when
@@ -342,6 +344,15 @@ run_class() {
 			why+=("the put over the connection with the mark was not acknowledged")
 		grep -q 'other-address put acked 0' "$dir/hostile.out" ||
 			why+=("the put over the connection to another address was not acknowledged: the mark closed it")
+	fi
+	# spoof: no spoofed hello got its connection served (its put at the
+	# victim's start, checked above, was not applied either); the true
+	# hello sent the same way was
+	if [ "$class" = spoof ]; then
+		grep -q 'spoofed hellos served: 0 of [1-9]' "$dir/hostile.out" ||
+			why+=("a spoofed hello was served: $(grep -Eo 'spoofed hellos served: [^;]*' "$dir/hostile.out")")
+		grep -q 'true hello served 1' "$dir/hostile.out" ||
+			why+=("the true hello, sent as the spoofed ones were, was not served")
 	fi
 	# a legitimate put and get still work
 	if ! timeout 20 "$RMACTL" --socket "$dir/b.sock" put --peer "127.0.0.1:$aport" \

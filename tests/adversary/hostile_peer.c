@@ -8,7 +8,9 @@
  * even reach the daemon. One summary line goes to stdout.
  *
  * The classes are those of issue 10: high-ids, rndv, resolve-flood,
- * get-flood, batch-amp, silent-conns, spoof, walkaround, and epochs
+ * get-flood, batch-amp, silent-conns, spoof (requests and answers before
+ * and after a hello; each malformed hello on its own connection, which
+ * must not be served), walkaround, and epochs
  * (a put over a connection its origin has replaced); retire (a put over
  * a connection of another lane that its origin's retire mark closed);
  * and of issue 23:
@@ -703,6 +705,10 @@ hostile_attack_silent_conns(struct hostile *h)
 
 /* ---- spoof --------------------------------------------------------- */
 
+/* Where the true hello's put of the spoof class goes: past the first
+ * 64 KiB of the victim, which hostile.sh checks unchanged. */
+#define HOSTILE_SPOOF_TRUE_AT (896u * 1024)
+
 /* Answers nobody asked for, and requests that are wrong in one way each.
  * None may change a byte of the victim region. */
 static void
@@ -872,42 +878,135 @@ hostile_spoof_requests(struct hostile *h, struct hostile_ep *e, bool valid)
 	hostile_flush(h, e, 2.0);
 }
 
+/* The spoofed hellos, each as sent: a hello that must be refused, or, on
+ * a connection already served, ignored. */
+struct hostile_spoof {
+	const char *name;
+	struct am_hello m;
+	size_t len;
+	uint32_t flags;
+};
+
+enum { HOSTILE_N_SPOOFS = 8 };
+
+/* Static: UCX may read a hello until its send completes. */
+static const struct hostile_spoof *
+hostile_spoofs(struct hostile *h)
+{
+	static struct hostile_spoof s[HOSTILE_N_SPOOFS];
+	const uint32_t f = UCP_AM_SEND_FLAG_REPLY;
+
+	for (size_t i = 0; i < HOSTILE_N_SPOOFS; i++) {
+		hostile_hello_fill(h, &s[i].m);
+		s[i].len = sizeof(s[i].m);
+		s[i].flags = f;
+	}
+	s[0].name = "bad-magic";
+	s[0].m.magic ^= 0x01010101;
+	s[1].name = "version-1";
+	s[1].m.version = 1;
+	s[2].name = "version-max";
+	s[2].m.version = 0xffffffffu;
+	s[3].name = "8-bytes";
+	s[3].len = 8;
+	s[4].name = "short-v3";
+	s[4].len = AM_HELLO_SIZE_V3 - 1;
+	/* says it carries a retire mark, and ends before it */
+	s[5].name = "short-retire";
+	s[5].m.flags = AM_HELLO_RETIRE;
+	s[5].len = sizeof(s[5].m) - 1;
+	s[6].name = "empty";
+	s[6].len = 0;
+	s[7].name = "no-reply-endpoint";
+	s[7].flags = 0;
+	return s;
+}
+
+static void
+hostile_spoof_send(struct hostile *h, struct hostile_ep *e,
+		   const struct hostile_spoof *s)
+{
+	hostile_send(h, e, AM_HELLO, NULL, 0, s->len ? &s->m : NULL, s->len,
+		     s->flags);
+}
+
+/* Over a connection already served: every spoofed hello, a hello that
+ * says it is keyed without any key, and proofs nobody asked for. */
 static void
 hostile_spoof_hellos(struct hostile *h, struct hostile_ep *e)
 {
-	uint32_t f = UCP_AM_SEND_FLAG_REPLY;
-	struct am_hello m;
+	static struct am_hello keyed;
+	static const struct am_hello_proof p = {.magic = AM_MAGIC, .token = 1};
+	const struct hostile_spoof *s = hostile_spoofs(h);
 
-	hostile_hello_fill(h, &m);
-	m.magic ^= 0x01010101;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
-	hostile_hello_fill(h, &m);
-	m.version = 1;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
-	hostile_hello_fill(h, &m);
-	m.version = 0xffffffffu;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
-	hostile_hello_fill(h, &m);
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, 8, f);
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, AM_HELLO_SIZE_V3 - 1, f);
-	/* says it carries a retire mark, and ends before it */
-	m.flags = AM_HELLO_RETIRE;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m) - 1, f);
-	hostile_hello_fill(h, &m);
-	hostile_send(h, e, AM_HELLO, NULL, 0, NULL, 0, f);
-	/* without a reply endpoint */
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), 0);
-	/* keyed, without any key */
-	hostile_hello_fill(h, &m);
-	m.flags = AM_HELLO_KEYED;
-	hostile_send(h, e, AM_HELLO, NULL, 0, &m, sizeof(m), f);
+	for (size_t i = 0; i < HOSTILE_N_SPOOFS; i++)
+		hostile_spoof_send(h, e, &s[i]);
+	hostile_hello_fill(h, &keyed);
+	keyed.flags = AM_HELLO_KEYED;
+	hostile_send(h, e, AM_HELLO, NULL, 0, &keyed, sizeof(keyed),
+		     UCP_AM_SEND_FLAG_REPLY);
 	hostile_flush(h, e, 2.0);
-	{
-		struct am_hello_proof p = {.magic = AM_MAGIC, .token = 1};
-		hostile_send(h, e, AM_HELLO_PROOF, NULL, 0, &p, sizeof(p), f);
-		hostile_send(h, e, AM_HELLO_DONE, NULL, 0, &p, sizeof(p), f);
+	hostile_send(h, e, AM_HELLO_PROOF, NULL, 0, &p, sizeof(p),
+		     UCP_AM_SEND_FLAG_REPLY);
+	hostile_send(h, e, AM_HELLO_DONE, NULL, 0, &p, sizeof(p),
+		     UCP_AM_SEND_FLAG_REPLY);
+	hostile_flush(h, e, 2.0);
+}
+
+/* A put at offset over e, sent at once; true when the daemon applied it
+ * (acknowledged OK) within a second. The victim's bytes, which
+ * hostile.sh compares, say the rest. */
+static bool
+hostile_put_applied(struct hostile *h, struct hostile_ep *e, uint64_t offset)
+{
+	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+	struct am_rma r = hostile_rma(h, AM_PUT, offset, 64);
+	double deadline = monotime_s() + 1.0;
+
+	h->put_acked = false;
+	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
+	while (!(h->put_acked && h->put_ack_token == r.token) && !e->failed &&
+	       monotime_s() < deadline)
+		ucp_worker_progress(h->worker);
+	return h->put_acked && h->put_ack_token == r.token &&
+	       h->put_ack_status == 0;
+}
+
+/* Each spoofed hello on a connection of its own, then a put at the
+ * victim's start over it: the daemon's answer to the first spoof (it
+ * fails the endpoint) would otherwise stand for all. Then a true hello
+ * the same way, past the victim's checked start, which must be served:
+ * notes "spoofed hellos served: N of M (names); true hello served S". */
+static void
+hostile_spoof_hellos_alone(struct hostile *h)
+{
+	const struct hostile_spoof *s = hostile_spoofs(h);
+	char served[128] = "";
+	unsigned n = 0;
+	struct hostile_ep e;
+	bool control;
+
+	for (size_t i = 0; i < HOSTILE_N_SPOOFS; i++) {
+		hostile_connect(h, &e);
+		hostile_spoof_send(h, &e, &s[i]);
+		hostile_flush(h, &e, 2.0);
+		if (hostile_put_applied(h, &e, 0)) {
+			n++;
+			strncat(served, " ",
+				sizeof(served) - strlen(served) - 1);
+			strncat(served, s[i].name,
+				sizeof(served) - strlen(served) - 1);
+		}
+		hostile_close(h, &e);
 	}
-	hostile_flush(h, e, 2.0);
+	hostile_connect(h, &e);
+	control = hostile_hello(h, &e) &&
+		  hostile_put_applied(h, &e, HOSTILE_SPOOF_TRUE_AT);
+	hostile_close(h, &e);
+	hostile_note(h,
+		     "spoofed hellos served: %u of %d (%s); true hello "
+		     "served %d",
+		     n, HOSTILE_N_SPOOFS, served, control);
 }
 
 static int
@@ -915,11 +1014,11 @@ hostile_attack_spoof(struct hostile *h)
 {
 	struct hostile_ep e;
 
+	hostile_spoof_hellos_alone(h);
 	hostile_connect(h, &e);
 	hostile_spoof_requests(h, &e, true);
 	hostile_spoof_requests(h, &e, false);
 	hostile_spoof_answers(h, &e);
-	hostile_spoof_hellos(h, &e);
 	hostile_progress_for(h, 0.5);
 	hostile_note(h, "before hello: ep %s, %lu answers",
 		     e.failed ? ucs_status_string(e.why) : "up",

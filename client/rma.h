@@ -95,7 +95,10 @@
  *   connection of the initiating daemon, and a new connection closes the
  *   old one at the target before anything is sent on it. A connection
  *   that fails retires its daemon's other connections to that target (one
- *   per worker) with it, and the next one closes them all. A put
+ *   per worker) with it, and the next one closes them all; a daemon that
+ *   took its predecessor's place (rmad --take-over, a restart from
+ *   systemd's fd store) closes every connection its predecessor left, on
+ *   any worker, with its own first. A put
  *   never lands in a region of a restarted target (its descriptors are
  *   refused as stale). So: after a failed put, put the bytes again and
  *   wait for RMA_OK; absent other writers, that is what the target keeps.

@@ -346,6 +346,10 @@ daemon_start_as(struct daemon *d, const struct config *cfg,
 		w->next_region_id = from->next_region_id;
 		if (from->next_epoch > w->next_epoch)
 			w->next_epoch = from->next_epoch;
+		/* the predecessor's connections, of our identity, are all
+		 * below: each target closes them at our first hello
+		 * (handshake.c) */
+		w->retire.floor = w->next_epoch;
 		w->restarts = from->restarts + 1;
 	}
 	idmap_init(&w->regions);

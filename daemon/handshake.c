@@ -38,7 +38,11 @@
  * every connection to that target (handshake_retire_others): the others
  * fail too, and every new hello carries the mark, an epoch, which closes
  * at the target every older connection of ours before the new one is
- * served. */
+ * served. A process that took over its predecessor's identity (rmad
+ * --take-over, a restart from the fd store) starts with a mark for every
+ * target, its first epoch (retire.floor): what the predecessor left in
+ * its sockets' queues as it exited must not land after a put of the new
+ * process completed over another lane. */
 #include "daemon.h"
 #include "am.h"
 
@@ -227,13 +231,13 @@ handshake_retire_find(struct handshake_retire *r, const struct am_addr *target)
 	return NULL;
 }
 
-/* The mark of target, 0 if none; r->lock held. */
+/* The mark of target, at least the floor; r->lock held. */
 static uint64_t
 handshake_retire_epoch(struct handshake_retire *r, const struct am_addr *target)
 {
 	struct handshake_retire_entry *e = handshake_retire_find(r, target);
 
-	return e != NULL ? e->epoch : 0;
+	return e != NULL && e->epoch > r->floor ? e->epoch : r->floor;
 }
 
 /* r->lock held. Full, the oldest mark gives way: its connections failed

@@ -19,9 +19,13 @@
 # new region must never see A; (d) as (a), but host 1's daemon runs two
 # workers, A goes through worker 1 and B through worker 0 (each worker has
 # its own connection to host 2, so a newer connection of one must retire
-# the other's dead one too). (a) and (b) run $PARTITION_RUNS times (3),
-# (c) and (d) once (PARTITION_VARIANTS picks some); every run prints what
-# happened, the verdict comes at the end.
+# the other's dead one too); (e) as (d), but host 1's daemon is taken over
+# (rmad --take-over) while A is queued in its kernel: the old process gives
+# A up as it exits, and the new one's first connection (worker 0's, for B)
+# must close at host 2 the old process's connections of every worker, whose
+# epochs all lie below the new process's first. (a) and (b) run
+# $PARTITION_RUNS times (3), (c), (d) and (e) once (PARTITION_VARIANTS picks
+# some); every run prints what happened, the verdict comes at the end.
 # Root only; exit 77 (skip) otherwise. Every rmactl runs under `timeout 20`;
 # every wait has a deadline.
 set -euo pipefail
@@ -29,7 +33,7 @@ set -euo pipefail
 RMAD=${RMAD_BIN:?}
 RMACTL=${RMACTL_BIN:?}
 RUNS=${PARTITION_RUNS:-3}
-VARIANTS=${PARTITION_VARIANTS:-a b c d} # a subset, for a quick look
+VARIANTS=${PARTITION_VARIANTS:-a b c d e} # a subset, for a quick look
 PORT=13337
 NET=10.232.0
 OP_TIMEOUT=3
@@ -181,6 +185,19 @@ pin_worker() { # host, worker
 
 # Puts until one completes or the deadline passes; sets TRIES. With
 # PIN_B set, every try goes through that worker of host 1.
+# rmad --take-over on host 1 (ready once the old process is gone, its
+# drain given up on what it had in flight), and the old one reaped.
+take_over_1() {
+	local old=${DPID[1]} flags=${DFLAGS[1]:-}
+	DFLAGS[1]="$flags --take-over"
+	start_daemon 1
+	DFLAGS[1]=$flags
+	wait_until 10 eval '! alive "$old"' || fail "the old rmad of host 1 did not exit after the take-over"
+	local rc=0
+	wait "$old" 2>/dev/null || rc=$?
+	[ "$rc" -eq 0 ] || fail "the old rmad of host 1 exited $rc after the take-over"
+}
+
 put_until_ok() { # host, descriptor, file, offset
 	local deadline=$((SECONDS + PUT_B_S))
 	TRIES=0
@@ -281,17 +298,19 @@ run() { # variant a|b|c, run number
 	mkdir -p "$RUN_DIR"
 	net_up "$v$k"
 	DFLAGS=() PIN_B=""
-	[ "$v" != d ] || DFLAGS[1]="--workers 2"
+	local two=0 # host 1 runs two workers
+	[ "$v" != d ] && [ "$v" != e ] || two=1
+	[ $two -eq 0 ] || DFLAGS[1]="--workers 2"
 	start_daemon 1
 	start_daemon 2
 	expose 2 "$RUN_DIR/desc"
-	[ "$v" != d ] || pin_worker 1 0
+	[ $two -eq 0 ] || pin_worker 1 0
 	put 1 "$RUN_DIR/desc" "$T/I" 128K
 	[ "$RC" -eq 0 ] || fail "[$v$k] first put (link up) failed: exit $RC: $ERR"
-	if [ "$v" = d ]; then # both workers connected; A goes through 1
+	if [ $two -eq 1 ]; then # both workers connected; A goes through 1
 		pin_worker 1 1
 		put 1 "$RUN_DIR/desc" "$T/I" 132K
-		[ "$RC" -eq 0 ] || fail "[d$k] first put of worker 1 failed: exit $RC: $ERR"
+		[ "$RC" -eq 0 ] || fail "[$v$k] first put of worker 1 failed: exit $RC: $ERR"
 		pin_worker 1 1
 		PIN_B=0
 	fi
@@ -305,8 +324,9 @@ run() { # variant a|b|c, run number
 		a_rc=$RC a_err=$ERR a_ms=$(($(now_ms) - t0))
 		socks=$(h1_sockets)
 		;;
-	b)
-		# A in flight; host 1's daemon dies once A is in its kernel.
+	b | e)
+		# A in flight; host 1's daemon dies (b) or is taken over (e)
+		# once A is in its kernel.
 		timeout 20 "$RMACTL" --socket "$(sock 1)" put --peer "$(addr 2)" \
 			--descriptor "$RUN_DIR/desc" --offset 0 --timeout 10 "$T/A" \
 			2>"$RUN_DIR/err.a" &
@@ -317,8 +337,13 @@ run() { # variant a|b|c, run number
 			[ "$sendq" -lt 65536 ] || break
 			sleep 0.02 # poll interval; bounded by the deadline above
 		done
-		extra="host 1 killed with send-q $sendq; "
-		kill_daemon 1
+		if [ "$v" = b ]; then
+			extra="host 1 killed with send-q $sendq; "
+			kill_daemon 1
+		else
+			extra="host 1 taken over with send-q $sendq; "
+			take_over_1
+		fi
 		a_rc=0
 		wait "$apid" || a_rc=$?
 		a_err=$(tr '\n' ' ' <"$RUN_DIR/err.a") a_ms=$(($(now_ms) - t0))
@@ -363,16 +388,17 @@ run() { # variant a|b|c, run number
 	put_until_ok 1 "$RUN_DIR_DESC" "$T/B" 0 ||
 		fail "[$v$k] put B never completed within $PUT_B_S s after the link came back: last exit $RC: $ERR"
 	b_ms=$(now_ms)
-	if [ "$v" = d ]; then
-		# Worker 1's failure retired worker 0's connection too, and
-		# B's new one carried the mark: host 2 closed worker 1's dead
-		# connection before it served B, so B's is the only one up
-		# (whether or not A's bytes ever come).
+	if [ $two -eq 1 ]; then
+		# d: worker 1's failure retired worker 0's connection too, and
+		# B's new one carried the mark; e: B's connection, the new
+		# process's first, carried its floor. Either way host 2 closed
+		# worker 1's dead connection before it served B, so B's is the
+		# only one up (whether or not A's bytes ever come).
 		local up
 		up=$(inbound_up)
 		[ "$up" -eq 1 ] ||
-			fail "[d$k] host 2 holds $up connections of host 1 up after B completed, want 1 (B's): worker 1's dead connection was not retired"
-		extra="host 2's connections of host 1 up after B: $up; "
+			fail "[$v$k] host 2 holds $up connections of host 1 up after B completed, want 1 (B's): worker 1's dead connection was not retired"
+		extra+="host 2's connections of host 1 up after B: $up; "
 	fi
 	observe "$RUN_DIR_DESC" "$b_ms"
 	if [ "$v" = c ]; then
@@ -395,7 +421,7 @@ run() { # variant a|b|c, run number
 for v in $VARIANTS; do
 	case $v in
 	a | b) for k in $(seq 1 "$RUNS"); do run "$v" "$k"; done ;;
-	c | d) run "$v" 1 ;;
+	c | d | e) run "$v" 1 ;;
 	*) echo "partition: bad PARTITION_VARIANTS: $VARIANTS" >&2; exit 1 ;;
 	esac
 done

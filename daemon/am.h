@@ -83,6 +83,10 @@ enum am_id {
  * ends at it); am_hello_reply.flags: the target read it, and it is in
  * the transcript (handshake.c) */
 #define AM_HELLO_RETIRE 8u
+/* am_hello.flags: the hello carries am_hello.floor (a hello of before
+ * ends at it); am_hello_reply.flags: the target read it, and it is in
+ * the transcript */
+#define AM_HELLO_FLOOR 16u
 
 /* An address as the handshake binds it: the target's listen address as
  * the initiator dialed it. An IPv4-mapped IPv6 address is IPv4. */
@@ -131,9 +135,16 @@ struct am_hello {
 	 * every lane, before this one is served. A hello of before ends here
 	 * (AM_HELLO_SIZE_V3), and counts as 0. */
 	uint64_t retire;
+	/* With AM_HELLO_FLOOR: every connection of this daemon id with an
+	 * epoch below it, to any address, is a predecessor's (this process
+	 * took its place: rmad --take-over, a restart from the fd store),
+	 * dead with it: close them all. 0 for a daemon without one. A hello
+	 * of before ends here (AM_HELLO_SIZE_V4), and counts as 0. */
+	uint64_t floor;
 };
 
 #define AM_HELLO_SIZE_V3 offsetof(struct am_hello, retire)
+#define AM_HELLO_SIZE_V4 offsetof(struct am_hello, floor)
 
 /* Target -> initiator. Keyed, the handshake is a transcript hash in the
  * manner of Noise (NNpsk0 without its Diffie-Hellman; handshake.c):

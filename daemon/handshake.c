@@ -42,7 +42,10 @@
  * --take-over, a restart from the fd store) starts with a mark for every
  * target, its first epoch (retire.floor): what the predecessor left in
  * its sockets' queues as it exited must not land after a put of the new
- * process completed over another lane. */
+ * process completed over another lane or to another address of the
+ * target: every hello carries the floor (am_hello.floor), which closes
+ * the predecessor's connections to any address. A floor never closes a
+ * connection of the process itself, whose epochs all lie above it. */
 #include "daemon.h"
 #include "am.h"
 
@@ -168,7 +171,7 @@ handshake_mix(uint8_t *h, const char *label, const void *msg, size_t len)
 /* The transcript of a hello: from the protocol's name, then the hello,
  * every byte of it up to its retire mark (both ids come with the
  * reply's). The mark joins only once the target says it read it
- * (handshake_transcript_retire): a target of before hashes a hello of
+ * (handshake_transcript_more): a target of before hashes a hello of
  * AM_HELLO_SIZE_V3 bytes, and proves that. */
 static void
 handshake_transcript_hello(const struct am_hello *hello, uint8_t *h)
@@ -179,10 +182,17 @@ handshake_transcript_hello(const struct am_hello *hello, uint8_t *h)
 	handshake_mix(h, "hello", hello, AM_HELLO_SIZE_V3);
 }
 
+/* The fields a hello of before lacks, once the target says it read
+ * them (am_hello_reply.flags), in this order on both sides. */
 static void
-handshake_transcript_retire(const struct am_hello *hello, uint8_t *h)
+handshake_transcript_more(const struct am_hello *hello, uint32_t flags,
+			  uint8_t *h)
 {
-	handshake_mix(h, "retire", &hello->retire, sizeof(hello->retire));
+	if (flags & AM_HELLO_RETIRE)
+		handshake_mix(h, "retire", &hello->retire,
+			      sizeof(hello->retire));
+	if (flags & AM_HELLO_FLOOR)
+		handshake_mix(h, "floor", &hello->floor, sizeof(hello->floor));
 }
 
 /* The reply joins the transcript without its proof. */
@@ -231,13 +241,13 @@ handshake_retire_find(struct handshake_retire *r, const struct am_addr *target)
 	return NULL;
 }
 
-/* The mark of target, at least the floor; r->lock held. */
+/* The mark of target, 0 if none; r->lock held. */
 static uint64_t
 handshake_retire_epoch(struct handshake_retire *r, const struct am_addr *target)
 {
 	struct handshake_retire_entry *e = handshake_retire_find(r, target);
 
-	return e != NULL && e->epoch > r->floor ? e->epoch : r->floor;
+	return e != NULL ? e->epoch : 0;
 }
 
 /* r->lock held. Full, the oldest mark gives way: its connections failed
@@ -351,7 +361,9 @@ handshake_start(struct peer *p)
 	hello->lane = p->lane = (uint16_t)d->index;
 	hello->path = p->path = p->id;
 	hello->listen_port = d->world->learned.listen_port;
-	hello->flags = AM_HELLO_PUT_ACK_RANGES | AM_HELLO_RETIRE;
+	hello->floor = d->world->retire.floor;
+	hello->flags =
+	    AM_HELLO_PUT_ACK_RANGES | AM_HELLO_RETIRE | AM_HELLO_FLOOR;
 	if (d->cfg->peer_key_set)
 		hello->flags |= AM_HELLO_KEYED;
 	randombytes_buf(hello->nonce, sizeof(hello->nonce));
@@ -467,8 +479,7 @@ handshake_on_reply(struct peer *p, const struct am_msg *m)
 	memset(&proof, 0, sizeof(proof));
 	proof.magic = AM_MAGIC;
 	proof.token = p->hello.token;
-	if (in.flags & AM_HELLO_RETIRE)
-		handshake_transcript_retire(&p->hello, p->transcript);
+	handshake_transcript_more(&p->hello, in.flags, p->transcript);
 	handshake_transcript_reply(&in, p->transcript);
 	if (!handshake_proof_ok(d, p->transcript, "target", in.proof)) {
 		/* An empty proof, so that the target counts the failure
@@ -516,7 +527,8 @@ handshake_send_reply(struct peer *p, unsigned id, wire_status_t status)
 	out.token = p->hello.token;
 	out.version = AM_VERSION;
 	memcpy(out.daemon_id, d->id, DAEMON_ID_SIZE);
-	out.flags = AM_HELLO_GET_RANGES | (p->hello.flags & AM_HELLO_RETIRE);
+	out.flags = AM_HELLO_GET_RANGES |
+		    (p->hello.flags & (AM_HELLO_RETIRE | AM_HELLO_FLOOR));
 	if (d->cfg->peer_key_set && status != RMA__V1__STATUS__ERR_VERSION) {
 		out.flags |= AM_HELLO_KEYED;
 		if (id == AM_HELLO_REPLY && status == RMA__V1__STATUS__OK) {
@@ -588,6 +600,11 @@ handshake_take_over(struct peer *p)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "retired by a newer connection from the same "
 				  "daemon (a connection of its failed)");
+		else if (q->epoch < p->hello.floor)
+			peer_fail(q, UCS_ERR_CANCELED,
+				  "its daemon's process was replaced (a "
+				  "take-over or a restart): connection of the "
+				  "predecessor closed");
 	}
 	return true;
 }
@@ -685,16 +702,20 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 		handshake_refuse_hello(p, RMA__V1__STATUS__ERR_VERSION, detail);
 		return;
 	}
-	/* A hello of before ends at the retire mark, which counts as 0. */
+	/* A hello of before ends at the retire mark or the floor, which
+	 * count as 0. */
 	memset(&in, 0, sizeof(in));
 	memcpy(&in, m->data, m->length < sizeof(in) ? m->length : sizeof(in));
 	if (m->length < AM_HELLO_SIZE_V3 ||
-	    (m->length < sizeof(in) && (in.flags & AM_HELLO_RETIRE))) {
+	    (m->length < AM_HELLO_SIZE_V4 && (in.flags & AM_HELLO_RETIRE)) ||
+	    (m->length < sizeof(in) && (in.flags & AM_HELLO_FLOOR))) {
 		peer_fail(p, UCS_ERR_UNSUPPORTED, "a short hello");
 		return;
 	}
 	if (!(in.flags & AM_HELLO_RETIRE))
 		in.retire = 0;
+	if (!(in.flags & AM_HELLO_FLOOR))
+		in.floor = 0;
 	p->hello = in;
 	why = handshake_hello_refusal(p, &in, &status);
 	if (why != NULL) {
@@ -712,8 +733,7 @@ handshake_on_hello(struct peer *p, const struct am_msg *m)
 		return;
 	}
 	handshake_transcript_hello(&in, p->transcript);
-	if (in.flags & AM_HELLO_RETIRE)
-		handshake_transcript_retire(&in, p->transcript);
+	handshake_transcript_more(&in, in.flags, p->transcript);
 	p->await_proof = true;
 	handshake_send_reply(p, AM_HELLO_REPLY, RMA__V1__STATUS__OK);
 }

@@ -340,6 +340,12 @@ run_class() {
 	if [ "$class" = retire ]; then
 		grep -q 'connection 1 still up' "$dir/hostile.out" &&
 			why+=("the connection below the retire mark was not closed by the daemon")
+		grep -q 'connection 2 still up' "$dir/hostile.out" &&
+			why+=("the connection below the floor was not closed by the daemon")
+		grep -q 'connection 3 still up' "$dir/hostile.out" &&
+			why+=("the connection to another address below the floor was not closed by the daemon")
+		grep -q 'floor put acked 0' "$dir/hostile.out" ||
+			why+=("the put over the connection with the floor was not acknowledged")
 		grep -q 'new put acked 0' "$dir/hostile.out" ||
 			why+=("the put over the connection with the mark was not acknowledged")
 		grep -q 'other-address put acked 0' "$dir/hostile.out" ||
@@ -349,8 +355,8 @@ run_class() {
 	# victim's start, checked above, was not applied either); the true
 	# hello sent the same way was
 	if [ "$class" = spoof ]; then
-		grep -q 'spoofed hellos served: 0 of [1-9]' "$dir/hostile.out" ||
-			why+=("a spoofed hello was served: $(grep -Eo 'spoofed hellos served: [^;]*' "$dir/hostile.out")")
+		grep -q 'spoofed hellos served: 0 of [1-9][0-9]* (), unanswered: 0 ' "$dir/hostile.out" ||
+			why+=("a spoofed hello was served, or its connection neither refused the put nor closed: $(grep -Eo 'spoofed hellos served: [^;]*' "$dir/hostile.out")")
 		grep -q 'true hello served 1' "$dir/hostile.out" ||
 			why+=("the true hello, sent as the spoofed ones were, was not served")
 	fi

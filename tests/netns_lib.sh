@@ -55,9 +55,12 @@ kill_wait() { # pids: TERM, a deadline, then KILL
 # netns_start_rmad DIR H NS LISTEN SOCKET [rmad flags]: rmad of host H in
 # namespace NS, logging to DIR/hH.log, its pid in DPID[H] (the caller's
 # array); retried for 10 s, as the port of a killed predecessor may linger.
+# NETNS_START_ONCE=1: one try, ready within 30 s (a take-over, ready once
+# its predecessor has drained and exited, cannot be tried twice).
 netns_start_rmad() {
 	local dir=$1 h=$2 ns=$3 listen=$4 sock=$5
-	local deadline=$((SECONDS + 10)) n=0
+	local deadline=$((SECONDS + 10)) n=0 ready_s=10
+	[ -z "${NETNS_START_ONCE:-}" ] || ready_s=30
 	shift 5
 	while :; do
 		n=$((n + 1))
@@ -66,12 +69,13 @@ netns_start_rmad() {
 		ip netns exec "$ns" "$RMAD" --listen "$listen" --socket "$sock" \
 			--ready-fd 3 "$@" 3>"$dir/h$h.ready" 2>>"$dir/h$h.log" &
 		DPID[$h]=$!
-		if timeout 10 head -c 6 "$dir/h$h.ready" 2>/dev/null | grep -q ready; then
+		if timeout $ready_s head -c 6 "$dir/h$h.ready" 2>/dev/null | grep -q ready; then
 			return 0
 		fi
 		kill -KILL "${DPID[$h]}" 2>/dev/null || true
 		{ wait "${DPID[$h]}"; } 2>/dev/null || true
 		unset "DPID[$h]"
+		[ -z "${NETNS_START_ONCE:-}" ] || fail "rmad on host $h not ready within $ready_s s"
 		[ $SECONDS -lt $deadline ] || fail "rmad on host $h not ready after $n tries"
 		sleep 0.1 # retry interval; bounded by the deadline above
 	done

@@ -185,19 +185,6 @@ pin_worker() { # host, worker
 
 # Puts until one completes or the deadline passes; sets TRIES. With
 # PIN_B set, every try goes through that worker of host 1.
-# rmad --take-over on host 1 (ready once the old process is gone, its
-# drain given up on what it had in flight), and the old one reaped.
-take_over_1() {
-	local old=${DPID[1]} flags=${DFLAGS[1]:-}
-	DFLAGS[1]="$flags --take-over"
-	start_daemon 1
-	DFLAGS[1]=$flags
-	wait_until 10 eval '! alive "$old"' || fail "the old rmad of host 1 did not exit after the take-over"
-	local rc=0
-	wait "$old" 2>/dev/null || rc=$?
-	[ "$rc" -eq 0 ] || fail "the old rmad of host 1 exited $rc after the take-over"
-}
-
 put_until_ok() { # host, descriptor, file, offset
 	local deadline=$((SECONDS + PUT_B_S))
 	TRIES=0
@@ -209,6 +196,21 @@ put_until_ok() { # host, descriptor, file, offset
 		[ $SECONDS -lt $deadline ] || return 1
 		sleep 0.2 # retry interval; bounded by the deadline above
 	done
+}
+
+# rmad --take-over on host 1 (ready once the old process is gone, its
+# drain given up on what it had in flight), and the old one reaped. The
+# old pid stays in XPID until then, for net_down to kill on a failure.
+take_over_1() {
+	local old=${DPID[1]} flags=${DFLAGS[1]:-} rc=0
+	XPID[old1]=$old
+	DFLAGS[1]="$flags --take-over"
+	NETNS_START_ONCE=1 start_daemon 1
+	DFLAGS[1]=$flags
+	wait_until 10 eval '! alive "$old"' || fail "the old rmad of host 1 did not exit after the take-over"
+	wait "$old" 2>/dev/null || rc=$?
+	unset "XPID[old1]"
+	[ "$rc" -eq 0 ] || fail "the old rmad of host 1 exited $rc after the take-over"
 }
 
 # 64 KiB at offset 0 of host 2's region, read on host 2 (a local copy,

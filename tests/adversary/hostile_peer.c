@@ -383,6 +383,13 @@ hostile_hello_send(struct hostile *h, struct hostile_ep *e,
 		    m.flags & AM_HELLO_RETIRE ? "carried one" : "carried none");
 		return false;
 	}
+	if ((h->hello_flags & AM_HELLO_FLOOR) != (m.flags & AM_HELLO_FLOOR)) {
+		hostile_note(
+		    h, "HELLO_REPLY %s a floor, our hello %s",
+		    h->hello_flags & AM_HELLO_FLOOR ? "read" : "did not read",
+		    m.flags & AM_HELLO_FLOOR ? "carried one" : "carried none");
+		return false;
+	}
 	/* protocol 1 daemons echo an am_hello: its version sits here */
 	if (h->hello_status != 0 && h->hello_status != AM_VERSION) {
 		hostile_note(h, "HELLO refused (%d)", h->hello_status);
@@ -887,7 +894,7 @@ struct hostile_spoof {
 	uint32_t flags;
 };
 
-enum { HOSTILE_N_SPOOFS = 8 };
+enum { HOSTILE_N_SPOOFS = 9 };
 
 /* Static: UCX may read a hello until its send completes. */
 static const struct hostile_spoof *
@@ -914,11 +921,15 @@ hostile_spoofs(struct hostile *h)
 	/* says it carries a retire mark, and ends before it */
 	s[5].name = "short-retire";
 	s[5].m.flags = AM_HELLO_RETIRE;
-	s[5].len = sizeof(s[5].m) - 1;
+	s[5].len = AM_HELLO_SIZE_V4 - 1;
 	s[6].name = "empty";
 	s[6].len = 0;
 	s[7].name = "no-reply-endpoint";
 	s[7].flags = 0;
+	/* says it carries a floor, and ends before it */
+	s[8].name = "short-floor";
+	s[8].m.flags = AM_HELLO_RETIRE | AM_HELLO_FLOOR;
+	s[8].len = sizeof(s[8].m) - 1;
 	return s;
 }
 
@@ -953,36 +964,54 @@ hostile_spoof_hellos(struct hostile *h, struct hostile_ep *e)
 	hostile_flush(h, e, 2.0);
 }
 
-/* A put at offset over e, sent at once; true when the daemon applied it
- * (acknowledged OK) within a second. The victim's bytes, which
- * hostile.sh compares, say the rest. */
-static bool
-hostile_put_applied(struct hostile *h, struct hostile_ep *e, uint64_t offset)
+/* What became of a put over a connection. */
+enum hostile_put_fate {
+	HOSTILE_PUT_APPLIED,   /* acknowledged OK */
+	HOSTILE_PUT_REFUSED,   /* acknowledged with an error */
+	HOSTILE_PUT_CLOSED,    /* the daemon closed the connection */
+	HOSTILE_PUT_NO_ANSWER, /* neither, in ample time */
+};
+
+/* A put at offset over e, sent at once, and what became of it: the
+ * daemon answers it or closes the connection, at once when it works. */
+static enum hostile_put_fate
+hostile_put_fate(struct hostile *h, struct hostile_ep *e, uint64_t offset)
 {
 	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
 	struct am_rma r = hostile_rma(h, AM_PUT, offset, 64);
-	double deadline = monotime_s() + 1.0;
+	double deadline = monotime_s() + 10.0;
 
 	h->put_acked = false;
 	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
 	while (!(h->put_acked && h->put_ack_token == r.token) && !e->failed &&
 	       monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
-	return h->put_acked && h->put_ack_token == r.token &&
-	       h->put_ack_status == 0;
+	if (h->put_acked && h->put_ack_token == r.token)
+		return h->put_ack_status == 0 ? HOSTILE_PUT_APPLIED
+					      : HOSTILE_PUT_REFUSED;
+	return e->failed ? HOSTILE_PUT_CLOSED : HOSTILE_PUT_NO_ANSWER;
+}
+
+static void
+hostile_name_add(char *list, size_t size, const char *name)
+{
+	strncat(list, " ", size - strlen(list) - 1);
+	strncat(list, name, size - strlen(list) - 1);
 }
 
 /* Each spoofed hello on a connection of its own, then a put at the
  * victim's start over it: the daemon's answer to the first spoof (it
- * fails the endpoint) would otherwise stand for all. Then a true hello
- * the same way, past the victim's checked start, which must be served:
- * notes "spoofed hellos served: N of M (names); true hello served S". */
+ * fails the endpoint) would otherwise stand for all. The put must be
+ * refused or its connection closed, not applied nor left unanswered.
+ * Then a true hello the same way, past the victim's checked start, which
+ * must be served: notes "spoofed hellos served: N of M (names),
+ * unanswered: K (names); true hello served S". */
 static void
 hostile_spoof_hellos_alone(struct hostile *h)
 {
 	const struct hostile_spoof *s = hostile_spoofs(h);
-	char served[128] = "";
-	unsigned n = 0;
+	char served[128] = "", unanswered[128] = "";
+	unsigned n_served = 0, n_unanswered = 0;
 	struct hostile_ep e;
 	bool control;
 
@@ -990,23 +1019,31 @@ hostile_spoof_hellos_alone(struct hostile *h)
 		hostile_connect(h, &e);
 		hostile_spoof_send(h, &e, &s[i]);
 		hostile_flush(h, &e, 2.0);
-		if (hostile_put_applied(h, &e, 0)) {
-			n++;
-			strncat(served, " ",
-				sizeof(served) - strlen(served) - 1);
-			strncat(served, s[i].name,
-				sizeof(served) - strlen(served) - 1);
+		switch (hostile_put_fate(h, &e, 0)) {
+		case HOSTILE_PUT_APPLIED:
+			n_served++;
+			hostile_name_add(served, sizeof(served), s[i].name);
+			break;
+		case HOSTILE_PUT_NO_ANSWER:
+			n_unanswered++;
+			hostile_name_add(unanswered, sizeof(unanswered),
+					 s[i].name);
+			break;
+		default:
+			break;
 		}
 		hostile_close(h, &e);
 	}
 	hostile_connect(h, &e);
 	control = hostile_hello(h, &e) &&
-		  hostile_put_applied(h, &e, HOSTILE_SPOOF_TRUE_AT);
+		  hostile_put_fate(h, &e, HOSTILE_SPOOF_TRUE_AT) ==
+		      HOSTILE_PUT_APPLIED;
 	hostile_close(h, &e);
 	hostile_note(h,
-		     "spoofed hellos served: %u of %d (%s); true hello "
-		     "served %d",
-		     n, HOSTILE_N_SPOOFS, served, control);
+		     "spoofed hellos served: %u of %d (%s), unanswered: %u "
+		     "(%s); true hello served %d",
+		     n_served, HOSTILE_N_SPOOFS, served, n_unanswered,
+		     unanswered, control);
 }
 
 static int
@@ -1043,10 +1080,12 @@ hostile_attack_spoof(struct hostile *h)
 
 /* A put at the victim's start over e1, a connection the daemon should
  * have closed: sent even when UCX told us it did. Then notes "connection
- * 1 WHY" once UCX reports the close, or "connection 1 still up here"
- * after ample time (hostile.sh fails on that; the put must not land). */
+ * NAME WHY" once UCX reports the close, or "connection NAME still up
+ * here" after ample time (hostile.sh fails on that; the put must not
+ * land). */
 static void
-hostile_put_over_closed(struct hostile *h, struct hostile_ep *e1)
+hostile_put_over_closed(struct hostile *h, struct hostile_ep *e1,
+			const char *name)
 {
 	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
 	struct am_rma r = hostile_rma(h, AM_PUT, 0, 64);
@@ -1061,8 +1100,8 @@ hostile_put_over_closed(struct hostile *h, struct hostile_ep *e1)
 	deadline = monotime_s() + 10.0;
 	while (!e1->failed && monotime_s() < deadline)
 		ucp_worker_progress(h->worker);
-	hostile_note(h, "old put %s, connection 1 %s",
-		     sent ? "sent" : "refused by UCX",
+	hostile_note(h, "old put %s, connection %s %s",
+		     sent ? "sent" : "refused by UCX", name,
 		     e1->failed ? ucs_status_string(e1->why) : "still up here");
 }
 
@@ -1114,7 +1153,7 @@ hostile_attack_epochs(struct hostile *h)
 		hostile_note(h, "connection 2 not accepted");
 		return 1;
 	}
-	hostile_put_over_closed(h, &e1);
+	hostile_put_over_closed(h, &e1, "1");
 	/* The new connection's put must be applied and acknowledged. */
 	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
 	hostile_close(h, &e1);
@@ -1128,22 +1167,33 @@ hostile_attack_epochs(struct hostile *h)
  * the victim's first 64 KiB, which connection 1's put aims at and
  * hostile.sh checks unchanged. */
 #define HOSTILE_RETIRE_OTHER_AT (832u * 1024)
+#define HOSTILE_RETIRE_FLOOR_AT (960u * 1024)
+
+/* What a connection of the retire class closes at its handshake: every
+ * connection of ours before it to the same address (a retire mark), or
+ * to any address (a floor: we took a predecessor's place). */
+enum hostile_retires {
+	HOSTILE_RETIRE_NONE,
+	HOSTILE_RETIRE_MARK,
+	HOSTILE_RETIRE_FLOOR
+};
 
 /* Connection NAME of the retire class on lane, its hello of today's size
- * saying it dialed port dialed_port (0: as the others); with
- * retire_older, its mark is its own epoch (every connection of ours
- * before it is below). */
+ * saying it dialed port dialed_port (0: as the others), with a mark or a
+ * floor at its own epoch (every connection of ours before it is below). */
 static bool
 hostile_retire_conn(struct hostile *h, struct hostile_ep *e, const char *name,
-		    uint16_t lane, uint16_t dialed_port, bool retire_older)
+		    uint16_t lane, uint16_t dialed_port,
+		    enum hostile_retires retires)
 {
 	struct am_hello m;
 
 	hostile_hello_fill(h, &m);
 	m.lane = lane;
-	m.flags = AM_HELLO_RETIRE;
+	m.flags = AM_HELLO_RETIRE | AM_HELLO_FLOOR;
 	m.dialed.port = dialed_port;
-	m.retire = retire_older ? m.epoch : 0;
+	m.retire = retires == HOSTILE_RETIRE_MARK ? m.epoch : 0;
+	m.floor = retires == HOSTILE_RETIRE_FLOOR ? m.epoch : 0;
 	if (hostile_connect(h, e) < 0 ||
 	    !hostile_hello_send(h, e, &m, sizeof(m))) {
 		hostile_note(h, "connection %s not accepted", name);
@@ -1156,26 +1206,35 @@ hostile_retire_conn(struct hostile *h, struct hostile_ep *e, const char *name,
  * another address of the daemon; then connection 2 on lane 0, whose
  * hello's retire mark is above both their epochs. At connection 2's
  * handshake the daemon must close connection 1 (another lane, the same
- * address dialed) and keep connection 3 (a mark names one address). */
+ * address dialed) and keep connection 3 (a mark names one address).
+ * Then connection 4 on lane 3, as the first of a process that took our
+ * place: its floor, above every epoch before, must close connections 2
+ * and 3 (another address: a floor names none). */
 static int
 hostile_attack_retire(struct hostile *h)
 {
-	struct hostile_ep e1, e2, e3;
+	struct hostile_ep e1, e2, e3, e4;
 
 	if (!h->have_desc) {
 		hostile_note(h, "retire needs --descriptor");
 		return 2;
 	}
-	if (!hostile_retire_conn(h, &e1, "1", 1, 0, false) ||
-	    !hostile_retire_conn(h, &e3, "3", 2, 1, false) ||
-	    !hostile_retire_conn(h, &e2, "2", 0, 0, true))
+	if (!hostile_retire_conn(h, &e1, "1", 1, 0, HOSTILE_RETIRE_NONE) ||
+	    !hostile_retire_conn(h, &e3, "3", 2, 1, HOSTILE_RETIRE_NONE) ||
+	    !hostile_retire_conn(h, &e2, "2", 0, 0, HOSTILE_RETIRE_MARK))
 		return 1;
-	hostile_put_over_closed(h, &e1);
+	hostile_put_over_closed(h, &e1, "1");
 	hostile_put_awaited(h, &e2, HOSTILE_EPOCHS_NEW_AT, "new");
 	hostile_put_awaited(h, &e3, HOSTILE_RETIRE_OTHER_AT, "other-address");
+	if (!hostile_retire_conn(h, &e4, "4", 3, 0, HOSTILE_RETIRE_FLOOR))
+		return 1;
+	hostile_put_over_closed(h, &e2, "2");
+	hostile_put_over_closed(h, &e3, "3");
+	hostile_put_awaited(h, &e4, HOSTILE_RETIRE_FLOOR_AT, "floor");
 	hostile_close(h, &e1);
 	hostile_close(h, &e2);
 	hostile_close(h, &e3);
+	hostile_close(h, &e4);
 	return 0;
 }
 

@@ -692,6 +692,19 @@ make_peer(void)
 	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
 	peer_put(&b, A, 1, g1, 0, 4, 4);
 	write_peer("hello_retire", &b);
+	/* a successor's: its floor closes A on any lane and address */
+	hello = peer_hello(2, 7);
+	hello.flags = AM_HELLO_RETIRE | AM_HELLO_FLOOR;
+	hello.dialed.port ^= 1;
+	hello.floor = UINT64_MAX;
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, sizeof(hello));
+	peer_put(&b, A, 1, g1, 0, 4, 4);
+	write_peer("hello_floor", &b);
+	/* claims the floor, ends before it */
+	b.len = 0;
+	peer_rec(&b, FRESH, AM_HELLO, NULL, 0, &hello, AM_HELLO_SIZE_V4);
+	write_peer("hello_floor_short", &b);
 	hello = peer_hello(2, 1);
 	hello.flags = AM_HELLO_KEYED;
 	b.len = 0;

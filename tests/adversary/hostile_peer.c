@@ -352,6 +352,20 @@ hostile_hello_fill(struct hostile *h, struct am_hello *m)
 	m->flags = 0;
 }
 
+/* The reply says it read an optional field of the hello (flag) exactly
+ * when the hello carried it. */
+static bool
+hostile_reply_reads(struct hostile *h, const struct am_hello *m, uint32_t flag,
+		    const char *what)
+{
+	if ((h->hello_flags & flag) == (m->flags & flag))
+		return true;
+	hostile_note(h, "HELLO_REPLY %s %s, our hello %s",
+		     h->hello_flags & flag ? "read" : "did not read", what,
+		     m->flags & flag ? "carried one" : "carried none");
+	return false;
+}
+
 /* The unkeyed handshake of m (len bytes of it); true once the daemon
  * accepted it. */
 static bool
@@ -376,20 +390,9 @@ hostile_hello_send(struct hostile *h, struct hostile_ep *e,
 		hostile_note(h, "daemon wants a keyed handshake");
 		return false;
 	}
-	if ((h->hello_flags & AM_HELLO_RETIRE) != (m.flags & AM_HELLO_RETIRE)) {
-		hostile_note(
-		    h, "HELLO_REPLY %s a retire mark, our hello %s",
-		    h->hello_flags & AM_HELLO_RETIRE ? "read" : "did not read",
-		    m.flags & AM_HELLO_RETIRE ? "carried one" : "carried none");
+	if (!hostile_reply_reads(h, &m, AM_HELLO_RETIRE, "a retire mark") ||
+	    !hostile_reply_reads(h, &m, AM_HELLO_FLOOR, "a floor"))
 		return false;
-	}
-	if ((h->hello_flags & AM_HELLO_FLOOR) != (m.flags & AM_HELLO_FLOOR)) {
-		hostile_note(
-		    h, "HELLO_REPLY %s a floor, our hello %s",
-		    h->hello_flags & AM_HELLO_FLOOR ? "read" : "did not read",
-		    m.flags & AM_HELLO_FLOOR ? "carried one" : "carried none");
-		return false;
-	}
 	/* protocol 1 daemons echo an am_hello: its version sits here */
 	if (h->hello_status != 0 && h->hello_status != AM_VERSION) {
 		hostile_note(h, "HELLO refused (%d)", h->hello_status);
@@ -1111,16 +1114,9 @@ static void
 hostile_put_awaited(struct hostile *h, struct hostile_ep *e, uint64_t offset,
 		    const char *who)
 {
-	uint32_t f = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-	struct am_rma r = hostile_rma(h, AM_PUT, offset, 64);
-	double deadline = monotime_s() + 5.0;
+	enum hostile_put_fate fate = hostile_put_fate(h, e, offset);
 
-	h->put_acked = false;
-	hostile_send(h, e, AM_PUT, &r, sizeof(r), hostile_pattern, 64, f);
-	while (!(h->put_acked && h->put_ack_token == r.token) && !e->failed &&
-	       monotime_s() < deadline)
-		ucp_worker_progress(h->worker);
-	if (h->put_acked && h->put_ack_token == r.token)
+	if (fate == HOSTILE_PUT_APPLIED || fate == HOSTILE_PUT_REFUSED)
 		hostile_note(h, "%s put acked %d", who, h->put_ack_status);
 	else
 		hostile_note(h, "%s put not acked (its connection %s)", who,

@@ -135,7 +135,7 @@ counters_of(rma_client_t *c)
 /* Peers of the daemon as status lists them: how many inbound, and the
  * last error of the outbound one at address (if any). */
 struct peer_view {
-	int inbound, outbound_found;
+	int inbound, inbound_up, outbound_found;
 	Rma__V1__PeerState state;
 	char last_error[256];
 };
@@ -152,6 +152,8 @@ peers_of(rma_client_t *c, const char *address)
 
 		if (p->inbound) {
 			v.inbound++;
+			v.inbound_up +=
+			    p->state == RMA__V1__PEER_STATE__PEER_UP;
 		} else if (strcmp(p->address, address) == 0) {
 			v.outbound_found = 1;
 			v.state = p->state;
@@ -242,6 +244,40 @@ START_TEST(test_same_key_every_lane)
 	ck_assert_uint_eq(counters_of(cb1).peer_auth_failures, 0);
 	/* one connection per lane of b, each accepted */
 	ck_assert_int_eq(peers_of(ca, db.listen).inbound, 2);
+}
+END_TEST
+
+/* A successor (rmad --take-over) proves the key too: its hellos carry
+ * the floor under its predecessor's connections (am_hello.floor), which
+ * joins both sides' transcripts, and a's proofs must agree on it. */
+START_TEST(test_same_key_after_take_over)
+{
+	const char *keyed[] = {"--peer-key-file", key_a, "--workers", "2",
+			       NULL};
+	const char *successor[] = {"--peer-key-file", key_a, "--workers", "2",
+				   "--take-over",     NULL};
+	rma_client_t *ca, *cb1, *cb2, *cb3;
+	rma_region_t *ra, *rb1, *rb2, *rb3;
+
+	harness_daemon_start(&da, keyed);
+	harness_daemon_start(&db, keyed);
+	ca = client_of(&da);
+	cb1 = client_of(&db);
+	cb2 = client_of(&db);
+	ra = region_of(ca);
+	rb1 = region_of(cb1);
+	rb2 = region_of(cb2);
+	round_trip(cb1, rb1, da.listen, ra, 0, 65536, 6);
+	round_trip(cb2, rb2, da.listen, ra, 65536, 65536, 7);
+	harness_daemon_take_over(&db, successor, 10.0);
+	cb3 = client_of(&db);
+	rb3 = region_of(cb3);
+	round_trip(cb3, rb3, da.listen, ra, 131072, 65536, 8);
+	ck_assert_uint_eq(counters_of(ca).peer_auth_failures, 0);
+	/* of b's connections only the successor's one is up: the
+	 * predecessor's two were closed (at the latest by the floor of
+	 * the successor's hello, before it was served) */
+	ck_assert_int_eq(peers_of(ca, db.listen).inbound_up, 1);
 }
 END_TEST
 
@@ -660,6 +696,7 @@ main(void)
 
 	ADD(s, test_same_key_round_trip);
 	ADD(s, test_same_key_every_lane);
+	ADD(s, test_same_key_after_take_over);
 	ADD(s, test_keyed_to_unkeyed_refused);
 	ADD(s, test_other_key_refused);
 	ADD(s, test_connect_to_self);

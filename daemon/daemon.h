@@ -440,9 +440,10 @@ struct handshake_issued {
 struct handshake_retire {
 	pthread_mutex_t lock;
 	uint64_t seq; /* atomic */
-	/* Every target's mark at least: a predecessor under the same
-	 * identity (a take-over, a restart from the fd store) opened its
-	 * connections below it. Set at the start, 0 for a new identity. */
+	/* Every hello's floor (am_hello.floor) and its mark at least: a
+	 * predecessor under the same identity (a take-over, a restart from
+	 * the fd store) opened its connections below it. Set at the start,
+	 * 0 for a new identity. */
 	uint64_t floor;
 	uint32_t n;
 	struct handshake_retire_entry {

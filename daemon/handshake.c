@@ -358,6 +358,10 @@ handshake_start(struct peer *p)
 	hello->retire =
 	    handshake_retire_epoch(&d->world->retire, &hello->dialed);
 	pthread_mutex_unlock(&d->world->retire.lock);
+	/* A target of before reads no floor: as a mark, the floor still
+	 * closes the predecessor's connections to this address there. */
+	if (hello->retire < d->world->retire.floor)
+		hello->retire = d->world->retire.floor;
 	hello->lane = p->lane = (uint16_t)d->index;
 	hello->path = p->path = p->id;
 	hello->listen_port = d->world->learned.listen_port;
@@ -562,8 +566,25 @@ handshake_same_origin(const struct peer *a, const struct peer *b)
  * one of its daemon to the address p dialed below p's retire mark, on
  * any lane. A mark names one address of ours, as the initiator keeps
  * them: another address's connections are not its to close (were they,
- * two addresses in use would close each other's in turn). False if p is
+ * two addresses in use would close each other's in turn). Below p's
+ * floor every connection of its daemon is a predecessor's: closed
+ * whatever the address dialed, and, keyed (the daemon id proven), from
+ * any source address of its host (handshake_predecessor). False if p is
  * itself the older one (its hello came late). */
+/* Target: q, of another origin than p, is a connection the process
+ * that took its daemon's place (p's) left behind: the same proven daemon
+ * id and listen port, from another source address of that host, below
+ * p's floor. Unkeyed, a daemon id proves nothing, and a process on any
+ * allowed host could close another host's connections: only p's origin
+ * is closed then. */
+static bool
+handshake_predecessor(const struct peer *p, const struct peer *q)
+{
+	return p->d->cfg->peer_key_set && q->epoch < p->hello.floor &&
+	       q->origin_port == p->origin_port &&
+	       memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) == 0;
+}
+
 static bool
 handshake_take_over(struct peer *p)
 {
@@ -584,9 +605,17 @@ handshake_take_over(struct peer *p)
 	TAILQ_FOREACH(q, &d->peers, link)
 	{
 		if (q == p || !q->inbound ||
-		    q->state != RMA__V1__PEER_STATE__PEER_UP ||
-		    !handshake_same_origin(p, q))
+		    q->state != RMA__V1__PEER_STATE__PEER_UP)
 			continue;
+		if (!handshake_same_origin(p, q)) {
+			if (handshake_predecessor(p, q))
+				peer_fail(q, UCS_ERR_CANCELED,
+					  "its daemon's process was replaced "
+					  "(a take-over or a restart): "
+					  "connection of the predecessor "
+					  "closed");
+			continue;
+		}
 		if (memcmp(q->remote_id, p->remote_id, DAEMON_ID_SIZE) != 0)
 			peer_fail(q, UCS_ERR_CANCELED,
 				  "its daemon restarted: connection closed");

@@ -6,7 +6,9 @@
 # daemon B is a legitimate peer. (epochs: a put over a connection that a
 # newer one from the same origin replaced must not land, and the newer
 # one's must. retire: the same for a connection of another lane below a
-# newer one's retire mark, while one that dialed another address stays.
+# newer one's retire mark, while one that dialed another address stays;
+# then a connection with a floor, a successor's, closes both that one and
+# the mark's.
 # spoof: each malformed hello on a connection of its own must not get
 # that connection served, while a true hello sent the same way is.)
 # After the attack, A must be alive, its
@@ -336,7 +338,9 @@ run_class() {
 	fi
 	# retire: connection 1's put (at offset 0) did not land, checked
 	# above; connection 1 was closed, and connections 2 (the mark's) and
-	# 3 (another address dialed) both stayed and applied their puts
+	# 3 (another address dialed) both stayed and applied their puts, until
+	# connection 4's floor closed them (their later puts, at offset 0,
+	# did not land) and 4 applied its own
 	if [ "$class" = retire ]; then
 		grep -q 'connection 1 still up' "$dir/hostile.out" &&
 			why+=("the connection below the retire mark was not closed by the daemon")

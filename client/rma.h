@@ -98,7 +98,8 @@
  *   per worker) with it, and the next one closes them all; a daemon that
  *   took its predecessor's place (rmad --take-over, a restart from
  *   systemd's fd store) closes every connection its predecessor left, on
- *   any worker, with its own first. A put
+ *   any worker (those from another source address of its host: with a
+ *   cluster key), with its own first. A put
  *   never lands in a region of a restarted target (its descriptors are
  *   refused as stale). So: after a failed put, put the bytes again and
  *   wait for RMA_OK; absent other writers, that is what the target keeps.

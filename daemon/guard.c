@@ -200,6 +200,10 @@ guard_publish_allow(const struct config *cfg)
 void
 guard_set_listener(const struct sockaddr_storage *sa)
 {
+	/* A listener of a start that failed was closed with it
+	 * (guard_listener_close); the one main.c starts again on the last
+	 * good configuration takes connections again. */
+	atomic_store(&guard_listener_closing, false);
 	/* Once: one listener per process, for its whole life. Until then
 	 * every socket is an interface socket, the narrower door. */
 	if (atomic_load(&guard_listener_set) ||

@@ -25,7 +25,9 @@ struct config;
 int guard_publish_allow(const struct config *cfg);
 /* The ucp listener's bound address (with its port): connections to it
  * are UCX's sockcm, open to peer_allow; all others are UCX's tcp
- * interface sockets, open only to the endpoints below. */
+ * interface sockets, open only to the endpoints below. Each listener
+ * started calls it, and takes connections again after a
+ * guard_listener_close of the one before. */
 void guard_set_listener(const struct sockaddr_storage *sa);
 /* An endpoint is about to be created to (or was accepted from) the host
  * of remote: UCX's tcp may connect from it to an interface socket, at most

@@ -67,7 +67,9 @@ worker_timeval(double seconds)
 static void
 worker_progress_idle(struct daemon *d)
 {
-	uint64_t held = fdhold_mark();
+	/* only worker 0's progress reads what UCX missed for the
+	 * listener's connections (fdhold.c) */
+	uint64_t held = d->index == 0 ? fdhold_mark() : 0;
 	int calls = 0;
 
 	/* Bounded, so a flood from one peer cannot starve the clients. */

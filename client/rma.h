@@ -506,6 +506,8 @@ rma_status_t rma_region_free(rma_client_t *client, rma_region_t *region);
  * connect to the same peer, and lives until rma_disconnect().
  * @return RMA_OK, RMA_ERR_INVALID (bad address), RMA_ERR_UNREACHABLE,
  *         RMA_ERR_REJECTED, RMA_ERR_NOT_RMAD, RMA_ERR_TIMEOUT,
+ *         RMA_ERR_SHUTDOWN (the daemon is shutting down or handing over:
+ *         it dials nobody; connect again once the client re-attached),
  *         RMA_ERR_DAEMON_GONE.
  */
 rma_status_t rma_peer_connect(rma_client_t *client, const char *address,
@@ -535,8 +537,9 @@ const char *rma_peer_detail(const rma_peer_t *peer);
  *         the owner's address when the daemon knows it),
  *         RMA_ERR_STALE_DESCRIPTOR (region freed, or the owner at
  *         @p peer restarted), RMA_ERR_NO_PEER, peer failures,
- *         RMA_ERR_DAEMON_GONE. An import asked while the owner hands its
- *         regions over is answered by the new process.
+ *         RMA_ERR_SHUTDOWN (this client's daemon is shutting down or
+ *         handing over), RMA_ERR_DAEMON_GONE. An import asked while the
+ *         owner hands its regions over is answered by the new process.
  */
 rma_status_t rma_remote_import(rma_client_t *client, rma_peer_t *peer,
 			       const char *descriptor, rma_remote_t **remote_p);

@@ -182,20 +182,6 @@ peer_new(struct daemon *d, const char *address)
 	return p;
 }
 
-void
-peer_destroy(struct peer *p)
-{
-	p->d->peer_hooks->forget(p);
-	am_detach(p);
-	am_peer_gone(p);
-	peer_probe_stop(p);
-	guard_close(&p->guard);
-	if (p->connect_timer)
-		event_free(p->connect_timer);
-	TAILQ_REMOVE(&p->d->peers, p, link);
-	free(p);
-}
-
 static void
 peer_on_closed(void *request, ucs_status_t status, void *user_data)
 {
@@ -232,6 +218,37 @@ peer_close_ep(struct peer *p)
 	p->ep = NULL;
 	if (sp == NULL || UCS_PTR_IS_ERR(sp))
 		d->closing_eps--;
+}
+
+void
+peer_destroy(struct peer *p)
+{
+	struct peer_waiter *w;
+
+	p->d->peer_hooks->forget(p);
+	/* Left by a shutdown, which dials no more: they hear now. */
+	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
+		TAILQ_REMOVE(&p->connect_waiters, w, link);
+		reply_error(w->to,
+			    p->d->shutting_down ? RMA__V1__STATUS__ERR_SHUTDOWN
+						: RMA__V1__STATUS__ERR_CANCELED,
+			    "peer %s forgotten%s", p->address,
+			    p->d->shutting_down ? ": daemon shutting down"
+						: "");
+		free(w);
+	}
+	/* No peer goes without its endpoint: UCX 1.13 aborts in
+	 * ucp_worker_destroy on one left open with a send queued while it
+	 * connects (ucp_destroyed_ep_pending_purge). */
+	peer_close_ep(p);
+	am_detach(p);
+	am_peer_gone(p);
+	peer_probe_stop(p);
+	guard_close(&p->guard);
+	if (p->connect_timer)
+		event_free(p->connect_timer);
+	TAILQ_REMOVE(&p->d->peers, p, link);
+	free(p);
 }
 
 /* Does p's close still wait for its refusal (handshake_refuse)? */

@@ -263,6 +263,10 @@ peer_resolve_address(const char *address, struct sockaddr_storage *sa,
 static void
 peer_reconnect(struct peer *p)
 {
+	/* Its waiters hear of the shutdown (peer_destroy); an endpoint
+	 * dialed now would be closed again before it answered. */
+	if (p->d->shutting_down)
+		return;
 	if (p->ep_failed || p->ep != NULL) {
 		/* The old endpoint goes first. */
 		p->ep_failed = true;

@@ -183,15 +183,31 @@ request_handle_region_reattach(struct conn *c, const Rma__V1__Request *req)
 	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
+/* A daemon shutting down dials nobody: an endpoint started now would be
+ * torn down before it answered. The client asks the successor. */
+static bool
+request_refused_in_shutdown(struct conn *c, const Rma__V1__Request *req)
+{
+	if (!c->d->shutting_down)
+		return false;
+	reply_error(reply_to(c, req->id), RMA__V1__STATUS__ERR_SHUTDOWN,
+		    "daemon shutting down");
+	return true;
+}
+
 static void
 request_handle_peer_connect(struct conn *c, const Rma__V1__Request *req)
 {
+	if (request_refused_in_shutdown(c, req))
+		return;
 	peer_handle_connect(reply_to(c, req->id), req->peer_connect->address);
 }
 
 static void
 request_handle_remote_import(struct conn *c, const Rma__V1__Request *req)
 {
+	if (request_refused_in_shutdown(c, req))
+		return;
 	resolve_handle_import(reply_to(c, req->id), req->remote_import->peer_id,
 			      req->remote_import->descriptor);
 }

@@ -221,22 +221,27 @@ peer_close_ep(struct peer *p)
 }
 
 void
-peer_destroy(struct peer *p)
+peer_refuse_waiters(struct peer *p)
 {
 	struct peer_waiter *w;
 
-	p->d->peer_hooks->forget(p);
-	/* Left by a shutdown, which dials no more: they hear now. */
 	while ((w = TAILQ_FIRST(&p->connect_waiters)) != NULL) {
 		TAILQ_REMOVE(&p->connect_waiters, w, link);
 		reply_error(w->to,
 			    p->d->shutting_down ? RMA__V1__STATUS__ERR_SHUTDOWN
 						: RMA__V1__STATUS__ERR_CANCELED,
-			    "peer %s forgotten%s", p->address,
-			    p->d->shutting_down ? ": daemon shutting down"
-						: "");
+			    "peer %s: %s", p->address,
+			    p->d->shutting_down ? "daemon shutting down"
+						: "peer forgotten");
 		free(w);
 	}
+}
+
+void
+peer_destroy(struct peer *p)
+{
+	p->d->peer_hooks->forget(p);
+	peer_refuse_waiters(p);
 	/* No peer goes without its endpoint: UCX 1.13 aborts in
 	 * ucp_worker_destroy on one left open with a send queued while it
 	 * connects (ucp_destroyed_ep_pending_purge). */
@@ -251,8 +256,7 @@ peer_destroy(struct peer *p)
 	free(p);
 }
 
-/* Does p's close still wait for its refusal (handshake_refuse)? */
-static bool
+bool
 peer_lingers(const struct peer *p)
 {
 	switch (p->linger) {

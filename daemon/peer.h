@@ -189,6 +189,13 @@ void peer_fail(struct peer *p, ucs_status_t st, const char *detail);
 /* Shared by peer.c, handshake.c and listener.c. */
 struct peer *peer_new(struct daemon *d, const char *address);
 void peer_destroy(struct peer *p);
+/* Does p's close still wait for its refusal (handshake_refuse)? */
+bool peer_lingers(const struct peer *p);
+/* How often a reconnect looks again at an endpoint that lingers. */
+#define PEER_LINGER_RECHECK 0.01
+/* Answers p's connect waiters, none of which will see a connection: SHUTDOWN
+ * in a shutdown, else CANCELED (p is forgotten). */
+void peer_refuse_waiters(struct peer *p);
 void peer_on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
 /* Arms the peer's one timer: the connect or handshake deadline while
  * connecting, the end of the backoff while down. */

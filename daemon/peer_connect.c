@@ -263,10 +263,20 @@ peer_resolve_address(const char *address, struct sockaddr_storage *sa,
 static void
 peer_reconnect(struct peer *p)
 {
-	/* Its waiters hear of the shutdown (peer_destroy); an endpoint
-	 * dialed now would be closed again before it answered. */
-	if (p->d->shutting_down)
+	/* An endpoint dialed now would be closed again before it
+	 * answered: its waiters hear of the shutdown instead. */
+	if (p->d->shutting_down) {
+		peer_refuse_waiters(p);
 		return;
+	}
+	if (p->ep != NULL && peer_lingers(p)) {
+		/* The old endpoint still carries its refusal out
+		 * (handshake_refuse), and peer_connect_start takes p->ep's
+		 * place: dial once peer_close_failed has closed it (at
+		 * connect_timeout at the latest). */
+		peer_timer_start(p, PEER_LINGER_RECHECK);
+		return;
+	}
 	if (p->ep_failed || p->ep != NULL) {
 		/* The old endpoint goes first. */
 		p->ep_failed = true;

@@ -274,6 +274,7 @@ int
 peer_close_failed(struct daemon *d)
 {
 	struct peer *p, *next;
+	bool lingered;
 	int closed = 0;
 
 	if (d->failed_eps == 0)
@@ -291,10 +292,15 @@ peer_close_failed(struct daemon *d)
 			d->failed_eps++;
 			continue;
 		}
+		lingered = p->linger != PEER_LINGER_NONE;
 		p->linger = PEER_LINGER_NONE;
 		p->ep_failed = false;
 		closed++;
 		peer_close_ep(p);
+		/* A dial that waited for this close (peer_reconnect) goes
+		 * now, if anything still waits for it (peer_on_timer). */
+		if (lingered && !p->inbound)
+			peer_timer_start(p, 0);
 		/* An inbound peer exists only for its endpoint. An address
 		 * that never answered stays, so that `rmactl peers` shows why;
 		 * peer_evict_one makes room for new ones. */

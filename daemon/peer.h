@@ -191,8 +191,6 @@ struct peer *peer_new(struct daemon *d, const char *address);
 void peer_destroy(struct peer *p);
 /* Does p's close still wait for its refusal (handshake_refuse)? */
 bool peer_lingers(const struct peer *p);
-/* How often a reconnect looks again at an endpoint that lingers. */
-#define PEER_LINGER_RECHECK 0.01
 /* Answers p's connect waiters, none of which will see a connection: SHUTDOWN
  * in a shutdown, else CANCELED (p is forgotten). */
 void peer_refuse_waiters(struct peer *p);

@@ -269,14 +269,11 @@ peer_reconnect(struct peer *p)
 		peer_refuse_waiters(p);
 		return;
 	}
-	if (p->ep != NULL && peer_lingers(p)) {
-		/* The old endpoint still carries its refusal out
-		 * (handshake_refuse), and peer_connect_start takes p->ep's
-		 * place: dial once peer_close_failed has closed it (at
-		 * connect_timeout at the latest). */
-		peer_timer_start(p, PEER_LINGER_RECHECK);
+	/* The old endpoint still carries its refusal out (handshake_refuse),
+	 * and peer_connect_start takes p->ep's place: peer_close_failed
+	 * dials once it has closed it, at connect_timeout at the latest. */
+	if (p->ep != NULL && peer_lingers(p))
 		return;
-	}
 	if (p->ep_failed || p->ep != NULL) {
 		/* The old endpoint goes first. */
 		p->ep_failed = true;

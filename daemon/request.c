@@ -183,8 +183,9 @@ request_handle_region_reattach(struct conn *c, const Rma__V1__Request *req)
 	reply_send(reply_to(c, req->id), &reply, -1);
 }
 
-/* A daemon shutting down dials nobody: an endpoint started now would be
- * torn down before it answered. The client asks the successor. */
+/* A daemon shutting down takes no new work, as op_submit_memo refuses
+ * operations: no peer to dial (its endpoint would be torn down before it
+ * answered), no import to resolve. The client asks the successor. */
 static bool
 request_refused_in_shutdown(struct conn *c, const Rma__V1__Request *req)
 {
